@@ -1,0 +1,169 @@
+#pragma once
+// The single source of truth for the session's extension points (volcano-semantics.md §2).
+//
+// Everything that needs to know the points derives from KILN_EXTENSION_POINTS below: the
+// ExtensionPoint enum, the scheduler.conf flag that gates each point, the session's dispatcher
+// (how plugin answers combine across tiers), and the policy compiler's handler signatures.
+// Add a point here and every consumer sees it; there is no second hand-kept list.
+//
+// Columns:
+//   Id        C++ enumerator (ExtensionPoint::Id)
+//   handler   the handler name a policy writes (`on job_order(l: Job, r: Job) -> int`)
+//   flag      scheduler.conf key that gates the point ("" = always on when registered)
+//   combine   how answers of several plugins combine (Combine enum below)
+//   result    ABI kind of the answer (AbiKind enum below)
+//   params... ABI kinds of the handler's parameters, in order
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace kiln {
+
+// clang-format off
+#define KILN_EXTENSION_POINTS(X)                                                                     \
+  X(JobOrder,         "job_order",          "enableJobOrder",     FirstNonZero,    Int,        Job, Job)               \
+  X(QueueOrder,       "queue_order",        "enableQueueOrder",   FirstNonZero,    Int,        Queue, Queue)           \
+  X(VictimQueueOrder, "victim_queue_order", "",                   FirstNonZero,    Int,        Queue, Queue, Queue)    \
+  X(TaskOrder,        "task_order",         "enableTaskOrder",    FirstNonZero,    Int,        Task, Task)             \
+  X(PrePredicate,     "pre_predicate",      "enablePredicate",    FirstError,      Status,     Task)                   \
+  X(Predicate,        "predicate",          "enablePredicate",    FirstError,      Status,     Task, Node)             \
+  X(NodeOrder,        "node_order",         "enableNodeOrder",    Sum,             Float,      Task, Node)             \
+  X(BatchNodeOrder,   "batch_node_order",   "enableNodeOrder",    SumPerNode,      FloatList,  Task, NodeList)         \
+  X(BestNode,         "best_node",          "enableBestNode",     FirstNonNull,    NodeOrNone, Task, NodeList)         \
+  X(Preemptable,      "preemptable",        "enablePreemptable",  VictimIntersect, Victims,    Task, TaskList)         \
+  X(Reclaimable,      "reclaimable",        "enableReclaimable",  VictimIntersect, Victims,    Task, TaskList)         \
+  X(VictimTasks,      "victim_tasks",       "enabledVictim",      TierUnion,       TaskList,   TaskList)               \
+  X(Overused,         "overused",           "enabledOverused",    Any,             Bool,       Queue)                  \
+  X(Allocatable,      "allocatable",        "enabledAllocatable", All,             Bool,       Queue, Task)            \
+  X(Preemptive,       "preemptive",         "enablePreemptive",   All,             Bool,       Queue, Task)            \
+  X(JobReady,         "job_ready",          "enableJobReady",     All,             Bool,       Job)                    \
+  X(JobPipelined,     "job_pipelined",      "enableJobPipelined", Vote,            Vote,       Job)                    \
+  X(JobValid,         "job_valid",          "",                   FirstInvalid,    Validation, Job)                    \
+  X(JobEnqueueable,   "job_enqueueable",    "enableJobEnqueued",  Vote,            Vote,       Job)                    \
+  X(JobEnqueued,      "job_enqueued",       "enableJobEnqueued",  CallAll,         Void,       Job)                    \
+  X(JobStarving,      "job_starving",       "enableJobStarving",  FirstTierAll,    Bool,       Job)                    \
+  X(OnAllocate,       "allocate",           "",                   CallAll,         Void,       Task)                   \
+  X(OnDeallocate,     "deallocate",         "",                   CallAll,         Void,       Task)                   \
+  X(SessionOpen,      "session_open",       "",                   CallAll,         Void)                               \
+  X(SessionClose,     "session_close",      "",                   CallAll,         Void)
+// clang-format on
+
+// Every scheduler.conf plugin flag Volcano accepts, with whether the YAML loader defaults an
+// unset flag to true (volcano-semantics.md §1.1). Flags that gate no point Kiln implements are
+// still accepted so that Volcano confs load unchanged.
+// clang-format off
+#define KILN_PLUGIN_FLAGS(X)                  \
+  X("enableJobOrder",           true)         \
+  X("enableHierarchy",          false)        \
+  X("enableJobReady",           true)         \
+  X("enableJobPipelined",       true)         \
+  X("enableTaskOrder",          true)         \
+  X("enablePreemptable",        true)         \
+  X("enableReclaimable",        true)         \
+  X("enablePreemptive",         true)         \
+  X("enableQueueOrder",         true)         \
+  X("enabledClusterOrder",      false)        \
+  X("enablePredicate",          true)         \
+  X("enableBestNode",           true)         \
+  X("enableNodeOrder",          true)         \
+  X("enableTargetJob",          true)         \
+  X("enableReservedNodes",      true)         \
+  X("enableJobEnqueued",        true)         \
+  X("enabledVictim",            true)         \
+  X("enableJobStarving",        true)         \
+  X("enabledOverused",          true)         \
+  X("enabledAllocatable",       true)         \
+  X("enabledHyperNodeOrder",    true)         \
+  X("enabledSubJobReady",       true)         \
+  X("enabledSubJobPipelined",   true)         \
+  X("enabledSubJobOrder",       true)         \
+  X("enabledHyperNodeGradient", true)
+// clang-format on
+
+enum class ExtensionPoint : uint8_t {
+#define KILN_X(Id, ...) Id,
+  KILN_EXTENSION_POINTS(KILN_X)
+#undef KILN_X
+};
+
+inline constexpr int kExtensionPointCount = 0
+#define KILN_X(...) +1
+    KILN_EXTENSION_POINTS(KILN_X)
+#undef KILN_X
+    ;
+
+// How the session combines the answers of the plugins that registered a point
+// (volcano-semantics.md §2.1, §2.2, §2.3).
+enum class Combine : uint8_t {
+  FirstNonZero,     // tiers in order, plugins in order: first non-zero comparison wins; default otherwise
+  FirstError,       // first plugin that fails decides; pass when none fails
+  Sum,              // scores add up; an error aborts
+  SumPerNode,       // per-node scores add up; an error aborts
+  FirstNonNull,     // first plugin that names a node decides
+  VictimIntersect,  // abstains ignored; intersect within a tier; first tier with victims decides
+  TierUnion,        // union within a tier; first tier with a non-empty set decides
+  Any,              // OR: first true wins
+  All,              // AND: first false wins
+  Vote,             // Reject anywhere in a reached tier wins; a Permit ends the walk at its tier
+  FirstInvalid,     // first plugin reporting an invalid job decides
+  FirstTierAll,     // the first tier with any registration decides, by AND of its plugins
+  CallAll,          // every plugin is called (events, notifications)
+};
+
+// ABI kinds of handler parameters and results. The compiler maps each to a language type; the
+// runtime maps each to a C type in the callback signature.
+enum class AbiKind : uint8_t {
+  Void, Int, Float, Bool, Vote, Status, Validation,
+  Task, Job, Node, Queue, TaskList, NodeList, FloatList, NodeOrNone, Victims,
+};
+
+struct ExtensionPointInfo {
+  ExtensionPoint id;
+  std::string_view enum_name;  // "JobOrder"
+  std::string_view handler;    // "job_order"
+  std::string_view flag;       // "enableJobOrder", or "" when always on
+  Combine combine;
+  AbiKind result;
+  std::array<AbiKind, 3> params;
+  uint8_t param_count;
+};
+
+namespace detail {
+template <typename... K>
+constexpr ExtensionPointInfo MakePointInfo(ExtensionPoint id, std::string_view enum_name,
+                                           std::string_view handler, std::string_view flag,
+                                           Combine combine, AbiKind result, K... params) {
+  return ExtensionPointInfo{id,     enum_name, handler, flag, combine,
+                            result, {params...}, static_cast<uint8_t>(sizeof...(K))};
+}
+}  // namespace detail
+
+inline constexpr std::array<ExtensionPointInfo, kExtensionPointCount> kExtensionPoints = {{
+#define KILN_ABI(k) AbiKind::k
+#define KILN_X(Id, handler, flag, combine, result, ...)                                          \
+  detail::MakePointInfo(ExtensionPoint::Id, #Id, handler, flag, Combine::combine,                 \
+                        AbiKind::result KILN_X_PARAMS(__VA_ARGS__)),
+#define KILN_X_PARAMS(...) __VA_OPT__(, KILN_X_MAP(__VA_ARGS__))
+#define KILN_X_MAP(...) KILN_X_MAP_N(__VA_ARGS__, KILN_X_MAP3, KILN_X_MAP2, KILN_X_MAP1)(__VA_ARGS__)
+#define KILN_X_MAP_N(_1, _2, _3, N, ...) N
+#define KILN_X_MAP1(a) AbiKind::a
+#define KILN_X_MAP2(a, b) AbiKind::a, AbiKind::b
+#define KILN_X_MAP3(a, b, c) AbiKind::a, AbiKind::b, AbiKind::c
+    KILN_EXTENSION_POINTS(KILN_X)
+#undef KILN_X
+#undef KILN_ABI
+}};
+
+constexpr const ExtensionPointInfo& Info(ExtensionPoint p) {
+  return kExtensionPoints[static_cast<int>(p)];
+}
+
+// Looks a point up by its handler name ("job_order"); nullptr when there is none.
+constexpr const ExtensionPointInfo* FindExtensionPoint(std::string_view handler) {
+  for (const auto& info : kExtensionPoints)
+    if (info.handler == handler) return &info;
+  return nullptr;
+}
+
+}  // namespace kiln
