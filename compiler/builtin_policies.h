@@ -15,4 +15,7 @@ struct BuiltinPolicy {
 
 const std::vector<BuiltinPolicy>& BuiltinPolicies();
 
+// nullptr when no built-in policy has that name.
+const BuiltinPolicy* FindBuiltinPolicy(std::string_view name);
+
 }  // namespace kiln

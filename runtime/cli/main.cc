@@ -1,1 +1,18 @@
-int main() { return 0; }
+// The kiln command: simulate, check, compile.
+#include <CLI/CLI.hpp>
+
+#include "runtime/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: a Volcano-compatible batch scheduler with JIT-compiled policies"};
+  app.require_subcommand(1);
+  kiln::cli::AddSimulateCommand(app);
+  kiln::cli::AddCheckCommand(app);
+  kiln::cli::AddCompileCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}

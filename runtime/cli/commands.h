@@ -1,0 +1,15 @@
+#pragma once
+// Each `kiln` subcommand lives in its own file and adds itself to the app here. Heavy headers
+// (CLI11, JSON, LLVM) stay in those files.
+
+namespace CLI {
+class App;
+}
+
+namespace kiln::cli {
+
+void AddSimulateCommand(CLI::App& app);  // simulate_command.cc
+void AddCheckCommand(CLI::App& app);     // check_command.cc
+void AddCompileCommand(CLI::App& app);   // compile_command.cc
+
+}  // namespace kiln::cli
