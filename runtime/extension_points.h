@@ -54,31 +54,31 @@ namespace kiln {
 // still accepted so that Volcano confs load unchanged.
 // clang-format off
 #define KILN_PLUGIN_FLAGS(X)                  \
-  X("enableJobOrder",           true)         \
-  X("enableHierarchy",          false)        \
-  X("enableJobReady",           true)         \
-  X("enableJobPipelined",       true)         \
-  X("enableTaskOrder",          true)         \
-  X("enablePreemptable",        true)         \
-  X("enableReclaimable",        true)         \
-  X("enablePreemptive",         true)         \
-  X("enableQueueOrder",         true)         \
-  X("enabledClusterOrder",      false)        \
-  X("enablePredicate",          true)         \
-  X("enableBestNode",           true)         \
-  X("enableNodeOrder",          true)         \
-  X("enableTargetJob",          true)         \
-  X("enableReservedNodes",      true)         \
-  X("enableJobEnqueued",        true)         \
-  X("enabledVictim",            true)         \
-  X("enableJobStarving",        true)         \
-  X("enabledOverused",          true)         \
-  X("enabledAllocatable",       true)         \
-  X("enabledHyperNodeOrder",    true)         \
-  X("enabledSubJobReady",       true)         \
-  X("enabledSubJobPipelined",   true)         \
-  X("enabledSubJobOrder",       true)         \
-  X("enabledHyperNodeGradient", true)
+  X(enableJobOrder,            true)         \
+  X(enableHierarchy,           false)        \
+  X(enableJobReady,            true)         \
+  X(enableJobPipelined,        true)         \
+  X(enableTaskOrder,           true)         \
+  X(enablePreemptable,         true)         \
+  X(enableReclaimable,         true)         \
+  X(enablePreemptive,          true)         \
+  X(enableQueueOrder,          true)         \
+  X(enabledClusterOrder,       false)        \
+  X(enablePredicate,           true)         \
+  X(enableBestNode,            true)         \
+  X(enableNodeOrder,           true)         \
+  X(enableTargetJob,           true)         \
+  X(enableReservedNodes,       true)         \
+  X(enableJobEnqueued,         true)         \
+  X(enabledVictim,             true)         \
+  X(enableJobStarving,         true)         \
+  X(enabledOverused,           true)         \
+  X(enabledAllocatable,        true)         \
+  X(enabledHyperNodeOrder,     true)         \
+  X(enabledSubJobReady,        true)         \
+  X(enabledSubJobPipelined,    true)         \
+  X(enabledSubJobOrder,        true)         \
+  X(enabledHyperNodeGradient,  true)
 // clang-format on
 
 enum class ExtensionPoint : uint8_t {
