@@ -1,0 +1,114 @@
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+
+namespace kiln {
+namespace {
+
+// True while this thread runs a range of some loop: a nested ParallelFor then runs inline
+// instead of waiting for workers that are busy with the outer loop.
+thread_local bool t_inside_loop = false;
+
+struct InsideLoop {
+  bool saved = t_inside_loop;
+  InsideLoop() { t_inside_loop = true; }
+  ~InsideLoop() { t_inside_loop = saved; }
+};
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers_.reserve(threads - 1);
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+ThreadPool& ThreadPool::Default() {
+  static ThreadPool pool(0);
+  return pool;
+}
+
+size_t ThreadPool::DefaultGrain(size_t n) const {
+  // Several ranges per participant balance uneven callbacks (one node's predicate may be far
+  // slower than another's) without paying an atomic per index.
+  size_t per = n / (static_cast<size_t>(size()) * 8);
+  return std::max<size_t>(per, 16);
+}
+
+void ThreadPool::RunLoop(Loop& loop) {
+  InsideLoop inside;
+  for (;;) {
+    size_t begin = loop.next.fetch_add(loop.grain, std::memory_order_relaxed);
+    if (begin >= loop.n) return;
+    size_t end = std::min(loop.n, begin + loop.grain);
+    try {
+      (*loop.fn)(begin, end);
+    } catch (...) {
+      std::lock_guard lock(loop.error_mu);
+      if (!loop.error) loop.error = std::current_exception();
+      loop.next.store(loop.n, std::memory_order_relaxed);  // stop handing out ranges
+    }
+  }
+}
+
+void ThreadPool::WorkerMain() {
+  unsigned long seen = 0;
+  for (;;) {
+    Loop* loop;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      loop = loop_;
+    }
+    RunLoop(*loop);
+    if (loop->active.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mu_);
+      done_.notify_all();
+    }
+  }
+}
+
+void ThreadPool::ParallelForRange(size_t n, size_t grain,
+                                  const std::function<void(size_t, size_t)>& fn) {
+  if (n == 0) return;
+  grain = std::max<size_t>(grain, 1);
+  if (workers_.empty() || t_inside_loop || n <= grain) {
+    InsideLoop inside;
+    for (size_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
+    return;
+  }
+  std::lock_guard serial(loop_mu_);
+  Loop loop;
+  loop.n = n;
+  loop.grain = grain;
+  loop.fn = &fn;
+  // Every worker takes part in every generation (even when there is nothing left for it), so
+  // the caller can wait for an exact count before `loop` goes out of scope.
+  loop.active.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    loop_ = &loop;
+    ++generation_;
+  }
+  wake_.notify_all();
+  RunLoop(loop);
+  {
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] { return loop.active.load(std::memory_order_acquire) == 0; });
+    loop_ = nullptr;
+  }
+  if (loop.error) std::rethrow_exception(loop.error);
+}
+
+}  // namespace kiln

@@ -1,0 +1,75 @@
+#pragma once
+// A fixed pool of worker threads for the data-parallel loops of the actions: predicates and
+// scores over nodes (Volcano runs these on 16 goroutines; Kiln sizes the pool to the machine).
+//
+// Results never depend on which worker ran which index: callers give every index its own output
+// slot and combine the slots in index order afterwards, so a session decides the same way on 1
+// thread or 64.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln {
+
+class ThreadPool {
+ public:
+  // `threads` counts the calling thread, which always takes part in the work: a pool of size 1
+  // starts no worker and runs everything inline. 0 = std::thread::hardware_concurrency().
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint ranges covering [0, n), ranges of at most `grain`
+  // indices, and returns when every range is done. The first exception thrown by fn is rethrown
+  // here after all ranges finished. Calls from inside a running loop (nested parallelism) run
+  // inline, so a callback may itself use the pool without deadlocking.
+  void ParallelForRange(size_t n, size_t grain,
+                        const std::function<void(size_t begin, size_t end)>& fn);
+
+  // fn(i) for every i in [0, n).
+  template <typename Fn>
+  void ParallelFor(size_t n, Fn&& fn, size_t grain = 0) {
+    if (grain == 0) grain = DefaultGrain(n);
+    ParallelForRange(n, grain, [&fn](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) fn(i);
+    });
+  }
+
+  // The process-wide pool the actions use, sized to the hardware.
+  static ThreadPool& Default();
+
+ private:
+  struct Loop {
+    size_t n = 0;
+    size_t grain = 1;
+    const std::function<void(size_t, size_t)>* fn = nullptr;
+    std::atomic<size_t> next{0};
+    std::atomic<int> active{0};  // participants still inside RunLoop
+    std::mutex error_mu;
+    std::exception_ptr error;
+  };
+
+  size_t DefaultGrain(size_t n) const;
+  void WorkerMain();
+  static void RunLoop(Loop& loop);
+
+  std::vector<std::thread> workers_;
+  std::mutex loop_mu_;  // one loop at a time per pool
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  Loop* loop_ = nullptr;
+  unsigned long generation_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace kiln

@@ -1,0 +1,93 @@
+#include "runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+namespace kiln {
+namespace {
+
+TEST(ThreadPoolTest, EveryIndexRunsExactlyOnce) {
+  ThreadPool pool(4);
+  std::vector<std::atomic<int>> hits(10007);
+  pool.ParallelFor(hits.size(), [&](size_t i) { hits[i].fetch_add(1); }, /*grain=*/7);
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+}
+
+TEST(ThreadPoolTest, SlotResultsDoNotDependOnPoolSize) {
+  auto run = [](int threads) {
+    ThreadPool pool(threads);
+    std::vector<long> out(5000);
+    pool.ParallelFor(out.size(), [&](size_t i) { out[i] = static_cast<long>(i * i % 97); }, 3);
+    return out;
+  };
+  EXPECT_EQ(run(1), run(3));
+  EXPECT_EQ(run(1), run(8));
+}
+
+TEST(ThreadPoolTest, RangesAreDisjointAndBoundedByGrain) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(1000);
+  std::atomic<size_t> widest{0};
+  pool.ParallelForRange(hits.size(), 64, [&](size_t b, size_t e) {
+    size_t w = e - b;
+    size_t cur = widest.load();
+    while (w > cur && !widest.compare_exchange_weak(cur, w)) {
+    }
+    for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  EXPECT_EQ(widest.load(), 64u);
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPoolTest, ManyConsecutiveLoopsReuseWorkers) {
+  ThreadPool pool(4);
+  long total = 0;
+  for (int round = 0; round < 500; ++round) {
+    std::vector<int> out(100);
+    pool.ParallelFor(out.size(), [&](size_t i) { out[i] = round; }, 1);
+    total += std::accumulate(out.begin(), out.end(), 0L);
+  }
+  EXPECT_EQ(total, 100L * (499L * 500L / 2));
+}
+
+TEST(ThreadPoolTest, NestedLoopRunsInlineWithoutDeadlock) {
+  ThreadPool pool(2);
+  std::vector<int> out(64 * 64);
+  pool.ParallelFor(64, [&](size_t i) {
+    pool.ParallelFor(64, [&](size_t j) { out[i * 64 + j] = static_cast<int>(i + j); }, 1);
+  }, 1);
+  for (size_t i = 0; i < 64; ++i)
+    for (size_t j = 0; j < 64; ++j) ASSERT_EQ(out[i * 64 + j], static_cast<int>(i + j));
+}
+
+TEST(ThreadPoolTest, ExceptionReachesTheCallerAndPoolStaysUsable) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.ParallelFor(
+                   1000, [](size_t i) {
+                     if (i == 517) throw std::runtime_error("boom at 517");
+                   }, 4),
+               std::runtime_error);
+  std::atomic<int> count{0};
+  pool.ParallelFor(1000, [&](size_t) { count.fetch_add(1); }, 4);
+  EXPECT_EQ(count.load(), 1000);
+}
+
+TEST(ThreadPoolTest, SizeCountsTheCallingThread) {
+  EXPECT_EQ(ThreadPool(1).size(), 1);
+  EXPECT_EQ(ThreadPool(5).size(), 5);
+  EXPECT_GE(ThreadPool::Default().size(), 1);
+}
+
+TEST(ThreadPoolTest, ZeroIterationsCallsNothing) {
+  ThreadPool pool(2);
+  bool called = false;
+  pool.ParallelFor(0, [&](size_t) { called = true; });
+  EXPECT_FALSE(called);
+}
+
+}  // namespace
+}  // namespace kiln
