@@ -1,5 +1,185 @@
-// Placeholder: the policy language grammar (issue 3) replaces this file.
+// The Kiln policy language (docs/language.md is the reference).
+//
+// Combined grammar: parser rules first, lexer rules after. Precedence is expressed by layering
+// rules (conditional → coalesce → or → and → not → relation → additive → multiplicative → unary
+// → postfix → primary). Every alternative is labelled and every element named so the AST builder
+// (compiler/parse/ast_builder.cc) never indexes children by position.
 grammar Policy;
-policyFile : ID* EOF ;
-ID : [a-z]+ ;
-WS : [ \t\r\n]+ -> skip ;
+
+// ---------------------------------------------------------------------------------------------
+// Declarations
+
+policyFile
+  : header=policyHeader decls+=decl* EOF
+  ;
+
+policyHeader
+  : 'policy' (name=IDENT | str=STRING) ';'
+  ;
+
+decl
+  : 'uses' name=IDENT ';'                                                      # UsesDecl
+  | 'const' name=IDENT (':' type=typeRef)? '=' value=expr ';'                  # ConstDecl
+  | 'arg' name=IDENT ':' type=typeRef ('=' value=expr)? ('from' key=STRING)? ';'  # ArgDecl
+  | 'record' name=IDENT '{' fields+=recordField* '}'                           # RecordDecl
+  | 'state' name=IDENT ':' type=typeRef ('=' value=expr)? ';'                  # StateDecl
+  | 'fn' name=IDENT '(' params=paramList? ')' ('->' result=typeRef)? body=block  # FnDecl
+  | 'on' points+=IDENT (',' points+=IDENT)* '(' params=paramList? ')' ('->' result=typeRef)?
+      body=block                                                               # HandlerDecl
+  ;
+
+recordField
+  : name=fieldName ':' type=typeRef ('=' value=expr)? ('from' key=STRING)? ';'
+  ;
+
+paramList
+  : params+=param (',' params+=param)*
+  ;
+
+param
+  : name=IDENT ':' type=typeRef
+  ;
+
+typeRef
+  : name=IDENT ('<' args+=typeRef (',' args+=typeRef)* '>')? (opt='?')?
+  ;
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+
+block
+  : '{' stmts+=stmt* '}'
+  ;
+
+stmt
+  : kw=('let' | 'var') name=IDENT (':' type=typeRef)? '=' value=expr ';'       # LetStmt
+  | target=expr op=('=' | '+=' | '-=' | '*=' | '/=') value=expr ';'            # AssignStmt
+  | 'if' 'let' name=IDENT '=' value=expr then=block ('else' otherwise=elseBranch)?  # IfLetStmt
+  | 'if' cond=expr then=block ('else' otherwise=elseBranch)?                   # IfStmt
+  | 'for' first=IDENT (',' second=IDENT)? 'in' range=expr body=block           # ForStmt
+  | 'return' value=expr? ';'                                                   # ReturnStmt
+  | 'break' ';'                                                                # BreakStmt
+  | 'continue' ';'                                                             # ContinueStmt
+  | body=block                                                                 # BlockStmt
+  | value=expr ';'                                                             # ExprStmt
+  ;
+
+elseBranch
+  : body=block                                                                 # ElseBlock
+  | 'if' 'let' name=IDENT '=' value=expr then=block ('else' otherwise=elseBranch)?  # ElseIfLet
+  | 'if' cond=expr then=block ('else' otherwise=elseBranch)?                   # ElseIf
+  ;
+
+// ---------------------------------------------------------------------------------------------
+// Expressions, lowest precedence first
+
+expr
+  : cond=coalesce '?' then=expr ':' otherwise=expr                             # ConditionalOp
+  | value=coalesce                                                             # PlainExpr
+  ;
+
+coalesce
+  : left=orExpr op='??' right=coalesce                                         # CoalesceOp
+  | value=orExpr                                                               # PlainCoalesce
+  ;
+
+orExpr
+  : left=orExpr op=('or' | '||') right=andExpr                                 # Or
+  | value=andExpr                                                              # PlainOr
+  ;
+
+andExpr
+  : left=andExpr op=('and' | '&&') right=notExpr                               # And
+  | value=notExpr                                                              # PlainAnd
+  ;
+
+notExpr
+  : op=('not' | '!') operand=notExpr                                           # Not
+  | value=relation                                                             # PlainNot
+  ;
+
+relation
+  : left=additive op=('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') right=additive  # Compare
+  | value=additive                                                             # PlainRelation
+  ;
+
+additive
+  : left=additive op=('+' | '-') right=multiplicative                          # AddSub
+  | value=multiplicative                                                       # PlainAdditive
+  ;
+
+multiplicative
+  : left=multiplicative op=('*' | '/' | '%') right=unary                       # MulDiv
+  | value=unary                                                                # PlainMultiplicative
+  ;
+
+unary
+  : op='-' operand=unary                                                       # Negate
+  | value=postfix                                                              # PlainUnary
+  ;
+
+postfix
+  : operand=postfix '.' field=fieldName                                            # Select
+  | operand=postfix '[' index=expr ']'                                         # Index
+  | callee=postfix '(' args=argList? ')'                                       # Call
+  | value=primary                                                              # PlainPostfix
+  ;
+
+argList
+  : args+=expr (',' args+=expr)*                                               # PositionalArgs
+  | element=expr gen=generator                                                 # GeneratorArg
+  ;
+
+// `EXPR for x in COLL where COND order by KEY desc` inside [...] or an aggregate call.
+generator
+  : 'for' first=IDENT (',' second=IDENT)? 'in' source=expr
+    ('where' filter=expr)? ('order' 'by' key=expr (dir=('asc' | 'desc'))?)?
+  ;
+
+primary
+  : value=INT                                                                  # IntLit
+  | value=FLOAT                                                                # FloatLit
+  | value=STRING                                                               # StringLit
+  | value=DURATION                                                             # DurationLit
+  | value=QUANTITY                                                             # QuantityLit
+  | value=('true' | 'false')                                                   # BoolLit
+  | 'none'                                                                     # NoneLit
+  | name=IDENT                                                                 # Name
+  | '(' inner=expr ')'                                                         # Paren
+  | '[' element=expr gen=generator ']'                                         # ListComprehension
+  | '[' (elements+=expr (',' elements+=expr)*)? ','? ']'                       # ListLit
+  | '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'                 # MapLit
+  | 'resource' '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'      # ResourceLit
+  ;
+
+mapEntry
+  : (keyName=IDENT | keyExpr=expr) ':' value=expr
+  ;
+
+// Field names may be words that are keywords elsewhere (`queue.state`).
+fieldName
+  : IDENT | 'state' | 'order' | 'by' | 'asc' | 'desc' | 'from' | 'record' | 'resource' | 'arg'
+  | 'uses' | 'where' | 'in'
+  ;
+
+// ---------------------------------------------------------------------------------------------
+// Lexer
+
+// Durations and quantities come before INT/FLOAT so `10m` is one token, not `10` then `m`.
+DURATION : DIGITS ('.' DIGITS)? DUR_UNIT (DIGITS ('.' DIGITS)? DUR_UNIT)* ;
+QUANTITY : DIGITS ('.' DIGITS)? ('Ki' | 'Mi' | 'Gi' | 'Ti' | 'Pi' | 'Ei' | 'k' | 'M' | 'G' | 'T' | 'P' | 'E') ;
+FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT ;
+INT      : DIGITS ;
+STRING   : '"' (~["\\\r\n] | '\\' .)* '"' ;
+IDENT    : [A-Za-z_] [A-Za-z0-9_]* ;
+
+LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+WS            : [ \t\r\n]+ -> skip ;
+
+// Anything else becomes one token so the parser, not the lexer, reports it with our listener.
+ERROR_CHAR : . ;
+
+fragment DIGITS   : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? DIGITS ;
+fragment DUR_UNIT : 'ns' | 'us' | 'ms' | 's' | 'm' | 'h' | 'd' ;

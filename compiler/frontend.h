@@ -1,0 +1,35 @@
+#pragma once
+// The policy front end: source text → checked AST + diagnostics. Codegen and `kiln check` /
+// `kiln compile` use only this header (and ast.h for the tree).
+
+#include <memory>
+#include <string>
+
+#include "compiler/ast.h"
+#include "compiler/diagnostics.h"
+#include "compiler/source.h"
+
+namespace kiln {
+
+// Limits that keep adversarial input from exhausting memory or the stack.
+struct FrontendLimits {
+  size_t max_source_bytes = 1 << 20;  // 1 MiB
+  int max_nesting = 256;              // brackets / expression / block nesting
+};
+
+struct FrontendResult {
+  // Null only when the file could not be parsed at all (size limit, nesting limit). When
+  // `diagnostics.HasErrors()`, the tree may be partial and must not be lowered.
+  std::unique_ptr<ast::Policy> policy;
+  DiagnosticList diagnostics;  // sorted by position
+  bool ok() const { return policy && !diagnostics.HasErrors(); }
+};
+
+// Parse, build the AST and run every pass (see the pipeline in frontend.cc).
+FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limits = {});
+
+// A readable, stable dump of the tree for `kiln compile --emit=ast|typed-ast` and the golden
+// tests in tests/ast/. `typed` adds each expression's type and each name's binding.
+std::string DumpAst(const ast::Policy& policy, bool typed);
+
+}  // namespace kiln

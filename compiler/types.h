@@ -1,0 +1,94 @@
+#pragma once
+// Semantic types of the policy language. Types are interned in a TypeContext (owned by the
+// Policy), so they compare by pointer: `a == b` iff same type.
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace kiln::ast {
+struct RecordDecl;
+}
+
+namespace kiln {
+
+enum class TypeKind {
+  Error,  // the type of an expression that already has a diagnostic; checks against it pass
+  Void,
+  Int,
+  Float,
+  Bool,
+  String,
+  Duration,
+  Time,
+  Quantity,
+  Resource,
+  Task,
+  Job,
+  Node,
+  Queue,
+  Condition,
+  Session,
+  TaskStatus,
+  Missing,  // Zero | Infinity: how resource comparisons treat a missing dimension
+  Vote,
+  Fit,
+  Validation,
+  Victims,
+  List,
+  Map,
+  Optional,
+  Record,
+  None,  // the type of the literal `none` before it meets an optional
+};
+
+struct Type {
+  TypeKind kind;
+  const Type* elem = nullptr;  // List element, Map value, Optional payload
+  const Type* key = nullptr;   // Map key
+  const ast::RecordDecl* record = nullptr;
+
+  bool Is(TypeKind k) const { return kind == k; }
+  bool IsView() const {
+    return kind == TypeKind::Task || kind == TypeKind::Job || kind == TypeKind::Node ||
+           kind == TypeKind::Queue || kind == TypeKind::Condition || kind == TypeKind::Session;
+  }
+  bool IsNumeric() const { return kind == TypeKind::Int || kind == TypeKind::Float; }
+  // Whether the type has a zero value (docs/language.md "Types"); views do not.
+  bool HasZero() const;
+  // "map<Job, float>", "Task?", "Strategy".
+  std::string Name() const;
+};
+
+class TypeContext {
+ public:
+  TypeContext();
+  const Type* Get(TypeKind k);  // a scalar/view kind (not List/Map/Optional/Record)
+  const Type* List(const Type* elem);
+  const Type* Map(const Type* key, const Type* value);
+  const Type* Optional(const Type* payload);  // Optional(T?) == T?
+  const Type* Record(const ast::RecordDecl* decl);
+
+  const Type* Error() { return Get(TypeKind::Error); }
+  const Type* Int() { return Get(TypeKind::Int); }
+  const Type* Float() { return Get(TypeKind::Float); }
+  const Type* Bool() { return Get(TypeKind::Bool); }
+  const Type* String() { return Get(TypeKind::String); }
+  const Type* Void() { return Get(TypeKind::Void); }
+
+ private:
+  std::deque<Type> storage_;
+  std::vector<const Type*> scalars_;
+  std::map<std::tuple<int, const Type*, const Type*, const void*>, const Type*> composite_;
+};
+
+// The scalar/view type named `name` in source ("int", "Resource", "Task"), or Error kind when
+// the name is not a built-in type. Generic names (list, map) are handled by the resolver.
+bool LookupScalarTypeName(std::string_view name, TypeKind* out);
+// Every built-in type name, for "did you mean" suggestions.
+std::vector<std::string> ScalarTypeNames();
+
+}  // namespace kiln
