@@ -1,0 +1,262 @@
+#pragma once
+// The policy-visible fields of Task, Job, Node and Queue, described ONCE (KILN_ABI_FIELDS below).
+// The type checker reads names and kinds from it, codegen reads offsets and host functions, the
+// runtime implements the host functions (runtime/abi.cc). Nothing else lists fields.
+//
+// Columns of KILN_ABI_FIELDS(X):
+//   Owner   Task | Job | Node | Queue (the C++ struct in runtime/model.h)
+//   name    the field as the policy language spells it (snake_case)
+//   Kind    FieldKind enumerator
+//   Access  Field → a direct member: load `Kind`'s C type at offsetof(Owner, member)
+//                  (for Resource the member IS the embedded Resource; take its address)
+//           Host  → call the extern "C" host function named in the last column
+//   target  the member name (Field) or host function (Host)
+//
+// C types by kind for Field access (checked by static_asserts at the end of this file):
+//   Int int64_t · Float double · Bool bool (1 byte) · Time/Duration int64_t nanoseconds
+//   TaskStatus/PodGroupPhase/QueueState uint32_t (TaskStatus is Volcano's bit flag value)
+//   Task/Job/Node/Queue `T*` (may be null: task.node when not placed, queue.parent at the root)
+//   Resource `kiln::Resource` embedded (layout in runtime/resource.h: u32 present @0,
+//            double values[32] @8, index = interned resource id; kiln_resource_id interns names)
+// Host function signatures by kind:
+//   Int       int64_t fn(const Owner*)          Bool  bool fn(const Owner*)
+//   Float     double fn(const Owner*)           String KStr fn(const Owner*)
+//   Resource  void fn(const Owner*, Resource* out)
+//   StringMap bool fn(const Owner*, const char* key, size_t len, KStr* out)   (true = present)
+//             plus <fn>_size(const Owner*) → size_t and <fn>_at(const Owner*, size_t i,
+//             KStr* key, KStr* value) for iteration in key order
+//   TaskList/JobList/QueueList  KList fn(const Owner*)   (items are `const T*`)
+// Returned KStr/KList point into the object and stay valid for the whole session.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "runtime/model.h"
+
+namespace kiln {
+
+enum class FieldKind : uint8_t {
+  Int, Float, Bool, String, Time, Duration, Resource,
+  Task, Job, Node, Queue, StringMap, TaskList, JobList, QueueList,
+  TaskStatus, PodGroupPhase, QueueState,
+};
+
+enum class FieldAccess : uint8_t { Field, Host };
+
+// clang-format off
+#define KILN_ABI_FIELDS(X)                                                                     \
+  /* ---- Task ---- */                                                                         \
+  X(Task,  "uid",                 String,       Host,  kiln_task_uid)                          \
+  X(Task,  "name",                String,       Host,  kiln_task_name)                         \
+  X(Task,  "namespace",           String,       Host,  kiln_task_namespace)                    \
+  X(Task,  "role",                String,       Host,  kiln_task_role)                         \
+  X(Task,  "node_name",           String,       Host,  kiln_task_node_name)                    \
+  X(Task,  "priority_class_name", String,       Host,  kiln_task_priority_class_name)          \
+  X(Task,  "status",              TaskStatus,   Field, status)                                 \
+  X(Task,  "priority",            Int,          Field, priority)                               \
+  X(Task,  "preemptable",         Bool,         Field, preemptable)                            \
+  X(Task,  "best_effort",         Bool,         Field, best_effort)                            \
+  X(Task,  "sch_gated",           Bool,         Field, sch_gated)                              \
+  X(Task,  "eviction_occurred",   Bool,         Field, eviction_occurred)                      \
+  X(Task,  "deleting",            Bool,         Field, deleting)                               \
+  X(Task,  "preempt_never",       Bool,         Host,  kiln_task_preempt_never)                \
+  X(Task,  "creation_time",       Time,         Field, creation_time)                          \
+  X(Task,  "scheduled_at",        Time,         Field, scheduled_at)                           \
+  X(Task,  "job",                 Job,          Field, job)                                    \
+  X(Task,  "node",                Node,         Field, node)                                   \
+  X(Task,  "resreq",              Resource,     Field, resreq)                                 \
+  X(Task,  "init_resreq",         Resource,     Field, init_resreq)                            \
+  X(Task,  "labels",              StringMap,    Host,  kiln_task_label)                        \
+  X(Task,  "annotations",         StringMap,    Host,  kiln_task_annotation)                   \
+  X(Task,  "node_selector",       StringMap,    Host,  kiln_task_node_selector)                \
+  /* ---- Job ---- */                                                                          \
+  X(Job,   "uid",                 String,       Host,  kiln_job_uid)                           \
+  X(Job,   "name",                String,       Host,  kiln_job_name)                          \
+  X(Job,   "namespace",           String,       Host,  kiln_job_namespace)                     \
+  X(Job,   "queue_name",          String,       Host,  kiln_job_queue_name)                    \
+  X(Job,   "priority_class_name", String,       Host,  kiln_job_priority_class_name)           \
+  X(Job,   "priority",            Int,          Field, priority)                               \
+  X(Job,   "min_available",       Int,          Field, min_available)                          \
+  X(Job,   "phase",               PodGroupPhase,Field, phase)                                  \
+  X(Job,   "preemptable",         Bool,         Field, preemptable)                            \
+  X(Job,   "has_min_resources",   Bool,         Field, has_min_resources)                      \
+  X(Job,   "has_waiting_time",    Bool,         Field, has_waiting_time)                       \
+  X(Job,   "creation_time",       Time,         Field, creation_time)                          \
+  X(Job,   "waiting_time",        Duration,     Field, waiting_time)                           \
+  X(Job,   "queue",               Queue,        Field, queue)                                  \
+  X(Job,   "allocated",           Resource,     Field, allocated)                              \
+  X(Job,   "total_request",       Resource,     Field, total_request)                          \
+  X(Job,   "min_resources",       Resource,     Field, min_resources)                          \
+  X(Job,   "elastic_resources",   Resource,     Host,  kiln_job_elastic_resources)             \
+  X(Job,   "task_count",          Int,          Host,  kiln_job_task_count)                    \
+  X(Job,   "ready_task_num",      Int,          Host,  kiln_job_ready_task_num)                \
+  X(Job,   "waiting_task_num",    Int,          Host,  kiln_job_waiting_task_num)              \
+  X(Job,   "valid_task_num",      Int,          Host,  kiln_job_valid_task_num)                \
+  X(Job,   "pending_best_effort_task_num", Int, Host,  kiln_job_pending_best_effort_task_num)  \
+  X(Job,   "task_min_available_total", Int,     Host,  kiln_job_task_min_available_total)      \
+  X(Job,   "is_ready",            Bool,         Host,  kiln_job_is_ready)                      \
+  X(Job,   "is_pipelined",        Bool,         Host,  kiln_job_is_pipelined)                  \
+  X(Job,   "is_starving",         Bool,         Host,  kiln_job_is_starving)                   \
+  X(Job,   "check_task_valid",    Bool,         Host,  kiln_job_check_task_valid)              \
+  X(Job,   "check_task_ready",    Bool,         Host,  kiln_job_check_task_ready)              \
+  X(Job,   "check_task_pipelined",Bool,         Host,  kiln_job_check_task_pipelined)          \
+  X(Job,   "check_task_starving", Bool,         Host,  kiln_job_check_task_starving)           \
+  X(Job,   "tasks",               TaskList,     Host,  kiln_job_tasks)                         \
+  X(Job,   "annotations",         StringMap,    Host,  kiln_job_annotation)                    \
+  X(Job,   "labels",              StringMap,    Host,  kiln_job_label)                         \
+  /* ---- Node ---- */                                                                         \
+  X(Node,  "name",                String,       Host,  kiln_node_name)                         \
+  X(Node,  "unschedulable",       Bool,         Field, unschedulable)                          \
+  X(Node,  "has_usage",           Bool,         Field, has_usage)                              \
+  X(Node,  "metrics_time",        Time,         Field, metrics_time)                           \
+  X(Node,  "cpu_usage",           Float,        Field, cpu_usage)                              \
+  X(Node,  "memory_usage",        Float,        Field, memory_usage)                           \
+  X(Node,  "allocatable",         Resource,     Field, allocatable)                            \
+  X(Node,  "capacity",            Resource,     Field, capacity)                               \
+  X(Node,  "idle",                Resource,     Field, idle)                                   \
+  X(Node,  "used",                Resource,     Field, used)                                   \
+  X(Node,  "releasing",           Resource,     Field, releasing)                              \
+  X(Node,  "pipelined",           Resource,     Field, pipelined)                              \
+  X(Node,  "future_idle",         Resource,     Host,  kiln_node_future_idle)                  \
+  X(Node,  "task_count",          Int,          Host,  kiln_node_task_count)                   \
+  X(Node,  "tasks",               TaskList,     Host,  kiln_node_tasks)                        \
+  X(Node,  "labels",              StringMap,    Host,  kiln_node_label)                        \
+  X(Node,  "annotations",         StringMap,    Host,  kiln_node_annotation)                   \
+  /* ---- Queue ---- */                                                                        \
+  X(Queue, "name",                String,       Host,  kiln_queue_name)                        \
+  X(Queue, "hierarchy",           String,       Host,  kiln_queue_hierarchy)                   \
+  X(Queue, "hierarchy_weights",   String,       Host,  kiln_queue_hierarchy_weights)           \
+  X(Queue, "weight",              Int,          Field, weight)                                 \
+  X(Queue, "priority",            Int,          Field, priority)                               \
+  X(Queue, "reclaimable",         Bool,         Field, reclaimable)                            \
+  X(Queue, "has_capability",      Bool,         Field, has_capability)                         \
+  X(Queue, "has_deserved",        Bool,         Field, has_deserved)                           \
+  X(Queue, "has_guarantee",       Bool,         Field, has_guarantee)                          \
+  X(Queue, "state",               QueueState,   Field, state)                                  \
+  X(Queue, "creation_time",       Time,         Field, creation_time)                          \
+  X(Queue, "parent",              Queue,        Field, parent)                                 \
+  X(Queue, "capability",          Resource,     Field, capability)                             \
+  X(Queue, "deserved",            Resource,     Field, deserved)                               \
+  X(Queue, "guarantee",           Resource,     Field, guarantee)                              \
+  X(Queue, "is_leaf",             Bool,         Host,  kiln_queue_is_leaf)                     \
+  X(Queue, "children",            QueueList,    Host,  kiln_queue_children)                    \
+  X(Queue, "jobs",                JobList,      Host,  kiln_queue_jobs)                        \
+  X(Queue, "annotations",         StringMap,    Host,  kiln_queue_annotation)
+// clang-format on
+
+struct AbiFieldInfo {
+  std::string_view owner;  // "Task"
+  std::string_view name;   // "priority"
+  FieldKind kind;
+  FieldAccess access;
+  size_t offset;                // Field access: offsetof(owner, member); Host: 0
+  std::string_view host;        // Host access: the function's symbol name
+  const void* host_fn;          // Host access: its address (for absoluteSymbols)
+};
+
+}  // namespace kiln
+
+// ---- host functions (extern "C"; implemented in runtime/abi.cc) ----
+extern "C" {
+
+typedef struct KStr {
+  const char* data;
+  size_t size;
+} KStr;
+
+typedef struct KList {
+  const void* const* items;
+  size_t size;
+} KList;
+
+#define KILN_X_DECL_String(owner, fn) KStr fn(const kiln::owner*);
+#define KILN_X_DECL_Int(owner, fn) int64_t fn(const kiln::owner*);
+#define KILN_X_DECL_Bool(owner, fn) bool fn(const kiln::owner*);
+#define KILN_X_DECL_Float(owner, fn) double fn(const kiln::owner*);
+#define KILN_X_DECL_Resource(owner, fn) void fn(const kiln::owner*, kiln::Resource* out);
+#define KILN_X_DECL_StringMap(owner, fn)                                        \
+  bool fn(const kiln::owner*, const char* key, size_t len, KStr* out);          \
+  size_t fn##_size(const kiln::owner*);                                         \
+  void fn##_at(const kiln::owner*, size_t i, KStr* key, KStr* value);
+#define KILN_X_DECL_TaskList(owner, fn) KList fn(const kiln::owner*);
+#define KILN_X_DECL_JobList(owner, fn) KList fn(const kiln::owner*);
+#define KILN_X_DECL_QueueList(owner, fn) KList fn(const kiln::owner*);
+#define KILN_X_DECL_Field(kind, owner, fn)
+#define KILN_X_DECL_Host(kind, owner, fn) KILN_X_DECL_##kind(owner, fn)
+#define KILN_X(owner, name, kind, access, target) KILN_X_DECL_##access(kind, owner, target)
+KILN_ABI_FIELDS(KILN_X)
+#undef KILN_X
+
+// Interns a resource name and returns its id (the index into Resource::values); -1 when the
+// registry is full.
+int32_t kiln_resource_id(const char* name, size_t len);
+// Resource name of an id.
+KStr kiln_resource_name(int32_t id);
+
+// A policy fault (division by zero trapped, host error, …) inside the handler currently running
+// on this thread: the session logs it with the plugin's name, counts it, and treats the answer as
+// that point's abstain/failure. Safe to call outside a handler (then only logged).
+void kiln_policy_fault(const char* message, size_t len);
+
+// Reason/message sinks for Status- and Validation-kind handlers (see runtime/session.h).
+typedef struct KStatusOut KStatusOut;
+void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len);
+void kiln_status_set_message(KStatusOut* out, const char* data, size_t len);
+
+}  // extern "C"
+
+namespace kiln {
+
+#define KILN_X_OFFSET_Field(owner, member) offsetof(owner, member)
+#define KILN_X_OFFSET_Host(owner, member) 0
+#define KILN_X_HOSTNAME_Field(target) std::string_view{}
+#define KILN_X_HOSTNAME_Host(target) std::string_view{#target}
+#define KILN_X_HOSTFN_Field(target) nullptr
+#define KILN_X_HOSTFN_Host(target) reinterpret_cast<const void*>(&target)
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+// Every field, in table order.
+inline const AbiFieldInfo kAbiFields[] = {
+#define KILN_X(owner, name, kind, access, target)                                              \
+  AbiFieldInfo{#owner, name, FieldKind::kind, FieldAccess::access,                             \
+               KILN_X_OFFSET_##access(owner, target), KILN_X_HOSTNAME_##access(target),         \
+               KILN_X_HOSTFN_##access(target)},
+    KILN_ABI_FIELDS(KILN_X)
+#undef KILN_X
+};
+#pragma GCC diagnostic pop
+
+// The C type a Field-access member must have for its kind.
+template <FieldKind K> struct FieldCType;
+template <> struct FieldCType<FieldKind::Int> { using type = int64_t; };
+template <> struct FieldCType<FieldKind::Float> { using type = double; };
+template <> struct FieldCType<FieldKind::Bool> { using type = bool; };
+template <> struct FieldCType<FieldKind::Time> { using type = int64_t; };
+template <> struct FieldCType<FieldKind::Duration> { using type = int64_t; };
+template <> struct FieldCType<FieldKind::Resource> { using type = Resource; };
+template <> struct FieldCType<FieldKind::Task> { using type = Task*; };
+template <> struct FieldCType<FieldKind::Job> { using type = Job*; };
+template <> struct FieldCType<FieldKind::Node> { using type = Node*; };
+template <> struct FieldCType<FieldKind::Queue> { using type = Queue*; };
+template <> struct FieldCType<FieldKind::TaskStatus> { using type = TaskStatus; };
+template <> struct FieldCType<FieldKind::PodGroupPhase> { using type = PodGroupPhase; };
+template <> struct FieldCType<FieldKind::QueueState> { using type = QueueState; };
+
+#define KILN_X_CHECK_Field(owner, kind, member)                                                \
+  static_assert(std::is_same_v<decltype(owner::member), FieldCType<FieldKind::kind>::type>,    \
+                #owner "." #member " does not have the C type of kind " #kind);
+#define KILN_X_CHECK_Host(owner, kind, member)
+#define KILN_X(owner, name, kind, access, target) KILN_X_CHECK_##access(owner, kind, target)
+KILN_ABI_FIELDS(KILN_X)
+#undef KILN_X
+
+static_assert(sizeof(TaskStatus) == 4 && sizeof(PodGroupPhase) == 4 && sizeof(QueueState) == 4);
+static_assert(sizeof(bool) == 1);
+
+// The entry for owner.name, or nullptr.
+const AbiFieldInfo* FindAbiField(std::string_view owner, std::string_view name);
+
+}  // namespace kiln

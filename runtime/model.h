@@ -1,0 +1,489 @@
+#pragma once
+// The scheduler's view of the cluster (volcano-semantics.md §3): Task (a pod), Job (a PodGroup and
+// its tasks), Node, Queue, PriorityClass, and the Cluster snapshot that owns them.
+//
+// The Cluster gives every object a stable address and a dense index (0..n-1 per kind), so policies
+// and actions keep per-session arrays keyed by object. Objects reference each other by pointer
+// (task.job, task.node, job.queue, queue.parent); the names the simulator fills in (job_uid,
+// node_name, queue_name, parent_name) are resolved once by Cluster::Link().
+//
+// Fields read by policies are listed once in runtime/abi.h; the scalar and reference ones are
+// direct members so JIT code loads them at fixed offsets. Keep their types in sync with the kinds
+// there (static_asserts in abi.h check it).
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/fit_error.h"
+#include "runtime/resource.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+struct Task;
+struct Job;
+struct Node;
+struct Queue;
+
+// Nanoseconds since the Unix epoch; 0 = unset.
+using TimeNs = int64_t;
+using DurationNs = int64_t;
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
+
+// ---------------------------------------------------------------------------------------------
+// Enums
+
+// Volcano's TaskStatus bit flags (§3.1).
+enum class TaskStatus : uint32_t {
+  Pending = 1,
+  Allocated = 2,
+  Pipelined = 4,
+  Binding = 8,
+  Bound = 16,
+  Running = 32,
+  Releasing = 64,
+  Succeeded = 128,
+  Failed = 256,
+  Unknown = 512,
+};
+inline constexpr int kTaskStatusCount = 10;
+// 0..9: the bit position, used to index per-status counters.
+constexpr int StatusSlot(TaskStatus s) { return std::countr_zero(static_cast<uint32_t>(s)); }
+constexpr TaskStatus StatusFromSlot(int slot) { return static_cast<TaskStatus>(1u << slot); }
+constexpr uint32_t operator|(TaskStatus a, TaskStatus b) {
+  return static_cast<uint32_t>(a) | static_cast<uint32_t>(b);
+}
+constexpr uint32_t operator|(uint32_t a, TaskStatus b) { return a | static_cast<uint32_t>(b); }
+constexpr bool InMask(TaskStatus s, uint32_t mask) {
+  return (static_cast<uint32_t>(s) & mask) != 0;
+}
+inline constexpr uint32_t kAllocatedStatusMask =
+    TaskStatus::Bound | TaskStatus::Binding | TaskStatus::Running | TaskStatus::Allocated;
+inline constexpr uint32_t kPreemptableStatusMask = TaskStatus::Bound | TaskStatus::Running;
+inline constexpr uint32_t kCompletedStatusMask = TaskStatus::Succeeded | TaskStatus::Failed;
+inline constexpr uint32_t kScheduledStatusMask =
+    TaskStatus::Running | TaskStatus::Bound | TaskStatus::Failed | TaskStatus::Succeeded;
+constexpr bool AllocatedStatus(TaskStatus s) { return InMask(s, kAllocatedStatusMask); }
+constexpr bool PreemptableStatus(TaskStatus s) { return InMask(s, kPreemptableStatusMask); }
+constexpr bool CompletedStatus(TaskStatus s) { return InMask(s, kCompletedStatusMask); }
+constexpr bool ScheduledStatus(TaskStatus s) { return InMask(s, kScheduledStatusMask); }
+std::string_view ToString(TaskStatus s);
+std::optional<TaskStatus> ParseTaskStatus(std::string_view s);
+
+enum class PodGroupPhase : uint32_t { Pending, Running, Unknown, Inqueue, Completed };
+std::string_view ToString(PodGroupPhase p);
+std::optional<PodGroupPhase> ParsePodGroupPhase(std::string_view s);  // "" → Pending
+
+enum class QueueState : uint32_t { Open, Closed, Closing, Unknown };
+std::string_view ToString(QueueState s);
+std::optional<QueueState> ParseQueueState(std::string_view s);
+
+enum class PreemptionPolicy : uint32_t { PreemptLowerPriority, Never };
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes shapes used by predicates and scoring policies.
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+};
+
+struct Toleration {
+  std::string key;
+  std::string op = "Equal";  // Equal | Exists
+  std::string value;
+  std::string effect;  // "" = all effects
+  std::optional<int64_t> toleration_seconds;
+};
+
+// LabelSelectorRequirement / NodeSelectorRequirement. op: In, NotIn, Exists, DoesNotExist, Gt, Lt.
+struct SelectorRequirement {
+  std::string key;
+  std::string op;
+  std::vector<std::string> values;
+};
+
+struct LabelSelector {
+  StringMap match_labels;
+  std::vector<SelectorRequirement> match_expressions;
+};
+
+struct NodeSelectorTerm {
+  std::vector<SelectorRequirement> match_expressions;
+  std::vector<SelectorRequirement> match_fields;
+};
+
+struct PreferredSchedulingTerm {
+  int32_t weight = 0;
+  NodeSelectorTerm preference;
+};
+
+struct NodeAffinity {
+  // requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms (ORed); nullopt = not set.
+  std::optional<std::vector<NodeSelectorTerm>> required;
+  std::vector<PreferredSchedulingTerm> preferred;
+};
+
+struct PodAffinityTerm {
+  std::optional<LabelSelector> label_selector;
+  std::vector<std::string> namespaces;
+  std::optional<LabelSelector> namespace_selector;
+  std::string topology_key;
+};
+
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;
+  PodAffinityTerm term;
+};
+
+struct PodAffinity {
+  std::vector<PodAffinityTerm> required;
+  std::vector<WeightedPodAffinityTerm> preferred;
+};
+
+struct Affinity {
+  std::optional<NodeAffinity> node_affinity;
+  std::optional<PodAffinity> pod_affinity;
+  std::optional<PodAffinity> pod_anti_affinity;
+};
+
+struct TopologySpreadConstraint {
+  int32_t max_skew = 1;
+  std::string topology_key;
+  std::string when_unsatisfiable = "DoNotSchedule";  // or ScheduleAnyway
+  std::optional<LabelSelector> label_selector;
+  std::optional<int32_t> min_domains;
+  std::vector<std::string> match_label_keys;
+  std::string node_affinity_policy;  // Honor | Ignore ("" = Honor)
+  std::string node_taints_policy;    // Honor | Ignore ("" = Ignore)
+};
+
+struct HostPort {
+  int32_t host_port = 0;
+  int32_t container_port = 0;
+  std::string protocol = "TCP";
+  std::string host_ip;
+};
+
+struct PodGroupCondition {
+  std::string type;    // Unschedulable | Scheduled
+  std::string status;  // True | False
+  std::string transition_id;
+  TimeNs last_transition_time = 0;
+  std::string reason;
+  std::string message;
+};
+
+struct PriorityClass {
+  std::string name;
+  int32_t value = 0;
+  bool global_default = false;
+  PreemptionPolicy preemption_policy = PreemptionPolicy::PreemptLowerPriority;
+};
+
+struct PodDisruptionBudget {
+  std::string name;
+  std::string namespace_;
+  std::optional<std::string> min_available;    // int or percentage, as written
+  std::optional<std::string> max_unavailable;  // int or percentage, as written
+  LabelSelector selector;
+  int32_t disruptions_allowed = 0;
+  std::vector<std::string> disrupted_pods;  // pod names listed in status.disruptedPods
+};
+
+struct ResourceQuota {
+  std::string name;
+  std::string namespace_;
+  Resource hard;  // presence bits = the names listed in hard
+  Resource used;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Task (TaskInfo, §3.1). Scalar and reference fields first (ABI, direct loads).
+
+struct Task {
+  int64_t index = -1;  // dense id in the Cluster
+  TaskStatus status = TaskStatus::Pending;
+  PreemptionPolicy preemption_policy = PreemptionPolicy::PreemptLowerPriority;
+  int64_t priority = 1;  // pod.spec.priority, or 1 when nil; annotation volcano.sh/task-priority
+  bool preemptable = true;  // annotation/label volcano.sh/preemptable
+  bool best_effort = false;  // init_resreq.IsEmpty()
+  bool sch_gated = false;
+  bool eviction_occurred = false;
+  bool deleting = false;  // has a deletionTimestamp
+  TimeNs creation_time = 0;
+  TimeNs scheduled_at = 0;  // PodScheduled=True lastTransitionTime; 0 = none
+  Job* job = nullptr;
+  Node* node = nullptr;  // the node it is placed on (session view), nullptr when none
+  Resource resreq;       // includes the hidden pods: 1
+  Resource init_resreq;
+
+  std::string uid;   // "<namespace>-<name>" in scenarios
+  std::string name;  // pod name
+  std::string namespace_;
+  std::string job_uid;    // "<namespace>/<podgroup>"
+  std::string role;       // volcano.sh/task-spec ("" when none)
+  std::string node_name;  // pod.spec.nodeName (session view)
+  std::string nominated_node_name;
+  std::string priority_class_name;
+  StringMap labels;
+  StringMap annotations;
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  Affinity affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<HostPort> host_ports;
+  std::vector<std::string> images;
+  // Why the last statement touching this task was discarded (Volcano's LastTransaction).
+  std::string last_transaction_reason;
+
+  // Sets resreq = init_resreq = container requests + pods: 1 (GetPodResourceRequest) and
+  // best_effort.
+  void SetRequests(const Resource& container_requests);
+  // "<namespace>/<name>" as decisions print it.
+  std::string Key() const { return namespace_ + "/" + name; }
+
+  // ---- bookkeeping owned by Job/Node (not for policies) ----
+  int32_t role_slot = 0;        // index into job->roles
+  int32_t job_status_pos = -1;  // position in job->by_status[StatusSlot(status)]
+  int32_t node_pos = -1;        // position in node->tasks
+  TaskStatus node_status = TaskStatus::Pending;  // status the node accounted the task with
+};
+
+// ---------------------------------------------------------------------------------------------
+// Job (JobInfo over a PodGroup, §3.2).
+
+struct Job {
+  // Per-role counters (minTaskMember checks). Role "" is the tasks without a role.
+  struct Role {
+    std::string name;
+    int32_t min_available = 0;  // TaskMinAvailable[name], 0 when not listed
+    std::array<int32_t, kTaskStatusCount> status_count{};
+    int32_t pending_empty_init = 0;  // Pending tasks whose InitResreq is empty
+  };
+
+  int64_t index = -1;
+  int64_t priority = 0;       // PodGroup priorityClassName's value (or global default, or 0)
+  int64_t min_available = 0;  // PodGroup spec.minMember
+  PodGroupPhase phase = PodGroupPhase::Pending;
+  bool preemptable = false;  // PodGroup annotation/label volcano.sh/preemptable
+  bool has_min_resources = false;
+  bool has_waiting_time = false;
+  TimeNs creation_time = 0;
+  TimeNs schedule_start_time = 0;
+  DurationNs waiting_time = 0;  // sla: volcano.sh/sla-waiting-time
+  Queue* queue = nullptr;
+  Resource allocated;      // Σ resreq of AllocatedStatus tasks
+  Resource total_request;  // Σ resreq of all tasks
+  Resource min_resources;  // PodGroup spec.minResources (empty when nil)
+
+  std::string uid;  // "<namespace>/<name>"
+  std::string name;
+  std::string namespace_;
+  std::string queue_name;
+  std::string priority_class_name;
+  StringMap annotations;
+  StringMap labels;
+  std::map<std::string, int32_t, std::less<>> task_min_available;  // minTaskMember
+  int32_t task_min_available_total = 0;
+  std::vector<PodGroupCondition> conditions;
+  std::vector<Task*> tasks;  // every task, in cluster order
+  // Volcano's TaskStatusIndex: tasks by status slot (unordered within a slot).
+  std::array<std::vector<Task*>, kTaskStatusCount> by_status;
+  std::vector<Role> roles;
+  int32_t pending_best_effort = 0;
+  // Per task index: the nodes that rejected it in this session (allocate fills, close reads).
+  std::unordered_map<int64_t, FitErrors> nodes_fit_errors;
+  std::string job_fit_error;  // JobFitErrors
+
+  // ---- counters (O(1)) ----
+  int32_t Count(TaskStatus s) const { return static_cast<int32_t>(by_status[StatusSlot(s)].size()); }
+  int32_t TaskCount() const { return static_cast<int32_t>(tasks.size()); }
+  int32_t ReadyTaskNum() const;    // Bound+Binding+Running+Allocated+Succeeded
+  int32_t WaitingTaskNum() const;  // Pipelined
+  int32_t ValidTaskNum() const;    // AllocatedStatus ∪ Succeeded ∪ Pipelined ∪ Pending
+  int32_t PendingBestEffortTaskNum() const { return pending_best_effort; }
+  bool IsReady() const;      // Ready + PendingBestEffort >= MinAvailable
+  bool IsPipelined() const;  // Waiting + Ready + PendingBestEffort >= MinAvailable
+  bool IsStarving() const;   // Waiting + Ready < MinAvailable
+  bool IsPending() const { return phase == PodGroupPhase::Pending; }
+  bool CheckTaskValid() const;
+  bool CheckTaskReady() const;
+  bool CheckTaskPipelined() const;
+  bool CheckTaskStarving() const;
+  const Resource& GetMinResources() const { return min_resources; }
+  Resource GetElasticResources() const { return allocated.ExceededPart(min_resources); }
+  const std::vector<Task*>& TasksWith(TaskStatus s) const { return by_status[StatusSlot(s)]; }
+
+  // ---- mutation (keeps every counter in sync; used by Cluster::Link and the session) ----
+  void AddTask(Task* t);
+  void UpdateTaskStatus(Task* t, TaskStatus status);
+  // Finds or creates the role slot for `role`.
+  int32_t RoleSlot(std::string_view role);
+
+  // Replaces the condition of the same type or appends it (UpdatePodGroupCondition).
+  void SetCondition(PodGroupCondition c);
+  const PodGroupCondition* FindCondition(std::string_view type) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Node (NodeInfo, §3.3).
+
+struct Node {
+  int64_t index = -1;
+  bool unschedulable = false;
+  bool has_usage = false;
+  TimeNs metrics_time = 0;
+  double cpu_usage = 0;     // percent, average over the metrics period
+  double memory_usage = 0;  // percent
+  Resource allocatable;
+  Resource capacity;
+  Resource idle;
+  Resource used;
+  Resource releasing;
+  Resource pipelined;
+
+  std::string name;
+  StringMap labels;
+  StringMap annotations;
+  std::vector<Taint> taints;
+  std::map<std::string, int64_t, std::less<>> images;  // image name → size bytes
+  std::vector<Task*> tasks;  // tasks placed on the node (session view), unordered
+
+  // Idle + Releasing − Pipelined.
+  Resource FutureIdle() const;
+
+  // Accounting per §3.3 by the task's current status. AddTask fails (Error) only for a Binding
+  // task that does not fit Idle; it then changes nothing.
+  Status AddTask(Task* t);
+  void RemoveTask(Task* t);
+  // RemoveTask + AddTask with the task's new status (Volcano's UpdateTask).
+  Status UpdateTask(Task* t);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Queue (QueueInfo, §3.5).
+
+struct NodeGroupAffinity {
+  std::vector<std::string> required;
+  std::vector<std::string> preferred;
+};
+
+struct Queue {
+  int64_t index = -1;
+  int64_t weight = 1;
+  int64_t priority = 0;
+  bool reclaimable = true;  // spec.reclaimable, nil → true
+  bool has_capability = false;
+  bool has_deserved = false;
+  bool has_guarantee = false;
+  QueueState state = QueueState::Open;
+  TimeNs creation_time = 0;
+  Queue* parent = nullptr;
+  Resource capability;
+  Resource deserved;
+  Resource guarantee;
+  Resource allocated;  // status.allocated, recomputed at session close
+
+  std::string name;         // = UID
+  std::string parent_name;  // spec.parent ("" = none)
+  std::string hierarchy;          // annotation volcano.sh/hierarchy
+  std::string hierarchy_weights;  // annotation volcano.sh/hierarchy-weights
+  StringMap annotations;
+  NodeGroupAffinity node_group_affinity;
+  NodeGroupAffinity node_group_anti_affinity;
+  std::vector<Queue*> children;
+  std::vector<Job*> jobs;
+
+  bool IsLeaf() const { return children.empty(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cluster: the session snapshot. Build with the New* methods, then Link().
+
+class Cluster {
+ public:
+  Cluster() = default;
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+  Cluster(Cluster&&) = default;
+  Cluster& operator=(Cluster&&) = default;
+
+  Task& NewTask();
+  Job& NewJob();
+  Node& NewNode();
+  Queue& NewQueue();
+  PriorityClass& NewPriorityClass();
+  PodDisruptionBudget& NewPdb();
+  ResourceQuota& NewResourceQuota();
+
+  // Resolves names to pointers and builds the indexes, in O(objects):
+  //  * drops jobs whose queue does not exist (Volcano's snapshot does) and their tasks;
+  //    a task whose job_uid names no job is an Error;
+  //  * job.priority from priority_class_name (or the global default class, or 0);
+  //  * queue parents/children; node tasks (tasks with a node_name) and node idle/used/... from
+  //    allocatable per §3.3; a node_name that names no node is an Error;
+  //  * job counters, allocated and total_request;
+  //  * dense indices for every kind, hash maps by uid / name.
+  // Duplicate uids/names are Errors naming the object.
+  Status Link();
+
+  const std::vector<Task*>& tasks() const { return task_ptrs_; }
+  const std::vector<Job*>& jobs() const { return job_ptrs_; }
+  const std::vector<Node*>& nodes() const { return node_ptrs_; }
+  const std::vector<Queue*>& queues() const { return queue_ptrs_; }
+  const std::vector<std::unique_ptr<PriorityClass>>& priority_classes() const {
+    return priority_classes_;
+  }
+  const std::vector<std::unique_ptr<PodDisruptionBudget>>& pdbs() const { return pdbs_; }
+  const std::vector<std::unique_ptr<ResourceQuota>>& resource_quotas() const {
+    return resource_quotas_;
+  }
+  // Tasks whose job was dropped by Link (queue missing); they still occupy their nodes.
+  const std::vector<Task*>& orphan_tasks() const { return orphan_ptrs_; }
+
+  Task* FindTask(std::string_view uid) const;
+  Job* FindJob(std::string_view uid) const;
+  Node* FindNode(std::string_view name) const;
+  Queue* FindQueue(std::string_view name) const;
+  const PriorityClass* FindPriorityClass(std::string_view name) const;
+
+  // Σ allocatable of all nodes.
+  const Resource& total_resource() const { return total_resource_; }
+
+ private:
+  template <typename T>
+  using Map = std::unordered_map<std::string_view, T*>;
+
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<std::unique_ptr<Job>> jobs_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+  std::vector<std::unique_ptr<PriorityClass>> priority_classes_;
+  std::vector<std::unique_ptr<PodDisruptionBudget>> pdbs_;
+  std::vector<std::unique_ptr<ResourceQuota>> resource_quotas_;
+
+  std::vector<Task*> task_ptrs_;
+  std::vector<Job*> job_ptrs_;
+  std::vector<Node*> node_ptrs_;
+  std::vector<Queue*> queue_ptrs_;
+  std::vector<Task*> orphan_ptrs_;
+  Map<Task> task_by_uid_;
+  Map<Job> job_by_uid_;
+  Map<Node> node_by_name_;
+  Map<Queue> queue_by_name_;
+  Map<const PriorityClass> pc_by_name_;
+  Resource total_resource_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,345 @@
+#pragma once
+// One scheduling session (volcano-semantics.md §2): the cluster snapshot, the tiers, the clock,
+// the handlers plugins registered, the dispatchers that combine their answers, the mutation
+// primitives, and the decisions the session made.
+//
+// Handlers are C function pointers with a `void* ctx` first argument, so JIT-compiled policies
+// register directly. Their signatures are derived from the extension-point table's ABI kinds
+// (HandlerFn<P> below):
+//   parameters, after ctx:  Task/Job/Node/Queue → const T*;  TaskList → const Task* const*, size_t;
+//                           NodeList → const Node* const*, size_t
+//   then by result kind:
+//     Int        → returns int32_t (<0: left first)
+//     Float      → returns int32_t (0 ok, else error); extra out param double* score
+//     FloatList  → returns int32_t (0 ok, else error); extra double* scores (n, zeroed)
+//     Bool       → returns bool
+//     Vote       → returns int32_t: -1 Reject, 0 Abstain, 1 Permit
+//     Status     → returns int32_t StatusCode; extra KStatusOut* (kiln_status_add_reason)
+//     Validation → returns bool (true = valid); extra KStatusOut* (reason + message)
+//     NodeOrNone → returns const Node* (null = no opinion); extra const double* scores (per node)
+//     Victims    → returns int32_t (0 = abstain); extra uint8_t* selected (n, zeroed): 1 = victim
+//     TaskList   → returns void; extra uint8_t* selected (n, zeroed)
+//     Void       → returns void
+// A handler that hits a policy fault calls kiln_policy_fault(); the session logs it with the
+// plugin's name, counts it, and treats that answer as the point's abstain/failure.
+//
+// Thread safety: dispatchers for read-only points (predicate, node order, …) may run concurrently
+// from the actions' worker threads; mutation primitives and Statement run on one thread.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runtime/abi.h"
+#include "runtime/conf.h"
+#include "runtime/extension_points.h"
+#include "runtime/fit_error.h"
+#include "runtime/model.h"
+#include "runtime/plugin.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+// ---------------------------------------------------------------------------------------------
+// Handler signatures derived from the table.
+
+namespace detail {
+template <AbiKind K> struct AbiParams { using type = std::tuple<>; };
+template <> struct AbiParams<AbiKind::Task> { using type = std::tuple<const Task*>; };
+template <> struct AbiParams<AbiKind::Job> { using type = std::tuple<const Job*>; };
+template <> struct AbiParams<AbiKind::Node> { using type = std::tuple<const Node*>; };
+template <> struct AbiParams<AbiKind::Queue> { using type = std::tuple<const Queue*>; };
+template <> struct AbiParams<AbiKind::TaskList> {
+  using type = std::tuple<const Task* const*, size_t>;
+};
+template <> struct AbiParams<AbiKind::NodeList> {
+  using type = std::tuple<const Node* const*, size_t>;
+};
+
+template <AbiKind R> struct AbiResult;
+template <> struct AbiResult<AbiKind::Void> { using ret = void; using extra = std::tuple<>; };
+template <> struct AbiResult<AbiKind::Int> { using ret = int32_t; using extra = std::tuple<>; };
+template <> struct AbiResult<AbiKind::Bool> { using ret = bool; using extra = std::tuple<>; };
+template <> struct AbiResult<AbiKind::Vote> { using ret = int32_t; using extra = std::tuple<>; };
+template <> struct AbiResult<AbiKind::Float> {
+  using ret = int32_t;
+  using extra = std::tuple<double*>;
+};
+template <> struct AbiResult<AbiKind::FloatList> {
+  using ret = int32_t;
+  using extra = std::tuple<double*>;
+};
+template <> struct AbiResult<AbiKind::Status> {
+  using ret = int32_t;
+  using extra = std::tuple<KStatusOut*>;
+};
+template <> struct AbiResult<AbiKind::Validation> {
+  using ret = bool;
+  using extra = std::tuple<KStatusOut*>;
+};
+template <> struct AbiResult<AbiKind::NodeOrNone> {
+  using ret = const Node*;
+  using extra = std::tuple<const double*>;
+};
+template <> struct AbiResult<AbiKind::Victims> {
+  using ret = int32_t;
+  using extra = std::tuple<uint8_t*>;
+};
+template <> struct AbiResult<AbiKind::TaskList> {
+  using ret = void;
+  using extra = std::tuple<uint8_t*>;
+};
+
+template <typename Ret, typename Tuple> struct MakeFn;
+template <typename Ret, typename... A> struct MakeFn<Ret, std::tuple<A...>> {
+  using type = Ret (*)(void*, A...);
+  using ret = Ret;
+  using args = std::tuple<A...>;
+};
+
+template <ExtensionPoint P> struct Handler {
+  static constexpr const ExtensionPointInfo& info = kExtensionPoints[static_cast<int>(P)];
+  using R = AbiResult<info.result>;
+  using args = decltype(std::tuple_cat(typename AbiParams<info.params[0]>::type{},
+                                       typename AbiParams<info.params[1]>::type{},
+                                       typename AbiParams<info.params[2]>::type{},
+                                       typename R::extra{}));
+  using fn = typename MakeFn<typename R::ret, args>::type;
+};
+}  // namespace detail
+
+// The C function pointer type of a handler for point P.
+template <ExtensionPoint P>
+using HandlerFn = typename detail::Handler<P>::fn;
+
+// ---------------------------------------------------------------------------------------------
+
+// What plugins answer to JobValid (Volcano's ValidateResult).
+struct ValidateResult {
+  bool pass = true;
+  std::string reason;
+  std::string message;
+  std::string plugin;
+};
+
+// What the session decided; the simulator prints it.
+struct Decisions {
+  struct Placement {
+    Task* task;
+    Node* node;
+  };
+  struct Eviction {
+    Task* task;
+    std::string reason;
+  };
+  std::vector<Placement> binds;  // in bind order (statement commit / Session::Allocate dispatch)
+  std::vector<Eviction> evictions;
+  // Filled by Close():
+  std::vector<Placement> pipelined;  // tasks still Pipelined at close, with their node
+  std::vector<std::pair<Task*, std::string>> unschedulable;  // per pending task: the reason
+  std::vector<std::pair<Job*, PodGroupPhase>> phases;        // every job's phase at close
+  // Policy faults: "plugin <name>: <point>: <message>".
+  std::vector<std::string> faults;
+};
+
+// A registered plugin in the open session.
+struct PluginSlot {
+  std::string name;
+  int tier = 0;
+  const PluginOption* option = nullptr;
+  std::unique_ptr<Plugin> plugin;
+  uint64_t faults = 0;
+};
+
+class Session {
+ public:
+  // `conf` must outlive the session (its tiers and plugin options are referenced).
+  Session(Cluster cluster, const SchedulerConf& conf, TimeNs now, std::string uid = "session-0");
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Builds every plugin of every tier in config order and calls its OnSessionOpen (then its
+  // session_open handlers). A plugin name the registry does not know is skipped with a log line
+  // (Volcano does the same); a builder or open Error aborts with the plugin named.
+  Status Open(const PluginRegistry& registry);
+  // §3.6: session_close handlers and OnSessionClose of every plugin (config order), then PodGroup
+  // phases, unschedulable reasons, pipelined placements, queue allocated up to the root.
+  void Close();
+
+  // ---- state ----
+  Cluster& cluster() { return cluster_; }
+  const Cluster& cluster() const { return cluster_; }
+  TimeNs now() const { return now_; }
+  const std::string& uid() const { return uid_; }
+  const SchedulerConf& conf() const { return conf_; }
+  const std::vector<Tier>& tiers() const { return conf_.tiers; }
+  bool HasAction(std::string_view action) const { return conf_.HasAction(action); }
+  const Resource& total_resource() const { return cluster_.total_resource(); }
+  const std::vector<PluginSlot>& plugins() const { return plugins_; }
+  Decisions& decisions() { return decisions_; }
+  const Decisions& decisions() const { return decisions_; }
+  uint64_t fault_count() const { return fault_count_; }
+
+  // ---- registration (from Plugin::OnSessionOpen) ----
+  // Registers fn for point P when the plugin's conf flag for P is enabled (or P has no flag);
+  // returns whether it was registered. A plugin may register several handlers for a point; they
+  // run in registration order.
+  template <ExtensionPoint P>
+  bool Register(PluginHandle plugin, void* ctx, HandlerFn<P> fn) {
+    return RegisterRaw(plugin, P, ctx, reinterpret_cast<void (*)()>(fn));
+  }
+  // Untyped form for JIT code: fn must have the signature HandlerFn<point>.
+  bool RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)());
+  // Convenience for C++ test plugins: f is called with HandlerFn<P>'s arguments minus ctx.
+  template <ExtensionPoint P, typename F>
+  bool On(PluginHandle plugin, F f);
+  // Whether plugin's flag for point is on (points without a flag: always).
+  bool PointEnabled(PluginHandle plugin, ExtensionPoint point) const;
+
+  // ---- dispatch (§2.1–2.3); each documents its default ----
+  // First non-zero of JobOrder; default creation time, then UID. <0: l first.
+  int JobOrderFn(const Job* l, const Job* r) const;
+  bool JobLess(const Job* l, const Job* r) const { return JobOrderFn(l, r) < 0; }
+  // First non-zero of JobOrder, 0 when none (Volcano's JobOrderCompareFn, no default).
+  int JobCompareFn(const Job* l, const Job* r) const;
+  // Default creation time, then name.
+  int QueueOrderFn(const Queue* l, const Queue* r) const;
+  bool QueueLess(const Queue* l, const Queue* r) const { return QueueOrderFn(l, r) < 0; }
+  // Default: !QueueOrderFn(l, r) as a bool → returns -1 when l should be evicted first.
+  int VictimQueueOrderFn(const Queue* l, const Queue* r, const Queue* preemptor) const;
+  // Default CompareTask: numeric pod-name suffix, creation time, UID.
+  int TaskOrderFn(const Task* l, const Task* r) const;
+  bool TaskLess(const Task* l, const Task* r) const { return TaskOrderFn(l, r) < 0; }
+  // First non-zero of TaskOrder, 0 when none.
+  int TaskCompareFn(const Task* l, const Task* r) const;
+
+  // nullopt = pass; otherwise the first failing plugin's status.
+  std::optional<PluginStatus> PrePredicateFn(const Task* t) const;
+  std::optional<FitError> PredicateFn(const Task* t, const Node* n) const;
+  // The FitError only when it fails for allocate / for preempt (§2.4).
+  std::optional<FitError> PredicateForAllocateAction(const Task* t, const Node* n) const;
+  std::optional<FitError> PredicateForPreemptAction(const Task* t, const Node* n) const;
+  // Σ scores; an error aborts with the plugin named.
+  Result<double> NodeOrderFn(const Task* t, const Node* n) const;
+  // Per-node Σ into scores (resized to nodes.size(), added to). An error aborts.
+  Status BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
+                          std::vector<double>& scores) const;
+  // First plugin naming a node; nullptr when none.
+  Node* BestNodeFn(const Task* t, std::span<Node* const> nodes,
+                   std::span<const double> scores) const;
+  // §2.2 exact victim intersection.
+  std::vector<Task*> Preemptable(const Task* preemptor, std::span<Task* const> preemptees) const;
+  std::vector<Task*> Reclaimable(const Task* reclaimer, std::span<Task* const> reclaimees) const;
+  // Per tier union (dedup, first-seen order); first tier with a non-empty set.
+  std::vector<Task*> VictimTasks(std::span<Task* const> tasks) const;
+  bool Overused(const Queue* q) const;                   // OR, default false
+  bool Allocatable(const Queue* q, const Task* t) const;  // AND, default true
+  bool Preemptive(const Queue* q, const Task* t) const;   // AND, default true
+  bool JobReady(const Job* j) const;                      // AND, default true
+  bool JobPipelined(const Job* j) const;                  // vote, default true
+  bool JobEnqueueable(const Job* j) const;                // vote, default true
+  void JobEnqueued(const Job* j);                         // call all
+  bool JobStarving(const Job* j) const;                   // first tier with handlers, default false
+  // nullopt = valid; else the first failing plugin's answer.
+  std::optional<ValidateResult> JobValid(const Job* j) const;
+
+  // ---- mutation primitives (§2.4); Statement is the transactional form ----
+  // backfill: task → Allocated on node, AllocateFunc; when JobReady, every Allocated task of the
+  // job is dispatched (→ Binding, recorded as a bind).
+  Status Allocate(Task* t, Node* n);
+  // task → Pipelined on node (node.pipelined += resreq), AllocateFunc.
+  Status Pipeline(Task* t, Node* n);
+  // Immediate eviction (shuffle): recorded, task → Releasing, DeallocateFunc.
+  Status Evict(Task* t, std::string_view reason);
+  void UpdatePodGroupCondition(Job* j, PodGroupCondition c);
+  // Records that nodes rejected t (job.nodes_fit_errors[t]); merged when called again.
+  void RecordFitErrors(Task* t, FitErrors errors);
+  // Node names rejected with UnschedulableAndUnresolvable for t earlier in this session.
+  bool NodeUnresolvableFor(const Task* t, const Node* n) const;
+
+  // ---- building blocks for Statement and the primitives (keep every counter in sync) ----
+  // Moves t to status in its job and, when placed, updates the node accounting.
+  Status UpdateTaskStatus(Task* t, TaskStatus status);
+  // Places t on n with its current status (node.AddTask) / removes it from its node.
+  Status PlaceTask(Task* t, Node* n);
+  void UnplaceTask(Task* t);
+  void FireAllocate(Task* t);
+  void FireDeallocate(Task* t);
+  // Dispatch to the cache: bind (→ Binding, recorded) / evict (recorded).
+  Status DispatchBind(Task* t);
+  Status DispatchEvict(Task* t, std::string_view reason);
+
+  // Faults raised by handlers (kiln_policy_fault) are reported here with the plugin's slot.
+  void ReportFault(int slot, ExtensionPoint point, std::string_view message);
+
+ private:
+  struct Registration {
+    int slot;  // plugin slot
+    int tier;
+    void* ctx;
+    void (*fn)();
+  };
+  struct Trampoline;  // owns lambda storage for On()
+
+  template <ExtensionPoint P>
+  const std::vector<Registration>& Handlers() const {
+    return handlers_[static_cast<int>(P)];
+  }
+  template <ExtensionPoint P, typename... A>
+  auto Call(const Registration& r, A... args) const;
+
+  Cluster cluster_;
+  const SchedulerConf& conf_;
+  TimeNs now_;
+  std::string uid_;
+  std::vector<PluginSlot> plugins_;
+  std::array<std::vector<Registration>, kExtensionPointCount> handlers_;
+  std::vector<std::shared_ptr<void>> lambda_storage_;
+  Decisions decisions_;
+  mutable std::atomic<uint64_t> fault_count_{0};
+  bool closed_ = false;
+
+  friend class Statement;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Implementation details of Session::On and Session::Call.
+
+namespace detail {
+// Thread-local record of the handler currently running, read by kiln_policy_fault().
+struct CurrentCall {
+  const Session* session = nullptr;
+  int slot = -1;
+  ExtensionPoint point{};
+  bool faulted = false;
+  std::string message;
+};
+CurrentCall& ThisThreadCall();
+
+template <typename F, typename Ret, typename Tuple> struct LambdaThunk;
+template <typename F, typename Ret, typename... A>
+struct LambdaThunk<F, Ret, std::tuple<A...>> {
+  static Ret Call(void* ctx, A... args) { return (*static_cast<F*>(ctx))(args...); }
+};
+}  // namespace detail
+
+template <ExtensionPoint P, typename F>
+bool Session::On(PluginHandle plugin, F f) {
+  using H = detail::Handler<P>;
+  auto storage = std::make_shared<F>(std::move(f));
+  void* ctx = storage.get();
+  lambda_storage_.push_back(storage);
+  HandlerFn<P> fn = &detail::LambdaThunk<F, typename H::R::ret, typename H::args>::Call;
+  return Register<P>(plugin, ctx, fn);
+}
+
+}  // namespace kiln
