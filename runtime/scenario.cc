@@ -1,0 +1,1201 @@
+// Strict scenario loader (scenario-format.md). Every object is a map whose keys are checked
+// against the contract; each value is read through yaml::Reader so errors carry file:line:col.
+// Cross references (pod → group/node, group → queue, queue → parent, expect → pods/nodes/groups)
+// are checked after everything is read, so the order objects are listed in does not matter.
+
+#include "runtime/scenario.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "runtime/quantity.h"
+#include "runtime/yaml_util.h"
+
+namespace kiln {
+
+namespace {
+
+#define KILN_CAT_(a, b) a##b
+#define KILN_CAT(a, b) KILN_CAT_(a, b)
+// Returns the error of a failed Status from the enclosing Status-returning function.
+#define TRY(expr)                                      \
+  do {                                                 \
+    if (::kiln::Status s_ = (expr); !s_) return s_;    \
+  } while (0)
+// `lhs = *expr` or returns its error.
+#define ASSIGN_OR_RETURN(lhs, expr)                                        \
+  auto KILN_CAT(r_, __LINE__) = (expr);                                    \
+  if (!KILN_CAT(r_, __LINE__)) return KILN_CAT(r_, __LINE__).error();      \
+  lhs = std::move(*KILN_CAT(r_, __LINE__))
+
+constexpr std::string_view kDefaultNow = "2025-01-01T00:00:00Z";
+constexpr double kDefaultMaxPods = 110;  // kubelet's default --max-pods
+
+class Loader {
+ public:
+  explicit Loader(std::string file) : r_(std::move(file)) {}
+
+  Status Load(const YAML::Node& root, std::string_view text, ScenarioSpec& spec);
+
+ private:
+  // ---- generic values ----
+  Result<std::string> Str(const YAML::Node& n, std::string_view what) { return r_.String(n, what); }
+
+  Result<StringMap> ReadStringMap(const YAML::Node& n, std::string_view what) {
+    if (Status s = r_.ExpectAnyMap(n, what); !s) return s.error();
+    StringMap out;
+    if (n.IsNull()) return out;
+    for (const auto& kv : n) {
+      if (!kv.second.IsScalar() && !kv.second.IsNull())
+        return r_.Fail(kv.second, fmt::format("value of `{}` in {} must be a string, got {}",
+                                              kv.first.Scalar(), what, yaml::KindName(kv.second)));
+      out[kv.first.Scalar()] = kv.second.IsNull() ? std::string() : kv.second.Scalar();
+    }
+    return out;
+  }
+
+  Result<std::vector<std::string>> ReadStringList(const YAML::Node& n, std::string_view what) {
+    if (Status s = r_.ExpectList(n, what); !s) return s.error();
+    std::vector<std::string> out;
+    for (const auto& item : n) {
+      auto v = r_.String(item, fmt::format("an entry of {}", what));
+      if (!v) return v.error();
+      out.push_back(*v);
+    }
+    return out;
+  }
+
+  Result<TimeNs> ReadTime(const YAML::Node& n, std::string_view what) {
+    auto text = r_.String(n, what);
+    if (!text) return text.error();
+    auto t = ParseTimestamp(*text);
+    if (!t) return r_.Fail(n, fmt::format("{}: {}", what, t.error().message));
+    return *t;
+  }
+
+  Result<int32_t> ReadInt32(const YAML::Node& n, std::string_view what, int64_t min = INT32_MIN) {
+    auto v = r_.Int(n, what);
+    if (!v) return v.error();
+    if (*v < min || *v > INT32_MAX)
+      return r_.Fail(n, fmt::format("{} must be between {} and {}, got {}", what, min, INT32_MAX, *v));
+    return static_cast<int32_t>(*v);
+  }
+
+  // A resource list ({cpu: "1", memory: 1Gi, nvidia.com/gpu: 1}) in Volcano's units.
+  Result<Resource> ReadResources(const YAML::Node& n, std::string_view what) {
+    if (Status s = r_.ExpectAnyMap(n, what); !s) return s.error();
+    Resource res;
+    if (n.IsNull()) return res;
+    for (const auto& kv : n) {
+      const std::string& name = kv.first.Scalar();
+      if (!kv.second.IsScalar())
+        return r_.Fail(kv.second, fmt::format("quantity of `{}` in {} must be a string like \"1\" "
+                                              "or \"500m\", got {}",
+                                              name, what, yaml::KindName(kv.second)));
+      const std::string& text = kv.second.Scalar();
+      auto q = ParseResourceQuantity(name, text);
+      if (!q)
+        return r_.Fail(kv.second, fmt::format("bad quantity `{}` for `{}` in {}: {}", text, name,
+                                              what, q.error().message));
+      if (*q < 0)
+        return r_.Fail(kv.second, fmt::format("quantity `{}` for `{}` in {} must not be negative",
+                                              text, name, what));
+      auto id = ResourceNames::Intern(name);
+      if (!id) return r_.Fail(kv.first, fmt::format("{}: {}", what, id.error().message));
+      res.Set(*id, *q);
+    }
+    return res;
+  }
+
+  Result<PreemptionPolicy> ReadPreemptionPolicy(const YAML::Node& n, std::string_view what) {
+    auto s = Str(n, what);
+    if (!s) return s.error();
+    if (*s == "PreemptLowerPriority") return PreemptionPolicy::PreemptLowerPriority;
+    if (*s == "Never") return PreemptionPolicy::Never;
+    return r_.Fail(n, fmt::format("{} must be PreemptLowerPriority or Never, got `{}`", what, *s));
+  }
+
+  // ---- Kubernetes shapes ----
+  Result<SelectorRequirement> ReadRequirement(const YAML::Node& n, std::string_view what,
+                                              bool node_selector);
+  Result<LabelSelector> ReadLabelSelector(const YAML::Node& n, std::string_view what);
+  Result<NodeSelectorTerm> ReadNodeSelectorTerm(const YAML::Node& n, std::string_view what);
+  Result<PodAffinityTerm> ReadPodAffinityTerm(const YAML::Node& n, std::string_view what);
+  Result<PodAffinity> ReadPodAffinity(const YAML::Node& n, std::string_view what);
+  Result<Affinity> ReadAffinity(const YAML::Node& n, std::string_view what);
+  Result<std::vector<Toleration>> ReadTolerations(const YAML::Node& n, std::string_view what);
+  Result<std::vector<Taint>> ReadTaints(const YAML::Node& n, std::string_view what);
+  Result<std::vector<TopologySpreadConstraint>> ReadSpread(const YAML::Node& n,
+                                                           std::string_view what);
+  Result<std::vector<HostPort>> ReadHostPorts(const YAML::Node& n, std::string_view what);
+  Result<NodeGroupAffinity> ReadNodeGroupAffinity(const YAML::Node& n, std::string_view what);
+
+  // ---- scenario objects ----
+  Status ReadPriorityClass(const YAML::Node& n, PriorityClassSpec& out);
+  Status ReadQueue(const YAML::Node& n, QueueSpec& out);
+  Status ReadNode(const YAML::Node& n, NodeSpec& out);
+  Status ReadPodGroup(const YAML::Node& n, PodGroupSpec& out);
+  Status ReadPod(const YAML::Node& n, PodSpec& out);
+  Status ReadPdb(const YAML::Node& n, PodDisruptionBudget& out);
+  Status ReadResourceQuota(const YAML::Node& n, ResourceQuota& out);
+  Status ReadCluster(const YAML::Node& n, ClusterSpec& out);
+  Status ReadExpect(const YAML::Node& n, ExpectSpec& out);
+  Result<std::map<std::string, std::string>> ReadKeyMap(const YAML::Node& n,
+                                                        std::string_view what);
+
+  // Reads the `name` key of an object map first, so later errors can name the object.
+  Result<std::string> ObjectName(const YAML::Node& n, std::string_view kind) {
+    const YAML::Node name = n["name"];
+    if (!name.IsDefined()) return r_.Fail(n, fmt::format("{} has no `name`", kind));
+    auto s = Str(name, fmt::format("{} `name`", kind));
+    if (!s) return s.error();
+    if (s->empty()) return r_.Fail(name, fmt::format("{} `name` is empty", kind));
+    return *s;
+  }
+
+  Status CrossCheck(ScenarioSpec& spec);
+  Status ApplyDefaults(ScenarioSpec& spec);
+
+  yaml::Reader r_;
+  // Where each expect key was written, to point at a bad reference.
+  std::vector<std::pair<std::string, SourceLocation>> expect_pods_, expect_nodes_, expect_groups_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Kubernetes shapes
+
+Result<SelectorRequirement> Loader::ReadRequirement(const YAML::Node& n, std::string_view what,
+                                                    bool node_selector) {
+  if (Status s = r_.ExpectMap(n, what, {"key", "operator", "values"}); !s) return s.error();
+  SelectorRequirement req;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (k == "key") {
+      ASSIGN_OR_RETURN(req.key, Str(kv.second, fmt::format("`key` of {}", what)));
+    } else if (k == "operator") {
+      ASSIGN_OR_RETURN(req.op, Str(kv.second, fmt::format("`operator` of {}", what)));
+    } else if (k == "values") {
+      ASSIGN_OR_RETURN(req.values, ReadStringList(kv.second, fmt::format("`values` of {}", what)));
+    }
+  }
+  std::vector<std::string_view> ops = {"In", "NotIn", "Exists", "DoesNotExist"};
+  if (node_selector) {
+    ops.push_back("Gt");
+    ops.push_back("Lt");
+  }
+  if (std::find(ops.begin(), ops.end(), req.op) == ops.end()) {
+    std::string list;
+    for (auto o : ops) list += (list.empty() ? "" : ", ") + std::string(o);
+    return r_.Fail(n["operator"].IsDefined() ? n["operator"] : n,
+                   fmt::format("`operator` of {} must be one of {}, got `{}`{}", what, list, req.op,
+                               yaml::DidYouMean(req.op, ops)));
+  }
+  if (req.key.empty()) return r_.Fail(n, fmt::format("{} has no `key`", what));
+  return req;
+}
+
+Result<LabelSelector> Loader::ReadLabelSelector(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what, {"matchLabels", "matchExpressions"}); !s) return s.error();
+  LabelSelector sel;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (k == "matchLabels") {
+      ASSIGN_OR_RETURN(sel.match_labels, ReadStringMap(kv.second, fmt::format("`matchLabels` of {}", what)));
+    } else {
+      if (Status s = r_.ExpectList(kv.second, "`matchExpressions`"); !s) return s.error();
+      for (const auto& e : kv.second) {
+        ASSIGN_OR_RETURN(auto req, ReadRequirement(e, "a label selector requirement", false));
+        sel.match_expressions.push_back(std::move(req));
+      }
+    }
+  }
+  return sel;
+}
+
+Result<NodeSelectorTerm> Loader::ReadNodeSelectorTerm(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what, {"matchExpressions", "matchFields"}); !s) return s.error();
+  NodeSelectorTerm term;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (Status s = r_.ExpectList(kv.second, fmt::format("`{}`", k)); !s) return s.error();
+    for (const auto& e : kv.second) {
+      ASSIGN_OR_RETURN(auto req, ReadRequirement(e, "a node selector requirement", true));
+      (k == "matchExpressions" ? term.match_expressions : term.match_fields).push_back(std::move(req));
+    }
+  }
+  return term;
+}
+
+Result<PodAffinityTerm> Loader::ReadPodAffinityTerm(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what,
+                              {"labelSelector", "namespaces", "namespaceSelector", "topologyKey"});
+      !s)
+    return s.error();
+  PodAffinityTerm t;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (k == "labelSelector") {
+      ASSIGN_OR_RETURN(t.label_selector, ReadLabelSelector(kv.second, "`labelSelector`"));
+    } else if (k == "namespaces") {
+      ASSIGN_OR_RETURN(t.namespaces, ReadStringList(kv.second, "`namespaces`"));
+    } else if (k == "namespaceSelector") {
+      ASSIGN_OR_RETURN(t.namespace_selector, ReadLabelSelector(kv.second, "`namespaceSelector`"));
+    } else {
+      ASSIGN_OR_RETURN(t.topology_key, Str(kv.second, "`topologyKey`"));
+    }
+  }
+  if (t.topology_key.empty()) return r_.Fail(n, fmt::format("{} has no `topologyKey`", what));
+  return t;
+}
+
+Result<PodAffinity> Loader::ReadPodAffinity(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what,
+                              {"requiredDuringSchedulingIgnoredDuringExecution",
+                               "preferredDuringSchedulingIgnoredDuringExecution"});
+      !s)
+    return s.error();
+  PodAffinity a;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (Status s = r_.ExpectList(kv.second, fmt::format("`{}`", k)); !s) return s.error();
+    for (const auto& item : kv.second) {
+      if (k == "requiredDuringSchedulingIgnoredDuringExecution") {
+        ASSIGN_OR_RETURN(auto term, ReadPodAffinityTerm(item, "a pod affinity term"));
+        a.required.push_back(std::move(term));
+      } else {
+        if (Status s = r_.ExpectMap(item, "a weighted pod affinity term", {"weight", "podAffinityTerm"}); !s)
+          return s.error();
+        WeightedPodAffinityTerm w;
+        if (!item["weight"].IsDefined()) return r_.Fail(item, "weighted pod affinity term has no `weight`");
+        ASSIGN_OR_RETURN(w.weight, ReadInt32(item["weight"], "`weight`", 1));
+        if (!item["podAffinityTerm"].IsDefined())
+          return r_.Fail(item, "weighted pod affinity term has no `podAffinityTerm`");
+        ASSIGN_OR_RETURN(w.term, ReadPodAffinityTerm(item["podAffinityTerm"], "`podAffinityTerm`"));
+        a.preferred.push_back(std::move(w));
+      }
+    }
+  }
+  return a;
+}
+
+Result<Affinity> Loader::ReadAffinity(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what, {"nodeAffinity", "podAffinity", "podAntiAffinity"}, true); !s)
+    return s.error();
+  Affinity a;
+  if (n.IsNull()) return a;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (k == "nodeAffinity") {
+      const YAML::Node& na = kv.second;
+      if (Status s = r_.ExpectMap(na, "`nodeAffinity`",
+                                  {"requiredDuringSchedulingIgnoredDuringExecution",
+                                   "preferredDuringSchedulingIgnoredDuringExecution"});
+          !s)
+        return s.error();
+      NodeAffinity node_affinity;
+      for (const auto& f : na) {
+        if (f.first.Scalar() == "requiredDuringSchedulingIgnoredDuringExecution") {
+          if (Status s = r_.ExpectMap(f.second, "`requiredDuringSchedulingIgnoredDuringExecution`",
+                                      {"nodeSelectorTerms"});
+              !s)
+            return s.error();
+          std::vector<NodeSelectorTerm> terms;
+          const YAML::Node list = f.second["nodeSelectorTerms"];
+          if (Status s = r_.ExpectList(list, "`nodeSelectorTerms`"); !s) return s.error();
+          for (const auto& t : list) {
+            ASSIGN_OR_RETURN(auto term, ReadNodeSelectorTerm(t, "a node selector term"));
+            terms.push_back(std::move(term));
+          }
+          node_affinity.required = std::move(terms);
+        } else {
+          if (Status s = r_.ExpectList(f.second, "`preferredDuringSchedulingIgnoredDuringExecution`"); !s)
+            return s.error();
+          for (const auto& item : f.second) {
+            if (Status s = r_.ExpectMap(item, "a preferred scheduling term", {"weight", "preference"}); !s)
+              return s.error();
+            PreferredSchedulingTerm p;
+            if (!item["weight"].IsDefined()) return r_.Fail(item, "preferred scheduling term has no `weight`");
+            ASSIGN_OR_RETURN(p.weight, ReadInt32(item["weight"], "`weight`", 1));
+            if (item["preference"].IsDefined()) {
+              ASSIGN_OR_RETURN(p.preference, ReadNodeSelectorTerm(item["preference"], "`preference`"));
+            }
+            node_affinity.preferred.push_back(std::move(p));
+          }
+        }
+      }
+      a.node_affinity = std::move(node_affinity);
+    } else if (k == "podAffinity") {
+      ASSIGN_OR_RETURN(a.pod_affinity, ReadPodAffinity(kv.second, "`podAffinity`"));
+    } else {
+      ASSIGN_OR_RETURN(a.pod_anti_affinity, ReadPodAffinity(kv.second, "`podAntiAffinity`"));
+    }
+  }
+  return a;
+}
+
+Result<std::vector<Toleration>> Loader::ReadTolerations(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectList(n, what); !s) return s.error();
+  std::vector<Toleration> out;
+  for (const auto& item : n) {
+    if (Status s = r_.ExpectMap(item, "a toleration",
+                                {"key", "operator", "value", "effect", "tolerationSeconds"});
+        !s)
+      return s.error();
+    Toleration t;
+    for (const auto& kv : item) {
+      const std::string& k = kv.first.Scalar();
+      if (k == "key") {
+        ASSIGN_OR_RETURN(t.key, Str(kv.second, "toleration `key`"));
+      } else if (k == "operator") {
+        ASSIGN_OR_RETURN(t.op, Str(kv.second, "toleration `operator`"));
+        if (t.op != "Equal" && t.op != "Exists")
+          return r_.Fail(kv.second, fmt::format("toleration `operator` must be Equal or Exists, got `{}`", t.op));
+      } else if (k == "value") {
+        ASSIGN_OR_RETURN(t.value, Str(kv.second, "toleration `value`"));
+      } else if (k == "effect") {
+        ASSIGN_OR_RETURN(t.effect, Str(kv.second, "toleration `effect`"));
+        if (!t.effect.empty() && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" &&
+            t.effect != "NoExecute")
+          return r_.Fail(kv.second, fmt::format("toleration `effect` must be NoSchedule, "
+                                                "PreferNoSchedule or NoExecute, got `{}`",
+                                                t.effect));
+      } else {
+        ASSIGN_OR_RETURN(t.toleration_seconds, r_.Int(kv.second, "`tolerationSeconds`"));
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::vector<Taint>> Loader::ReadTaints(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectList(n, what); !s) return s.error();
+  std::vector<Taint> out;
+  for (const auto& item : n) {
+    if (Status s = r_.ExpectMap(item, "a taint", {"key", "value", "effect"}); !s) return s.error();
+    Taint t;
+    for (const auto& kv : item) {
+      const std::string& k = kv.first.Scalar();
+      if (k == "key") {
+        ASSIGN_OR_RETURN(t.key, Str(kv.second, "taint `key`"));
+      } else if (k == "value") {
+        ASSIGN_OR_RETURN(t.value, Str(kv.second, "taint `value`"));
+      } else {
+        ASSIGN_OR_RETURN(t.effect, Str(kv.second, "taint `effect`"));
+      }
+    }
+    if (t.key.empty()) return r_.Fail(item, "taint has no `key`");
+    if (t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute")
+      return r_.Fail(item["effect"].IsDefined() ? item["effect"] : item,
+                     fmt::format("taint `effect` must be NoSchedule, PreferNoSchedule or NoExecute, "
+                                 "got `{}`",
+                                 t.effect));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::vector<TopologySpreadConstraint>> Loader::ReadSpread(const YAML::Node& n,
+                                                                 std::string_view what) {
+  if (Status s = r_.ExpectList(n, what); !s) return s.error();
+  std::vector<TopologySpreadConstraint> out;
+  for (const auto& item : n) {
+    if (Status s = r_.ExpectMap(item, "a topology spread constraint",
+                                {"maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector",
+                                 "minDomains", "matchLabelKeys", "nodeAffinityPolicy",
+                                 "nodeTaintsPolicy"});
+        !s)
+      return s.error();
+    TopologySpreadConstraint c;
+    for (const auto& kv : item) {
+      const std::string& k = kv.first.Scalar();
+      if (k == "maxSkew") {
+        ASSIGN_OR_RETURN(c.max_skew, ReadInt32(kv.second, "`maxSkew`", 1));
+      } else if (k == "topologyKey") {
+        ASSIGN_OR_RETURN(c.topology_key, Str(kv.second, "`topologyKey`"));
+      } else if (k == "whenUnsatisfiable") {
+        ASSIGN_OR_RETURN(c.when_unsatisfiable, Str(kv.second, "`whenUnsatisfiable`"));
+        if (c.when_unsatisfiable != "DoNotSchedule" && c.when_unsatisfiable != "ScheduleAnyway")
+          return r_.Fail(kv.second, fmt::format("`whenUnsatisfiable` must be DoNotSchedule or "
+                                                "ScheduleAnyway, got `{}`",
+                                                c.when_unsatisfiable));
+      } else if (k == "labelSelector") {
+        ASSIGN_OR_RETURN(c.label_selector, ReadLabelSelector(kv.second, "`labelSelector`"));
+      } else if (k == "minDomains") {
+        ASSIGN_OR_RETURN(c.min_domains, ReadInt32(kv.second, "`minDomains`", 1));
+      } else if (k == "matchLabelKeys") {
+        ASSIGN_OR_RETURN(c.match_label_keys, ReadStringList(kv.second, "`matchLabelKeys`"));
+      } else if (k == "nodeAffinityPolicy") {
+        ASSIGN_OR_RETURN(c.node_affinity_policy, Str(kv.second, "`nodeAffinityPolicy`"));
+      } else {
+        ASSIGN_OR_RETURN(c.node_taints_policy, Str(kv.second, "`nodeTaintsPolicy`"));
+      }
+    }
+    if (c.topology_key.empty()) return r_.Fail(item, "topology spread constraint has no `topologyKey`");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<HostPort>> Loader::ReadHostPorts(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectList(n, what); !s) return s.error();
+  std::vector<HostPort> out;
+  for (const auto& item : n) {
+    if (Status s = r_.ExpectMap(item, "a host port", {"hostPort", "containerPort", "protocol", "hostIP"}); !s)
+      return s.error();
+    HostPort p;
+    for (const auto& kv : item) {
+      const std::string& k = kv.first.Scalar();
+      if (k == "hostPort") {
+        ASSIGN_OR_RETURN(p.host_port, ReadInt32(kv.second, "`hostPort`", 0));
+      } else if (k == "containerPort") {
+        ASSIGN_OR_RETURN(p.container_port, ReadInt32(kv.second, "`containerPort`", 0));
+      } else if (k == "protocol") {
+        ASSIGN_OR_RETURN(p.protocol, Str(kv.second, "`protocol`"));
+      } else {
+        ASSIGN_OR_RETURN(p.host_ip, Str(kv.second, "`hostIP`"));
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Result<NodeGroupAffinity> Loader::ReadNodeGroupAffinity(const YAML::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what,
+                              {"requiredDuringSchedulingIgnoredDuringExecution",
+                               "preferredDuringSchedulingIgnoredDuringExecution"},
+                              true);
+      !s)
+    return s.error();
+  NodeGroupAffinity a;
+  if (n.IsNull()) return a;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    ASSIGN_OR_RETURN(auto list, ReadStringList(kv.second, fmt::format("`{}`", k)));
+    (k == "requiredDuringSchedulingIgnoredDuringExecution" ? a.required : a.preferred) = std::move(list);
+  }
+  return a;
+}
+
+// ------------------------------------------------------------------------------------------
+// Scenario objects
+
+Status Loader::ReadPriorityClass(const YAML::Node& n, PriorityClassSpec& out) {
+  TRY(r_.ExpectMap(n, "priority class",
+                   {"name", "value", "globalDefault", "preemptionPolicy", "description"}));
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "priority class"));
+  std::string what = fmt::format("priority class `{}`", out.name);
+  bool has_value = false;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    if (k == "value") {
+      ASSIGN_OR_RETURN(out.value, ReadInt32(kv.second, fmt::format("`value` of {}", what)));
+      has_value = true;
+    } else if (k == "globalDefault") {
+      ASSIGN_OR_RETURN(out.global_default, r_.Bool(kv.second, fmt::format("`globalDefault` of {}", what)));
+    } else if (k == "preemptionPolicy") {
+      ASSIGN_OR_RETURN(out.preemption_policy,
+                       ReadPreemptionPolicy(kv.second, fmt::format("`preemptionPolicy` of {}", what)));
+    } else if (k == "description") {
+      ASSIGN_OR_RETURN(auto ignored, Str(kv.second, "`description`"));
+      (void)ignored;
+    }
+  }
+  if (!has_value) return r_.Fail(n, fmt::format("{} has no `value`", what));
+  return Status::Ok();
+}
+
+Status Loader::ReadQueue(const YAML::Node& n, QueueSpec& out) {
+  TRY(r_.ExpectMap(n, "queue",
+                   {"name", "weight", "capability", "deserved", "guarantee", "parent", "priority",
+                    "reclaimable", "state", "annotations", "labels", "affinity",
+                    "creationTimestamp"}));
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "queue"));
+  std::string what = fmt::format("queue `{}`", out.name);
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "weight") {
+      ASSIGN_OR_RETURN(out.weight, r_.Int(v, field));
+      if (out.weight < 1) return r_.Fail(v, fmt::format("{} must be at least 1, got {}", field, out.weight));
+    } else if (k == "capability") {
+      ASSIGN_OR_RETURN(out.capability, ReadResources(v, field));
+    } else if (k == "deserved") {
+      ASSIGN_OR_RETURN(out.deserved, ReadResources(v, field));
+    } else if (k == "guarantee") {
+      ASSIGN_OR_RETURN(out.guarantee, ReadResources(v, field));
+    } else if (k == "parent") {
+      ASSIGN_OR_RETURN(out.parent, Str(v, field));
+    } else if (k == "priority") {
+      ASSIGN_OR_RETURN(out.priority, r_.Int(v, field));
+    } else if (k == "reclaimable") {
+      ASSIGN_OR_RETURN(out.reclaimable, r_.Bool(v, field));
+    } else if (k == "state") {
+      ASSIGN_OR_RETURN(auto s, Str(v, field));
+      auto st = ParseQueueState(s);
+      if (!st || s.empty())
+        return r_.Fail(v, fmt::format("{} must be Open, Closed, Closing or Unknown, got `{}`", field, s));
+      out.state = *st;
+    } else if (k == "annotations") {
+      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
+    } else if (k == "labels") {
+      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
+    } else if (k == "affinity") {
+      TRY(r_.ExpectMap(v, field, {"nodeGroupAffinity", "nodeGroupAntiAffinity"}, true));
+      if (!v.IsNull()) {
+        for (const auto& a : v) {
+          if (a.first.Scalar() == "nodeGroupAffinity") {
+            ASSIGN_OR_RETURN(out.node_group_affinity, ReadNodeGroupAffinity(a.second, "`nodeGroupAffinity`"));
+          } else {
+            ASSIGN_OR_RETURN(out.node_group_anti_affinity,
+                             ReadNodeGroupAffinity(a.second, "`nodeGroupAntiAffinity`"));
+          }
+        }
+      }
+    } else if (k == "creationTimestamp") {
+      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Loader::ReadNode(const YAML::Node& n, NodeSpec& out) {
+  TRY(r_.ExpectMap(n, "node",
+                   {"name", "allocatable", "capacity", "labels", "annotations", "taints",
+                    "unschedulable", "usage", "creationTimestamp"}));
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "node"));
+  std::string what = fmt::format("node `{}`", out.name);
+  bool has_allocatable = false, has_capacity = false;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "allocatable") {
+      ASSIGN_OR_RETURN(out.allocatable, ReadResources(v, field));
+      has_allocatable = true;
+    } else if (k == "capacity") {
+      ASSIGN_OR_RETURN(out.capacity, ReadResources(v, field));
+      has_capacity = true;
+    } else if (k == "labels") {
+      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
+    } else if (k == "annotations") {
+      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
+    } else if (k == "taints") {
+      ASSIGN_OR_RETURN(out.taints, ReadTaints(v, field));
+    } else if (k == "unschedulable") {
+      ASSIGN_OR_RETURN(out.unschedulable, r_.Bool(v, field));
+    } else if (k == "usage") {
+      TRY(r_.ExpectMap(v, field, {"cpu", "memory", "metricsTime"}));
+      NodeUsageSpec u;
+      for (const auto& f : v) {
+        const std::string& uk = f.first.Scalar();
+        std::string ufield = fmt::format("usage `{}` of {}", uk, what);
+        if (uk == "metricsTime") {
+          ASSIGN_OR_RETURN(u.metrics_time, ReadTime(f.second, ufield));
+        } else {
+          ASSIGN_OR_RETURN(double pct, r_.Number(f.second, ufield));
+          if (pct < 0 || pct > 100)
+            return r_.Fail(f.second, fmt::format("{} is a percentage (0-100), got {}", ufield, f.second.Scalar()));
+          (uk == "cpu" ? u.cpu : u.memory) = pct;
+        }
+      }
+      out.usage = u;
+    } else if (k == "creationTimestamp") {
+      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
+    }
+  }
+  if (!has_allocatable) return r_.Fail(n, fmt::format("{} has no `allocatable`", what));
+  ResourceId pods = kPods;
+  if (!out.allocatable.Has(pods)) out.allocatable.Set(pods, kDefaultMaxPods);
+  if (!has_capacity) out.capacity = out.allocatable;
+  else if (!out.capacity.Has(pods)) out.capacity.Set(pods, out.allocatable.Get(pods));
+  return Status::Ok();
+}
+
+Status Loader::ReadPodGroup(const YAML::Node& n, PodGroupSpec& out) {
+  TRY(r_.ExpectMap(n, "podGroup",
+                   {"name", "namespace", "queue", "minMember", "minTaskMember", "minResources",
+                    "priorityClassName", "phase", "annotations", "labels", "creationTimestamp"}));
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "podGroup"));
+  std::string what = fmt::format("podGroup `{}`", out.name);
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "namespace") {
+      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
+    } else if (k == "queue") {
+      ASSIGN_OR_RETURN(out.queue, Str(v, field));
+    } else if (k == "minMember") {
+      ASSIGN_OR_RETURN(out.min_member, ReadInt32(v, field, 0));
+    } else if (k == "minTaskMember") {
+      TRY(r_.ExpectAnyMap(v, field));
+      if (!v.IsNull()) {
+        for (const auto& t : v) {
+          ASSIGN_OR_RETURN(int32_t m, ReadInt32(t.second, fmt::format("minTaskMember `{}` of {}",
+                                                                      t.first.Scalar(), what), 0));
+          out.min_task_member[t.first.Scalar()] = m;
+        }
+      }
+    } else if (k == "minResources") {
+      ASSIGN_OR_RETURN(out.min_resources, ReadResources(v, field));
+    } else if (k == "priorityClassName") {
+      ASSIGN_OR_RETURN(out.priority_class_name, Str(v, field));
+    } else if (k == "phase") {
+      ASSIGN_OR_RETURN(auto s, Str(v, field));
+      auto p = ParsePodGroupPhase(s);
+      if (!p)
+        return r_.Fail(v, fmt::format("{} must be Pending, Inqueue, Running, Unknown or Completed, "
+                                      "got `{}`",
+                                      field, s));
+      out.phase = *p;
+    } else if (k == "annotations") {
+      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
+    } else if (k == "labels") {
+      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
+    } else if (k == "creationTimestamp") {
+      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
+  TRY(r_.ExpectMap(n, "pod",
+                   {"name", "namespace", "group", "task", "requests", "priorityClassName",
+                    "priority", "phase", "node", "labels", "annotations", "nodeSelector",
+                    "tolerations", "affinity", "topologySpreadConstraints", "hostPorts",
+                    "preemptionPolicy", "creationTimestamp", "scheduledAt", "deleting",
+                    "duration"}));
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "pod"));
+  std::string what = fmt::format("pod `{}`", out.name);
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "namespace") {
+      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
+    } else if (k == "group") {
+      ASSIGN_OR_RETURN(out.group, Str(v, field));
+    } else if (k == "task") {
+      ASSIGN_OR_RETURN(out.task, Str(v, field));
+    } else if (k == "requests") {
+      ASSIGN_OR_RETURN(out.requests, ReadResources(v, field));
+    } else if (k == "priorityClassName") {
+      ASSIGN_OR_RETURN(out.priority_class_name, Str(v, field));
+    } else if (k == "priority") {
+      ASSIGN_OR_RETURN(out.priority, ReadInt32(v, field));
+    } else if (k == "phase") {
+      ASSIGN_OR_RETURN(auto s, Str(v, field));
+      if (s == "Pending") out.phase = PodPhase::Pending;
+      else if (s == "Running") out.phase = PodPhase::Running;
+      else if (s == "Succeeded") out.phase = PodPhase::Succeeded;
+      else if (s == "Failed") out.phase = PodPhase::Failed;
+      else if (s == "Unknown") out.phase = PodPhase::Unknown;
+      else
+        return r_.Fail(v, fmt::format("{} must be Pending, Running, Succeeded, Failed or Unknown, "
+                                      "got `{}`{}",
+                                      field, s,
+                                      yaml::DidYouMean(s, {"Pending", "Running", "Succeeded",
+                                                           "Failed", "Unknown"})));
+    } else if (k == "node") {
+      ASSIGN_OR_RETURN(out.node, Str(v, field));
+    } else if (k == "labels") {
+      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
+    } else if (k == "annotations") {
+      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
+    } else if (k == "nodeSelector") {
+      ASSIGN_OR_RETURN(out.node_selector, ReadStringMap(v, field));
+    } else if (k == "tolerations") {
+      ASSIGN_OR_RETURN(out.tolerations, ReadTolerations(v, field));
+    } else if (k == "affinity") {
+      ASSIGN_OR_RETURN(out.affinity, ReadAffinity(v, field));
+    } else if (k == "topologySpreadConstraints") {
+      ASSIGN_OR_RETURN(out.topology_spread_constraints, ReadSpread(v, field));
+    } else if (k == "hostPorts") {
+      ASSIGN_OR_RETURN(out.host_ports, ReadHostPorts(v, field));
+    } else if (k == "preemptionPolicy") {
+      ASSIGN_OR_RETURN(out.preemption_policy, ReadPreemptionPolicy(v, field));
+    } else if (k == "creationTimestamp") {
+      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
+    } else if (k == "scheduledAt") {
+      ASSIGN_OR_RETURN(out.scheduled_at, ReadTime(v, field));
+    } else if (k == "deleting") {
+      ASSIGN_OR_RETURN(out.deleting, r_.Bool(v, field));
+    } else if (k == "duration") {
+      ASSIGN_OR_RETURN(auto text, Str(v, field));
+      auto d = ParseGoDuration(text);
+      if (!d) return r_.Fail(v, fmt::format("{}: {}", field, d.error().message));
+      if (*d <= 0) return r_.Fail(v, fmt::format("{} must be positive, got `{}`", field, text));
+      out.duration = *d;
+    }
+  }
+  if (out.phase == PodPhase::Running && out.node.empty())
+    return r_.Fail(n, fmt::format("{} is Running but has no `node`", what));
+  return Status::Ok();
+}
+
+Status Loader::ReadPdb(const YAML::Node& n, PodDisruptionBudget& out) {
+  TRY(r_.ExpectMap(n, "pdb",
+                   {"name", "namespace", "minAvailable", "maxUnavailable", "selector",
+                    "disruptionsAllowed", "disruptedPods"}));
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "pdb"));
+  out.namespace_ = "default";
+  std::string what = fmt::format("pdb `{}`", out.name);
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "namespace") {
+      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
+    } else if (k == "minAvailable") {
+      ASSIGN_OR_RETURN(out.min_available, Str(v, field));
+    } else if (k == "maxUnavailable") {
+      ASSIGN_OR_RETURN(out.max_unavailable, Str(v, field));
+    } else if (k == "selector") {
+      // Either a LabelSelector or, as the contract's short form, a plain matchLabels map.
+      TRY(r_.ExpectAnyMap(v, field));
+      bool full = !v.IsNull() && (v["matchLabels"].IsDefined() || v["matchExpressions"].IsDefined());
+      if (full) {
+        ASSIGN_OR_RETURN(out.selector, ReadLabelSelector(v, field));
+      } else {
+        ASSIGN_OR_RETURN(out.selector.match_labels, ReadStringMap(v, field));
+      }
+    } else if (k == "disruptionsAllowed") {
+      ASSIGN_OR_RETURN(out.disruptions_allowed, ReadInt32(v, field, 0));
+    } else if (k == "disruptedPods") {
+      ASSIGN_OR_RETURN(out.disrupted_pods, ReadStringList(v, field));
+    }
+  }
+  if (out.min_available && out.max_unavailable)
+    return r_.Fail(n, fmt::format("{} sets both `minAvailable` and `maxUnavailable`", what));
+  return Status::Ok();
+}
+
+Status Loader::ReadResourceQuota(const YAML::Node& n, ResourceQuota& out) {
+  TRY(r_.ExpectMap(n, "resource quota", {"name", "namespace", "hard", "used"}));
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, "resource quota"));
+  out.namespace_ = "default";
+  std::string what = fmt::format("resource quota `{}`", out.name);
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "namespace") {
+      ASSIGN_OR_RETURN(out.namespace_, Str(kv.second, field));
+    } else if (k == "hard") {
+      ASSIGN_OR_RETURN(out.hard, ReadResources(kv.second, field));
+    } else if (k == "used") {
+      ASSIGN_OR_RETURN(out.used, ReadResources(kv.second, field));
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename T, typename F>
+Status ReadList(const yaml::Reader& r, const YAML::Node& n, std::string_view what,
+                std::vector<T>& out, F&& read) {
+  if (Status s = r.ExpectList(n, what); !s) return s;
+  out.reserve(n.size());
+  for (const auto& item : n) {
+    out.emplace_back();
+    if (Status s = read(item, out.back()); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status Loader::ReadCluster(const YAML::Node& n, ClusterSpec& out) {
+  TRY(r_.ExpectMap(n, "`cluster`",
+                   {"priorityClasses", "queues", "nodes", "podGroups", "pods", "pdbs",
+                    "resourceQuotas"},
+                   true));
+  if (n.IsNull()) return Status::Ok();
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string what = fmt::format("`{}`", k);
+    if (k == "priorityClasses") {
+      TRY(ReadList(r_, v, what, out.priority_classes,
+                   [&](const YAML::Node& x, PriorityClassSpec& o) { return ReadPriorityClass(x, o); }));
+    } else if (k == "queues") {
+      TRY(ReadList(r_, v, what, out.queues, [&](const YAML::Node& x, QueueSpec& o) { return ReadQueue(x, o); }));
+    } else if (k == "nodes") {
+      TRY(ReadList(r_, v, what, out.nodes, [&](const YAML::Node& x, NodeSpec& o) { return ReadNode(x, o); }));
+    } else if (k == "podGroups") {
+      TRY(ReadList(r_, v, what, out.pod_groups,
+                   [&](const YAML::Node& x, PodGroupSpec& o) { return ReadPodGroup(x, o); }));
+    } else if (k == "pods") {
+      TRY(ReadList(r_, v, what, out.pods, [&](const YAML::Node& x, PodSpec& o) { return ReadPod(x, o); }));
+    } else if (k == "pdbs") {
+      TRY(ReadList(r_, v, what, out.pdbs,
+                   [&](const YAML::Node& x, PodDisruptionBudget& o) { return ReadPdb(x, o); }));
+    } else if (k == "resourceQuotas") {
+      TRY(ReadList(r_, v, what, out.resource_quotas,
+                   [&](const YAML::Node& x, ResourceQuota& o) { return ReadResourceQuota(x, o); }));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> Loader::ReadKeyMap(const YAML::Node& n,
+                                                              std::string_view what) {
+  if (Status s = r_.ExpectAnyMap(n, what); !s) return s.error();
+  std::map<std::string, std::string> out;
+  if (n.IsNull()) return out;
+  for (const auto& kv : n) {
+    auto v = r_.String(kv.second, fmt::format("value of `{}` in {}", kv.first.Scalar(), what));
+    if (!v) return v.error();
+    out[kv.first.Scalar()] = *v;
+  }
+  return out;
+}
+
+Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
+  TRY(r_.ExpectMap(n, "`expect`",
+                   {"binds", "bindCount", "evictions", "evictionCount", "pipelined",
+                    "podGroupPhases", "unschedulable"},
+                   true));
+  out.where = yaml::Where(n, r_.file());
+  if (n.IsNull()) return Status::Ok();
+  auto pods_of_map = [&](const YAML::Node& m, bool values_are_nodes) {
+    if (!m.IsMap()) return;
+    for (const auto& kv : m) {
+      expect_pods_.emplace_back(kv.first.Scalar(), yaml::Where(kv.first, r_.file()));
+      if (values_are_nodes && kv.second.IsScalar())
+        expect_nodes_.emplace_back(kv.second.Scalar(), yaml::Where(kv.second, r_.file()));
+    }
+  };
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string what = fmt::format("`expect.{}`", k);
+    if (k == "binds") {
+      ASSIGN_OR_RETURN(out.binds, ReadKeyMap(v, what));
+      pods_of_map(v, true);
+    } else if (k == "pipelined") {
+      ASSIGN_OR_RETURN(out.pipelined, ReadKeyMap(v, what));
+      pods_of_map(v, true);
+    } else if (k == "unschedulable") {
+      ASSIGN_OR_RETURN(out.unschedulable, ReadKeyMap(v, what));
+      pods_of_map(v, false);
+    } else if (k == "podGroupPhases") {
+      ASSIGN_OR_RETURN(out.pod_group_phases, ReadKeyMap(v, what));
+      for (const auto& p : v) {
+        expect_groups_.emplace_back(p.first.Scalar(), yaml::Where(p.first, r_.file()));
+        const std::string& phase = p.second.Scalar();
+        if (!ParsePodGroupPhase(phase) || phase.empty())
+          return r_.Fail(p.second, fmt::format("{} of `{}` must be Pending, Inqueue, Running, "
+                                               "Unknown or Completed, got `{}`",
+                                               what, p.first.Scalar(), phase));
+      }
+    } else if (k == "evictions") {
+      ASSIGN_OR_RETURN(auto list, ReadStringList(v, what));
+      out.evictions.emplace(list.begin(), list.end());
+      for (const auto& item : v) expect_pods_.emplace_back(item.Scalar(), yaml::Where(item, r_.file()));
+      if (out.evictions->size() != list.size())
+        return r_.Fail(v, fmt::format("{} lists a pod twice", what));
+    } else if (k == "bindCount" || k == "evictionCount") {
+      ASSIGN_OR_RETURN(int64_t c, r_.Int(v, what));
+      if (c < 0) return r_.Fail(v, fmt::format("{} must not be negative", what));
+      (k == "bindCount" ? out.bind_count : out.eviction_count) = c;
+    }
+  }
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------------------------------
+// Defaults and cross references
+
+template <typename T>
+Status CheckUnique(const yaml::Reader& r, const std::vector<T>& objects, std::string_view kind,
+                   std::string (*key)(const T&)) {
+  std::unordered_map<std::string, int> seen;
+  for (const T& o : objects) {
+    auto [it, inserted] = seen.emplace(key(o), o.where.line);
+    if (!inserted)
+      return Error{fmt::format("{} `{}` is defined twice (first at line {})", kind, key(o), it->second),
+                   o.where};
+  }
+  return Status::Ok();
+}
+
+Status Loader::ApplyDefaults(ScenarioSpec& spec) {
+  ClusterSpec& c = spec.cluster;
+  // Duplicates first: the defaults below derive objects (a pod's own group) from these names.
+  TRY(CheckUnique<PriorityClassSpec>(r_, c.priority_classes, "priority class",
+                                     [](const PriorityClassSpec& o) { return o.name; }));
+  TRY(CheckUnique<QueueSpec>(r_, c.queues, "queue", [](const QueueSpec& o) { return o.name; }));
+  TRY(CheckUnique<NodeSpec>(r_, c.nodes, "node", [](const NodeSpec& o) { return o.name; }));
+  TRY(CheckUnique<PodSpec>(r_, c.pods, "pod", [](const PodSpec& o) { return o.Key(); }));
+  // Queue `default` exists unless the scenario defines it (Volcano creates it at startup).
+  bool has_default = false;
+  for (const auto& q : c.queues) has_default |= q.name == "default";
+  if (!has_default) {
+    QueueSpec q;
+    q.name = "default";
+    q.implicit = true;
+    q.where = SourceLocation{r_.file()};
+    c.queues.push_back(std::move(q));
+  }
+  // A pod without a group gets its own PodGroup, as Volcano's controller creates for plain pods
+  // (name podgroup-<pod uid>, minMember 1, minResources = the pod's requests).
+  for (auto& pod : c.pods) {
+    if (pod.creation_time == kUnsetTime) pod.creation_time = spec.now;
+    if (!pod.group.empty()) continue;
+    PodGroupSpec g;
+    g.name = "podgroup-" + pod.Uid();
+    g.namespace_ = pod.namespace_;
+    g.min_member = 1;
+    g.min_resources = pod.requests;
+    g.priority_class_name = pod.priority_class_name;
+    g.creation_time = pod.creation_time;
+    // A pod already running was scheduled before: its group is Running, as the previous
+    // session's close would have left it.
+    g.phase = pod.phase == PodPhase::Running ? PodGroupPhase::Running : PodGroupPhase::Pending;
+    g.implicit = true;
+    g.where = pod.where;
+    pod.group = g.name;
+    c.pod_groups.push_back(std::move(g));
+  }
+  // Objects without a creationTimestamp were all created at `now`: ties then fall back to UIDs.
+  for (auto& q : c.queues)
+    if (q.creation_time == kUnsetTime) q.creation_time = spec.now;
+  for (auto& n : c.nodes)
+    if (n.creation_time == kUnsetTime) n.creation_time = spec.now;
+  for (auto& p : c.pods)
+    if (p.creation_time == kUnsetTime) p.creation_time = spec.now;
+  for (auto& g : c.pod_groups)
+    if (g.creation_time == kUnsetTime) g.creation_time = spec.now;
+  // Pod priority: as the Priority admission plugin fills spec.priority from the class.
+  const PriorityClassSpec* global_default = nullptr;
+  for (const auto& pc : c.priority_classes)
+    if (pc.global_default) {
+      if (global_default)
+        return Error{fmt::format("priority classes `{}` and `{}` are both globalDefault",
+                                 global_default->name, pc.name),
+                     pc.where};
+      global_default = &pc;
+    }
+  for (auto& p : c.pods) {
+    const PriorityClassSpec* cls = nullptr;
+    if (!p.priority_class_name.empty()) {
+      for (const auto& pc : c.priority_classes)
+        if (pc.name == p.priority_class_name) cls = &pc;
+    } else {
+      cls = global_default;
+    }
+    if (!p.priority && cls) p.priority = cls->value;
+    if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
+  }
+  return Status::Ok();
+}
+
+Status Loader::CrossCheck(ScenarioSpec& spec) {
+  const ClusterSpec& c = spec.cluster;
+  TRY(CheckUnique<PodGroupSpec>(r_, c.pod_groups, "podGroup",
+                                [](const PodGroupSpec& o) { return o.Uid(); }));
+
+  std::unordered_set<std::string> queues, nodes, groups, pods, classes;
+  for (const auto& q : c.queues) queues.insert(q.name);
+  for (const auto& n : c.nodes) nodes.insert(n.name);
+  for (const auto& g : c.pod_groups) groups.insert(g.Uid());
+  for (const auto& p : c.pods) pods.insert(p.Key());
+  for (const auto& pc : c.priority_classes) classes.insert(pc.name);
+  auto names = [](const std::unordered_set<std::string>& set) {
+    return std::vector<std::string_view>(set.begin(), set.end());
+  };
+
+  for (const auto& q : c.queues) {
+    if (q.parent.empty() || q.parent == "root") continue;
+    if (!queues.count(q.parent))
+      return Error{fmt::format("queue `{}` names parent `{}`, which is not defined{}", q.name,
+                               q.parent, yaml::DidYouMean(q.parent, names(queues))),
+                   q.where};
+  }
+  // A parent cycle would make hierarchical policies loop forever.
+  for (const auto& q : c.queues) {
+    std::string cur = q.parent;
+    for (size_t steps = 0; !cur.empty(); ++steps) {
+      if (cur == q.name || steps > c.queues.size())
+        return Error{fmt::format("queue `{}` is its own ancestor (parent cycle)", q.name), q.where};
+      std::string next;
+      for (const auto& p : c.queues)
+        if (p.name == cur) next = p.parent;
+      cur = next;
+    }
+  }
+  for (const auto& p : c.pods) {
+    if (!groups.count(p.JobUid()))
+      return Error{fmt::format("pod `{}` names podGroup `{}`, which is not defined in namespace "
+                               "`{}`",
+                               p.Key(), p.group, p.namespace_),
+                   p.where};
+    if (!p.node.empty() && !nodes.count(p.node))
+      return Error{fmt::format("pod `{}` names node `{}`, which is not defined{}", p.Key(), p.node,
+                               yaml::DidYouMean(p.node, names(nodes))),
+                   p.where};
+    if (!p.priority_class_name.empty() && !classes.count(p.priority_class_name))
+      return Error{fmt::format("pod `{}` names priority class `{}`, which is not defined{}",
+                               p.Key(), p.priority_class_name,
+                               yaml::DidYouMean(p.priority_class_name, names(classes))),
+                   p.where};
+  }
+  for (const auto& g : c.pod_groups) {
+    if (!queues.count(g.queue))
+      return Error{fmt::format("podGroup `{}` names queue `{}`, which is not defined{}", g.Uid(),
+                               g.queue, yaml::DidYouMean(g.queue, names(queues))),
+                   g.where};
+    if (!g.priority_class_name.empty() && !classes.count(g.priority_class_name))
+      return Error{fmt::format("podGroup `{}` names priority class `{}`, which is not defined{}",
+                               g.Uid(), g.priority_class_name,
+                               yaml::DidYouMean(g.priority_class_name, names(classes))),
+                   g.where};
+  }
+  for (const auto& [key, where] : expect_pods_)
+    if (!pods.count(key))
+      return Error{fmt::format("expect names pod `{}`, which is not defined (pods are named "
+                               "<namespace>/<name>){}",
+                               key, yaml::DidYouMean(key, names(pods))),
+                   where};
+  for (const auto& [name, where] : expect_nodes_)
+    if (!nodes.count(name))
+      return Error{fmt::format("expect names node `{}`, which is not defined{}", name,
+                               yaml::DidYouMean(name, names(nodes))),
+                   where};
+  for (const auto& [uid, where] : expect_groups_)
+    if (!groups.count(uid))
+      return Error{fmt::format("expect names podGroup `{}`, which is not defined (podGroups are "
+                               "named <namespace>/<name>){}",
+                               uid, yaml::DidYouMean(uid, names(groups))),
+                   where};
+  return Status::Ok();
+}
+
+Status Loader::Load(const YAML::Node& root, std::string_view text, ScenarioSpec& spec) {
+  if (root.IsNull()) return Error{"scenario is empty", SourceLocation{r_.file(), 1, 0}};
+  TRY(r_.ExpectMap(root, "scenario",
+                   {"name", "conf", "now", "cluster", "expect", "notes", "source"}));
+  spec.file = r_.file();
+  std::string now_text(kDefaultNow);
+  YAML::Node now_node;
+  for (const auto& kv : root) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (k == "name") {
+      ASSIGN_OR_RETURN(spec.name, Str(v, "`name`"));
+    } else if (k == "conf") {
+      ASSIGN_OR_RETURN(spec.conf_text, Str(v, "`conf`"));
+      spec.has_conf = true;
+      spec.conf_where = yaml::Where(v, r_.file());
+      // A block scalar (`conf: |`) starts on the line after its indicator; find its indentation
+      // in the source so conf errors can be reported at scenario lines and columns.
+      YAML::Mark m = v.Mark();
+      if (m.pos >= 0 && static_cast<size_t>(m.pos) < text.size() &&
+          (text[m.pos] == '|' || text[m.pos] == '>')) {
+        size_t eol = text.find('\n', m.pos);
+        if (eol != std::string_view::npos) {
+          size_t line_start = eol + 1;
+          // Skip blank lines before the first content line.
+          while (line_start < text.size()) {
+            size_t end = text.find('\n', line_start);
+            std::string_view l = text.substr(line_start, end == std::string_view::npos ? text.npos : end - line_start);
+            if (l.find_first_not_of(" \t\r") != std::string_view::npos) {
+              spec.conf_indent = static_cast<int>(l.find_first_not_of(' '));
+              break;
+            }
+            if (end == std::string_view::npos) break;
+            line_start = end + 1;
+          }
+          spec.conf_first_line = m.line + 2;
+        }
+      }
+    } else if (k == "now") {
+      ASSIGN_OR_RETURN(now_text, Str(v, "`now`"));
+      now_node = v;
+    } else if (k == "cluster") {
+      TRY(ReadCluster(v, spec.cluster));
+    } else if (k == "expect") {
+      spec.expect.emplace();
+      TRY(ReadExpect(v, *spec.expect));
+    } else if (k == "notes") {
+      ASSIGN_OR_RETURN(spec.notes, Str(v, "`notes`"));
+    } else if (k == "source") {
+      ASSIGN_OR_RETURN(spec.source, Str(v, "`source`"));
+    }
+  }
+  auto now = ParseTimestamp(now_text);
+  if (!now) return r_.Fail(now_node, fmt::format("`now`: {}", now.error().message));
+  spec.now = *now;
+  if (spec.name.empty()) {
+    // Reports name scenarios; fall back to the file's base name.
+    std::string base = r_.file().substr(r_.file().find_last_of('/') + 1);
+    spec.name = base.substr(0, base.rfind('.'));
+  }
+  TRY(ApplyDefaults(spec));
+  TRY(CrossCheck(spec));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view ToString(PodPhase p) {
+  switch (p) {
+    case PodPhase::Pending: return "Pending";
+    case PodPhase::Running: return "Running";
+    case PodPhase::Succeeded: return "Succeeded";
+    case PodPhase::Failed: return "Failed";
+    case PodPhase::Unknown: return "Unknown";
+  }
+  return "Unknown";
+}
+
+Result<ScenarioSpec> ParseScenario(std::string_view text, std::string file) {
+  auto doc = yaml::Load(text, file);
+  if (!doc) return doc.error();
+  ScenarioSpec spec;
+  Loader loader(file);
+  if (Status s = loader.Load(*doc, text, spec); !s) return s.error();
+  return spec;
+}
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{fmt::format("cannot read {}: {}", path, std::strerror(errno)), SourceLocation{}};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<ScenarioSpec> LoadScenarioFile(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseScenario(*text, path);
+}
+
+Error MapConfError(const ScenarioSpec& spec, Error error) {
+  error.where.file = spec.file;
+  if (spec.conf_first_line > 0 && error.where.line > 0) {
+    error.where.line += spec.conf_first_line - 1;
+    if (error.where.column > 0) error.where.column += spec.conf_indent;
+  } else {
+    // A flow or quoted conf string: only the `conf` key's position is meaningful.
+    error.where.line = spec.conf_where.line;
+    error.where.column = spec.conf_where.column;
+  }
+  return error;
+}
+
+}  // namespace kiln

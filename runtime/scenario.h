@@ -1,0 +1,188 @@
+#pragma once
+// A scenario file (scenario-format.md, a public contract) loaded strictly into plain structs.
+//
+// The loader checks every key, type, quantity, timestamp and cross reference, and applies the
+// contract's defaults, so the simulator never sees a half-valid cluster:
+//   * queue `default` (weight 1) exists unless the scenario defines it;
+//   * a node whose allocatable omits `pods` gets 110; `capacity` defaults to `allocatable`;
+//   * a pod without `group` gets its own single-member PodGroup, named as Volcano's controller
+//     names it (`podgroup-<pod uid>`), in queue `default`, minResources = the pod's requests;
+//   * a PodGroup without `minMember` gets 1, without `queue` the queue `default`;
+//   * namespaces default to `default`; every `creationTimestamp` defaults to the scenario's `now`
+//     (all equal), and `now` defaults to 2025-01-01T00:00:00Z;
+//   * a pod's priority: `priority` if written, else its priority class's value, else the global
+//     default class's value, else unset (Volcano's TaskInfo then uses 1).
+// UIDs follow the contract: pod `<namespace>-<name>`, job `<namespace>/<podgroup>`.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/resource.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+// creationTimestamp not written (the loader then sets the scenario's `now`).
+inline constexpr TimeNs kUnsetTime = INT64_MIN;
+
+enum class PodPhase : uint8_t { Pending, Running, Succeeded, Failed, Unknown };
+std::string_view ToString(PodPhase p);
+
+struct PriorityClassSpec {
+  std::string name;
+  int32_t value = 0;
+  bool global_default = false;
+  PreemptionPolicy preemption_policy = PreemptionPolicy::PreemptLowerPriority;
+  SourceLocation where;
+};
+
+struct QueueSpec {
+  std::string name;
+  int64_t weight = 1;
+  std::optional<Resource> capability;
+  std::optional<Resource> deserved;
+  std::optional<Resource> guarantee;
+  std::string parent;
+  int64_t priority = 0;
+  bool reclaimable = true;
+  QueueState state = QueueState::Open;
+  StringMap annotations;
+  StringMap labels;
+  NodeGroupAffinity node_group_affinity;
+  NodeGroupAffinity node_group_anti_affinity;
+  TimeNs creation_time = kUnsetTime;
+  bool implicit = false;  // the `default` queue the loader added
+  SourceLocation where;
+};
+
+struct NodeUsageSpec {
+  double cpu = 0;     // percent
+  double memory = 0;  // percent
+  TimeNs metrics_time = 0;
+};
+
+struct NodeSpec {
+  std::string name;
+  Resource allocatable;  // with `pods` (110 when the scenario omits it)
+  Resource capacity;     // = allocatable when omitted
+  StringMap labels;
+  StringMap annotations;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+  std::optional<NodeUsageSpec> usage;
+  TimeNs creation_time = kUnsetTime;
+  SourceLocation where;
+};
+
+struct PodGroupSpec {
+  std::string name;
+  std::string namespace_ = "default";
+  std::string queue = "default";
+  int32_t min_member = 1;
+  std::map<std::string, int32_t, std::less<>> min_task_member;
+  std::optional<Resource> min_resources;
+  std::string priority_class_name;
+  PodGroupPhase phase = PodGroupPhase::Pending;
+  StringMap annotations;
+  StringMap labels;
+  TimeNs creation_time = kUnsetTime;
+  bool implicit = false;  // created by the loader for a pod without `group`
+  SourceLocation where;
+
+  std::string Uid() const { return namespace_ + "/" + name; }
+};
+
+struct PodSpec {
+  std::string name;
+  std::string namespace_ = "default";
+  std::string group;  // PodGroup name (the loader fills it for a pod without one)
+  std::string task;   // volcano.sh/task-spec
+  Resource requests;  // the single container's requests (without the hidden pods: 1)
+  std::string priority_class_name;
+  std::optional<int32_t> priority;
+  PodPhase phase = PodPhase::Pending;
+  std::string node;
+  StringMap labels;
+  StringMap annotations;
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  Affinity affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<HostPort> host_ports;
+  std::optional<PreemptionPolicy> preemption_policy;
+  TimeNs creation_time = kUnsetTime;
+  TimeNs scheduled_at = 0;  // 0 = no PodScheduled condition
+  bool deleting = false;
+  std::optional<DurationNs> duration;  // multi-cycle: runs this long, then Succeeds
+  // Multi-cycle bookkeeping: when the simulator started it running (0 = not by the simulator).
+  TimeNs started_at = 0;
+  SourceLocation where;
+
+  std::string Uid() const { return namespace_ + "-" + name; }
+  std::string Key() const { return namespace_ + "/" + name; }
+  std::string JobUid() const { return namespace_ + "/" + group; }
+};
+
+// What the FIRST session must decide. An absent key is not checked.
+struct ExpectSpec {
+  std::optional<std::map<std::string, std::string>> binds;  // pod key -> node
+  std::optional<int64_t> bind_count;
+  std::optional<std::set<std::string>> evictions;
+  std::optional<int64_t> eviction_count;
+  std::optional<std::map<std::string, std::string>> pipelined;
+  std::optional<std::map<std::string, std::string>> pod_group_phases;  // job uid -> phase
+  // Kiln extension: exact map of pod key -> unschedulable reason text.
+  std::optional<std::map<std::string, std::string>> unschedulable;
+  SourceLocation where;
+
+  bool empty() const {
+    return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
+           !pod_group_phases && !unschedulable;
+  }
+};
+
+struct ClusterSpec {
+  std::vector<PriorityClassSpec> priority_classes;
+  std::vector<QueueSpec> queues;
+  std::vector<NodeSpec> nodes;
+  std::vector<PodGroupSpec> pod_groups;
+  std::vector<PodSpec> pods;
+  std::vector<PodDisruptionBudget> pdbs;
+  std::vector<ResourceQuota> resource_quotas;
+};
+
+struct ScenarioSpec {
+  std::string file;
+  std::string name;
+  std::string conf_text;  // empty when the scenario has no `conf` (the default conf applies)
+  bool has_conf = false;
+  // Where the conf text starts in `file`, so conf errors point into the scenario: line of the
+  // conf's first line and the column its text is indented to (0 when not a block scalar).
+  int conf_first_line = 0;
+  int conf_indent = 0;
+  SourceLocation conf_where;
+  TimeNs now = 0;
+  ClusterSpec cluster;
+  std::optional<ExpectSpec> expect;
+  std::string notes;
+  std::string source;
+};
+
+// Loads scenario YAML text. `file` names it in errors.
+Result<ScenarioSpec> ParseScenario(std::string_view text, std::string file);
+// Reads and parses a scenario file.
+Result<ScenarioSpec> LoadScenarioFile(const std::string& path);
+
+// Reads a whole file; Error "cannot read FILE: reason" when it cannot.
+Result<std::string> ReadTextFile(const std::string& path);
+
+// Maps an error in the scenario's embedded conf text to the scenario file's lines and columns.
+Error MapConfError(const ScenarioSpec& spec, Error error);
+
+}  // namespace kiln
