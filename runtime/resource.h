@@ -38,7 +38,7 @@ enum class DimensionDefault : uint8_t { Zero, Infinity };
 
 // Process-wide resource name registry: cpu=0, memory=1, pods=2, further names interned on first
 // sight. Interning is thread-safe; ids are never reused.
-class ResourceNames {
+class ResourceRegistry {
  public:
   // The id of `name`, interning it. Error when more than kMaxResources names exist.
   static Result<ResourceId> Intern(std::string_view name);
@@ -47,6 +47,8 @@ class ResourceNames {
   static std::string_view Name(ResourceId id);
   static int Count();
 };
+// The registry's original name (kept for existing callers).
+using ResourceNames = ResourceRegistry;
 
 // A small fixed list of resource ids (no heap), e.g. the insufficient dimensions of a comparison.
 struct ResourceIdList {
@@ -95,6 +97,8 @@ struct Resource {
   Resource& Sub(const Resource& rr);
   // Like Sub, logs instead of asserting.
   Resource& SubWithoutAssert(const Resource& rr);
+  // Volcano's unexported sub(): no check, no log (for bookkeeping that is known to balance).
+  Resource& SubUnchecked(const Resource& rr);
   Resource& Multi(double ratio);
   // Per-dimension max with rr (Volcano's SetMaxResource).
   Resource& SetMax(const Resource& rr);

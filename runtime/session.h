@@ -21,7 +21,11 @@
 //     TaskList   → returns void; extra uint8_t* selected (n, zeroed)
 //     Void       → returns void
 // A handler that hits a policy fault calls kiln_policy_fault(); the session logs it with the
-// plugin's name, counts it, and treats that answer as the point's abstain/failure.
+// plugin's name, counts it, and treats that answer as the point's abstain/failure:
+//   abstain (answer ignored): orders, node scores, best node, victims, votes, job_valid,
+//                             overused, job_enqueued and events
+//   failure: pre_predicate/predicate (StatusCode::Error on that node), allocatable, preemptive,
+//            job_ready and job_starving (false)
 //
 // Thread safety: dispatchers for read-only points (predicate, node order, …) may run concurrently
 // from the actions' worker threads; mutation primitives and Statement run on one thread.
@@ -32,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -261,13 +266,14 @@ class Session {
   // Immediate eviction (shuffle): recorded, task → Releasing, DeallocateFunc.
   Status Evict(Task* t, std::string_view reason);
   void UpdatePodGroupCondition(Job* j, PodGroupCondition c);
-  // Records that nodes rejected t (job.nodes_fit_errors[t]); merged when called again.
+  // Records that nodes rejected t (job.nodes_fit_errors[t]), replacing an earlier record.
   void RecordFitErrors(Task* t, FitErrors errors);
   // Node names rejected with UnschedulableAndUnresolvable for t earlier in this session.
   bool NodeUnresolvableFor(const Task* t, const Node* n) const;
 
   // ---- building blocks for Statement and the primitives (keep every counter in sync) ----
-  // Moves t to status in its job and, when placed, updates the node accounting.
+  // Moves t to status in its job and, when t is placed on a node, re-accounts it there
+  // (node.UpdateTask).
   Status UpdateTaskStatus(Task* t, TaskStatus status);
   // Places t on n with its current status (node.AddTask) / removes it from its node.
   Status PlaceTask(Task* t, Node* n);
@@ -288,14 +294,28 @@ class Session {
     void* ctx;
     void (*fn)();
   };
-  struct Trampoline;  // owns lambda storage for On()
+  class CallScope;  // marks the handler running on this thread (faults are attributed to it)
 
   template <ExtensionPoint P>
   const std::vector<Registration>& Handlers() const {
     return handlers_[static_cast<int>(P)];
   }
+  // The generic combinators, one per Combine kind of the table (session.cc).
   template <ExtensionPoint P, typename... A>
-  auto Call(const Registration& r, A... args) const;
+  int CombineFirstNonZero(A... args) const;
+  template <ExtensionPoint P, typename... A>
+  std::optional<PluginStatus> CombineFirstError(A... args) const;
+  template <ExtensionPoint P, typename... A>
+  bool CombineBool(A... args) const;  // Any / All / FirstTierAll
+  template <ExtensionPoint P, typename... A>
+  bool CombineVote(A... args) const;
+  template <ExtensionPoint P, typename... A>
+  void CombineCallAll(A... args) const;
+  template <ExtensionPoint P>
+  std::vector<Task*> CombineVictimIntersect(const Task* t, std::span<Task* const> cands) const;
+  template <ExtensionPoint P>
+  std::vector<Task*> CombineTierUnion(std::span<Task* const> tasks) const;
+  void CallSessionHandlers(ExtensionPoint point, int slot);
 
   Cluster cluster_;
   const SchedulerConf& conf_;
@@ -305,7 +325,11 @@ class Session {
   std::array<std::vector<Registration>, kExtensionPointCount> handlers_;
   std::vector<std::shared_ptr<void>> lambda_storage_;
   Decisions decisions_;
+  mutable std::mutex fault_mu_;
   mutable std::atomic<uint64_t> fault_count_{0};
+  // Incremented by every mutation of task placement/status; lets Statement check in debug
+  // builds that nothing else interleaved before it verifies an exact undo.
+  uint64_t mutation_seq_ = 0;
   bool closed_ = false;
 
   friend class Statement;

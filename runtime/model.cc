@@ -1,0 +1,497 @@
+#include "runtime/model.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cassert>
+
+namespace kiln {
+
+// ---------------------------------------------------------------------------------------------
+// Enums
+
+std::string_view ToString(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::Pending:
+      return "Pending";
+    case TaskStatus::Allocated:
+      return "Allocated";
+    case TaskStatus::Pipelined:
+      return "Pipelined";
+    case TaskStatus::Binding:
+      return "Binding";
+    case TaskStatus::Bound:
+      return "Bound";
+    case TaskStatus::Running:
+      return "Running";
+    case TaskStatus::Releasing:
+      return "Releasing";
+    case TaskStatus::Succeeded:
+      return "Succeeded";
+    case TaskStatus::Failed:
+      return "Failed";
+    case TaskStatus::Unknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+std::optional<TaskStatus> ParseTaskStatus(std::string_view s) {
+  for (int i = 0; i < kTaskStatusCount; ++i)
+    if (ToString(StatusFromSlot(i)) == s) return StatusFromSlot(i);
+  return std::nullopt;
+}
+
+std::string_view ToString(PodGroupPhase p) {
+  switch (p) {
+    case PodGroupPhase::Pending:
+      return "Pending";
+    case PodGroupPhase::Running:
+      return "Running";
+    case PodGroupPhase::Unknown:
+      return "Unknown";
+    case PodGroupPhase::Inqueue:
+      return "Inqueue";
+    case PodGroupPhase::Completed:
+      return "Completed";
+  }
+  return "Unknown";
+}
+
+std::optional<PodGroupPhase> ParsePodGroupPhase(std::string_view s) {
+  if (s.empty() || s == "Pending") return PodGroupPhase::Pending;
+  if (s == "Running") return PodGroupPhase::Running;
+  if (s == "Unknown") return PodGroupPhase::Unknown;
+  if (s == "Inqueue") return PodGroupPhase::Inqueue;
+  if (s == "Completed") return PodGroupPhase::Completed;
+  return std::nullopt;
+}
+
+std::string_view ToString(QueueState s) {
+  switch (s) {
+    case QueueState::Open:
+      return "Open";
+    case QueueState::Closed:
+      return "Closed";
+    case QueueState::Closing:
+      return "Closing";
+    case QueueState::Unknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+std::optional<QueueState> ParseQueueState(std::string_view s) {
+  if (s.empty() || s == "Open") return QueueState::Open;
+  if (s == "Closed") return QueueState::Closed;
+  if (s == "Closing") return QueueState::Closing;
+  if (s == "Unknown") return QueueState::Unknown;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task
+
+void Task::SetRequests(const Resource& container_requests) {
+  resreq = container_requests;
+  resreq.AddScalar(kPods, 1);
+  init_resreq = resreq;
+  best_effort = init_resreq.IsEmpty();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job
+
+namespace {
+constexpr uint32_t kReadyMask = kAllocatedStatusMask | TaskStatus::Succeeded;
+constexpr uint32_t kValidMask =
+    kAllocatedStatusMask | TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending;
+constexpr uint32_t kOccupiedMask = kReadyMask | TaskStatus::Pipelined;
+
+int32_t SumStatus(const std::array<int32_t, kTaskStatusCount>& counts, uint32_t mask) {
+  int32_t n = 0;
+  for (int i = 0; i < kTaskStatusCount; ++i)
+    if (mask & (1u << i)) n += counts[i];
+  return n;
+}
+}  // namespace
+
+int32_t Job::ReadyTaskNum() const {
+  return Count(TaskStatus::Bound) + Count(TaskStatus::Binding) + Count(TaskStatus::Running) +
+         Count(TaskStatus::Allocated) + Count(TaskStatus::Succeeded);
+}
+
+int32_t Job::WaitingTaskNum() const { return Count(TaskStatus::Pipelined); }
+
+int32_t Job::ValidTaskNum() const {
+  int32_t n = 0;
+  for (int i = 0; i < kTaskStatusCount; ++i)
+    if (kValidMask & (1u << i)) n += static_cast<int32_t>(by_status[i].size());
+  return n;
+}
+
+bool Job::IsReady() const { return ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available; }
+
+bool Job::IsPipelined() const {
+  return WaitingTaskNum() + ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available;
+}
+
+bool Job::IsStarving() const { return WaitingTaskNum() + ReadyTaskNum() < min_available; }
+
+// The per-role checks are skipped (pass) when minMember is below the sum of minTaskMember,
+// exactly as Volcano does.
+bool Job::CheckTaskValid() const {
+  if (min_available < task_min_available_total) return true;
+  for (const Role& r : roles) {
+    if (r.min_available == 0) continue;
+    if (SumStatus(r.status_count, kValidMask) < r.min_available) return false;
+  }
+  return true;
+}
+
+bool Job::CheckTaskReady() const {
+  if (min_available < task_min_available_total) return true;
+  for (const Role& r : roles)
+    if (SumStatus(r.status_count, kReadyMask) + r.pending_empty_init < r.min_available)
+      return false;
+  return true;
+}
+
+bool Job::CheckTaskPipelined() const {
+  if (min_available < task_min_available_total) return true;
+  for (const Role& r : roles)
+    if (SumStatus(r.status_count, kOccupiedMask) + r.pending_empty_init < r.min_available)
+      return false;
+  return true;
+}
+
+bool Job::CheckTaskStarving() const {
+  if (min_available < task_min_available_total) return true;
+  for (const Role& r : roles)
+    if (SumStatus(r.status_count, kOccupiedMask) < r.min_available) return true;
+  return false;
+}
+
+int32_t Job::RoleSlot(std::string_view role) {
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i].name == role) return static_cast<int32_t>(i);
+  Role r;
+  r.name = std::string(role);
+  auto it = task_min_available.find(role);
+  r.min_available = it == task_min_available.end() ? 0 : it->second;
+  roles.push_back(std::move(r));
+  return static_cast<int32_t>(roles.size() - 1);
+}
+
+namespace {
+void IndexInsert(Job& j, Task* t) {
+  auto& list = j.by_status[StatusSlot(t->status)];
+  t->job_status_pos = static_cast<int32_t>(list.size());
+  list.push_back(t);
+  Job::Role& role = j.roles[t->role_slot];
+  ++role.status_count[StatusSlot(t->status)];
+  if (t->status == TaskStatus::Pending && t->best_effort) {
+    ++j.pending_best_effort;
+    ++role.pending_empty_init;
+  }
+  if (AllocatedStatus(t->status)) j.allocated.Add(t->resreq);
+}
+
+void IndexErase(Job& j, Task* t) {
+  auto& list = j.by_status[StatusSlot(t->status)];
+  assert(t->job_status_pos >= 0 && t->job_status_pos < static_cast<int32_t>(list.size()) &&
+         list[t->job_status_pos] == t);
+  Task* last = list.back();
+  list[t->job_status_pos] = last;
+  last->job_status_pos = t->job_status_pos;
+  list.pop_back();
+  t->job_status_pos = -1;
+  Job::Role& role = j.roles[t->role_slot];
+  --role.status_count[StatusSlot(t->status)];
+  if (t->status == TaskStatus::Pending && t->best_effort) {
+    --j.pending_best_effort;
+    --role.pending_empty_init;
+  }
+  if (AllocatedStatus(t->status)) j.allocated.SubUnchecked(t->resreq);
+}
+}  // namespace
+
+void Job::AddTask(Task* t) {
+  t->job = this;
+  t->role_slot = RoleSlot(t->role);
+  tasks.push_back(t);
+  total_request.Add(t->resreq);
+  IndexInsert(*this, t);
+}
+
+void Job::UpdateTaskStatus(Task* t, TaskStatus status) {
+  assert(t->job == this);
+  if (t->status == status) return;
+  IndexErase(*this, t);
+  t->status = status;
+  IndexInsert(*this, t);
+}
+
+void Job::SetCondition(PodGroupCondition c) {
+  for (auto& existing : conditions) {
+    if (existing.type == c.type) {
+      existing = std::move(c);
+      return;
+    }
+  }
+  conditions.push_back(std::move(c));
+}
+
+const PodGroupCondition* Job::FindCondition(std::string_view type) const {
+  for (const auto& c : conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node
+
+Resource Node::FutureIdle() const {
+  Resource r = idle;
+  r.Add(releasing);
+  r.SubUnchecked(pipelined);
+  return r;
+}
+
+Status Node::AddTask(Task* t) {
+  if (t->node_pos >= 0)
+    return Error{fmt::format("task <{}/{}> already on node <{}>", t->namespace_, t->name,
+                             t->node ? t->node->name : std::string("?")),
+                 {}};
+  switch (t->status) {
+    case TaskStatus::Releasing:
+      idle.SubUnchecked(t->resreq);
+      releasing.Add(t->resreq);
+      used.Add(t->resreq);
+      break;
+    case TaskStatus::Pipelined:
+      pipelined.Add(t->resreq);
+      break;
+    case TaskStatus::Binding: {
+      ResourceIdList insufficient;
+      if (!t->resreq.LessEqualWithResourcesName(idle, DimensionDefault::Zero, &insufficient))
+        return Error{fmt::format("node <{}> has not enough resources ({}) for task <{}/{}>", name,
+                                 insufficient.Join(), t->namespace_, t->name),
+                     {}};
+      idle.SubUnchecked(t->resreq);
+      used.Add(t->resreq);
+      break;
+    }
+    default:
+      idle.SubUnchecked(t->resreq);
+      used.Add(t->resreq);
+      break;
+  }
+  t->node = this;
+  t->node_status = t->status;
+  t->node_pos = static_cast<int32_t>(tasks.size());
+  tasks.push_back(t);
+  return Status::Ok();
+}
+
+void Node::RemoveTask(Task* t) {
+  if (t->node != this || t->node_pos < 0) return;
+  switch (t->node_status) {
+    case TaskStatus::Releasing:
+      releasing.SubUnchecked(t->resreq);
+      idle.Add(t->resreq);
+      used.SubUnchecked(t->resreq);
+      break;
+    case TaskStatus::Pipelined:
+      pipelined.SubUnchecked(t->resreq);
+      break;
+    default:
+      idle.Add(t->resreq);
+      used.SubUnchecked(t->resreq);
+      break;
+  }
+  Task* last = tasks.back();
+  tasks[t->node_pos] = last;
+  last->node_pos = t->node_pos;
+  tasks.pop_back();
+  t->node_pos = -1;
+  t->node = nullptr;
+}
+
+Status Node::UpdateTask(Task* t) {
+  TaskStatus new_status = t->status;
+  TaskStatus old_status = t->node_status;
+  RemoveTask(t);
+  Status s = AddTask(t);
+  if (!s.ok()) {
+    // Put the task back as it was so the node's accounting is unchanged.
+    t->status = old_status;
+    Status restore = AddTask(t);
+    (void)restore;
+    t->status = new_status;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+
+Task& Cluster::NewTask() { return *tasks_.emplace_back(std::make_unique<Task>()); }
+Job& Cluster::NewJob() { return *jobs_.emplace_back(std::make_unique<Job>()); }
+Node& Cluster::NewNode() { return *nodes_.emplace_back(std::make_unique<Node>()); }
+Queue& Cluster::NewQueue() { return *queues_.emplace_back(std::make_unique<Queue>()); }
+PriorityClass& Cluster::NewPriorityClass() {
+  return *priority_classes_.emplace_back(std::make_unique<PriorityClass>());
+}
+PodDisruptionBudget& Cluster::NewPdb() { return *pdbs_.emplace_back(std::make_unique<PodDisruptionBudget>()); }
+ResourceQuota& Cluster::NewResourceQuota() {
+  return *resource_quotas_.emplace_back(std::make_unique<ResourceQuota>());
+}
+
+Status Cluster::Link() {
+  task_ptrs_.clear();
+  job_ptrs_.clear();
+  node_ptrs_.clear();
+  queue_ptrs_.clear();
+  orphan_ptrs_.clear();
+  task_by_uid_.clear();
+  job_by_uid_.clear();
+  node_by_name_.clear();
+  queue_by_name_.clear();
+  pc_by_name_.clear();
+  total_resource_ = Resource{};
+
+  const PriorityClass* global_default = nullptr;
+  for (auto& pc : priority_classes_) {
+    if (!pc_by_name_.emplace(pc->name, pc.get()).second)
+      return Error{fmt::format("duplicate priority class \"{}\"", pc->name), {}};
+    if (pc->global_default) global_default = pc.get();
+  }
+
+  for (auto& q : queues_) {
+    if (!queue_by_name_.emplace(q->name, q.get()).second)
+      return Error{fmt::format("duplicate queue \"{}\"", q->name), {}};
+    q->index = static_cast<int64_t>(queue_ptrs_.size());
+    q->children.clear();
+    q->jobs.clear();
+    q->parent = nullptr;
+    queue_ptrs_.push_back(q.get());
+  }
+  for (Queue* q : queue_ptrs_) {
+    if (q->parent_name.empty()) continue;
+    auto it = queue_by_name_.find(q->parent_name);
+    if (it == queue_by_name_.end()) continue;  // a dangling parent leaves the queue a root
+    q->parent = it->second;
+    it->second->children.push_back(q);
+  }
+
+  for (auto& n : nodes_) {
+    if (!node_by_name_.emplace(n->name, n.get()).second)
+      return Error{fmt::format("duplicate node \"{}\"", n->name), {}};
+    n->index = static_cast<int64_t>(node_ptrs_.size());
+    n->idle = n->allocatable;
+    n->used = Resource{};
+    n->releasing = Resource{};
+    n->pipelined = Resource{};
+    n->tasks.clear();
+    node_ptrs_.push_back(n.get());
+    total_resource_.Add(n->allocatable);
+  }
+
+  for (auto& j : jobs_) {
+    if (!job_by_uid_.emplace(j->uid, j.get()).second)
+      return Error{fmt::format("duplicate job \"{}\"", j->uid), {}};
+    auto qit = queue_by_name_.find(j->queue_name);
+    j->queue = qit == queue_by_name_.end() ? nullptr : qit->second;
+    j->tasks.clear();
+    for (auto& list : j->by_status) list.clear();
+    j->roles.clear();
+    j->pending_best_effort = 0;
+    j->allocated = Resource{};
+    j->total_request = Resource{};
+    j->task_min_available_total = 0;
+    for (const auto& [role, n] : j->task_min_available) {
+      j->task_min_available_total += n;
+      j->RoleSlot(role);
+    }
+    if (!j->priority_class_name.empty()) {
+      auto pit = pc_by_name_.find(j->priority_class_name);
+      if (pit != pc_by_name_.end()) {
+        j->priority = pit->second->value;
+      } else {
+        j->priority = global_default ? global_default->value : 0;
+      }
+    } else {
+      j->priority = global_default ? global_default->value : 0;
+    }
+    if (j->queue == nullptr) {
+      spdlog::debug("job {} dropped from the snapshot: queue \"{}\" does not exist", j->uid,
+                    j->queue_name);
+      continue;
+    }
+    j->index = static_cast<int64_t>(job_ptrs_.size());
+    job_ptrs_.push_back(j.get());
+    j->queue->jobs.push_back(j.get());
+  }
+
+  for (auto& t : tasks_) {
+    if (!task_by_uid_.emplace(t->uid, t.get()).second)
+      return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
+    t->job = nullptr;
+    t->node = nullptr;
+    t->node_pos = -1;
+    t->job_status_pos = -1;
+    auto jit = job_by_uid_.find(t->job_uid);
+    if (jit == job_by_uid_.end())
+      return Error{fmt::format("task \"{}\" names job \"{}\", which does not exist", t->uid,
+                               t->job_uid),
+                   {}};
+    Job* j = jit->second;
+    if (j->queue != nullptr) {
+      t->index = static_cast<int64_t>(task_ptrs_.size());
+      task_ptrs_.push_back(t.get());
+      j->AddTask(t.get());
+    } else {
+      t->index = -1;
+      orphan_ptrs_.push_back(t.get());
+    }
+    // Terminated pods no longer hold node resources (cache.addTask skips them).
+    if (!t->node_name.empty() && !CompletedStatus(t->status)) {
+      auto nit = node_by_name_.find(t->node_name);
+      if (nit == node_by_name_.end())
+        return Error{fmt::format("task \"{}\" is on node \"{}\", which does not exist", t->uid,
+                                 t->node_name),
+                     {}};
+      Status s = nit->second->AddTask(t.get());
+      if (!s.ok()) return s;
+    }
+  }
+  // Dropped jobs and their tasks are not part of the session's view.
+  for (auto& j : jobs_)
+    if (j->queue == nullptr) job_by_uid_.erase(j->uid);
+  for (Task* t : orphan_ptrs_) task_by_uid_.erase(t->uid);
+  return Status::Ok();
+}
+
+Task* Cluster::FindTask(std::string_view uid) const {
+  auto it = task_by_uid_.find(uid);
+  return it == task_by_uid_.end() ? nullptr : it->second;
+}
+Job* Cluster::FindJob(std::string_view uid) const {
+  auto it = job_by_uid_.find(uid);
+  return it == job_by_uid_.end() ? nullptr : it->second;
+}
+Node* Cluster::FindNode(std::string_view name) const {
+  auto it = node_by_name_.find(name);
+  return it == node_by_name_.end() ? nullptr : it->second;
+}
+Queue* Cluster::FindQueue(std::string_view name) const {
+  auto it = queue_by_name_.find(name);
+  return it == queue_by_name_.end() ? nullptr : it->second;
+}
+const PriorityClass* Cluster::FindPriorityClass(std::string_view name) const {
+  auto it = pc_by_name_.find(name);
+  return it == pc_by_name_.end() ? nullptr : it->second;
+}
+
+}  // namespace kiln

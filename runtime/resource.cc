@@ -1,0 +1,435 @@
+#include "runtime/resource.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+namespace kiln {
+namespace {
+
+// Names are written once before the count that publishes them, so readers need no lock.
+struct Registry {
+  std::array<std::string, kMaxResources> names{"cpu", "memory", "pods"};
+  std::atomic<int> count{3};
+  std::mutex mu;
+};
+
+Registry& TheRegistry() {
+  static Registry r;
+  return r;
+}
+
+constexpr uint32_t kPodsBit = 1u << kPods;
+
+// Volcano's lessEqualFunc: l < r || |l − r| < 0.1.
+inline bool LessEqualTol(double l, double r) { return l < r || std::abs(l - r) < kMinResource; }
+
+}  // namespace
+
+Result<ResourceId> ResourceRegistry::Intern(std::string_view name) {
+  if (auto id = Find(name)) return *id;
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  int n = r.count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (r.names[i] == name) return static_cast<ResourceId>(i);
+  if (n >= kMaxResources)
+    return Error{fmt::format("too many resource names: cannot add \"{}\" (limit {})", name,
+                             kMaxResources),
+                 {}};
+  r.names[n] = std::string(name);
+  r.count.store(n + 1, std::memory_order_release);
+  return static_cast<ResourceId>(n);
+}
+
+std::optional<ResourceId> ResourceRegistry::Find(std::string_view name) {
+  Registry& r = TheRegistry();
+  int n = r.count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (r.names[i] == name) return static_cast<ResourceId>(i);
+  return std::nullopt;
+}
+
+std::string_view ResourceRegistry::Name(ResourceId id) {
+  Registry& r = TheRegistry();
+  if (id >= r.count.load(std::memory_order_acquire)) return "<unknown>";
+  return r.names[id];
+}
+
+int ResourceRegistry::Count() { return TheRegistry().count.load(std::memory_order_acquire); }
+
+std::string ResourceIdList::Join(std::string_view sep) const {
+  std::string out;
+  for (int i = 0; i < size; ++i) {
+    if (i) out += sep;
+    out += ResourceRegistry::Name(ids[i]);
+  }
+  return out;
+}
+
+Resource Resource::Infinite() {
+  Resource r;
+  r.values[kCpu] = std::numeric_limits<double>::max();
+  r.values[kMemory] = std::numeric_limits<double>::max();
+  return r;
+}
+
+Resource Resource::Of(std::initializer_list<std::pair<std::string_view, double>> dims) {
+  Resource r;
+  for (const auto& [name, v] : dims) {
+    auto id = ResourceRegistry::Intern(name);
+    assert(id.ok());
+    if (id.ok()) r.Set(*id, v);
+  }
+  return r;
+}
+
+void Resource::Unset(ResourceId id) {
+  values[id] = 0;
+  if (id != kCpu && id != kMemory) present &= ~(1u << id);
+}
+
+Resource& Resource::Add(const Resource& rr) {
+  values[kCpu] += rr.values[kCpu];
+  values[kMemory] += rr.values[kMemory];
+  ForEachBit(rr.scalar_mask(), [&](ResourceId id) { values[id] += rr.values[id]; });
+  present |= rr.present;
+  return *this;
+}
+
+namespace {
+void SubRaw(Resource& r, const Resource& rr) {
+  r.values[kCpu] -= rr.values[kCpu];
+  r.values[kMemory] -= rr.values[kMemory];
+  // Volcano subtracts scalars only when the left side has a scalar map at all.
+  if (!r.HasScalars()) return;
+  ForEachBit(rr.scalar_mask(), [&](ResourceId id) { r.values[id] -= rr.values[id]; });
+  r.present |= rr.scalar_mask();
+}
+}  // namespace
+
+Resource& Resource::Sub(const Resource& rr) {
+  assert(rr.LessEqual(*this, DimensionDefault::Zero) &&
+         "resource is not sufficient to do operation");
+  SubRaw(*this, rr);
+  return *this;
+}
+
+Resource& Resource::SubWithoutAssert(const Resource& rr) {
+  ResourceIdList names;
+  if (!rr.LessEqualWithResourcesName(*this, DimensionDefault::Zero, &names)) {
+    spdlog::debug("resources <{}> are not sufficient to do operation: <{}> sub <{}>",
+                  names.Join(), ToString(), rr.ToString());
+  }
+  SubRaw(*this, rr);
+  return *this;
+}
+
+Resource& Resource::SubUnchecked(const Resource& rr) {
+  SubRaw(*this, rr);
+  return *this;
+}
+
+Resource& Resource::Multi(double ratio) {
+  ForEachBit(present, [&](ResourceId id) { values[id] *= ratio; });
+  return *this;
+}
+
+Resource& Resource::SetMax(const Resource& rr) {
+  values[kCpu] = std::max(values[kCpu], rr.values[kCpu]);
+  values[kMemory] = std::max(values[kMemory], rr.values[kMemory]);
+  if (!HasScalars()) {
+    ForEachBit(rr.scalar_mask(), [&](ResourceId id) { values[id] = rr.values[id]; });
+    present |= rr.scalar_mask();
+    return *this;
+  }
+  ForEachBit(rr.scalar_mask(), [&](ResourceId id) {
+    if (!Has(id) || rr.values[id] > values[id]) Set(id, rr.values[id]);
+  });
+  return *this;
+}
+
+Resource& Resource::MinDimensionResource(const Resource& rr, DimensionDefault d) {
+  values[kCpu] = std::min(values[kCpu], rr.values[kCpu]);
+  values[kMemory] = std::min(values[kMemory], rr.values[kMemory]);
+  if (!HasScalars()) return *this;
+  ForEachBit(scalar_mask(), [&](ResourceId id) {
+    if (rr.Has(id)) {
+      values[id] = std::min(values[id], rr.values[id]);
+    } else if (d == DimensionDefault::Zero) {
+      values[id] = 0;
+    }
+  });
+  return *this;
+}
+
+Resource& Resource::FitDelta(const Resource& rr) {
+  if (rr.values[kCpu] > 0) values[kCpu] -= rr.values[kCpu] + kMinResource;
+  if (rr.values[kMemory] > 0) values[kMemory] -= rr.values[kMemory] + kMinResource;
+  ForEachBit(rr.scalar_mask(), [&](ResourceId id) {
+    if (rr.values[id] > 0) Set(id, values[id] - (rr.values[id] + kMinResource));
+  });
+  return *this;
+}
+
+Resource::DiffResult Resource::Diff(const Resource& rr, DimensionDefault d) const {
+  DiffResult out;
+  const double def = d == DimensionDefault::Zero ? 0.0 : -1.0;
+  if (values[kCpu] > rr.values[kCpu]) {
+    out.increased.values[kCpu] = values[kCpu] - rr.values[kCpu];
+  } else {
+    out.decreased.values[kCpu] = rr.values[kCpu] - values[kCpu];
+  }
+  if (values[kMemory] > rr.values[kMemory]) {
+    out.increased.values[kMemory] = values[kMemory] - rr.values[kMemory];
+  } else {
+    out.decreased.values[kMemory] = rr.values[kMemory] - values[kMemory];
+  }
+  // Missing dimensions on either side take the default; -1 marks "infinite" as in Volcano.
+  ForEachBit(scalar_mask() | rr.scalar_mask(), [&](ResourceId id) {
+    double l = Has(id) ? values[id] : def;
+    double r = rr.Has(id) ? rr.values[id] : def;
+    if (l == -1) {
+      out.increased.Set(id, l);
+    } else if (r == -1) {
+      out.decreased.Set(id, r);
+    } else if (l > r) {
+      out.increased.Set(id, l - r);
+    } else {
+      out.decreased.Set(id, r - l);
+    }
+  });
+  return out;
+}
+
+Resource Resource::ExceededPart(const Resource& rr) const {
+  return Diff(rr, DimensionDefault::Zero).increased;
+}
+
+bool Resource::IsEmpty() const {
+  if (!(values[kCpu] < kMinResource && values[kMemory] < kMinResource)) return false;
+  bool empty = true;
+  ForEachBit(scalar_mask() & ~kPodsBit, [&](ResourceId id) {
+    if (values[id] >= kMinResource) empty = false;
+  });
+  return empty;
+}
+
+ResourceIdList Resource::ResourceNames() const {
+  ResourceIdList out;
+  ForEachBit(present, [&](ResourceId id) {
+    if (values[id] >= kMinResource) out.Push(id);
+  });
+  return out;
+}
+
+bool Resource::LessEqual(const Resource& rr, DimensionDefault d) const {
+  if (!LessEqualTol(values[kCpu], rr.values[kCpu])) return false;
+  if (!LessEqualTol(values[kMemory], rr.values[kMemory])) return false;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return false;
+  uint32_t mask = scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) continue;
+    if (!LessEqualTol(values[id], rr.values[id])) return false;
+  }
+  return true;
+}
+
+bool Resource::Less(const Resource& rr, DimensionDefault d) const {
+  if (!(values[kCpu] < rr.values[kCpu])) return false;
+  if (!(values[kMemory] < rr.values[kMemory])) return false;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return false;
+  uint32_t mask = scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) continue;
+    if (!(values[id] < rr.values[id])) return false;
+  }
+  return true;
+}
+
+bool Resource::LessPartly(const Resource& rr, DimensionDefault d) const {
+  if (values[kCpu] < rr.values[kCpu] || values[kMemory] < rr.values[kMemory]) return true;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (!inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return true;
+  uint32_t mask = scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) return true;
+    if (values[id] < rr.values[id]) return true;
+  }
+  return false;
+}
+
+bool Resource::LessEqualPartly(const Resource& rr, DimensionDefault d) const {
+  if (LessEqualTol(values[kCpu], rr.values[kCpu]) ||
+      LessEqualTol(values[kMemory], rr.values[kMemory]))
+    return true;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (!inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return true;
+  uint32_t mask = scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) return true;
+    if (LessEqualTol(values[id], rr.values[id])) return true;
+  }
+  return false;
+}
+
+bool Resource::Equal(const Resource& rr, DimensionDefault) const {
+  auto eq = [](double l, double r) { return l == r || std::abs(l - r) < kMinResource; };
+  if (!eq(values[kCpu], rr.values[kCpu]) || !eq(values[kMemory], rr.values[kMemory])) return false;
+  uint32_t mask = scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!eq(values[id], rr.values[id])) return false;
+  }
+  return true;
+}
+
+bool Resource::LessEqualWithResourcesName(const Resource& rr, DimensionDefault d,
+                                          ResourceIdList* insufficient) const {
+  bool ok = true;
+  auto fail = [&](ResourceId id) {
+    ok = false;
+    if (insufficient) insufficient->Push(id);
+  };
+  if (!LessEqualTol(values[kCpu], rr.values[kCpu])) fail(kCpu);
+  if (!LessEqualTol(values[kMemory], rr.values[kMemory])) fail(kMemory);
+  const bool inf = d == DimensionDefault::Infinity;
+  ForEachBit(scalar_mask(), [&](ResourceId id) {
+    if (!rr.Has(id) && inf) return;
+    if (!LessEqualTol(values[id], rr.values[id])) fail(id);
+  });
+  return ok;
+}
+
+bool Resource::LessEqualWithDimensionAndResourcesName(const Resource& rr, const Resource& req,
+                                                      ResourceIdList* insufficient) const {
+  bool ok = true;
+  auto fail = [&](ResourceId id) {
+    ok = false;
+    if (insufficient) insufficient->Push(id);
+  };
+  if (req.values[kCpu] > 0 && values[kCpu] > rr.values[kCpu]) fail(kCpu);
+  if (req.values[kMemory] > 0 && values[kMemory] > rr.values[kMemory]) fail(kMemory);
+  if (!HasScalars()) return ok;
+  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
+    if (req.values[id] > 0 && values[id] > rr.values[id]) fail(id);
+  });
+  return ok;
+}
+
+bool Resource::LessEqualPartlyWithDimension(const Resource& rr, const Resource& req,
+                                            ResourceIdList* matched) const {
+  bool found = false;
+  auto hit = [&](ResourceId id) {
+    found = true;
+    if (matched) matched->Push(id);
+  };
+  if (req.values[kCpu] > 0 && LessEqualTol(values[kCpu], rr.values[kCpu])) hit(kCpu);
+  if (req.values[kMemory] > 0 && LessEqualTol(values[kMemory], rr.values[kMemory])) hit(kMemory);
+  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
+    if (req.values[id] > 0 && LessEqualTol(values[id], rr.values[id])) hit(id);
+  });
+  return found;
+}
+
+bool Resource::LessEqualPartlyWithDimensionZeroFiltered(const Resource& rr, const Resource& req,
+                                                        ResourceIdList* matched) const {
+  Resource filtered;
+  auto both_zero = [&](ResourceId id) {
+    return values[id] < kMinResource && rr.values[id] < kMinResource;
+  };
+  if (req.values[kCpu] > 0 && !both_zero(kCpu)) filtered.values[kCpu] = req.values[kCpu];
+  if (req.values[kMemory] > 0 && !both_zero(kMemory)) filtered.values[kMemory] = req.values[kMemory];
+  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
+    if (req.values[id] > 0 && !both_zero(id)) filtered.Set(id, req.values[id]);
+  });
+  return LessEqualPartlyWithDimension(rr, filtered, matched);
+}
+
+bool Resource::GreaterPartlyWithDimension(const Resource& rr, const Resource& req,
+                                          ResourceIdList* greater) const {
+  bool found = false;
+  auto hit = [&](ResourceId id) {
+    found = true;
+    if (greater) greater->Push(id);
+  };
+  if (req.values[kCpu] > 0 && values[kCpu] > rr.values[kCpu]) hit(kCpu);
+  if (req.values[kMemory] > 0 && values[kMemory] > rr.values[kMemory]) hit(kMemory);
+  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
+    if (req.values[id] > 0 && values[id] > rr.values[id]) hit(id);
+  });
+  return found;
+}
+
+bool Resource::GreaterPartlyWithRelevantDimensions(const Resource& rr, const Resource& req,
+                                                   ResourceIdList* greater) const {
+  Resource filtered;
+  if (req.values[kCpu] > 0 && !(rr.values[kCpu] < kMinResource))
+    filtered.values[kCpu] = req.values[kCpu];
+  if (req.values[kMemory] > 0 && !(rr.values[kMemory] < kMinResource))
+    filtered.values[kMemory] = req.values[kMemory];
+  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
+    if (req.values[id] > 0 && rr.Has(id)) filtered.Set(id, req.values[id]);
+  });
+  return GreaterPartlyWithDimension(rr, filtered, greater);
+}
+
+std::string Resource::ToString() const {
+  std::string out = fmt::format("cpu {:.2f}, memory {:.2f}", values[kCpu], values[kMemory]);
+  std::vector<std::pair<std::string_view, ResourceId>> scalars;
+  ForEachBit(scalar_mask(),
+             [&](ResourceId id) { scalars.emplace_back(ResourceRegistry::Name(id), id); });
+  std::sort(scalars.begin(), scalars.end());
+  for (const auto& [name, id] : scalars) out += fmt::format(", {} {:.2f}", name, values[id]);
+  return out;
+}
+
+bool operator==(const Resource& a, const Resource& b) {
+  if (a.present != b.present) return false;
+  for (int i = 0; i < kMaxResources; ++i)
+    if (a.values[i] != b.values[i]) return false;
+  return true;
+}
+
+Resource Max(const Resource& l, const Resource& r) {
+  Resource res;
+  res.values[kCpu] = std::max(l.values[kCpu], r.values[kCpu]);
+  res.values[kMemory] = std::max(l.values[kMemory], r.values[kMemory]);
+  ForEachBit(l.scalar_mask(), [&](ResourceId id) {
+    if (l.values[id] > 0) res.Set(id, l.values[id]);
+  });
+  ForEachBit(r.scalar_mask(), [&](ResourceId id) {
+    if (r.values[id] > 0) res.Set(id, std::max(r.values[id], res.values[id]));
+  });
+  return res;
+}
+
+Resource Min(const Resource& l, const Resource& r) {
+  Resource res;
+  res.values[kCpu] = std::min(l.values[kCpu], r.values[kCpu]);
+  res.values[kMemory] = std::min(l.values[kMemory], r.values[kMemory]);
+  if (!l.HasScalars() || !r.HasScalars()) return res;
+  ForEachBit(l.scalar_mask(),
+             [&](ResourceId id) { res.Set(id, std::min(l.values[id], r.values[id])); });
+  return res;
+}
+
+}  // namespace kiln

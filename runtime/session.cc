@@ -1,0 +1,730 @@
+// The session: plugin registration, the per-Combine dispatchers (volcano-semantics.md §2.1–2.3),
+// the mutation primitives (§2.4) and session close (§3.6).
+
+#include "runtime/session.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+
+// Where a Status/Validation handler writes its reasons.
+struct KStatusOut {
+  kiln::PluginStatus* status = nullptr;
+  kiln::ValidateResult* validate = nullptr;
+};
+
+namespace kiln {
+
+namespace detail {
+CurrentCall& ThisThreadCall() {
+  thread_local CurrentCall call;
+  return call;
+}
+}  // namespace detail
+
+namespace {
+
+template <ExtensionPoint P>
+HandlerFn<P> Fn(void (*fn)()) {
+  return reinterpret_cast<HandlerFn<P>>(fn);
+}
+
+constexpr Combine CombineOf(ExtensionPoint p) { return Info(p).combine; }
+
+}  // namespace
+
+// Marks which plugin's handler runs on this thread so kiln_policy_fault() can attribute a fault.
+// Nested handler calls (a handler asking the session something) restore the outer record.
+class Session::CallScope {
+ public:
+  CallScope(const Session* s, int slot, ExtensionPoint point)
+      : call_(detail::ThisThreadCall()),
+        session_(s),
+        saved_session_(call_.session),
+        saved_slot_(call_.slot),
+        saved_point_(call_.point),
+        saved_faulted_(call_.faulted) {
+    call_.session = s;
+    call_.slot = slot;
+    call_.point = point;
+    call_.faulted = false;
+  }
+  ~CallScope() {
+    call_.session = saved_session_;
+    call_.slot = saved_slot_;
+    call_.point = saved_point_;
+    call_.faulted = saved_faulted_;
+  }
+  // Reports (once) and returns whether the handler faulted.
+  bool faulted() {
+    if (!call_.faulted) return false;
+    if (!reported_) {
+      const_cast<Session*>(session_)->ReportFault(call_.slot, call_.point, call_.message);
+      reported_ = true;
+    }
+    return true;
+  }
+
+ private:
+  detail::CurrentCall& call_;
+  const Session* session_;
+  const Session* saved_session_;
+  int saved_slot_;
+  ExtensionPoint saved_point_;
+  bool saved_faulted_;
+  bool reported_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle
+
+Session::Session(Cluster cluster, const SchedulerConf& conf, TimeNs now, std::string uid)
+    : cluster_(std::move(cluster)), conf_(conf), now_(now), uid_(std::move(uid)) {}
+
+Session::~Session() = default;
+
+Status Session::Open(const PluginRegistry& registry) {
+  for (size_t ti = 0; ti < conf_.tiers.size(); ++ti) {
+    for (const PluginOption& option : conf_.tiers[ti].plugins) {
+      const PluginBuilder* builder = registry.Find(option.name);
+      if (builder == nullptr) {
+        spdlog::warn("plugin \"{}\" is not registered; skipped", option.name);
+        continue;
+      }
+      auto built = (*builder)(option);
+      if (!built.ok()) {
+        Error e = built.error();
+        e.message = fmt::format("plugin {}: {}", option.name, e.message);
+        return e;
+      }
+      int slot = static_cast<int>(plugins_.size());
+      PluginSlot ps;
+      ps.name = option.name;
+      ps.tier = static_cast<int>(ti);
+      ps.option = &option;
+      ps.plugin = std::move(built.value());
+      plugins_.push_back(std::move(ps));
+      Status s = plugins_[slot].plugin->OnSessionOpen(*this, PluginHandle{slot});
+      if (!s.ok()) {
+        Error e = s.error();
+        e.message = fmt::format("plugin {}: {}", option.name, e.message);
+        return e;
+      }
+      CallSessionHandlers(ExtensionPoint::SessionOpen, slot);
+    }
+  }
+  return Status::Ok();
+}
+
+void Session::CallSessionHandlers(ExtensionPoint point, int slot) {
+  for (const auto& r : handlers_[static_cast<int>(point)]) {
+    if (r.slot != slot) continue;
+    CallScope scope(this, r.slot, point);
+    reinterpret_cast<void (*)(void*)>(r.fn)(r.ctx);
+    scope.faulted();
+  }
+}
+
+namespace {
+
+// §3.6 jobStatus: the phase a PodGroup gets at session close.
+PodGroupPhase ClosePhase(const Job& j, std::string_view session_uid) {
+  bool unschedulable = false;
+  for (const auto& c : j.conditions) {
+    if (c.type == "Unschedulable" && c.status == "True" && c.transition_id == session_uid) {
+      unschedulable = true;
+      break;
+    }
+  }
+  if (j.Count(TaskStatus::Running) > 0 && unschedulable) return PodGroupPhase::Unknown;
+  int32_t scheduled = 0;
+  int32_t completed = 0;
+  for (int i = 0; i < kTaskStatusCount; ++i) {
+    TaskStatus s = StatusFromSlot(i);
+    int32_t n = static_cast<int32_t>(j.by_status[i].size());
+    if (ScheduledStatus(s)) scheduled += n;
+    if (CompletedStatus(s)) completed += n;
+  }
+  // Releasing tasks that still sit on a node count as scheduled.
+  for (const Task* t : j.TasksWith(TaskStatus::Releasing))
+    if (!t->node_name.empty()) ++scheduled;
+  if (scheduled >= j.min_available)
+    return scheduled == completed ? PodGroupPhase::Completed : PodGroupPhase::Running;
+  if (j.phase != PodGroupPhase::Inqueue) return PodGroupPhase::Pending;
+  return PodGroupPhase::Inqueue;
+}
+
+}  // namespace
+
+void Session::Close() {
+  if (closed_) return;
+  closed_ = true;
+  for (size_t slot = 0; slot < plugins_.size(); ++slot)
+    CallSessionHandlers(ExtensionPoint::SessionClose, static_cast<int>(slot));
+  for (auto& p : plugins_) p.plugin->OnSessionClose(*this);
+
+  for (Job* j : cluster_.jobs()) {
+    // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).
+    for (Task* t : j->TasksWith(TaskStatus::Pending)) {
+      auto it = j->nodes_fit_errors.find(t->index);
+      std::string msg = it != j->nodes_fit_errors.end() ? it->second.Message() : j->job_fit_error;
+      if (!msg.empty()) decisions_.unschedulable.emplace_back(t, std::move(msg));
+    }
+    for (Task* t : j->TasksWith(TaskStatus::Pipelined))
+      decisions_.pipelined.push_back(Decisions::Placement{t, t->node});
+    j->phase = ClosePhase(*j, uid_);
+    decisions_.phases.emplace_back(j, j->phase);
+  }
+  // Deterministic output order regardless of the swap-removal order inside status lists.
+  std::sort(decisions_.unschedulable.begin(), decisions_.unschedulable.end(),
+            [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
+  std::sort(decisions_.pipelined.begin(), decisions_.pipelined.end(),
+            [](const auto& a, const auto& b) { return a.task->index < b.task->index; });
+
+  // Queue status.allocated, propagated to the ancestors when the cluster has a root queue.
+  for (Queue* q : cluster_.queues()) q->allocated = Resource{};
+  for (Queue* q : cluster_.queues())
+    for (const Job* j : q->jobs) q->allocated.Add(j->allocated);
+  if (cluster_.FindQueue("root") != nullptr) {
+    std::vector<Resource> own;
+    own.reserve(cluster_.queues().size());
+    for (Queue* q : cluster_.queues()) own.push_back(q->allocated);
+    for (Queue* q : cluster_.queues())
+      for (Queue* p = q->parent; p != nullptr; p = p->parent) p->allocated.Add(own[q->index]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+
+bool Session::PointEnabled(PluginHandle plugin, ExtensionPoint point) const {
+  if (plugin.slot < 0 || plugin.slot >= static_cast<int>(plugins_.size())) return false;
+  auto flag = GatingFlag(point);
+  if (!flag) return true;
+  const PluginOption* option = plugins_[plugin.slot].option;
+  return option != nullptr && option->Enabled(*flag);
+}
+
+bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)()) {
+  if (fn == nullptr || !PointEnabled(plugin, point)) return false;
+  auto& list = handlers_[static_cast<int>(point)];
+  Registration r{plugin.slot, plugins_[plugin.slot].tier, ctx, fn};
+  // Keep config order even if plugins register out of order: stable by slot.
+  auto pos = std::upper_bound(list.begin(), list.end(), r.slot,
+                              [](int slot, const Registration& x) { return slot < x.slot; });
+  list.insert(pos, r);
+  return true;
+}
+
+void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message) {
+  fault_count_.fetch_add(1, std::memory_order_relaxed);
+  std::string name = slot >= 0 && slot < static_cast<int>(plugins_.size())
+                         ? plugins_[slot].name
+                         : std::string("<unknown>");
+  std::string line = fmt::format("plugin {}: {}: {}", name, Info(point).handler, message);
+  spdlog::warn("policy fault: {}", line);
+  std::lock_guard<std::mutex> lock(fault_mu_);
+  if (slot >= 0 && slot < static_cast<int>(plugins_.size())) ++plugins_[slot].faults;
+  decisions_.faults.push_back(std::move(line));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generic combinators, one per Combine kind. Each point's public method below is a one-line call
+// into the combinator its table row names, plus the default Volcano applies.
+
+template <ExtensionPoint P, typename... A>
+int Session::CombineFirstNonZero(A... args) const {
+  static_assert(CombineOf(P) == Combine::FirstNonZero);
+  for (const auto& r : Handlers<P>()) {
+    CallScope scope(this, r.slot, P);
+    int v = Fn<P>(r.fn)(r.ctx, args...);
+    if (scope.faulted()) continue;
+    if (v != 0) return v;
+  }
+  return 0;
+}
+
+template <ExtensionPoint P, typename... A>
+std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
+  static_assert(CombineOf(P) == Combine::FirstError);
+  for (const auto& r : Handlers<P>()) {
+    PluginStatus st;
+    KStatusOut out{&st, nullptr};
+    CallScope scope(this, r.slot, P);
+    int32_t code = Fn<P>(r.fn)(r.ctx, args..., &out);
+    if (scope.faulted()) {
+      st.code = StatusCode::Error;
+      st.reasons = {fmt::format("plugin {} failed", plugins_[r.slot].name)};
+      st.plugin = plugins_[r.slot].name;
+      return st;
+    }
+    if (code == 0) continue;
+    st.code = code >= 0 && code <= 5 ? static_cast<StatusCode>(code) : StatusCode::Error;
+    st.plugin = plugins_[r.slot].name;
+    return st;
+  }
+  return std::nullopt;
+}
+
+template <ExtensionPoint P, typename... A>
+bool Session::CombineBool(A... args) const {
+  constexpr Combine c = CombineOf(P);
+  static_assert(c == Combine::Any || c == Combine::All || c == Combine::FirstTierAll);
+  if constexpr (c == Combine::Any) {
+    for (const auto& r : Handlers<P>()) {
+      CallScope scope(this, r.slot, P);
+      bool v = Fn<P>(r.fn)(r.ctx, args...);
+      if (scope.faulted()) continue;
+      if (v) return true;
+    }
+    return false;
+  } else if constexpr (c == Combine::All) {
+    for (const auto& r : Handlers<P>()) {
+      CallScope scope(this, r.slot, P);
+      bool v = Fn<P>(r.fn)(r.ctx, args...);
+      if (scope.faulted() || !v) return false;
+    }
+    return true;
+  } else {
+    // The first tier with any handler decides by the AND of that tier's handlers.
+    const auto& hs = Handlers<P>();
+    if (hs.empty()) return false;
+    int tier = hs.front().tier;
+    for (const auto& r : hs) {
+      if (r.tier != tier) break;
+      CallScope scope(this, r.slot, P);
+      bool v = Fn<P>(r.fn)(r.ctx, args...);
+      if (scope.faulted() || !v) return false;
+    }
+    return true;
+  }
+}
+
+template <ExtensionPoint P, typename... A>
+bool Session::CombineVote(A... args) const {
+  static_assert(CombineOf(P) == Combine::Vote);
+  const auto& hs = Handlers<P>();
+  size_t i = 0;
+  while (i < hs.size()) {
+    int tier = hs[i].tier;
+    bool permitted = false;
+    for (; i < hs.size() && hs[i].tier == tier; ++i) {
+      const auto& r = hs[i];
+      CallScope scope(this, r.slot, P);
+      int32_t v = Fn<P>(r.fn)(r.ctx, args...);
+      if (scope.faulted()) continue;
+      if (v < 0) return false;
+      if (v > 0) permitted = true;
+    }
+    if (permitted) return true;
+  }
+  return true;
+}
+
+template <ExtensionPoint P, typename... A>
+void Session::CombineCallAll(A... args) const {
+  static_assert(CombineOf(P) == Combine::CallAll);
+  for (const auto& r : Handlers<P>()) {
+    CallScope scope(this, r.slot, P);
+    Fn<P>(r.fn)(r.ctx, args...);
+    scope.faulted();
+  }
+}
+
+template <ExtensionPoint P>
+std::vector<Task*> Session::CombineVictimIntersect(const Task* t,
+                                                   std::span<Task* const> cands) const {
+  static_assert(CombineOf(P) == Combine::VictimIntersect);
+  const auto& hs = Handlers<P>();
+  const size_t n = cands.size();
+  std::vector<uint8_t> mask(n);
+  // Victims as candidate indices; empty plays the role of Volcano's nil.
+  std::vector<uint32_t> victims;
+  size_t i = 0;
+  while (i < hs.size()) {
+    int tier = hs[i].tier;
+    for (; i < hs.size() && hs[i].tier == tier; ++i) {
+      const auto& r = hs[i];
+      std::fill(mask.begin(), mask.end(), 0);
+      CallScope scope(this, r.slot, P);
+      int32_t decided = Fn<P>(r.fn)(r.ctx, t, const_cast<const Task* const*>(cands.data()), n,
+                                    mask.data());
+      if (scope.faulted() || decided == 0) continue;  // abstain
+      bool any = false;
+      for (size_t k = 0; k < n && !any; ++k) any = mask[k] != 0;
+      if (!any) {
+        // An empty answer leaves this tier undecided; the next tier decides.
+        victims.clear();
+        while (i < hs.size() && hs[i].tier == tier) ++i;
+        break;
+      }
+      if (victims.empty()) {
+        for (size_t k = 0; k < n; ++k)
+          if (mask[k]) victims.push_back(static_cast<uint32_t>(k));
+      } else {
+        std::erase_if(victims, [&](uint32_t k) { return mask[k] == 0; });
+      }
+    }
+    if (!victims.empty()) break;
+  }
+  std::vector<Task*> out;
+  out.reserve(victims.size());
+  for (uint32_t k : victims) out.push_back(cands[k]);
+  return out;
+}
+
+template <ExtensionPoint P>
+std::vector<Task*> Session::CombineTierUnion(std::span<Task* const> tasks) const {
+  static_assert(CombineOf(P) == Combine::TierUnion);
+  const auto& hs = Handlers<P>();
+  const size_t n = tasks.size();
+  std::vector<uint8_t> mask(n), acc(n);
+  size_t i = 0;
+  bool any = false;
+  while (i < hs.size() && !any) {
+    int tier = hs[i].tier;
+    for (; i < hs.size() && hs[i].tier == tier; ++i) {
+      const auto& r = hs[i];
+      std::fill(mask.begin(), mask.end(), 0);
+      CallScope scope(this, r.slot, P);
+      Fn<P>(r.fn)(r.ctx, const_cast<const Task* const*>(tasks.data()), n, mask.data());
+      if (scope.faulted()) continue;
+      for (size_t k = 0; k < n; ++k) {
+        if (mask[k]) {
+          acc[k] = 1;
+          any = true;
+        }
+      }
+    }
+  }
+  std::vector<Task*> out;
+  for (size_t k = 0; k < n; ++k)
+    if (acc[k]) out.push_back(tasks[k]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ordering points
+
+namespace {
+int CompareTime(TimeNs l, TimeNs r) { return l < r ? -1 : (l > r ? 1 : 0); }
+int CompareStr(std::string_view l, std::string_view r) {
+  int c = l.compare(r);
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
+
+// helpers.CompareTask's pod-name index: the number after the last '-' when the name has at
+// least three '-'-separated parts.
+std::optional<int64_t> PodNameIndex(std::string_view name) {
+  size_t dashes = std::count(name.begin(), name.end(), '-');
+  if (dashes < 2) return std::nullopt;
+  std::string_view suffix = name.substr(name.rfind('-') + 1);
+  if (suffix.empty() || suffix.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : suffix) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+}  // namespace
+
+int Session::JobCompareFn(const Job* l, const Job* r) const {
+  return CombineFirstNonZero<ExtensionPoint::JobOrder>(l, r);
+}
+
+int Session::JobOrderFn(const Job* l, const Job* r) const {
+  if (int v = JobCompareFn(l, r)) return v;
+  if (int c = CompareTime(l->creation_time, r->creation_time)) return c;
+  return CompareStr(l->uid, r->uid);
+}
+
+int Session::QueueOrderFn(const Queue* l, const Queue* r) const {
+  if (int v = CombineFirstNonZero<ExtensionPoint::QueueOrder>(l, r)) return v;
+  if (int c = CompareTime(l->creation_time, r->creation_time)) return c;
+  return CompareStr(l->name, r->name);
+}
+
+int Session::VictimQueueOrderFn(const Queue* l, const Queue* r, const Queue* preemptor) const {
+  if (int v = CombineFirstNonZero<ExtensionPoint::VictimQueueOrder>(l, r, preemptor)) return v;
+  // Volcano's default is `!QueueOrderFn(l, r)`: l is evicted first unless it orders first.
+  return QueueOrderFn(l, r) < 0 ? 1 : -1;
+}
+
+int Session::TaskCompareFn(const Task* l, const Task* r) const {
+  return CombineFirstNonZero<ExtensionPoint::TaskOrder>(l, r);
+}
+
+int Session::TaskOrderFn(const Task* l, const Task* r) const {
+  if (int v = TaskCompareFn(l, r)) return v;
+  auto li = PodNameIndex(l->name);
+  auto ri = PodNameIndex(r->name);
+  if (li && ri && *li != *ri) return *li < *ri ? -1 : 1;
+  if (int c = CompareTime(l->creation_time, r->creation_time)) return c;
+  return CompareStr(l->uid, r->uid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Predicates and scoring
+
+std::optional<PluginStatus> Session::PrePredicateFn(const Task* t) const {
+  return CombineFirstError<ExtensionPoint::PrePredicate>(t);
+}
+
+std::optional<FitError> Session::PredicateFn(const Task* t, const Node* n) const {
+  auto st = CombineFirstError<ExtensionPoint::Predicate>(t, n);
+  if (!st) return std::nullopt;
+  FitError e;
+  e.task_uid = t->uid;
+  e.node_name = n->name;
+  e.statuses.push_back(std::move(*st));
+  return e;
+}
+
+std::optional<FitError> Session::PredicateForAllocateAction(const Task* t, const Node* n) const {
+  auto e = PredicateFn(t, n);
+  if (e && e->FailsAllocate()) return e;
+  return std::nullopt;
+}
+
+std::optional<FitError> Session::PredicateForPreemptAction(const Task* t, const Node* n) const {
+  auto e = PredicateFn(t, n);
+  if (e && e->FailsPreempt()) return e;
+  return std::nullopt;
+}
+
+Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
+  static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
+  double total = 0;
+  for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
+    double score = 0;
+    CallScope scope(this, r.slot, ExtensionPoint::NodeOrder);
+    int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
+    if (scope.faulted()) continue;
+    if (err != 0)
+      return Error{fmt::format("plugin {}: node_order failed for task {} on node {}",
+                               plugins_[r.slot].name, t->uid, n->name),
+                   {}};
+    total += score;
+  }
+  return total;
+}
+
+Status Session::BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
+                                 std::vector<double>& scores) const {
+  static_assert(CombineOf(ExtensionPoint::BatchNodeOrder) == Combine::SumPerNode);
+  scores.resize(nodes.size(), 0.0);
+  const auto& hs = Handlers<ExtensionPoint::BatchNodeOrder>();
+  if (hs.empty()) return Status::Ok();
+  std::vector<double> part(nodes.size());
+  for (const auto& r : hs) {
+    std::fill(part.begin(), part.end(), 0.0);
+    CallScope scope(this, r.slot, ExtensionPoint::BatchNodeOrder);
+    int32_t err = Fn<ExtensionPoint::BatchNodeOrder>(r.fn)(
+        r.ctx, t, const_cast<const Node* const*>(nodes.data()), nodes.size(), part.data());
+    if (scope.faulted()) continue;
+    if (err != 0)
+      return Error{fmt::format("plugin {}: batch_node_order failed for task {}",
+                               plugins_[r.slot].name, t->uid),
+                   {}};
+    for (size_t k = 0; k < nodes.size(); ++k) scores[k] += part[k];
+  }
+  return Status::Ok();
+}
+
+Node* Session::BestNodeFn(const Task* t, std::span<Node* const> nodes,
+                          std::span<const double> scores) const {
+  static_assert(CombineOf(ExtensionPoint::BestNode) == Combine::FirstNonNull);
+  for (const auto& r : Handlers<ExtensionPoint::BestNode>()) {
+    CallScope scope(this, r.slot, ExtensionPoint::BestNode);
+    const Node* best = Fn<ExtensionPoint::BestNode>(r.fn)(
+        r.ctx, t, const_cast<const Node* const*>(nodes.data()), nodes.size(), scores.data());
+    if (scope.faulted()) continue;
+    if (best != nullptr) return const_cast<Node*>(best);
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Victims
+
+std::vector<Task*> Session::Preemptable(const Task* preemptor,
+                                        std::span<Task* const> preemptees) const {
+  return CombineVictimIntersect<ExtensionPoint::Preemptable>(preemptor, preemptees);
+}
+
+std::vector<Task*> Session::Reclaimable(const Task* reclaimer,
+                                        std::span<Task* const> reclaimees) const {
+  return CombineVictimIntersect<ExtensionPoint::Reclaimable>(reclaimer, reclaimees);
+}
+
+std::vector<Task*> Session::VictimTasks(std::span<Task* const> tasks) const {
+  return CombineTierUnion<ExtensionPoint::VictimTasks>(tasks);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue and job gates
+
+bool Session::Overused(const Queue* q) const { return CombineBool<ExtensionPoint::Overused>(q); }
+
+bool Session::Allocatable(const Queue* q, const Task* t) const {
+  return CombineBool<ExtensionPoint::Allocatable>(q, t);
+}
+
+bool Session::Preemptive(const Queue* q, const Task* t) const {
+  return CombineBool<ExtensionPoint::Preemptive>(q, t);
+}
+
+bool Session::JobReady(const Job* j) const { return CombineBool<ExtensionPoint::JobReady>(j); }
+
+bool Session::JobPipelined(const Job* j) const {
+  return CombineVote<ExtensionPoint::JobPipelined>(j);
+}
+
+bool Session::JobEnqueueable(const Job* j) const {
+  return CombineVote<ExtensionPoint::JobEnqueueable>(j);
+}
+
+void Session::JobEnqueued(const Job* j) { CombineCallAll<ExtensionPoint::JobEnqueued>(j); }
+
+bool Session::JobStarving(const Job* j) const {
+  return CombineBool<ExtensionPoint::JobStarving>(j);
+}
+
+std::optional<ValidateResult> Session::JobValid(const Job* j) const {
+  static_assert(CombineOf(ExtensionPoint::JobValid) == Combine::FirstInvalid);
+  for (const auto& r : Handlers<ExtensionPoint::JobValid>()) {
+    ValidateResult vr;
+    KStatusOut out{nullptr, &vr};
+    CallScope scope(this, r.slot, ExtensionPoint::JobValid);
+    bool pass = Fn<ExtensionPoint::JobValid>(r.fn)(r.ctx, j, &out);
+    if (scope.faulted() || pass) continue;
+    vr.pass = false;
+    vr.plugin = plugins_[r.slot].name;
+    return vr;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutation
+
+Status Session::UpdateTaskStatus(Task* t, TaskStatus status) {
+  if (t->job == nullptr)
+    return Error{fmt::format("task {} has no job in this session", t->uid), {}};
+  ++mutation_seq_;
+  t->job->UpdateTaskStatus(t, status);
+  if (t->node != nullptr) return t->node->UpdateTask(t);
+  return Status::Ok();
+}
+
+Status Session::PlaceTask(Task* t, Node* n) {
+  ++mutation_seq_;
+  t->node_name = n->name;
+  return n->AddTask(t);
+}
+
+void Session::UnplaceTask(Task* t) {
+  ++mutation_seq_;
+  if (t->node != nullptr) t->node->RemoveTask(t);
+  t->node_name.clear();
+}
+
+void Session::FireAllocate(Task* t) { CombineCallAll<ExtensionPoint::OnAllocate>(t); }
+
+void Session::FireDeallocate(Task* t) { CombineCallAll<ExtensionPoint::OnDeallocate>(t); }
+
+Status Session::DispatchBind(Task* t) {
+  if (t->node == nullptr)
+    return Error{fmt::format("task {} cannot be bound: it is not on a node", t->uid), {}};
+#ifndef NDEBUG
+  for (const auto& b : decisions_.binds) assert(b.task != t && "a pod is never bound twice");
+#endif
+  decisions_.binds.push_back(Decisions::Placement{t, t->node});
+  ++mutation_seq_;
+  t->job->UpdateTaskStatus(t, TaskStatus::Binding);
+  return Status::Ok();
+}
+
+Status Session::DispatchEvict(Task* t, std::string_view reason) {
+  decisions_.evictions.push_back(Decisions::Eviction{t, std::string(reason)});
+  return Status::Ok();
+}
+
+Status Session::Allocate(Task* t, Node* n) {
+  if (Status s = UpdateTaskStatus(t, TaskStatus::Allocated); !s.ok()) return s;
+  if (Status s = PlaceTask(t, n); !s.ok()) return s;
+  FireAllocate(t);
+  Job* j = t->job;
+  if (JobReady(j)) {
+    // Copy: dispatching moves tasks out of the Allocated list.
+    std::vector<Task*> allocated = j->TasksWith(TaskStatus::Allocated);
+    for (Task* a : allocated)
+      if (Status s = DispatchBind(a); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status Session::Pipeline(Task* t, Node* n) {
+  if (Status s = UpdateTaskStatus(t, TaskStatus::Pipelined); !s.ok()) return s;
+  if (Status s = PlaceTask(t, n); !s.ok()) return s;
+  FireAllocate(t);
+  return Status::Ok();
+}
+
+Status Session::Evict(Task* t, std::string_view reason) {
+  if (Status s = DispatchEvict(t, reason); !s.ok()) return s;
+  if (Status s = UpdateTaskStatus(t, TaskStatus::Releasing); !s.ok()) return s;
+  FireDeallocate(t);
+  return Status::Ok();
+}
+
+void Session::UpdatePodGroupCondition(Job* j, PodGroupCondition c) { j->SetCondition(std::move(c)); }
+
+void Session::RecordFitErrors(Task* t, FitErrors errors) {
+  if (t->job == nullptr) return;
+  t->job->nodes_fit_errors[t->index] = std::move(errors);
+}
+
+bool Session::NodeUnresolvableFor(const Task* t, const Node* n) const {
+  if (t->job == nullptr) return false;
+  auto it = t->job->nodes_fit_errors.find(t->index);
+  return it != t->job->nodes_fit_errors.end() && it->second.HasUnresolvable(n->name);
+}
+
+}  // namespace kiln
+
+// ---------------------------------------------------------------------------------------------
+// Host functions for handlers.
+
+extern "C" {
+
+void kiln_policy_fault(const char* message, size_t len) {
+  auto& call = kiln::detail::ThisThreadCall();
+  std::string_view msg(message ? message : "", message ? len : 0);
+  if (call.session == nullptr) {
+    spdlog::warn("policy fault outside a handler: {}", msg);
+    return;
+  }
+  call.faulted = true;
+  call.message = std::string(msg);
+}
+
+void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len) {
+  if (out == nullptr) return;
+  std::string s(data ? data : "", data ? len : 0);
+  if (out->status) out->status->reasons.push_back(std::move(s));
+  else if (out->validate) out->validate->reason = std::move(s);
+}
+
+void kiln_status_set_message(KStatusOut* out, const char* data, size_t len) {
+  if (out == nullptr) return;
+  std::string s(data ? data : "", data ? len : 0);
+  if (out->validate) out->validate->message = std::move(s);
+  else if (out->status) out->status->reasons.push_back(std::move(s));
+}
+
+}  // extern "C"
