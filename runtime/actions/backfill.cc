@@ -1,0 +1,119 @@
+// backfill (volcano-semantics.md §4.3): places BestEffort tasks — pods that request nothing, which
+// allocate leaves alone — on any node whose predicates accept them. No resource check, no queue
+// limits (Allocatable, Overused), no statements: each placement goes straight to the session.
+//
+// Stages:
+//   1. Candidates. For every job that is not Pending, passes JobValid and has a queue: its
+//      BestEffort Pending tasks (not scheduling-gated) and its BestEffort Pipelined tasks, which
+//      are taken back out of the pipeline first.
+//   2. Order: queues by QueueOrderFn; all jobs of a queue (JobOrderFn) before the next queue;
+//      within a job, tasks by TaskOrderFn.
+//   3. For each task: PrePredicate (on failure every node rejects it; next task); PredicateNodes
+//      over all nodes with the plugins' predicates only; none → record the rejections, next task.
+//   4. Pick: a single feasible node as is; several are scored (NodeOrder + BatchNodeOrder), BestNode
+//      decides if a plugin names one, else the best score, ties by node order.
+//   5. Session::Allocate: the task is Allocated there, and once its job is ready every Allocated
+//      task of the job is bound.
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/actions/action_list.h"
+#include "runtime/actions/helpers.h"
+#include "runtime/session.h"
+
+namespace kiln {
+namespace {
+
+class Backfill final : public Action {
+ public:
+  std::string_view name() const override { return "backfill"; }
+
+  void Execute(Session& ssn) const override {
+    const ActionArguments& args = ssn.conf().ArgumentsFor(name());
+    ThreadPool& pool = ThreadPool::Default();
+    auto queue_less = [&ssn](Queue* const& l, Queue* const& r) { return ssn.QueueLess(l, r); };
+    auto job_less = [&ssn](Job* const& l, Job* const& r) { return ssn.JobLess(l, r); };
+    auto task_less = [&ssn](Task* const& l, Task* const& r) { return ssn.TaskLess(l, r); };
+
+    // 1. Candidates.
+    PriorityQueue<Queue*> queues(queue_less);
+    std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue;
+    std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job;
+    for (Job* job : ssn.cluster().jobs()) {
+      if (job->IsPending()) continue;
+      if (ssn.JobValid(job).has_value()) continue;
+      if (job->queue == nullptr) continue;
+      PriorityQueue<Task*> tasks(task_less);
+      for (Task* t : job->TasksWith(TaskStatus::Pending))
+        if (t->best_effort && !t->sch_gated) tasks.Push(t);
+      // Copy: un-pipelining moves tasks out of the Pipelined list.
+      std::vector<Task*> pipelined = job->TasksWith(TaskStatus::Pipelined);
+      for (Task* t : pipelined) {
+        if (!t->best_effort) continue;
+        actions::UnPipelineTask(ssn, t);
+        tasks.Push(t);
+      }
+      if (tasks.Empty()) continue;
+      auto [it, inserted] = jobs_by_queue.try_emplace(job->queue, job_less);
+      if (inserted) queues.Push(job->queue);
+      it->second.Push(job);
+      tasks_by_job.emplace(job, std::move(tasks));
+    }
+
+    size_t rotation = 0;
+    actions::PredicateHelper helper(&rotation, pool);
+    std::span<Node* const> all_nodes = ssn.cluster().nodes();
+    const actions::NodePredicate predicate = [&ssn](const Task* t, const Node* n) {
+      return ssn.PredicateForAllocateAction(t, n);
+    };
+
+    // 2. Queue by queue, job by job, task by task.
+    while (!queues.Empty()) {
+      Queue* queue = queues.Pop();
+      auto& jobs = jobs_by_queue.at(queue);
+      while (!jobs.Empty()) {
+        Job* job = jobs.Pop();
+        auto& tasks = tasks_by_job.at(job);
+        while (!tasks.Empty()) {
+          Task* t = tasks.Pop();
+          // 3.
+          if (std::optional<PluginStatus> status = ssn.PrePredicateFn(t)) {
+            ssn.RecordFitErrors(t, actions::SameErrorOnAllNodes(t, all_nodes, *status));
+            continue;
+          }
+          actions::PredicateResult found =
+              helper.PredicateNodes(t, all_nodes, predicate, args.predicate_error_cache_enable);
+          if (found.nodes.empty()) {
+            ssn.RecordFitErrors(t, std::move(found.errors));
+            continue;
+          }
+          // 4.
+          Node* node = found.nodes.size() == 1
+                           ? found.nodes.front()
+                           : actions::BestScoredNode(ssn, t, found.nodes, pool);
+          if (node == nullptr) continue;
+          // 5.
+          if (Status s = ssn.Allocate(t, node); !s.ok()) {
+            spdlog::error("backfill: allocating task {} on node {} failed: {}", t->Key(),
+                          node->name, s.error().message);
+            FitErrors errors;
+            errors.Add(FitError(t->uid, node->name, StatusCode::Error, s.error().message));
+            ssn.RecordFitErrors(t, std::move(errors));
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const Action& BackfillAction() {
+  static const Backfill action;
+  return action;
+}
+
+}  // namespace kiln

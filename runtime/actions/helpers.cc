@@ -1,0 +1,231 @@
+#include "runtime/actions/helpers.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "runtime/session.h"
+
+namespace kiln::actions {
+
+int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_percentage) {
+  if (num_all_nodes <= min_nodes || percentage >= 100) return num_all_nodes;
+  int adaptive = percentage;
+  if (adaptive <= 0) {
+    constexpr int kBaselinePercentage = 50;
+    adaptive = std::max(kBaselinePercentage - num_all_nodes / 125, min_percentage);
+  }
+  int n = static_cast<int>(static_cast<int64_t>(num_all_nodes) * adaptive / 100);
+  return std::max(n, min_nodes);
+}
+
+PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* const> nodes,
+                                                const NodePredicate& fn,
+                                                bool enable_error_cache) {
+  PredicateResult out;
+  const size_t n = nodes.size();
+  out.errors.SetTotalNodes(static_cast<int>(n));
+  if (n == 0) return out;
+  const size_t want = static_cast<size_t>(NumNodesToFind(static_cast<int>(n)));
+  out.nodes.reserve(std::min(want, n));
+
+  const bool use_cache = enable_error_cache && !t->role.empty();
+  std::string group;
+  const std::unordered_map<int64_t, FitError>* cached = nullptr;
+  if (use_cache) {
+    group = t->job_uid + "/" + t->role;
+    if (auto it = error_cache_.find(group); it != error_cache_.end()) cached = &it->second;
+  }
+
+  // Each node's verdict lands in its own slot; the slots are then read in rotated order, so the
+  // feasible set is the same whichever worker finished first.
+  struct Slot {
+    std::optional<FitError> error;
+    bool from_cache = false;
+  };
+  std::vector<Slot> slots;
+  std::vector<std::pair<int64_t, FitError>> new_errors;
+  const size_t start = *rotation_ % n;
+  size_t processed = 0;
+  // Evaluating a little past the target wastes little and keeps every worker busy.
+  const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
+  while (processed < n && out.nodes.size() < want) {
+    size_t block = std::min(n - processed, std::max(want - out.nodes.size(), min_block));
+    slots.assign(block, Slot{});
+    pool_->ParallelFor(block, [&](size_t i) {
+      const Node* node = nodes[(start + processed + i) % n];
+      if (cached) {
+        if (auto it = cached->find(node->index); it != cached->end()) {
+          slots[i].error = it->second;
+          slots[i].error->task_uid = t->uid;
+          slots[i].from_cache = true;
+          return;
+        }
+      }
+      slots[i].error = fn(t, node);
+    });
+    size_t consumed = block;
+    for (size_t i = 0; i < block; ++i) {
+      Node* node = nodes[(start + processed + i) % n];
+      if (!slots[i].error) {
+        out.nodes.push_back(node);
+        if (out.nodes.size() == want) {
+          consumed = i + 1;
+          break;
+        }
+        continue;
+      }
+      if (use_cache && !slots[i].from_cache) new_errors.emplace_back(node->index, *slots[i].error);
+      out.errors.Add(std::move(*slots[i].error));
+    }
+    processed += consumed;
+  }
+  *rotation_ = (start + processed) % n;
+
+  if (!new_errors.empty()) {
+    auto& node_errors = error_cache_[group];
+    for (auto& [index, e] : new_errors) node_errors.emplace(index, std::move(e));
+  }
+  return out;
+}
+
+std::optional<std::vector<double>> PrioritizeNodes(const Session& ssn, const Task* t,
+                                                   std::span<Node* const> nodes,
+                                                   ThreadPool& pool) {
+  std::vector<double> scores(nodes.size(), 0.0);
+  pool.ParallelFor(nodes.size(), [&](size_t i) {
+    Result<double> s = ssn.NodeOrderFn(t, nodes[i]);
+    if (s.ok()) {
+      scores[i] = *s;
+    } else {
+      spdlog::debug("node order for task {} on node {} failed: {}", t->Key(), nodes[i]->name,
+                    s.error().message);
+    }
+  });
+  std::vector<double> batch;
+  Status st = ssn.BatchNodeOrderFn(t, nodes, batch);
+  if (!st.ok()) {
+    spdlog::debug("batch node order for task {} failed: {}", t->Key(), st.error().message);
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < batch.size() && i < scores.size(); ++i) scores[i] += batch[i];
+  return scores;
+}
+
+Node* SelectBestNode(std::span<Node* const> nodes, std::span<const double> scores) {
+  Node* best = nullptr;
+  double max_score = -1.0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (scores[i] > max_score ||
+        (best != nullptr && scores[i] == max_score && nodes[i]->index < best->index)) {
+      max_score = scores[i];
+      best = nodes[i];
+    }
+  }
+  return best;
+}
+
+Node* BestScoredNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                     ThreadPool& pool) {
+  auto scores = PrioritizeNodes(ssn, t, nodes, pool);
+  if (!scores) return nullptr;
+  if (Node* n = ssn.BestNodeFn(t, nodes, *scores)) return n;
+  return SelectBestNode(nodes, *scores);
+}
+
+std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<const double> scores) {
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (scores[a] != scores[b]) return scores[a] > scores[b];
+    return nodes[a]->index < nodes[b]->index;
+  });
+  std::vector<Node*> out;
+  out.reserve(order.size());
+  for (size_t i : order) out.push_back(nodes[i]);
+  return out;
+}
+
+bool ValidateVictims(const Task* preemptor, const Node* node, std::span<Task* const> victims) {
+  Resource future_idle = node->FutureIdle();
+  for (const Task* v : victims) future_idle.Add(v->resreq);
+  return preemptor->init_resreq.LessEqual(future_idle, DimensionDefault::Zero);
+}
+
+PriorityQueue<Task*> BuildVictimsPriorityQueue(const Session& ssn, std::span<Task* const> victims,
+                                               const Task* preemptor) {
+  PriorityQueue<Task*> queue([&ssn, preemptor](Task* const& l, Task* const& r) {
+    if (l->job == r->job) return !ssn.TaskLess(l, r);
+    if (l->job == nullptr) return true;
+    if (r->job == nullptr) return false;
+    const Job* pj = preemptor->job;
+    if (pj == nullptr || l->job->queue == r->job->queue) {
+      if (int c = ssn.JobCompareFn(l->job, r->job); c != 0) return c > 0;
+      return !ssn.TaskLess(l, r);
+    }
+    return ssn.VictimQueueOrderFn(l->job->queue, r->job->queue, pj->queue) < 0;
+  });
+  for (Task* v : victims) queue.Push(v);
+  return queue;
+}
+
+void UnPipelineTask(Session& ssn, Task* t) {
+  ssn.UnplaceTask(t);
+  Status st = ssn.UpdateTaskStatus(t, TaskStatus::Pending);
+  if (!st.ok()) spdlog::error("un-pipelining task {}: {}", t->Key(), st.error().message);
+  ssn.FireDeallocate(t);
+  t->node_name.clear();
+}
+
+std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail) {
+  ResourceIdList insufficient;
+  if (req.LessEqualWithResourcesName(avail, DimensionDefault::Zero, &insufficient))
+    return std::nullopt;
+  if (insufficient.empty()) return std::string("Insufficient resources");
+  return fmt::format("Insufficient {}", ResourceNames::Name(insufficient.ids[0]));
+}
+
+std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t) {
+  const std::vector<Node*>& all = ssn.cluster().nodes();
+  const FitErrors* recorded = nullptr;
+  if (t->job != nullptr) {
+    auto it = t->job->nodes_fit_errors.find(t->index);
+    if (it != t->job->nodes_fit_errors.end()) recorded = &it->second;
+  }
+  if (recorded == nullptr) return all;
+  // One name lookup per recorded rejection, not one per (task, node).
+  std::vector<char> drop(all.size(), 0);
+  bool any = false;
+  for (const FitError& e : recorded->errors()) {
+    if (!e.Contains(StatusCode::UnschedulableAndUnresolvable)) continue;
+    const Node* n = ssn.cluster().FindNode(e.node_name);
+    if (n != nullptr && n->index >= 0 && static_cast<size_t>(n->index) < drop.size()) {
+      drop[n->index] = 1;
+      any = true;
+    }
+  }
+  if (!any) return all;
+  std::vector<Node*> out;
+  out.reserve(all.size());
+  for (Node* n : all)
+    if (n->index < 0 || static_cast<size_t>(n->index) >= drop.size() || !drop[n->index])
+      out.push_back(n);
+  return out;
+}
+
+FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,
+                              const PluginStatus& status) {
+  FitErrors errors;
+  errors.SetTotalNodes(static_cast<int>(nodes.size()));
+  for (const Node* n : nodes) {
+    FitError e;
+    e.task_uid = t->uid;
+    e.node_name = n->name;
+    e.statuses.push_back(status);
+    errors.Add(std::move(e));
+  }
+  return errors;
+}
+
+}  // namespace kiln::actions

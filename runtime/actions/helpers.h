@@ -1,0 +1,117 @@
+#pragma once
+// Building blocks the actions share (Volcano's pkg/scheduler/util and actions/utils): how many
+// feasible nodes to look for, predicates over nodes on the thread pool with the per-(job, role)
+// error cache, node scoring and selection, and the victim checks of preempt and reclaim.
+//
+// Determinism: wherever Volcano is random (which feasible nodes a parallel search returns, which
+// of several best-scoring nodes is picked), Kiln decides by node order — the order in which the
+// cluster lists its nodes (Node::index). Results never depend on the number of threads.
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/actions/priority_queue.h"
+#include "runtime/fit_error.h"
+#include "runtime/model.h"
+#include "runtime/thread_pool.h"
+
+namespace kiln {
+
+class Session;
+
+namespace actions {
+
+// Volcano's CalculateNumOfFeasibleNodesToFind with the scheduler's default flags: every node up
+// to `min_nodes` (minimum-feasible-nodes, 100); beyond that `percentage` percent of them
+// (--percentage-nodes-to-find; 0 = adaptive max(min_percentage, 50 − n/125)), never fewer than
+// `min_nodes`.
+int NumNodesToFind(int num_all_nodes, int percentage = 0, int min_nodes = 100,
+                   int min_percentage = 5);
+
+// A per-(task, node) check: nullopt = the task may go there.
+using NodePredicate = std::function<std::optional<FitError>(const Task*, const Node*)>;
+
+struct PredicateResult {
+  std::vector<Node*> nodes;  // feasible nodes, in the order they were examined
+  FitErrors errors;          // the examined nodes that rejected the task
+};
+
+// Volcano's PredicateHelper. One per action run (allocate makes one per job attempt, as Volcano
+// does); it remembers, per (job, role), which nodes rejected a task of that role, so the role's
+// later tasks skip those nodes without calling the predicates again.
+class PredicateHelper {
+ public:
+  // `rotation` is Volcano's lastProcessedNodeIndex: where the next search starts, so that large
+  // clusters share the work of being examined. Shared by the helpers of one action run.
+  explicit PredicateHelper(size_t* rotation, ThreadPool& pool = ThreadPool::Default())
+      : rotation_(rotation), pool_(&pool) {}
+
+  // Runs `fn` over `nodes` from the rotation point, in parallel, until NumNodesToFind feasible
+  // nodes are found (all nodes when there are ≤ 100). The feasible set is the first ones in the
+  // rotated order, whatever the thread timing. `enable_error_cache` applies only to tasks with a
+  // role (tasks without one would all share one group; Volcano issue #3527).
+  PredicateResult PredicateNodes(const Task* t, std::span<Node* const> nodes,
+                                 const NodePredicate& fn, bool enable_error_cache);
+
+ private:
+  size_t* rotation_;
+  ThreadPool* pool_;
+  std::unordered_map<std::string, std::unordered_map<int64_t, FitError>> error_cache_;
+};
+
+// Per node (same positions as `nodes`): Σ NodeOrderFn + Σ BatchNodeOrderFn. A node whose
+// NodeOrderFn fails scores 0 from it (Volcano logs and skips it); a failing BatchNodeOrderFn
+// yields nullopt — Volcano then has no scores and selects no node.
+std::optional<std::vector<double>> PrioritizeNodes(const Session& ssn, const Task* t,
+                                                   std::span<Node* const> nodes,
+                                                   ThreadPool& pool = ThreadPool::Default());
+
+// The node with the highest score, ties broken by node order. Like Volcano's SelectBestNode the
+// running maximum starts at −1, so a node scoring −1 or less is never chosen (nullptr when all
+// do).
+Node* SelectBestNode(std::span<Node* const> nodes, std::span<const double> scores);
+
+// Volcano's PrioritizeNodes → (BestNodeFn ∨ SelectBestNode) for one group of candidates.
+Node* BestScoredNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                     ThreadPool& pool = ThreadPool::Default());
+
+// Nodes by descending score, equal scores in node order (Volcano's SortNodes).
+std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<const double> scores);
+
+// Whether the preemptor fits the node's future idle plus everything the victims hold (an empty
+// victim list is valid: an earlier eviction may already have made room).
+bool ValidateVictims(const Task* preemptor, const Node* node, std::span<Task* const> victims);
+
+// Volcano's BuildVictimsPriorityQueue: pops the task to evict first.
+//  * same job: reverse task order (the task that would be scheduled last goes first);
+//  * a victim whose job is gone goes first;
+//  * preemptor without job, or both victims' jobs in one queue: the job that orders later
+//    (JobCompareFn > 0) goes first, ties by reverse task order;
+//  * different queues: VictimQueueOrderFn(lq, rq, preemptor's queue) < 0 goes first.
+PriorityQueue<Task*> BuildVictimsPriorityQueue(const Session& ssn, std::span<Task* const> victims,
+                                               const Task* preemptor);
+
+// Statement::UnPipeline without a statement (backfill takes BestEffort tasks back out of the
+// pipeline before placing them): → Pending, off its node, DeallocateFunc, no node name.
+void UnPipelineTask(Session& ssn, Task* t);
+
+// "Insufficient cpu" for the first dimension in which `req` exceeds `avail` (cpu, memory, then
+// scalars by id, as Volcano's LessEqualWithResourcesName + WrapInsufficientResourceReason), or
+// nullopt when it fits.
+std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail);
+
+// The session's nodes minus those an earlier action found UnschedulableAndUnresolvable for t
+// (Volcano's FilterOutUnschedulableAndUnresolvableNodesForTask), in node order.
+std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t);
+
+// Every node rejects the task for the same reason (PrePredicate failures).
+FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,
+                              const PluginStatus& status);
+
+}  // namespace actions
+}  // namespace kiln

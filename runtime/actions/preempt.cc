@@ -1,0 +1,387 @@
+// preempt (volcano-semantics.md §4.4): a starving job takes resources from lower-ordered work in
+// its own queue — first from other jobs of the queue, then from its own running tasks. The
+// preemptor is only pipelined onto the freed node; a later cycle's allocate binds it.
+//
+// Stages:
+//   1. Preemptors. Jobs that are not Pending, pass JobValid, have a queue and are JobStarving go
+//      into their queue's job heap (JobOrderFn) and the under-request list; each gets a task heap
+//      (TaskOrderFn) of its Pending, non-gated tasks. No Overused check.
+//   2. For each queue in QueueOrder — phase 1, between jobs of the queue: pop the best preemptor
+//      job; in one statement, while it is starving and has tasks, preempt for its next task with
+//      victims that are Bound/Running, preemptable, BestEffort when the preemptor is BestEffort,
+//      and belong to another job of the same queue. Commit when the job is then JobPipelined
+//      (and re-queue it if its last task was placed), else discard and drop the job.
+//   3. Phase 2, inside jobs: for every under-request job (all queues', as Volcano iterates one
+//      flat list inside the queue loop), a fresh heap of its Pending tasks; preempt for each task
+//      with victims of the same job, committing each success; stop the job at the first failure.
+//   Preempting for one task:
+//   a. not eligible when its preemptionPolicy is Never, or when it has a nominated node that is
+//      gone, that passes the predicates, or (unless the node is UnschedulableAndUnresolvable for
+//      it) that holds a lower-priority pod already terminating;
+//   b. PrePredicate; candidate nodes = all nodes minus those allocate found
+//      UnschedulableAndUnresolvable, filtered by PredicateForPreemptAction (plain Unschedulable
+//      passes — eviction may cure it);
+//   c. normal: nodes by descending score (ties in node order); per node, victims = Preemptable of
+//      the filtered tasks there; skip the node unless the preemptor fits FutureIdle + victims;
+//      evict victims in BuildVictimsPriorityQueue order until Allocatable, InitResreq ≤
+//      FutureIdle and the full PredicateFn all pass (re-run after every eviction, so predicate
+//      obstacles such as pod count are handled); pipeline there and keep the evictions, or undo
+//      them and try the next node;
+//   d. topology-aware (enableTopologyAwarePreemption): dry-run victim selection on candidate nodes
+//      in node order until clamp(n·minCandidateNodesPercentage%, minCandidateNodesAbsolute,
+//      maxCandidateNodesAbsolute) nodes have a victim set: remove victims in victim order until
+//      the preemptor fits, then reprieve, in removal order, each victim the preemptor still fits
+//      without; pick the node whose highest victim priority is lowest, then lowest priority sum,
+//      then fewest victims, then latest start of the highest-priority victims, then node order;
+//      evict its victims and pipeline the preemptor there.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/actions/action_list.h"
+#include "runtime/actions/helpers.h"
+#include "runtime/session.h"
+#include "runtime/statement.h"
+
+namespace kiln {
+namespace {
+
+using VictimFilter = std::function<bool(const Task* victim)>;
+
+class PreemptRun {
+ public:
+  explicit PreemptRun(Session& ssn)
+      : ssn_(ssn),
+        args_(ssn.conf().ArgumentsFor("preempt")),
+        pool_(ThreadPool::Default()),
+        helper_(&rotation_, pool_) {}
+
+  void Run() {
+    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
+    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
+
+    // 1. Preemptors.
+    PriorityQueue<Queue*> queue_order(queue_less);
+    std::unordered_map<const Queue*, PriorityQueue<Job*>> preemptors;
+    std::unordered_map<const Job*, PriorityQueue<Task*>> preemptor_tasks;
+    std::vector<Job*> under_request;
+    for (Job* job : ssn_.cluster().jobs()) {
+      if (job->IsPending()) continue;
+      if (ssn_.JobValid(job).has_value()) continue;
+      if (job->queue == nullptr) continue;
+      auto [it, inserted] = preemptors.try_emplace(job->queue, job_less);
+      if (inserted) queue_order.Push(job->queue);
+      if (!ssn_.JobStarving(job)) continue;
+      it->second.Push(job);
+      under_request.push_back(job);
+      preemptor_tasks.insert_or_assign(job, PendingTasks(job));
+    }
+
+    while (!queue_order.Empty()) {
+      Queue* queue = queue_order.Pop();
+      // 2. Phase 1: between jobs of this queue.
+      auto& jobs = preemptors.at(queue);
+      while (!jobs.Empty()) {
+        Job* preemptor_job = jobs.Pop();
+        Statement stmt(ssn_);
+        bool assigned = false;
+        auto& tasks = preemptor_tasks.at(preemptor_job);
+        while (ssn_.JobStarving(preemptor_job) && !tasks.Empty()) {
+          Task* preemptor = tasks.Pop();
+          assigned = Preempt(stmt, preemptor, [preemptor, preemptor_job](const Task* v) {
+            if (!PreemptableStatus(v->status)) return false;
+            if (preemptor->best_effort && !v->best_effort) return false;
+            if (!v->preemptable || v->job == nullptr) return false;
+            return v->job->queue == preemptor_job->queue && v->job != preemptor->job;
+          });
+        }
+        if (!ssn_.JobPipelined(preemptor_job)) {
+          stmt.Discard();
+          continue;
+        }
+        stmt.Commit();
+        if (assigned) jobs.Push(preemptor_job);
+      }
+
+      // 3. Phase 2: inside each starving job.
+      for (Job* job : under_request) {
+        PriorityQueue<Task*> tasks = PendingTasks(job);
+        while (!tasks.Empty()) {
+          Task* preemptor = tasks.Pop();
+          Statement stmt(ssn_);
+          bool assigned = Preempt(stmt, preemptor, [preemptor](const Task* v) {
+            if (!PreemptableStatus(v->status)) return false;
+            if (preemptor->best_effort && !v->best_effort) return false;
+            if (!v->preemptable) return false;
+            return v->job == preemptor->job;
+          });
+          stmt.Commit();
+          if (!assigned) break;
+        }
+      }
+    }
+  }
+
+ private:
+  PriorityQueue<Task*> PendingTasks(const Job* job) const {
+    PriorityQueue<Task*> tasks(
+        [this](Task* const& l, Task* const& r) { return ssn_.TaskLess(l, r); });
+    for (Task* t : job->TasksWith(TaskStatus::Pending))
+      if (!t->sch_gated) tasks.Push(t);
+    return tasks;
+  }
+
+  // a.
+  bool EligibleToPreempt(const Task* preemptor) const {
+    if (preemptor->preemption_policy == PreemptionPolicy::Never) return false;
+    if (preemptor->nominated_node_name.empty()) return true;
+    const Node* nominated = ssn_.cluster().FindNode(preemptor->nominated_node_name);
+    if (nominated == nullptr) return false;
+    std::optional<FitError> fit = ssn_.PredicateFn(preemptor, nominated);
+    if (!fit) return false;
+    if (fit->Contains(StatusCode::UnschedulableAndUnresolvable)) return true;
+    // A lower-priority pod on the nominated node is still terminating: the room this preemptor
+    // asked for is on its way, so it waits instead of evicting more.
+    for (const Task* p : nominated->tasks)
+      if (p->priority < preemptor->priority && p->deleting) return false;
+    return true;
+  }
+
+  bool Preempt(Statement& stmt, Task* preemptor, const VictimFilter& filter) {
+    // a.
+    if (!EligibleToPreempt(preemptor)) return false;
+    // b.
+    if (ssn_.PrePredicateFn(preemptor)) return false;
+    std::vector<Node*> candidates = actions::NodesWithoutUnresolvable(ssn_, preemptor);
+    actions::PredicateResult found = helper_.PredicateNodes(
+        preemptor, candidates,
+        [this](const Task* t, const Node* n) { return ssn_.PredicateForPreemptAction(t, n); },
+        args_.predicate_error_cache_enable);
+    if (found.nodes.empty()) return false;
+    // c. / d.
+    if (args_.enable_topology_aware_preemption)
+      return TopologyAwarePreempt(stmt, preemptor, filter, found.nodes);
+    return NormalPreempt(stmt, preemptor, filter, found.nodes);
+  }
+
+  std::vector<Task*> Preemptees(const Node* node, const VictimFilter& filter) const {
+    std::vector<Task*> out;
+    for (Task* t : node->tasks)
+      if (filter(t)) out.push_back(t);
+    return out;
+  }
+
+  // c.
+  bool NormalPreempt(Statement& stmt, Task* preemptor, const VictimFilter& filter,
+                     const std::vector<Node*>& nodes) {
+    std::optional<std::vector<double>> scores = actions::PrioritizeNodes(ssn_, preemptor, nodes, pool_);
+    if (!scores) return false;
+    const Queue* queue = preemptor->job->queue;
+    for (Node* node : actions::SortNodesByScore(nodes, *scores)) {
+      std::vector<Task*> victims = ssn_.Preemptable(preemptor, Preemptees(node, filter));
+      if (!actions::ValidateVictims(preemptor, node, victims)) continue;
+
+      auto fits = [&] {
+        return ssn_.Allocatable(queue, preemptor) &&
+               preemptor->init_resreq.LessEqual(node->FutureIdle(), DimensionDefault::Zero) &&
+               !ssn_.PredicateFn(preemptor, node).has_value();
+      };
+      Statement node_stmt(ssn_);
+      PriorityQueue<Task*> victim_queue =
+          actions::BuildVictimsPriorityQueue(ssn_, victims, preemptor);
+      int evicted = 0;
+      bool ok = fits();
+      while (!ok && !victim_queue.Empty()) {
+        Task* victim = victim_queue.Pop();
+        if (Status s = node_stmt.Evict(victim, "preempt"); !s.ok()) {
+          spdlog::error("preempt: evicting {} for {} failed: {}", victim->Key(), preemptor->Key(),
+                        s.error().message);
+          continue;
+        }
+        ++evicted;
+        ok = fits();
+      }
+      if (!ok) {
+        node_stmt.Discard();
+        continue;
+      }
+      // A failed pipeline is not retried here: the next cycle corrects it (as Volcano).
+      if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok())
+        spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), node->name,
+                      s.error().message);
+      stmt.Merge(node_stmt);
+      return true;
+    }
+    return false;
+  }
+
+  // d. ---- topology-aware preemption ----
+
+  struct Candidate {
+    Node* node = nullptr;
+    std::vector<Task*> victims;
+  };
+
+  int NumCandidates(int num_nodes) const {
+    int n = num_nodes * args_.min_candidate_nodes_percentage / 100;
+    n = std::max(n, args_.min_candidate_nodes_absolute);
+    n = std::min(n, args_.max_candidate_nodes_absolute);
+    return std::min(n, num_nodes);
+  }
+
+  // Volcano's SelectVictimsOnNode on a copy of the node. Kiln has no Simulate* extension points,
+  // which Volcano's default answers (allocatable, no predicate failure, no-op add/remove) stand
+  // for; removing or re-adding a Bound/Running victim moves exactly its Resreq in and out of the
+  // node's FutureIdle, so the copy is just that vector.
+  std::optional<std::vector<Task*>> SelectVictimsOnNode(const Task* preemptor, const Node* node,
+                                                        const VictimFilter& filter,
+                                                        bool allocatable) const {
+    std::vector<Task*> all = ssn_.Preemptable(preemptor, Preemptees(node, filter));
+    if (!actions::ValidateVictims(preemptor, node, all)) return std::nullopt;
+    // Volcano sorts by MoreImportantPod before building the victim heap; the push order decides
+    // between victims the victim order calls equal.
+    std::stable_sort(all.begin(), all.end(), [this](const Task* l, const Task* r) {
+      if (l->priority != r->priority) return l->priority > r->priority;
+      return StartTime(l) < StartTime(r);
+    });
+    const Resource base = node->FutureIdle();
+    auto fits_without = [&](const std::vector<Task*>& removed) {
+      Resource future = base;
+      for (const Task* v : removed) future.Add(v->resreq);
+      return allocatable && preemptor->init_resreq.LessEqual(future, DimensionDefault::Zero);
+    };
+    PriorityQueue<Task*> victim_queue = actions::BuildVictimsPriorityQueue(ssn_, all, preemptor);
+    std::vector<Task*> potential;
+    while (!victim_queue.Empty()) {
+      potential.push_back(victim_queue.Pop());
+      if (fits_without(potential)) break;
+    }
+    if (potential.empty()) return std::nullopt;
+    // Reprieve: give each potential victim back, keeping it evicted only when the preemptor no
+    // longer fits with it.
+    std::vector<Task*> removed = potential;
+    std::vector<Task*> victims;
+    for (Task* p : potential) {
+      removed.erase(std::find(removed.begin(), removed.end(), p));
+      if (!fits_without(removed)) {
+        removed.push_back(p);
+        victims.push_back(p);
+      }
+    }
+    if (victims.empty()) return std::nullopt;
+    return victims;
+  }
+
+  TimeNs StartTime(const Task* t) const {
+    return t->scheduled_at != 0 ? t->scheduled_at : ssn_.now();
+  }
+
+  // pickOneNodeForPreemption: each criterion keeps the candidates with the best value; the
+  // first candidate left (node order) wins.
+  const Candidate* PickCandidate(const std::vector<Candidate>& candidates) const {
+    std::vector<const Candidate*> left;
+    for (const auto& c : candidates) left.push_back(&c);
+    auto highest_priority = [](const Candidate& c) {
+      int64_t p = INT64_MIN;
+      for (const Task* v : c.victims) p = std::max(p, v->priority);
+      return p;
+    };
+    std::vector<std::function<int64_t(const Candidate&)>> scores = {
+        [&](const Candidate& c) { return -highest_priority(c); },
+        [](const Candidate& c) {
+          int64_t sum = 0;
+          for (const Task* v : c.victims) sum += v->priority + int64_t{INT32_MAX} + 1;
+          return -sum;
+        },
+        [](const Candidate& c) { return -static_cast<int64_t>(c.victims.size()); },
+        [&](const Candidate& c) {
+          int64_t top = highest_priority(c);
+          TimeNs earliest = INT64_MAX;
+          for (const Task* v : c.victims)
+            if (v->priority == top) earliest = std::min(earliest, StartTime(v));
+          return static_cast<int64_t>(earliest);
+        },
+    };
+    for (const auto& score : scores) {
+      if (left.size() <= 1) break;
+      int64_t best = INT64_MIN;
+      std::vector<const Candidate*> kept;
+      for (const Candidate* c : left) {
+        int64_t s = score(*c);
+        if (s > best) {
+          best = s;
+          kept.clear();
+        }
+        if (s == best) kept.push_back(c);
+      }
+      left = std::move(kept);
+    }
+    return left.empty() ? nullptr : left.front();
+  }
+
+  bool TopologyAwarePreempt(Statement& stmt, Task* preemptor, const VictimFilter& filter,
+                            const std::vector<Node*>& nodes) {
+    const size_t want = static_cast<size_t>(NumCandidates(static_cast<int>(nodes.size())));
+    const bool allocatable = ssn_.Allocatable(preemptor->job->queue, preemptor);
+    std::vector<Candidate> candidates;
+    // Dry runs in parallel, in blocks; the candidates are the first `want` successes in node
+    // order, whatever the thread timing.
+    std::vector<std::optional<std::vector<Task*>>> slots;
+    size_t next = 0;
+    const size_t min_block = static_cast<size_t>(pool_.size()) * 4;
+    while (next < nodes.size() && candidates.size() < want) {
+      size_t block = std::min(nodes.size() - next, std::max(want - candidates.size(), min_block));
+      slots.assign(block, std::nullopt);
+      pool_.ParallelFor(block, [&](size_t i) {
+        slots[i] = SelectVictimsOnNode(preemptor, nodes[next + i], filter, allocatable);
+      }, 1);
+      for (size_t i = 0; i < block && candidates.size() < want; ++i)
+        if (slots[i]) candidates.push_back(Candidate{nodes[next + i], std::move(*slots[i])});
+      next += block;
+    }
+    const Candidate* best = PickCandidate(candidates);
+    if (best == nullptr) return false;
+
+    Statement node_stmt(ssn_);
+    for (Task* victim : best->victims) {
+      if (Status s = node_stmt.Evict(victim, "preempt"); !s.ok()) {
+        spdlog::error("preempt: evicting {} for {} failed: {}", victim->Key(), preemptor->Key(),
+                      s.error().message);
+        node_stmt.Discard();
+        return false;
+      }
+    }
+    if (Status s = node_stmt.Pipeline(preemptor, best->node, true); !s.ok())
+      spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), best->node->name,
+                    s.error().message);
+    stmt.Merge(node_stmt);
+    return true;
+  }
+
+  Session& ssn_;
+  const ActionArguments& args_;
+  ThreadPool& pool_;
+  size_t rotation_ = 0;
+  actions::PredicateHelper helper_;
+};
+
+class Preempt final : public Action {
+ public:
+  std::string_view name() const override { return "preempt"; }
+  void Execute(Session& ssn) const override { PreemptRun(ssn).Run(); }
+};
+
+}  // namespace
+
+const Action& PreemptAction() {
+  static const Preempt action;
+  return action;
+}
+
+}  // namespace kiln

@@ -1,0 +1,165 @@
+// reclaim (volcano-semantics.md §4.5): a starving job takes back resources that other queues'
+// jobs hold beyond what those queues are owed — cross-queue only, from Running tasks of
+// reclaimable queues, by resource arithmetic. The reclaimer is only pipelined.
+//
+// Stages:
+//   1. Jobs that are not Pending, pass JobValid and have a queue put their queue into the queue
+//      heap (QueueOrderFn); starving ones (JobStarving) go into their queue's job heap
+//      (JobOrderFn) with a task heap (TaskOrderFn) of their Pending, non-gated tasks.
+//   2. Pop the best queue; an Overused queue reclaims nothing this cycle. Take its jobs in order;
+//      for each, in one statement, while it is starving and has tasks: skip a task whose
+//      preemptionPolicy is Never, that its queue may not reclaim for (Preemptive), or that fails
+//      PrePredicate; otherwise reclaim for it (3). Commit when the job is then JobPipelined, else
+//      discard. (Volcano re-pushes the queue after each job while it has jobs left, but it has
+//      already drained them by then, so those pushes find nothing to do.)
+//   3. Reclaiming for one task: nodes = all nodes minus those allocate found
+//      UnschedulableAndUnresolvable, filtered by PredicateForPreemptAction, in predicate order —
+//      no scoring. Per node, reclaimees = its Running (not Bound), preemptable tasks whose job is
+//      in another queue that is reclaimable; none → next node. victims = Reclaimable; skip the
+//      node unless the task fits FutureIdle + victims. Evict victims in victim order while the
+//      task does not fit (the check comes before each eviction), counting each evicted Resreq as
+//      available; still short → undo this node's evictions and try the next; else pipeline the
+//      task there and stop. Unlike preempt: no Allocatable check and no predicate re-run after
+//      evictions — resources only.
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/actions/action_list.h"
+#include "runtime/actions/helpers.h"
+#include "runtime/session.h"
+#include "runtime/statement.h"
+
+namespace kiln {
+namespace {
+
+class ReclaimRun {
+ public:
+  explicit ReclaimRun(Session& ssn)
+      : ssn_(ssn),
+        args_(ssn.conf().ArgumentsFor("reclaim")),
+        pool_(ThreadPool::Default()),
+        helper_(&rotation_, pool_) {}
+
+  void Run() {
+    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
+    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
+    auto task_less = [this](Task* const& l, Task* const& r) { return ssn_.TaskLess(l, r); };
+
+    // 1.
+    PriorityQueue<Queue*> queues(queue_less);
+    std::unordered_map<const Queue*, PriorityQueue<Job*>> preemptors;
+    std::unordered_map<const Job*, PriorityQueue<Task*>> preemptor_tasks;
+    for (Job* job : ssn_.cluster().jobs()) {
+      if (job->IsPending()) continue;
+      if (ssn_.JobValid(job).has_value()) continue;
+      if (job->queue == nullptr) continue;
+      auto [it, inserted] = preemptors.try_emplace(job->queue, job_less);
+      if (inserted) queues.Push(job->queue);
+      if (!ssn_.JobStarving(job)) continue;
+      it->second.Push(job);
+      PriorityQueue<Task*> tasks(task_less);
+      for (Task* t : job->TasksWith(TaskStatus::Pending))
+        if (!t->sch_gated) tasks.Push(t);
+      preemptor_tasks.insert_or_assign(job, std::move(tasks));
+    }
+
+    // 2.
+    while (!queues.Empty()) {
+      Queue* queue = queues.Pop();
+      if (ssn_.Overused(queue)) {
+        spdlog::debug("reclaim: queue {} is overused, skipped", queue->name);
+        continue;
+      }
+      auto& jobs = preemptors.at(queue);
+      while (!jobs.Empty()) {
+        Job* job = jobs.Pop();
+        auto& tasks = preemptor_tasks.at(job);
+        Statement stmt(ssn_);
+        while (ssn_.JobStarving(job) && !tasks.Empty()) {
+          Task* t = tasks.Pop();
+          if (t->preemption_policy == PreemptionPolicy::Never) continue;
+          if (!ssn_.Preemptive(queue, t)) continue;
+          if (ssn_.PrePredicateFn(t)) continue;
+          ReclaimForTask(stmt, t);
+        }
+        if (ssn_.JobPipelined(job)) {
+          stmt.Commit();
+        } else {
+          stmt.Discard();
+        }
+      }
+    }
+  }
+
+ private:
+  // 3.
+  void ReclaimForTask(Statement& stmt, Task* t) {
+    std::vector<Node*> candidates = actions::NodesWithoutUnresolvable(ssn_, t);
+    actions::PredicateResult found = helper_.PredicateNodes(
+        t, candidates,
+        [this](const Task* task, const Node* n) { return ssn_.PredicateForPreemptAction(task, n); },
+        args_.predicate_error_cache_enable);
+    const Queue* own_queue = t->job->queue;
+    for (Node* node : found.nodes) {
+      std::vector<Task*> reclaimees;
+      for (Task* r : node->tasks) {
+        if (r->status != TaskStatus::Running || !r->preemptable) continue;
+        if (r->job == nullptr || r->job->queue == nullptr) continue;
+        if (r->job->queue == own_queue || !r->job->queue->reclaimable) continue;
+        reclaimees.push_back(r);
+      }
+      if (reclaimees.empty()) continue;
+      std::vector<Task*> victims = ssn_.Reclaimable(t, reclaimees);
+      if (!actions::ValidateVictims(t, node, victims)) continue;
+
+      Resource available = node->FutureIdle();
+      Statement node_stmt(ssn_);
+      PriorityQueue<Task*> victim_queue = actions::BuildVictimsPriorityQueue(ssn_, victims, t);
+      int evicted = 0;
+      while (!t->init_resreq.LessEqual(available, DimensionDefault::Zero) &&
+             !victim_queue.Empty()) {
+        Task* victim = victim_queue.Pop();
+        if (Status s = node_stmt.Evict(victim, "reclaim"); !s.ok()) {
+          spdlog::error("reclaim: evicting {} for {} failed: {}", victim->Key(), t->Key(),
+                        s.error().message);
+          continue;
+        }
+        available.Add(victim->resreq);
+        ++evicted;
+      }
+      if (!t->init_resreq.LessEqual(available, DimensionDefault::Zero)) {
+        node_stmt.Discard();
+        continue;
+      }
+      if (Status s = node_stmt.Pipeline(t, node, evicted > 0); !s.ok())
+        spdlog::error("reclaim: pipelining {} on {} failed: {}", t->Key(), node->name,
+                      s.error().message);
+      stmt.Merge(node_stmt);
+      return;
+    }
+  }
+
+  Session& ssn_;
+  const ActionArguments& args_;
+  ThreadPool& pool_;
+  size_t rotation_ = 0;
+  actions::PredicateHelper helper_;
+};
+
+class Reclaim final : public Action {
+ public:
+  std::string_view name() const override { return "reclaim"; }
+  void Execute(Session& ssn) const override { ReclaimRun(ssn).Run(); }
+};
+
+}  // namespace
+
+const Action& ReclaimAction() {
+  static const Reclaim action;
+  return action;
+}
+
+}  // namespace kiln
