@@ -30,9 +30,10 @@ enum class TypeKind {
   Job,
   Node,
   Queue,
-  Condition,
   Session,
   TaskStatus,
+  PodGroupPhase,
+  QueueState,
   Missing,  // Zero | Infinity: how resource comparisons treat a missing dimension
   Vote,
   Fit,
@@ -54,7 +55,7 @@ struct Type {
   bool Is(TypeKind k) const { return kind == k; }
   bool IsView() const {
     return kind == TypeKind::Task || kind == TypeKind::Job || kind == TypeKind::Node ||
-           kind == TypeKind::Queue || kind == TypeKind::Condition || kind == TypeKind::Session;
+           kind == TypeKind::Queue || kind == TypeKind::Session;
   }
   bool IsNumeric() const { return kind == TypeKind::Int || kind == TypeKind::Float; }
   // Whether the type has a zero value (docs/language.md "Types"); views do not.

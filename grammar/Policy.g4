@@ -20,7 +20,8 @@ policyHeader
 decl
   : 'uses' name=IDENT ';'                                                      # UsesDecl
   | 'const' name=IDENT (':' type=typeRef)? '=' value=expr ';'                  # ConstDecl
-  | 'arg' name=IDENT ':' type=typeRef ('=' value=expr)? ('from' key=STRING)? ';'  # ArgDecl
+  | 'arg' name=IDENT ':' type=typeRef ('=' value=expr)? ('from' source=IDENT? key=STRING)? ';'
+                                                                               # ArgDecl
   | 'record' name=IDENT '{' fields+=recordField* '}'                           # RecordDecl
   | 'state' name=IDENT ':' type=typeRef ('=' value=expr)? ';'                  # StateDecl
   | 'fn' name=IDENT '(' params=paramList? ')' ('->' result=typeRef)? body=block  # FnDecl
@@ -130,10 +131,12 @@ argList
   | element=expr gen=generator                                                 # GeneratorArg
   ;
 
-// `EXPR for x in COLL where COND order by KEY desc` inside [...] or an aggregate call.
+// `EXPR for x in COLL where COND order by KEY desc` inside [...] or an aggregate call. `order`,
+// `by`, `asc`, `desc` (and `flag`/`prefix` after `from`) are contextual words, checked by the AST
+// builder, so they stay usable as names.
 generator
   : 'for' first=IDENT (',' second=IDENT)? 'in' source=expr
-    ('where' filter=expr)? ('order' 'by' key=expr (dir=('asc' | 'desc'))?)?
+    ('where' filter=expr)? (orderKw=IDENT byKw=IDENT key=expr dir=IDENT?)?
   ;
 
 primary
@@ -150,16 +153,21 @@ primary
   | '[' (elements+=expr (',' elements+=expr)*)? ','? ']'                       # ListLit
   | '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'                 # MapLit
   | 'resource' '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'      # ResourceLit
+  // At least one field, so `if ready {}` stays an if with an empty block.
+  | type=IDENT '{' fields+=fieldInit (',' fields+=fieldInit)* ','? '}'         # RecordLit
   ;
 
 mapEntry
   : (keyName=IDENT | keyExpr=expr) ':' value=expr
   ;
 
+fieldInit
+  : name=fieldName ':' value=expr
+  ;
+
 // Field names may be words that are keywords elsewhere (`queue.state`).
 fieldName
-  : IDENT | 'state' | 'order' | 'by' | 'asc' | 'desc' | 'from' | 'record' | 'resource' | 'arg'
-  | 'uses' | 'where' | 'in'
+  : IDENT | 'state' | 'from' | 'record' | 'resource' | 'arg' | 'uses' | 'where' | 'in'
   ;
 
 // ---------------------------------------------------------------------------------------------

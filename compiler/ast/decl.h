@@ -40,6 +40,12 @@ struct ArgDecl : Decl {
   TypeRef declared;
   ExprPtr default_value;  // may be null: the type's zero value
   std::string conf_key;   // the scheduler.conf key; equals `name` when no `from`
+  // `from flag "enableHierarchy"`: read from the plugin entry's flags (beside `name:`), not from
+  // its `arguments:`; the type must be bool and an unset flag reads as the default.
+  bool from_flag = false;
+  // `from prefix "binpack.resources."`: a map<string, T> of every argument whose key starts with
+  // the prefix, keyed by the rest of the key (`binpack.resources.nvidia.com/gpu: 2` → gpu entry).
+  bool from_prefix = false;
   SourceRange conf_key_range;
 };
 

@@ -206,4 +206,24 @@ struct ResourceLit : Expr {
   std::vector<MapEntry> entries;
 };
 
+struct RecordDecl;
+
+struct FieldInit {
+  std::string name;
+  SourceRange range;
+  ExprPtr value;
+  int field = -1;  // index into the record's fields, set by the type checker
+};
+
+// `Strategy{kind: "MostAllocated", weight: 2}`: fields not written take their defaults.
+struct RecordLit : Expr {
+  static constexpr NodeKind kKind = NodeKind::RecordLit;
+  RecordLit(SourceRange r, std::string t, SourceRange tr)
+      : Expr(kKind, r), type_name(std::move(t)), type_range(tr) {}
+  std::string type_name;
+  SourceRange type_range;
+  std::vector<FieldInit> fields;
+  const RecordDecl* record = nullptr;  // set by the resolver
+};
+
 }  // namespace kiln::ast

@@ -1,0 +1,179 @@
+// Parsing: size limit → lexing → nesting pre-scan → ANTLR parse with our error listener → AST.
+//
+// ANTLR's generated parser recurses once per grammar rule, so `((((...))))` 100,000 deep would
+// overflow the stack before any rule could object. The pre-scan walks the token stream (flat, no
+// recursion) and rejects input whose bracket depth, prefix-operator runs, conditional chains or
+// else-if chains exceed the nesting limit, before the parser sees it.
+#include "compiler/parse/parser.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "PolicyLexer.h"
+#include "PolicyParser.h"
+#include "antlr4-runtime.h"
+#include "compiler/parse/ast_builder.h"
+
+namespace kiln {
+
+namespace {
+
+// Turns ANTLR's syntax errors into diagnostics (the console listener is removed).
+class DiagnosticErrorListener : public antlr4::BaseErrorListener {
+ public:
+  explicit DiagnosticErrorListener(DiagnosticList& diags) : diags_(diags) {}
+
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
+                   size_t col, const std::string& msg, std::exception_ptr) override {
+    ++count_;
+    if (count_ > DiagnosticList::kErrorLimit) return;
+    SourceRange range{{static_cast<int>(line), static_cast<int>(col) + 1},
+                      {static_cast<int>(line), static_cast<int>(col) + 1}};
+    std::string text;
+    if (offending) {
+      int len = static_cast<int>(offending->getStopIndex() - offending->getStartIndex());
+      if (len > 0 && offending->getType() != antlr4::Token::EOF)
+        range.end.column = range.begin.column + len;
+      text = offending->getType() == antlr4::Token::EOF ? "end of file" : offending->getText();
+    }
+    diags_.Error(range, Rephrase(msg, text));
+  }
+
+  int count() const { return count_; }
+
+ private:
+  // ANTLR's messages name every expected token; keep them short and in our voice.
+  static std::string Rephrase(const std::string& msg, const std::string& token) {
+    std::string shown = token.size() > 40 ? token.substr(0, 40) + "..." : token;
+    std::string expected;
+    if (auto pos = msg.find("expecting "); pos != std::string::npos) {
+      expected = msg.substr(pos + 10);
+      // A long set is noise; a short one helps ("expected `;`").
+      if (std::count(expected.begin(), expected.end(), ',') > 5) expected.clear();
+      for (char& ch : expected)
+        if (ch == '\'') ch = '`';
+      if (!expected.empty() && expected.front() == '{') expected = expected.substr(1, expected.size() - 2);
+    }
+    std::string what;
+    if (msg.rfind("token recognition error", 0) == 0) {
+      return fmt::format("syntax error: unexpected character {}", msg.substr(msg.find("at:") + 4));
+    } else if (msg.rfind("missing ", 0) == 0) {
+      std::string missing = msg.substr(8, msg.find(" at ") - 8);
+      for (char& ch : missing)
+        if (ch == '\'') ch = '`';
+      return fmt::format("syntax error: missing {} before `{}`", missing, shown);
+    } else if (token == "end of file") {
+      what = "syntax error: unexpected end of file";
+    } else {
+      what = fmt::format("syntax error: unexpected `{}`", shown);
+    }
+    if (!expected.empty()) what += fmt::format("; expected {}", expected);
+    return what;
+  }
+
+  DiagnosticList& diags_;
+  int count_ = 0;
+};
+
+SourceRange TokenRange(antlr4::Token* t) {
+  int line = static_cast<int>(t->getLine());
+  int col = static_cast<int>(t->getCharPositionInLine()) + 1;
+  return {{line, col}, {line, col}};
+}
+
+// See the file comment. Returns false (with a diagnostic) when a limit is exceeded.
+bool ScanNesting(const std::vector<antlr4::Token*>& tokens, int limit, DiagnosticList& diags) {
+  int depth = 0;
+  int prefix_run = 0;
+  int conditionals = 0;  // `?` / `??` in the current statement
+  std::vector<int> else_chain(1, 0);
+  bool after_close = false;
+  auto fail = [&](antlr4::Token* t, std::string_view what) {
+    diags.Error(TokenRange(t), fmt::format("{} nested too deeply (the limit is {} levels)", what, limit));
+    return false;
+  };
+  std::string prev;
+  for (antlr4::Token* t : tokens) {
+    if (t->getType() == antlr4::Token::EOF) break;
+    std::string text = t->getText();
+    if (after_close && text != "else") else_chain[depth] = 0;
+    after_close = false;
+    if (text == "(" || text == "[" || text == "{") {
+      if (++depth > limit) return fail(t, "brackets");
+      if (static_cast<int>(else_chain.size()) <= depth) else_chain.push_back(0);
+      else_chain[depth] = 0;
+    } else if (text == ")" || text == "]" || text == "}") {
+      if (depth > 0) --depth;
+      after_close = text == "}";
+    }
+    // Unary minus follows an operator or an opening bracket; binary minus follows an operand.
+    bool operand_before = !prev.empty() && (prev == ")" || prev == "]" || prev == "}" ||
+                                            std::isalnum(static_cast<unsigned char>(prev.back())) ||
+                                            prev.back() == '"' || prev.back() == '_');
+    if (text == "not" || text == "!" || (text == "-" && !operand_before)) {
+      if (++prefix_run > limit) return fail(t, "prefix operators");
+    } else {
+      prefix_run = 0;
+    }
+    if (text == "?" || text == "??") {
+      if (++conditionals > limit) return fail(t, "conditional expressions");
+    } else if (text == ";" || text == "{" || text == "}") {
+      conditionals = 0;
+    }
+    if (text == "else") {
+      if (++else_chain[depth] > limit) return fail(t, "else-if chains");
+    }
+    prev = std::move(text);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
+                                         DiagnosticList& diags) {
+  if (source.text.size() > limits.max_source_bytes) {
+    diags.Error({{1, 1}, {1, 1}},
+                fmt::format("file is too large ({} bytes; the limit is {} bytes)",
+                            source.text.size(), limits.max_source_bytes));
+    return nullptr;
+  }
+  antlr4::ANTLRInputStream input(source.text);
+  grammar::PolicyLexer lexer(&input);
+  DiagnosticErrorListener listener(diags);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&listener);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  if (!ScanNesting(tokens.getTokens(), limits.max_nesting, diags)) return nullptr;
+
+  grammar::PolicyParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&listener);
+  // Two-stage parsing: the fast SLL mode first, full LL only when SLL fails (as cel-cpp does).
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  auto bail = std::make_shared<antlr4::BailErrorStrategy>();
+  parser.setErrorHandler(bail);
+  grammar::PolicyParser::PolicyFileContext* tree = nullptr;
+  try {
+    tree = parser.policyFile();
+  } catch (const antlr4::ParseCancellationException&) {
+    tree = nullptr;
+  }
+  if (!tree) {
+    tokens.seek(0);
+    parser.reset();
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    tree = parser.policyFile();
+  }
+  if (listener.count() > 0 || parser.getNumberOfSyntaxErrors() > 0) return nullptr;
+  AstBuildOptions options;
+  options.max_depth = limits.max_nesting * 16;
+  return BuildAst(tree, source.path, options, diags);
+}
+
+}  // namespace kiln

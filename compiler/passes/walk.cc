@@ -1,0 +1,99 @@
+#include "compiler/passes/walk.h"
+
+namespace kiln::passes {
+
+using namespace ast;
+
+void Walker::Stmt(ast::Stmt* s) {
+  if (!s) return;
+  if (on_stmt) on_stmt(s);
+  switch (s->kind) {
+    case NodeKind::Block:
+      for (auto& x : static_cast<Block*>(s)->stmts) Stmt(x.get());
+      break;
+    case NodeKind::Let: Expr(static_cast<Let*>(s)->value.get()); break;
+    case NodeKind::Assign:
+      Expr(static_cast<Assign*>(s)->target.get());
+      Expr(static_cast<Assign*>(s)->value.get());
+      break;
+    case NodeKind::If: {
+      auto* i = static_cast<If*>(s);
+      Expr(i->cond.get());
+      Stmt(i->then.get());
+      Stmt(i->otherwise.get());
+      break;
+    }
+    case NodeKind::IfLet: {
+      auto* i = static_cast<IfLet*>(s);
+      Expr(i->value.get());
+      Stmt(i->then.get());
+      Stmt(i->otherwise.get());
+      break;
+    }
+    case NodeKind::For: {
+      auto* f = static_cast<For*>(s);
+      Expr(f->source.get());
+      Stmt(f->body.get());
+      break;
+    }
+    case NodeKind::Return: Expr(static_cast<Return*>(s)->value.get()); break;
+    case NodeKind::ExprStmt: Expr(static_cast<ExprStmt*>(s)->value.get()); break;
+    default: break;
+  }
+}
+
+void Walker::Expr(ast::Expr* e) {
+  if (!e) return;
+  if (on_expr) on_expr(e);
+  switch (e->kind) {
+    case NodeKind::Unary: Expr(static_cast<Unary*>(e)->operand.get()); break;
+    case NodeKind::Binary:
+      Expr(static_cast<Binary*>(e)->left.get());
+      Expr(static_cast<Binary*>(e)->right.get());
+      break;
+    case NodeKind::Conditional: {
+      auto* c = static_cast<Conditional*>(e);
+      Expr(c->cond.get());
+      Expr(c->then.get());
+      Expr(c->otherwise.get());
+      break;
+    }
+    case NodeKind::Select: Expr(static_cast<Select*>(e)->operand.get()); break;
+    case NodeKind::Index:
+      Expr(static_cast<Index*>(e)->operand.get());
+      Expr(static_cast<Index*>(e)->index.get());
+      break;
+    case NodeKind::Call: {
+      auto* c = static_cast<Call*>(e);
+      Expr(c->receiver.get());
+      for (auto& a : c->args) Expr(a.get());
+      break;
+    }
+    case NodeKind::Comprehension: {
+      auto* c = static_cast<Comprehension*>(e);
+      Expr(c->source.get());
+      Expr(c->filter.get());
+      Expr(c->element.get());
+      Expr(c->order_key.get());
+      break;
+    }
+    case NodeKind::ListLit:
+      for (auto& x : static_cast<ListLit*>(e)->elements) Expr(x.get());
+      break;
+    case NodeKind::MapLit:
+      for (auto& x : static_cast<MapLit*>(e)->entries) {
+        Expr(x.key.get());
+        Expr(x.value.get());
+      }
+      break;
+    case NodeKind::ResourceLit:
+      for (auto& x : static_cast<ResourceLit*>(e)->entries) Expr(x.value.get());
+      break;
+    case NodeKind::RecordLit:
+      for (auto& f : static_cast<RecordLit*>(e)->fields) Expr(f.value.get());
+      break;
+    default: break;
+  }
+}
+
+}  // namespace kiln::passes

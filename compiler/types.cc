@@ -1,0 +1,135 @@
+#include "compiler/types.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+#include "compiler/ast/decl.h"
+
+namespace kiln {
+
+namespace {
+struct ScalarName {
+  std::string_view name;
+  TypeKind kind;
+};
+// The spelling of every non-generic type in source.
+constexpr std::array kScalarNames = {
+    ScalarName{"int", TypeKind::Int},
+    ScalarName{"float", TypeKind::Float},
+    ScalarName{"bool", TypeKind::Bool},
+    ScalarName{"string", TypeKind::String},
+    ScalarName{"duration", TypeKind::Duration},
+    ScalarName{"time", TypeKind::Time},
+    ScalarName{"quantity", TypeKind::Quantity},
+    ScalarName{"Resource", TypeKind::Resource},
+    ScalarName{"Task", TypeKind::Task},
+    ScalarName{"Job", TypeKind::Job},
+    ScalarName{"Node", TypeKind::Node},
+    ScalarName{"Queue", TypeKind::Queue},
+    ScalarName{"TaskStatus", TypeKind::TaskStatus},
+    ScalarName{"PodGroupPhase", TypeKind::PodGroupPhase},
+    ScalarName{"QueueState", TypeKind::QueueState},
+    ScalarName{"Missing", TypeKind::Missing},
+    ScalarName{"Vote", TypeKind::Vote},
+    ScalarName{"Fit", TypeKind::Fit},
+    ScalarName{"Validation", TypeKind::Validation},
+    ScalarName{"Victims", TypeKind::Victims},
+};
+}  // namespace
+
+bool LookupScalarTypeName(std::string_view name, TypeKind* out) {
+  for (const auto& s : kScalarNames) {
+    if (s.name == name) {
+      *out = s.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> ScalarTypeNames() {
+  std::vector<std::string> out;
+  for (const auto& s : kScalarNames) out.emplace_back(s.name);
+  out.emplace_back("list");
+  out.emplace_back("map");
+  return out;
+}
+
+bool Type::HasZero() const {
+  switch (kind) {
+    case TypeKind::Task:
+    case TypeKind::Job:
+    case TypeKind::Node:
+    case TypeKind::Queue:
+    case TypeKind::Session:
+    case TypeKind::Void:
+      return false;
+    default:
+      return true;
+  }
+}
+
+std::string Type::Name() const {
+  switch (kind) {
+    case TypeKind::Error: return "<error>";
+    case TypeKind::Void: return "void";
+    case TypeKind::None: return "none";
+    case TypeKind::Session: return "Session";
+    case TypeKind::List: return fmt::format("list<{}>", elem->Name());
+    case TypeKind::Map: return fmt::format("map<{}, {}>", key->Name(), elem->Name());
+    case TypeKind::Optional: return elem->Name() + "?";
+    case TypeKind::Record: return record ? record->name : "<record>";
+    default:
+      for (const auto& s : kScalarNames)
+        if (s.kind == kind) return std::string(s.name);
+      return "<?>";
+  }
+}
+
+TypeContext::TypeContext() {
+  constexpr int kCount = static_cast<int>(TypeKind::None) + 1;
+  for (int i = 0; i < kCount; ++i) {
+    storage_.push_back(Type{static_cast<TypeKind>(i)});
+    scalars_.push_back(&storage_.back());
+  }
+}
+
+const Type* TypeContext::Get(TypeKind k) { return scalars_[static_cast<int>(k)]; }
+
+const Type* TypeContext::List(const Type* elem) {
+  auto key = std::make_tuple(static_cast<int>(TypeKind::List), elem, nullptr, nullptr);
+  auto it = composite_.find(key);
+  if (it != composite_.end()) return it->second;
+  storage_.push_back(Type{TypeKind::List, elem});
+  return composite_[key] = &storage_.back();
+}
+
+const Type* TypeContext::Map(const Type* k, const Type* v) {
+  auto key = std::make_tuple(static_cast<int>(TypeKind::Map), v, k, nullptr);
+  auto it = composite_.find(key);
+  if (it != composite_.end()) return it->second;
+  storage_.push_back(Type{TypeKind::Map, v, k});
+  return composite_[key] = &storage_.back();
+}
+
+const Type* TypeContext::Optional(const Type* payload) {
+  if (payload->kind == TypeKind::Optional || payload->kind == TypeKind::Error) return payload;
+  auto key = std::make_tuple(static_cast<int>(TypeKind::Optional), payload, nullptr, nullptr);
+  auto it = composite_.find(key);
+  if (it != composite_.end()) return it->second;
+  storage_.push_back(Type{TypeKind::Optional, payload});
+  return composite_[key] = &storage_.back();
+}
+
+const Type* TypeContext::Record(const ast::RecordDecl* decl) {
+  auto key = std::make_tuple(static_cast<int>(TypeKind::Record), nullptr, nullptr,
+                             static_cast<const void*>(decl));
+  auto it = composite_.find(key);
+  if (it != composite_.end()) return it->second;
+  storage_.push_back(Type{TypeKind::Record, nullptr, nullptr, decl});
+  return composite_[key] = &storage_.back();
+}
+
+}  // namespace kiln

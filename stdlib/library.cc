@@ -1,0 +1,163 @@
+// The standard library tables (see library.h). Adding a function: one row here (and, for a
+// Native, its implementation in natives.cc); the checker and codegen pick it up from the row.
+#include "stdlib/library.h"
+
+#include "stdlib/natives.h"
+
+namespace kiln::stdlib {
+
+namespace {
+
+#define NATIVE(fn) Impl::Native, #fn, reinterpret_cast<const void*>(&fn)
+#define HOST(sym) Impl::Host, #sym, nullptr
+#define INTRINSIC Impl::Intrinsic, "", nullptr
+
+const Function kFunctions[] = {
+    // ---- math ----
+    {"math", "share", "", "(float, float) -> float", NATIVE(kiln_std_share),
+     "Volcano's helpers.Share: a / b, and b == 0 → (a == 0 ? 0 : 1)"},
+    {"math", "sqrt", "", "(float) -> float", NATIVE(kiln_std_sqrt), "square root; 0 for x ≤ 0"},
+    {"math", "floor", "", "(float) -> float", NATIVE(kiln_std_floor), "round down"},
+    {"math", "ceil", "", "(float) -> float", NATIVE(kiln_std_ceil), "round up"},
+    {"math", "round", "", "(float) -> float", NATIVE(kiln_std_round),
+     "round half away from zero (Go's math.Round)"},
+    {"math", "log", "", "(float) -> float", NATIVE(kiln_std_log), "natural log; 0 for x ≤ 0"},
+
+    // ---- resources (Volcano's api.Resource semantics) ----
+    {"resource", "dominant_share", "", "(Resource, Resource) -> float",
+     NATIVE(kiln_std_dominant_share),
+     "max over the second argument's dimensions (pods included) of share(alloc, total) — drf"},
+    {"resource", "less_equal", "", "(Resource, Resource, Missing) -> bool",
+     NATIVE(kiln_std_less_equal), "LessEqual with tolerance 0.1; Zero or Infinity for missing dims"},
+    {"resource", "less", "", "(Resource, Resource, Missing) -> bool", NATIVE(kiln_std_less),
+     "Less: strict on every dimension"},
+    {"resource", "less_partly", "", "(Resource, Resource, Missing) -> bool",
+     NATIVE(kiln_std_less_partly), "LessPartly: some dimension strictly less"},
+    {"resource", "less_equal_in", "", "(Resource, Resource, Resource) -> bool",
+     NATIVE(kiln_std_less_equal_in),
+     "LessEqualWithDimensionAndResourcesName: only the dims the third argument requests"},
+    {"resource", "less_equal_partly_in", "", "(Resource, Resource, Resource) -> bool",
+     NATIVE(kiln_std_less_equal_partly_in), "LessEqualPartlyWithDimensionZeroFiltered"},
+    {"resource", "greater_partly_in", "", "(Resource, Resource, Resource) -> bool",
+     NATIVE(kiln_std_greater_partly_in), "GreaterPartlyWithDimension"},
+    {"resource", "greater_partly_relevant", "", "(Resource, Resource, Resource) -> bool",
+     NATIVE(kiln_std_greater_partly_relevant), "GreaterPartlyWithRelevantDimensions"},
+    {"resource", "exceeded", "", "(Resource, Resource) -> Resource", NATIVE(kiln_std_exceeded),
+     "ExceededPart: per-dimension max(0, a − b)"},
+    {"resource", "min_dims", "", "(Resource, Resource, Missing) -> Resource",
+     NATIVE(kiln_std_min_dims), "MinDimensionResource: per-dimension min"},
+    {"resource", "max_dims", "", "(Resource, Resource) -> Resource", NATIVE(kiln_std_max_dims),
+     "per-dimension max"},
+    {"resource", "infinite_resource", "", "() -> Resource", NATIVE(kiln_std_infinite_resource),
+     "cpu and memory at +max, no scalars (Volcano's InfiniteResource)"},
+    {"resource", "has", "Resource", "(string) -> bool", NATIVE(kiln_std_resource_has),
+     "`r.has(name)`: the dimension is present (even when 0)"},
+
+    // ---- strings and parsing ----
+    {"strings", "parse_duration", "", "(string) -> duration?", NATIVE(kiln_std_parse_duration),
+     "Go duration syntax (`\"1h30m\"`); none when malformed"},
+    {"strings", "quantity", "", "(string) -> quantity", NATIVE(kiln_std_quantity),
+     "a Kubernetes quantity (`\"250m\"` = 0.25); 0 when malformed"},
+    {"strings", "parse_quantity", "", "(string) -> quantity?", NATIVE(kiln_std_parse_quantity),
+     "a Kubernetes quantity; none when malformed"},
+    {"strings", "parse_int", "", "(string) -> int?", NATIVE(kiln_std_parse_int), "decimal integer"},
+    {"strings", "parse_float", "", "(string) -> float?", NATIVE(kiln_std_parse_float), "number"},
+    {"strings", "parse_bool", "", "(string) -> bool?", NATIVE(kiln_std_parse_bool),
+     "Go's strconv.ParseBool"},
+    {"strings", "contains", "", "(string, string) -> bool", NATIVE(kiln_std_contains),
+     "substring test"},
+    {"strings", "starts_with", "", "(string, string) -> bool", NATIVE(kiln_std_starts_with),
+     "prefix test"},
+    {"strings", "ends_with", "", "(string, string) -> bool", NATIVE(kiln_std_ends_with),
+     "suffix test"},
+    {"strings", "trim", "", "(string) -> string", NATIVE(kiln_std_trim), "strip blanks"},
+    {"strings", "split", "", "(string, string) -> list<string>", HOST(kiln_host_split),
+     "Go's strings.Split: split(\"\", \"/\") == [\"\"]"},
+    {"strings", "parse_json_number_map", "", "(string) -> map<string, float>?",
+     HOST(kiln_host_parse_json_number_map), "a JSON object of numbers; none otherwise"},
+    {"strings", "parse_json_resource_map", "", "(string) -> map<string, Resource>?",
+     HOST(kiln_host_parse_json_resource_map),
+     "a JSON object of Kubernetes ResourceLists (nodegroup limits); none otherwise"},
+
+    // ---- task status sets (Volcano's api helpers) ----
+    {"status", "allocated_status", "", "(TaskStatus) -> bool", INTRINSIC,
+     "Bound, Binding, Running or Allocated"},
+    {"status", "preemptable_status", "", "(TaskStatus) -> bool", INTRINSIC, "Bound or Running"},
+    {"status", "completed_status", "", "(TaskStatus) -> bool", INTRINSIC, "Succeeded or Failed"},
+    {"status", "scheduled_status", "", "(TaskStatus) -> bool", INTRINSIC,
+     "Running, Bound, Failed or Succeeded"},
+
+    // ---- handler results ----
+    {"results", "unschedulable", "", "(string) -> Fit", INTRINSIC, "fit status Unschedulable (2)"},
+    {"results", "unresolvable", "", "(string) -> Fit", INTRINSIC,
+     "fit status UnschedulableAndUnresolvable (3)"},
+    {"results", "fit_error", "", "(string) -> Fit", INTRINSIC, "fit status Error (1)"},
+    {"results", "fit_wait", "", "(string) -> Fit", INTRINSIC, "fit status Wait (4)"},
+    {"results", "fit_skip", "", "(string) -> Fit", INTRINSIC, "fit status Skip (5)"},
+    {"results", "combine", "", "(Fit, Fit) -> Fit", INTRINSIC,
+     "fits if both fit; otherwise the reasons of both, in order, with the more severe code"},
+    {"results", "invalid", "", "(string, string) -> Validation", INTRINSIC,
+     "an invalid job: reason, message"},
+    {"results", "victims", "", "(list<Task>) -> Victims", INTRINSIC,
+     "permit evicting exactly these tasks"},
+    {"results", "abstain_victims", "", "() -> Victims", INTRINSIC, "no opinion on victims"},
+
+    // ---- session (provided by the runtime) ----
+    {"session", "now", "", "() -> time", HOST(kiln_session_now),
+     "the session clock (never the wall clock)"},
+    {"session", "set_condition", "", "(Job, string, string, string, string)", HOST(kiln_host_set_condition),
+     "set_condition(job, type, status, reason, message): replace/append a PodGroup condition"},
+
+    // ---- http (extender only) ----
+    {"http", "http_post", "", "(string, string, duration) -> string?", HOST(kiln_host_http_post),
+     "POST body to url with a timeout; none on error or timeout", "http"},
+};
+
+#undef NATIVE
+#undef HOST
+#undef INTRINSIC
+
+const Constant kConstants[] = {
+    {"permit", "Vote", 1, "the plugin permits"},
+    {"abstain", "Vote", 0, "no opinion"},
+    {"reject", "Vote", -1, "the plugin rejects"},
+    {"fits", "Fit", 0, "the predicate passes (status Success)"},
+    {"valid", "Validation", 0, "the job is valid"},
+    {"Zero", "Missing", 0, "a missing dimension counts as 0"},
+    {"Infinity", "Missing", 1, "a missing dimension counts as +∞"},
+    // Task statuses are Volcano's bit flags; written bare because policies compare them often.
+    {"Pending", "TaskStatus", 1, ""},
+    {"Allocated", "TaskStatus", 2, ""},
+    {"Pipelined", "TaskStatus", 4, ""},
+    {"Binding", "TaskStatus", 8, ""},
+    {"Bound", "TaskStatus", 16, ""},
+    {"Running", "TaskStatus", 32, ""},
+    {"Releasing", "TaskStatus", 64, ""},
+    {"Succeeded", "TaskStatus", 128, ""},
+    {"Failed", "TaskStatus", 256, ""},
+    {"Unknown", "TaskStatus", 512, ""},
+    {"PodGroupPhase.Pending", "PodGroupPhase", 0, ""},
+    {"PodGroupPhase.Running", "PodGroupPhase", 1, ""},
+    {"PodGroupPhase.Unknown", "PodGroupPhase", 2, ""},
+    {"PodGroupPhase.Inqueue", "PodGroupPhase", 3, ""},
+    {"PodGroupPhase.Completed", "PodGroupPhase", 4, ""},
+    {"QueueState.Open", "QueueState", 0, ""},
+    {"QueueState.Closed", "QueueState", 1, ""},
+    {"QueueState.Closing", "QueueState", 2, ""},
+    {"QueueState.Unknown", "QueueState", 3, ""},
+};
+
+const SessionField kSessionFields[] = {
+    {"jobs", "list<Job>", "kiln_session_jobs", "every job of the session"},
+    {"queues", "list<Queue>", "kiln_session_queues", "every queue"},
+    {"nodes", "list<Node>", "kiln_session_nodes", "every node"},
+    {"total", "Resource", "kiln_session_total", "Σ node allocatable"},
+};
+
+}  // namespace
+
+std::span<const Function> Functions() { return kFunctions; }
+std::span<const Constant> Constants() { return kConstants; }
+std::span<const SessionField> SessionFields() { return kSessionFields; }
+
+}  // namespace kiln::stdlib

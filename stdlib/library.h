@@ -1,0 +1,67 @@
+#pragma once
+// The standard library of the policy language: ONE table per bundle that both the type checker
+// (signatures) and codegen/JIT (symbols and native addresses) read, so a function cannot exist in
+// one and not the other (the cel-cpp function-library habit).
+//
+// Implementations:
+//   Native     a pure C-ABI function in stdlib/natives.cc; `native` is its address, `symbol` the
+//              name codegen declares and the JIT maps to that address.
+//   Host       provided by the runtime (session clock, session lists, conditions, HTTP); `symbol`
+//              is the extern "C" name the runtime defines.
+//   Intrinsic  lowered inline by codegen (result constructors: fits, victims(...), invalid(...)).
+//
+// Signatures are written in the language's own type syntax: "(Resource, Resource, Missing) ->
+// bool". Generic helpers (len, min/max, range, get, keys, string(x), ...) are typed by the checker
+// itself and listed in kGenericBuiltins for documentation and name lookup.
+//
+// C ABI conventions (shared with codegen): int → int64_t, float → double, bool → bool,
+// duration/time → int64_t nanoseconds, quantity → double, string → KStr (by value), Resource →
+// `const kiln::Resource*` in / `kiln::Resource*` out (last parameter), T? result → bool return
+// with the payload through a trailing out-pointer. Missing → int32_t (0 Zero, 1 Infinity).
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace kiln::stdlib {
+
+enum class Impl : uint8_t { Native, Host, Intrinsic };
+
+struct Function {
+  std::string_view bundle;     // "math", "resource", "strings", "time", "session", "results", "http"
+  std::string_view name;       // as called in a policy
+  std::string_view receiver;   // "" for free functions; a type name for methods ("string")
+  std::string_view signature;  // "(float, float) -> float" (receiver not included)
+  Impl impl;
+  std::string_view symbol;     // C symbol (Native/Host); "" for Intrinsic
+  const void* native;          // address (Native only)
+  std::string_view doc;        // one line for docs/language.md
+  std::string_view capability = {};  // "http": only with `uses http;`
+};
+
+struct Constant {
+  std::string_view name;  // "permit", "Running", "QueueState.Open"
+  std::string_view type;  // "Vote"
+  int64_t value;          // the ABI value (Volcano's numbers)
+  std::string_view doc;
+};
+
+// Every function, in bundle order.
+std::span<const Function> Functions();
+std::span<const Constant> Constants();
+
+// Names the checker types itself (generic), for lookup and suggestions.
+inline constexpr std::string_view kGenericBuiltins[] = {
+    "len", "range", "min", "max", "abs", "float", "int", "string", "sum", "count", "any", "all",
+};
+
+// Fields of the `session` view (Host functions `kiln_session_<name>`, no argument).
+struct SessionField {
+  std::string_view name;
+  std::string_view type;
+  std::string_view symbol;
+  std::string_view doc;
+};
+std::span<const SessionField> SessionFields();
+
+}  // namespace kiln::stdlib

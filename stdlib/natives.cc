@@ -1,0 +1,150 @@
+#include "stdlib/natives.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "compiler/parse/literals.h"
+#include "runtime/resource.h"
+
+namespace {
+std::string_view View(KStr s) { return {s.data ? s.data : "", s.data ? s.size : 0}; }
+kiln::DimensionDefault Mode(int32_t m) {
+  return m == 1 ? kiln::DimensionDefault::Infinity : kiln::DimensionDefault::Zero;
+}
+}  // namespace
+
+extern "C" {
+
+double kiln_std_share(double a, double b) {
+  if (b == 0) return a == 0 ? 0 : 1;
+  return a / b;
+}
+double kiln_std_sqrt(double x) { return x > 0 ? std::sqrt(x) : 0; }
+double kiln_std_floor(double x) { return std::floor(x); }
+double kiln_std_ceil(double x) { return std::ceil(x); }
+double kiln_std_fabs(double x) { return std::fabs(x); }
+double kiln_std_log(double x) { return x > 0 ? std::log(x) : 0; }
+double kiln_std_round(double x) { return std::round(x); }  // half away from zero, as Go
+
+double kiln_std_dominant_share(const kiln::Resource* alloc, const kiln::Resource* total) {
+  // drf: the max over the total's dimensions (ResourceNames, pods included) of Share.
+  double best = 0;
+  for (kiln::ResourceId id : total->ResourceNames())
+    best = std::max(best, kiln_std_share(alloc->Get(id), total->Get(id)));
+  return best;
+}
+bool kiln_std_less_equal(const kiln::Resource* a, const kiln::Resource* b, int32_t mode) {
+  return a->LessEqual(*b, Mode(mode));
+}
+bool kiln_std_less(const kiln::Resource* a, const kiln::Resource* b, int32_t mode) {
+  return a->Less(*b, Mode(mode));
+}
+bool kiln_std_less_partly(const kiln::Resource* a, const kiln::Resource* b, int32_t mode) {
+  return a->LessPartly(*b, Mode(mode));
+}
+bool kiln_std_less_equal_in(const kiln::Resource* a, const kiln::Resource* b,
+                            const kiln::Resource* req) {
+  return a->LessEqualWithDimensionAndResourcesName(*b, *req);
+}
+bool kiln_std_less_equal_partly_in(const kiln::Resource* a, const kiln::Resource* b,
+                                   const kiln::Resource* req) {
+  return a->LessEqualPartlyWithDimensionZeroFiltered(*b, *req);
+}
+bool kiln_std_greater_partly_in(const kiln::Resource* a, const kiln::Resource* b,
+                                const kiln::Resource* req) {
+  return a->GreaterPartlyWithDimension(*b, *req);
+}
+bool kiln_std_greater_partly_relevant(const kiln::Resource* a, const kiln::Resource* b,
+                                      const kiln::Resource* req) {
+  return a->GreaterPartlyWithRelevantDimensions(*b, *req);
+}
+void kiln_std_exceeded(const kiln::Resource* a, const kiln::Resource* b, kiln::Resource* out) {
+  *out = a->ExceededPart(*b);
+}
+void kiln_std_min_dims(const kiln::Resource* a, const kiln::Resource* b, int32_t mode,
+                       kiln::Resource* out) {
+  kiln::Resource r = *a;
+  r.MinDimensionResource(*b, Mode(mode));
+  *out = r;
+}
+void kiln_std_max_dims(const kiln::Resource* a, const kiln::Resource* b, kiln::Resource* out) {
+  kiln::Resource r = *a;
+  r.SetMax(*b);
+  *out = r;
+}
+void kiln_std_infinite_resource(kiln::Resource* out) { *out = kiln::Resource::Infinite(); }
+bool kiln_std_resource_is_empty(const kiln::Resource* r) { return r->IsEmpty(); }
+bool kiln_std_resource_has(const kiln::Resource* r, KStr name) {
+  auto id = kiln::ResourceNames::Find(View(name));
+  return id && r->Has(*id);
+}
+double kiln_std_resource_get(const kiln::Resource* r, KStr name) {
+  auto id = kiln::ResourceNames::Find(View(name));
+  return id ? r->Get(*id) : 0.0;
+}
+
+bool kiln_std_parse_duration(KStr s, int64_t* out) {
+  // Go's time.ParseDuration: no `d` unit.
+  auto v = kiln::ParseDurationText(View(s), /*allow_days=*/false);
+  if (!v) return false;
+  *out = *v;
+  return true;
+}
+double kiln_std_quantity(KStr s) { return kiln::ParseQuantityText(View(s)).value_or(0.0); }
+bool kiln_std_parse_quantity(KStr s, double* out) {
+  auto v = kiln::ParseQuantityText(View(s));
+  if (!v) return false;
+  *out = *v;
+  return true;
+}
+bool kiln_std_parse_int(KStr s, int64_t* out) {
+  std::string text(View(s));
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+bool kiln_std_parse_float(KStr s, double* out) {
+  std::string text(View(s));
+  if (text.empty()) return false;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || std::isnan(v)) return false;
+  *out = v;
+  return true;
+}
+bool kiln_std_parse_bool(KStr s, bool* out) {
+  // Go's strconv.ParseBool.
+  std::string_view v = View(s);
+  if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") {
+    *out = true;
+    return true;
+  }
+  if (v == "0" || v == "f" || v == "F" || v == "false" || v == "FALSE" || v == "False") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+bool kiln_std_contains(KStr s, KStr sub) { return View(s).find(View(sub)) != std::string_view::npos; }
+bool kiln_std_starts_with(KStr s, KStr p) { return View(s).substr(0, View(p).size()) == View(p); }
+bool kiln_std_ends_with(KStr s, KStr p) {
+  auto a = View(s), b = View(p);
+  return a.size() >= b.size() && a.substr(a.size() - b.size()) == b;
+}
+KStr kiln_std_trim(KStr s) {
+  std::string_view v = View(s);
+  size_t b = v.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return KStr{v.data(), 0};
+  size_t e = v.find_last_not_of(" \t\r\n");
+  return KStr{v.data() + b, e - b + 1};
+}
+
+}  // extern "C"
