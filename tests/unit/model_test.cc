@@ -1,0 +1,377 @@
+#include "runtime/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/abi.h"
+#include "tests/unit/core_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::ClusterBuilder;
+using testing::Res;
+
+TEST(TaskStatus, HelpersMatchVolcano) {
+  EXPECT_TRUE(AllocatedStatus(TaskStatus::Bound));
+  EXPECT_TRUE(AllocatedStatus(TaskStatus::Binding));
+  EXPECT_TRUE(AllocatedStatus(TaskStatus::Running));
+  EXPECT_TRUE(AllocatedStatus(TaskStatus::Allocated));
+  EXPECT_FALSE(AllocatedStatus(TaskStatus::Pipelined));
+  EXPECT_FALSE(AllocatedStatus(TaskStatus::Releasing));
+  EXPECT_TRUE(PreemptableStatus(TaskStatus::Running));
+  EXPECT_TRUE(PreemptableStatus(TaskStatus::Bound));
+  EXPECT_FALSE(PreemptableStatus(TaskStatus::Binding));
+  EXPECT_TRUE(CompletedStatus(TaskStatus::Failed));
+  EXPECT_FALSE(CompletedStatus(TaskStatus::Releasing));
+  EXPECT_TRUE(ScheduledStatus(TaskStatus::Succeeded));
+  EXPECT_FALSE(ScheduledStatus(TaskStatus::Binding));
+  EXPECT_FALSE(ScheduledStatus(TaskStatus::Allocated));
+  EXPECT_EQ(static_cast<uint32_t>(TaskStatus::Unknown), 512u);
+  EXPECT_EQ(StatusSlot(TaskStatus::Releasing), 6);
+  EXPECT_EQ(ToString(TaskStatus::Pipelined), "Pipelined");
+  EXPECT_EQ(*ParseTaskStatus("Bound"), TaskStatus::Bound);
+  EXPECT_FALSE(ParseTaskStatus("Sleeping").has_value());
+  EXPECT_EQ(*ParsePodGroupPhase(""), PodGroupPhase::Pending);
+  EXPECT_FALSE(ParsePodGroupPhase("Done").has_value());
+  EXPECT_EQ(*ParseQueueState("Closing"), QueueState::Closing);
+}
+
+TEST(Task, RequestsCarryHiddenPod) {
+  Task t;
+  t.SetRequests(Res(500, 1024));
+  EXPECT_EQ(t.resreq.Get(kPods), 1);
+  EXPECT_EQ(t.init_resreq.Get(kPods), 1);
+  EXPECT_FALSE(t.best_effort);
+  EXPECT_EQ(t.priority, 1) << "Volcano's default task priority";
+  EXPECT_TRUE(t.preemptable);
+  Task be;
+  be.SetRequests(Res(0, 0));
+  EXPECT_TRUE(be.best_effort) << "the hidden pods request does not make a task non-best-effort";
+}
+
+struct Fixture {
+  ClusterBuilder b;
+  Fixture() {
+    b.AddQueue("default");
+    b.AddNode("n1", Res(4000, 8192, {{"pods", 110}}));
+    b.AddNode("n2", Res(2000, 4096, {{"pods", 2}}));
+  }
+};
+
+TEST(Cluster, LinkAccountsNodesPerStatus) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 2);
+  f.b.AddTask(j, "run", Res(1000, 1024), TaskStatus::Running, "n1");
+  f.b.AddTask(j, "rel", Res(500, 512), TaskStatus::Releasing, "n1");
+  f.b.AddTask(j, "pipe", Res(250, 256), TaskStatus::Pipelined, "n1");
+  f.b.AddTask(j, "done", Res(700, 700), TaskStatus::Succeeded, "n1");
+  f.b.AddTask(j, "wait", Res(100, 100));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Node* n1 = f.b.cluster.FindNode("n1");
+  ASSERT_NE(n1, nullptr);
+  EXPECT_EQ(n1->used.cpu(), 1500);
+  EXPECT_EQ(n1->idle.cpu(), 2500);
+  EXPECT_EQ(n1->idle.Get(kPods), 108);
+  EXPECT_EQ(n1->releasing.cpu(), 500);
+  EXPECT_EQ(n1->pipelined.cpu(), 250);
+  EXPECT_EQ(n1->FutureIdle().cpu(), 2500 + 500 - 250);
+  EXPECT_EQ(n1->tasks.size(), 3u) << "the Succeeded pod holds no node resources";
+  EXPECT_EQ(f.b.cluster.total_resource().cpu(), 6000);
+  EXPECT_EQ(f.b.cluster.total_resource().Get(kPods), 112);
+  Task* run = f.b.cluster.FindTask("ns-run");
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(run->node, n1);
+  EXPECT_EQ(run->job, f.b.cluster.FindJob("ns/pg"));
+}
+
+TEST(Cluster, DenseIndicesAndLookups) {
+  Fixture f;
+  Job& a = f.b.AddJob("ns", "a", "default", 1);
+  Job& b = f.b.AddJob("ns", "b", "default", 1);
+  f.b.AddTask(a, "a-0", Res(1, 1));
+  f.b.AddTask(b, "b-0", Res(1, 1));
+  f.b.AddTask(a, "a-1", Res(1, 1));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  const auto& tasks = f.b.cluster.tasks();
+  for (size_t i = 0; i < tasks.size(); ++i) EXPECT_EQ(tasks[i]->index, static_cast<int64_t>(i));
+  EXPECT_EQ(f.b.cluster.jobs()[1]->uid, "ns/b");
+  EXPECT_EQ(f.b.cluster.FindJob("ns/a")->TaskCount(), 2);
+  EXPECT_EQ(f.b.cluster.FindQueue("default")->jobs.size(), 2u);
+  EXPECT_EQ(f.b.cluster.nodes()[1]->index, 1);
+}
+
+TEST(Cluster, DropsJobsWithoutQueue) {
+  Fixture f;
+  Job& lost = f.b.AddJob("ns", "lost", "nope", 1);
+  f.b.AddTask(lost, "x", Res(1000, 0), TaskStatus::Running, "n2");
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  EXPECT_TRUE(f.b.cluster.jobs().empty());
+  EXPECT_EQ(f.b.cluster.FindJob("ns/lost"), nullptr);
+  EXPECT_EQ(f.b.cluster.orphan_tasks().size(), 1u);
+  EXPECT_EQ(f.b.cluster.FindNode("n2")->used.cpu(), 1000) << "its pod still occupies the node";
+}
+
+TEST(Cluster, LinkErrorsNameTheObject) {
+  {
+    Fixture f;
+    f.b.AddNode("n1", Res(1, 1));
+    Status s = f.b.cluster.Link();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().message, "duplicate node \"n1\"");
+  }
+  {
+    Fixture f;
+    Job& j = f.b.AddJob("ns", "pg", "default", 1);
+    f.b.AddTask(j, "p", Res(1, 1), TaskStatus::Running, "ghost");
+    Status s = f.b.cluster.Link();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().message, "task \"ns-p\" is on node \"ghost\", which does not exist");
+  }
+  {
+    Fixture f;
+    Task& t = f.b.cluster.NewTask();
+    t.uid = "ns-orphan";
+    t.job_uid = "ns/none";
+    Status s = f.b.cluster.Link();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().message, "task \"ns-orphan\" names job \"ns/none\", which does not exist");
+  }
+}
+
+TEST(Cluster, JobPriorityFromPriorityClass) {
+  Fixture f;
+  PriorityClass& high = f.b.cluster.NewPriorityClass();
+  high.name = "high";
+  high.value = 1000;
+  PriorityClass& def = f.b.cluster.NewPriorityClass();
+  def.name = "normal";
+  def.value = 10;
+  def.global_default = true;
+  Job& a = f.b.AddJob("ns", "a", "default", 1);
+  a.priority_class_name = "high";
+  Job& b = f.b.AddJob("ns", "b", "default", 1);
+  Job& c = f.b.AddJob("ns", "c", "default", 1);
+  c.priority_class_name = "missing";
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  EXPECT_EQ(f.b.cluster.FindJob("ns/a")->priority, 1000);
+  EXPECT_EQ(f.b.cluster.FindJob("ns/b")->priority, 10);
+  EXPECT_EQ(f.b.cluster.FindJob("ns/c")->priority, 10);
+  (void)b;
+}
+
+TEST(Cluster, QueueHierarchy) {
+  ClusterBuilder b;
+  b.AddQueue("root");
+  b.AddQueue("eng").parent_name = "root";
+  b.AddQueue("ml").parent_name = "eng";
+  ASSERT_TRUE(b.cluster.Link().ok());
+  Queue* ml = b.cluster.FindQueue("ml");
+  EXPECT_EQ(ml->parent->name, "eng");
+  EXPECT_EQ(ml->parent->parent->name, "root");
+  EXPECT_TRUE(ml->IsLeaf());
+  EXPECT_FALSE(b.cluster.FindQueue("root")->IsLeaf());
+}
+
+TEST(Job, CountersAndReadiness) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 3);
+  f.b.AddTask(j, "r", Res(100, 0), TaskStatus::Running, "n1");
+  f.b.AddTask(j, "b", Res(100, 0), TaskStatus::Bound, "n1");
+  f.b.AddTask(j, "p", Res(100, 0), TaskStatus::Pipelined, "n1");
+  f.b.AddTask(j, "be", Res(0, 0));
+  f.b.AddTask(j, "pend", Res(100, 0));
+  f.b.AddTask(j, "s", Res(100, 0), TaskStatus::Succeeded);
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  EXPECT_EQ(job->ReadyTaskNum(), 3);  // Running, Bound, Succeeded
+  EXPECT_EQ(job->WaitingTaskNum(), 1);
+  EXPECT_EQ(job->PendingBestEffortTaskNum(), 1);
+  EXPECT_EQ(job->ValidTaskNum(), 6);
+  EXPECT_TRUE(job->IsReady());
+  EXPECT_FALSE(job->IsStarving());
+  job->min_available = 5;
+  EXPECT_FALSE(job->IsReady()) << "3 ready + 1 pending best-effort = 4 < 5";
+  EXPECT_TRUE(job->IsPipelined()) << "+ 1 pipelined = 5";
+}
+
+TEST(Job, ReadinessThresholds) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 3);
+  f.b.AddTask(j, "r", Res(100, 0), TaskStatus::Running, "n1");
+  f.b.AddTask(j, "p", Res(100, 0), TaskStatus::Pipelined, "n1");
+  f.b.AddTask(j, "be", Res(0, 0));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  EXPECT_FALSE(job->IsReady());      // 1 + 1 < 3
+  EXPECT_TRUE(job->IsPipelined());   // 1 + 1 + 1 >= 3
+  EXPECT_TRUE(job->IsStarving());    // 1 + 1 < 3
+}
+
+TEST(Job, UpdateTaskStatusKeepsCountersAndAllocated) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 1);
+  f.b.AddTask(j, "a", Res(300, 10));
+  f.b.AddTask(j, "b", Res(200, 10));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  Task* a = f.b.cluster.FindTask("ns-a");
+  EXPECT_EQ(job->Count(TaskStatus::Pending), 2);
+  EXPECT_EQ(job->allocated.cpu(), 0);
+  EXPECT_EQ(job->total_request.cpu(), 500);
+  job->UpdateTaskStatus(a, TaskStatus::Allocated);
+  EXPECT_EQ(job->Count(TaskStatus::Pending), 1);
+  EXPECT_EQ(job->Count(TaskStatus::Allocated), 1);
+  EXPECT_EQ(job->allocated.cpu(), 300);
+  EXPECT_EQ(job->allocated.Get(kPods), 1);
+  EXPECT_EQ(job->TasksWith(TaskStatus::Allocated).front(), a);
+  job->UpdateTaskStatus(a, TaskStatus::Pipelined);
+  EXPECT_EQ(job->allocated.cpu(), 0) << "Pipelined is not an allocated status";
+  EXPECT_EQ(job->WaitingTaskNum(), 1);
+  EXPECT_EQ(job->total_request.cpu(), 500);
+}
+
+TEST(Job, MinTaskMemberChecks) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 3);
+  j.task_min_available = {{"ps", 1}, {"worker", 2}};
+  f.b.AddTask(j, "ps-0", Res(100, 0), TaskStatus::Running, "n1", "ps");
+  f.b.AddTask(j, "worker-0", Res(100, 0), TaskStatus::Pipelined, "n1", "worker");
+  f.b.AddTask(j, "worker-1", Res(100, 0), TaskStatus::Pending, "", "worker");
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  EXPECT_EQ(job->task_min_available_total, 3);
+  EXPECT_TRUE(job->CheckTaskValid());       // worker: 1 pipelined + 1 pending = 2
+  EXPECT_FALSE(job->CheckTaskReady());      // worker ready 0 < 2
+  EXPECT_FALSE(job->CheckTaskPipelined());  // worker occupied 1 < 2
+  EXPECT_TRUE(job->CheckTaskStarving());
+  job->UpdateTaskStatus(f.b.cluster.FindTask("ns-worker-1"), TaskStatus::Pipelined);
+  EXPECT_TRUE(job->CheckTaskPipelined());
+  EXPECT_FALSE(job->CheckTaskReady());
+  EXPECT_FALSE(job->CheckTaskStarving());
+  job->UpdateTaskStatus(f.b.cluster.FindTask("ns-worker-1"), TaskStatus::Failed);
+  EXPECT_FALSE(job->CheckTaskValid()) << "a Failed task is not valid";
+  // minMember below the sum of minTaskMember: every per-role check passes.
+  job->min_available = 2;
+  EXPECT_TRUE(job->CheckTaskValid());
+  EXPECT_TRUE(job->CheckTaskReady());
+  EXPECT_TRUE(job->CheckTaskPipelined());
+  EXPECT_TRUE(job->CheckTaskStarving());
+}
+
+TEST(Job, BestEffortPendingCountsAsReadyForRole) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 1);
+  j.task_min_available = {{"w", 1}};
+  f.b.AddTask(j, "w-0", Res(0, 0), TaskStatus::Pending, "", "w");
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  EXPECT_TRUE(job->CheckTaskReady());
+  EXPECT_TRUE(job->IsReady());
+}
+
+TEST(Job, ElasticResourcesAndConditions) {
+  Job j;
+  j.allocated = Res(3000, 100, {{"pods", 3}});
+  j.min_resources = Res(2000, 200);
+  Resource e = j.GetElasticResources();
+  EXPECT_EQ(e.cpu(), 1000);
+  EXPECT_EQ(e.memory(), 0);
+  EXPECT_EQ(e.Get(kPods), 3);
+  j.SetCondition({"Unschedulable", "True", "s1", 0, "NotEnoughResources", "m1"});
+  j.SetCondition({"Scheduled", "True", "s1", 0, "", ""});
+  j.SetCondition({"Unschedulable", "False", "s2", 0, "", "m2"});
+  ASSERT_EQ(j.conditions.size(), 2u);
+  EXPECT_EQ(j.FindCondition("Unschedulable")->message, "m2");
+  EXPECT_EQ(j.conditions[0].type, "Unschedulable") << "replaced in place";
+}
+
+TEST(Node, AddRemoveUpdateTask) {
+  Node n;
+  n.name = "n";
+  n.allocatable = Res(2000, 100, {{"pods", 10}});
+  n.idle = n.allocatable;
+  Task t;
+  t.namespace_ = "ns";
+  t.name = "t";
+  t.SetRequests(Res(1500, 50));
+  t.status = TaskStatus::Running;
+  ASSERT_TRUE(n.AddTask(&t).ok());
+  EXPECT_EQ(n.idle.cpu(), 500);
+  EXPECT_EQ(n.used.cpu(), 1500);
+  Status again = n.AddTask(&t);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().message, "task <ns/t> already on node <n>");
+  t.status = TaskStatus::Releasing;
+  ASSERT_TRUE(n.UpdateTask(&t).ok());
+  EXPECT_EQ(n.idle.cpu(), 500);
+  EXPECT_EQ(n.releasing.cpu(), 1500);
+  EXPECT_EQ(n.FutureIdle().cpu(), 2000);
+  Task b;
+  b.namespace_ = "ns";
+  b.name = "big";
+  b.SetRequests(Res(1000, 0));
+  b.status = TaskStatus::Binding;
+  Status s = n.AddTask(&b);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "node <n> has not enough resources (cpu) for task <ns/big>");
+  EXPECT_EQ(n.tasks.size(), 1u);
+  n.RemoveTask(&t);
+  EXPECT_EQ(n.idle.cpu(), 2000);
+  EXPECT_EQ(n.releasing.cpu(), 0);
+  EXPECT_EQ(n.used.cpu(), 0);
+  EXPECT_TRUE(n.tasks.empty());
+  EXPECT_EQ(t.node, nullptr);
+}
+
+TEST(Abi, FieldTableOffsetsAndHostFunctions) {
+  const AbiFieldInfo* prio = FindAbiField("Task", "priority");
+  ASSERT_NE(prio, nullptr);
+  EXPECT_EQ(prio->kind, FieldKind::Int);
+  EXPECT_EQ(prio->access, FieldAccess::Field);
+  Task t;
+  t.priority = 77;
+  int64_t loaded;
+  std::memcpy(&loaded, reinterpret_cast<const char*>(&t) + prio->offset, sizeof loaded);
+  EXPECT_EQ(loaded, 77);
+
+  const AbiFieldInfo* idle = FindAbiField("Node", "idle");
+  ASSERT_NE(idle, nullptr);
+  Node n;
+  n.idle = Res(1234, 0);
+  const Resource* r = reinterpret_cast<const Resource*>(reinterpret_cast<const char*>(&n) +
+                                                        idle->offset);
+  EXPECT_EQ(r->cpu(), 1234);
+
+  const AbiFieldInfo* labels = FindAbiField("Task", "labels");
+  ASSERT_NE(labels, nullptr);
+  EXPECT_EQ(labels->access, FieldAccess::Host);
+  EXPECT_EQ(labels->host, "kiln_task_label");
+  t.labels = {{"app", "web"}, {"tier", "front"}};
+  KStr out{};
+  EXPECT_TRUE(kiln_task_label(&t, "app", 3, &out));
+  EXPECT_EQ(std::string_view(out.data, out.size), "web");
+  EXPECT_FALSE(kiln_task_label(&t, "nope", 4, &out));
+  EXPECT_EQ(kiln_task_label_size(&t), 2u);
+  KStr k{}, v{};
+  kiln_task_label_at(&t, 1, &k, &v);
+  EXPECT_EQ(std::string_view(k.data, k.size), "tier");
+  EXPECT_EQ(FindAbiField("Task", "idel"), nullptr);
+  EXPECT_EQ(kiln_resource_id("cpu", 3), 0);
+  KStr name = kiln_resource_name(1);
+  EXPECT_EQ(std::string_view(name.data, name.size), "memory");
+}
+
+TEST(Abi, EveryHostFieldHasAFunction) {
+  for (const auto& f : kAbiFields) {
+    if (f.access == FieldAccess::Host) {
+      EXPECT_NE(f.host_fn, nullptr) << f.owner << "." << f.name;
+      EXPECT_FALSE(f.host.empty());
+    }
+    EXPECT_EQ(FindAbiField(f.owner, f.name), &f) << "duplicate field " << f.owner << "." << f.name;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
