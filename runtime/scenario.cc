@@ -1038,11 +1038,16 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
     }
   }
   for (const auto& p : c.pods) {
-    if (!groups.count(p.JobUid()))
+    if (!groups.count(p.JobUid())) {
+      std::vector<std::string_view> same_namespace;
+      for (const auto& g : c.pod_groups)
+        if (g.namespace_ == p.namespace_) same_namespace.push_back(g.name);
       return Error{fmt::format("pod `{}` names podGroup `{}`, which is not defined in namespace "
-                               "`{}`",
-                               p.Key(), p.group, p.namespace_),
+                               "`{}`{}",
+                               p.Key(), p.group, p.namespace_,
+                               yaml::DidYouMean(p.group, same_namespace)),
                    p.where};
+    }
     if (!p.node.empty() && !nodes.count(p.node))
       return Error{fmt::format("pod `{}` names node `{}`, which is not defined{}", p.Key(), p.node,
                                yaml::DidYouMean(p.node, names(nodes))),

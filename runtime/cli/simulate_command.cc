@@ -1,10 +1,176 @@
-// `kiln simulate` (being written: see the issue that owns this command).
+// `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
+//                     [--policy-dir DIR]...`
+//
+// Exit codes: 0 ok, 1 the first session differs from the scenario's `expect` (--check),
+// 2 bad input (scenario, conf, arguments, or a plugin that cannot be provided).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
 
 #include "runtime/cli/commands.h"
+#include "runtime/cli/output_format.h"
+#include "runtime/quantity.h"
+#include "runtime/scenario.h"
+#include "runtime/simulator.h"
+
+// The policy host lives in kiln_compiler; builds without it (-DKILN_NO_POLICY_HOST) run plugin-free.
+#if !defined(KILN_NO_POLICY_HOST) && __has_include("compiler/host/policy_provider.h")
+#include "compiler/host/policy_provider.h"
+#define KILN_HAVE_POLICY_HOST 1
+#endif
 
 namespace kiln::cli {
 
-void AddSimulateCommand(CLI::App& app) { app.add_subcommand("simulate", "not available yet"); }
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitMismatch = 1;
+constexpr int kExitBadInput = 2;
+
+struct SimulateOptions {
+  std::string file;
+  std::string output = "table";
+  bool check = false;
+  std::string conf_file;
+  int cycles = 1;
+  std::string period = "1s";
+  std::vector<std::string> policy_dirs;
+};
+
+// "file:line:col: error: message", then the offending source line with a caret under the column.
+void PrintError(const Error& e) {
+  std::string out = e.Format() + "\n";
+  if (!e.where.file.empty() && e.where.line > 0) {
+    if (auto text = ReadTextFile(e.where.file)) {
+      std::istringstream in(*text);
+      std::string line;
+      for (int i = 1; std::getline(in, line); ++i) {
+        if (i != e.where.line) continue;
+        out += fmt::format("  {} | {}\n", e.where.line, line);
+        if (e.where.column > 0) {
+          std::string pad(fmt::format("  {} | ", e.where.line).size(), ' ');
+          for (int c = 1; c < e.where.column && c <= static_cast<int>(line.size()); ++c)
+            pad += line[c - 1] == '\t' ? '\t' : ' ';
+          out += pad + "^\n";
+        }
+        break;
+      }
+    }
+  }
+  std::fputs(out.c_str(), stderr);
+}
+
+Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts) {
+  PolicyProviderOptions options;
+  options.policy_dirs = opts.policy_dirs;
+#ifdef KILN_HAVE_POLICY_HOST
+  return MakeCompiledPolicyProvider(options);
+#else
+  if (!options.policy_dirs.empty())
+    return Error{"--policy-dir: this build of kiln has no policy host", SourceLocation{}};
+  return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
+#endif
+}
+
+int RunSimulate(const SimulateOptions& opts) {
+  if (opts.output != "table" && opts.output != "json") {
+    PrintError(Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
+    return kExitBadInput;
+  }
+  if (opts.cycles < 1) {
+    PrintError(Error{fmt::format("--cycles must be at least 1, got {}", opts.cycles), {}});
+    return kExitBadInput;
+  }
+  auto period = ParseGoDuration(opts.period);
+  if (!period || *period <= 0) {
+    PrintError(Error{fmt::format("--period must be a positive duration like 1s or 500ms, got `{}`",
+                                 opts.period),
+                     {}});
+    return kExitBadInput;
+  }
+  auto spec = LoadScenarioFile(opts.file);
+  if (!spec) {
+    PrintError(spec.error());
+    return kExitBadInput;
+  }
+  std::string conf_text;
+  if (!opts.conf_file.empty()) {
+    auto text = ReadTextFile(opts.conf_file);
+    if (!text) {
+      PrintError(text.error());
+      return kExitBadInput;
+    }
+    conf_text = std::move(*text);
+  }
+  auto conf = ResolveScenarioConf(*spec, opts.conf_file.empty() ? nullptr : &conf_text, opts.conf_file);
+  if (!conf) {
+    PrintError(conf.error());
+    return kExitBadInput;
+  }
+  if (opts.check && (!spec->expect || spec->expect->empty())) {
+    PrintError(Error{"--check: the scenario has no `expect` block to check against",
+                     SourceLocation{spec->file}});
+    return kExitBadInput;
+  }
+  auto provider = MakeProvider(opts);
+  if (!provider) {
+    PrintError(provider.error());
+    return kExitBadInput;
+  }
+  SimulatorOptions sim_options;
+  sim_options.cycles = opts.cycles;
+  sim_options.period = *period;
+  auto sim = Simulator::Create(*spec, std::move(*conf), **provider, sim_options);
+  if (!sim) {
+    PrintError(sim.error());
+    return kExitBadInput;
+  }
+  auto result = (*sim)->Run();
+  if (!result) {
+    PrintError(result.error());
+    return kExitBadInput;
+  }
+  if (opts.check) {
+    std::vector<std::string> diffs = CheckExpectations(*spec->expect, result->sessions.front());
+    if (diffs.empty()) {
+      std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
+      return kExitOk;
+    }
+    std::string out = fmt::format("FAIL {}: the first session differs from `expect`\n", spec->name);
+    for (const auto& d : diffs) out += "  " + d + "\n";
+    out += "actual decisions (paste into the scenario if they are right):\n";
+    out += FormatExpectBlock(result->sessions.front());
+    std::fputs(out.c_str(), stdout);
+    return kExitMismatch;
+  }
+  std::string out = opts.output == "json" ? FormatJson(*result) : FormatTable(*result);
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app) {
+  auto opts = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Run scheduling sessions on a simulated cluster described by a scenario file");
+  cmd->add_option("scenario", opts->file, "scenario YAML file (see scenario-format.md)")->required();
+  cmd->add_option("-o,--output", opts->output, "table (default) or json");
+  cmd->add_flag("--check", opts->check,
+                "compare the first session with the scenario's `expect`; exit 1 when they differ");
+  cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
+  cmd->add_option("--cycles", opts->cycles, "number of scheduling cycles to run (default 1)");
+  cmd->add_option("--period", opts->period,
+                  "simulated time between cycles, a Go duration (default 1s, Volcano's "
+                  "schedule-period)");
+  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  cmd->callback([opts] {
+    int code = RunSimulate(*opts);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+}
 
 }  // namespace kiln::cli

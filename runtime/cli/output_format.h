@@ -1,0 +1,20 @@
+#pragma once
+// How `kiln simulate` prints a simulation: a readable table (default), the JSON document of
+// scenario-format.md's Output section, and an `expect:` block for pasting into a scenario when a
+// --check fails. nlohmann/json stays inside output_json.cc.
+
+#include <string>
+
+#include "runtime/simulator.h"
+
+namespace kiln::cli {
+
+std::string FormatTable(const SimulationResult& result);
+std::string FormatJson(const SimulationResult& result);
+// The session's decisions as a scenario `expect:` block (binds, evictions, pipelined, phases).
+std::string FormatExpectBlock(const SessionResult& session);
+// RFC 3339 in UTC with second precision ("2025-01-01T00:00:00Z"); sub-second parts are kept
+// when present ("...00.5Z").
+std::string FormatTime(TimeNs t);
+
+}  // namespace kiln::cli

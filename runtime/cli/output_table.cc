@@ -1,0 +1,90 @@
+// The readable form of a simulation: one block per session.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "runtime/cli/output_format.h"
+
+namespace kiln::cli {
+
+std::string FormatTime(TimeNs t) {
+  std::time_t secs = static_cast<std::time_t>(t >= 0 ? t / 1'000'000'000 : (t - 999'999'999) / 1'000'000'000);
+  int64_t nanos = t - static_cast<int64_t>(secs) * 1'000'000'000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (nanos != 0) {
+    std::string frac = fmt::format("{:09}", nanos);
+    while (!frac.empty() && frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out + "Z";
+}
+
+namespace {
+
+// A YAML double-quoted scalar.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string FormatTable(const SimulationResult& result) {
+  std::string out = fmt::format("scenario: {}\n", result.scenario);
+  for (const SessionResult& s : result.sessions) {
+    out += fmt::format("\nsession {} at {} ({} µs)\n", s.index, FormatTime(s.time), s.duration_micros);
+    out += fmt::format("  binds: {}\n", s.binds.size());
+    for (const std::string& pod : s.bind_order)
+      out += fmt::format("    {:<40} -> {}\n", pod, s.binds.at(pod));
+    out += fmt::format("  pipelined: {}\n", s.pipelined.size());
+    for (const auto& [pod, node] : s.pipelined) out += fmt::format("    {:<40} -> {}\n", pod, node);
+    out += fmt::format("  evictions: {}\n", s.evictions.size());
+    for (const auto& pod : s.evictions) out += fmt::format("    {}\n", pod);
+    out += fmt::format("  podGroup phases: {}\n", s.pod_group_phases.size());
+    for (const auto& [job, phase] : s.pod_group_phases)
+      out += fmt::format("    {:<40} {}\n", job, phase);
+    out += fmt::format("  unschedulable: {}\n", s.unschedulable.size());
+    for (const auto& [pod, reason] : s.unschedulable) out += fmt::format("    {}: {}\n", pod, reason);
+    if (!s.faults.empty()) {
+      out += fmt::format("  policy faults: {}\n", s.faults.size());
+      for (const auto& f : s.faults) out += fmt::format("    {}\n", f);
+    }
+  }
+  return out;
+}
+
+std::string FormatExpectBlock(const SessionResult& s) {
+  auto flow_map = [](const std::map<std::string, std::string>& m) {
+    std::string out = "{";
+    for (const auto& [k, v] : m) out += fmt::format("{}{}: {}", out.size() > 1 ? ", " : "", k, v);
+    return out + "}";
+  };
+  std::string out = "expect:\n";
+  out += "  binds: " + flow_map(s.binds) + "\n";
+  std::string ev = "[";
+  for (const auto& e : s.evictions) ev += (ev.size() > 1 ? ", " : "") + e;
+  out += "  evictions: " + ev + "]\n";
+  out += "  pipelined: " + flow_map(s.pipelined) + "\n";
+  out += "  podGroupPhases: " + flow_map(s.pod_group_phases) + "\n";
+  if (s.unschedulable.empty()) {
+    out += "  unschedulable: {}\n";
+  } else {
+    out += "  unschedulable:\n";
+    for (const auto& [pod, reason] : s.unschedulable)
+      out += fmt::format("    {}: {}\n", pod, Quote(reason));
+  }
+  return out;
+}
+
+}  // namespace kiln::cli

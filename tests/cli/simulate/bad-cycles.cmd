@@ -1,0 +1,1 @@
+simulate --cycles 0 tests/cli/simulate/data/plugin-free.yaml

@@ -1,0 +1,1 @@
+simulate --output yaml tests/cli/simulate/data/plugin-free.yaml

@@ -1,0 +1,1 @@
+simulate --conf tests/cli/simulate/data/unknown-action.conf tests/cli/simulate/data/plugin-free.yaml

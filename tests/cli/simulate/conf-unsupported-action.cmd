@@ -1,0 +1,1 @@
+simulate --conf tests/cli/simulate/data/unsupported-action.conf tests/cli/simulate/data/plugin-free.yaml

@@ -1,0 +1,347 @@
+// Scenario loader: every field of scenario-format.md, its defaults, and each error with its line.
+#include <gtest/gtest.h>
+
+#include "runtime/quantity.h"
+#include "runtime/scenario.h"
+
+namespace kiln {
+namespace {
+
+ScenarioSpec MustParse(std::string_view text) {
+  auto r = ParseScenario(text, "s.yaml");
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
+  return r.ok() ? std::move(*r) : ScenarioSpec{};
+}
+
+Error MustFail(std::string_view text) {
+  auto r = ParseScenario(text, "s.yaml");
+  EXPECT_FALSE(r.ok()) << "parsed, but an error was expected";
+  return r.ok() ? Error{} : r.error();
+}
+
+double Dim(const Resource& r, std::string_view name) {
+  auto id = ResourceNames::Find(name);
+  EXPECT_TRUE(id.has_value()) << name;
+  return id ? r.Get(*id) : -1;
+}
+
+constexpr std::string_view kFull = R"(name: full
+conf: |
+  actions: "enqueue, allocate"
+  tiers: []
+now: "2025-01-01T00:00:10Z"
+cluster:
+  priorityClasses: [{name: high, value: 1000, preemptionPolicy: Never}, {name: low, value: 10, globalDefault: true}]
+  queues:
+  - name: q1
+    weight: 2
+    capability: {cpu: "8", memory: 16Gi}
+    deserved: {cpu: "4"}
+    guarantee: {cpu: "1"}
+    priority: 3
+    reclaimable: false
+    state: Open
+    annotations: {volcano.sh/hierarchy: root/q1}
+    affinity:
+      nodeGroupAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution: [gpu-pool]
+  nodes:
+  - name: n1
+    allocatable: {cpu: "2", memory: 4Gi, nvidia.com/gpu: "1"}
+    labels: {volcano.sh/nodegroup-name: gpu-pool}
+    taints: [{key: k, value: v, effect: NoSchedule}]
+    usage: {cpu: 40, memory: 60, metricsTime: "2025-01-01T00:00:00Z"}
+  - name: n2
+    allocatable: {cpu: 500m, memory: "1Gi", pods: "3"}
+    capacity: {cpu: "1", memory: 2Gi}
+    unschedulable: true
+  podGroups:
+  - name: pg1
+    namespace: c1
+    queue: q1
+    minMember: 2
+    minTaskMember: {worker: 1}
+    minResources: {cpu: "1"}
+    priorityClassName: high
+    phase: Inqueue
+    creationTimestamp: "2025-01-01T00:00:00Z"
+  pods:
+  - name: p1
+    namespace: c1
+    group: pg1
+    task: worker
+    requests: {cpu: "1", memory: 1Gi}
+    priorityClassName: high
+    phase: Running
+    node: n1
+    scheduledAt: "2025-01-01T00:00:05Z"
+    tolerations: [{key: k, operator: Equal, value: v, effect: NoSchedule}]
+    nodeSelector: {disk: ssd}
+    affinity:
+      nodeAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions: [{key: zone, operator: In, values: [a, b]}]
+      podAntiAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 10
+          podAffinityTerm:
+            labelSelector: {matchLabels: {app: x}}
+            topologyKey: kubernetes.io/hostname
+    topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]
+    duration: 10m
+  - name: p2
+    namespace: c1
+    group: pg1
+    requests: {cpu: 250m}
+    priority: 7
+    deleting: true
+  - name: plain
+    requests: {cpu: "1"}
+  pdbs: [{name: x, namespace: c1, minAvailable: "1", selector: {app: a}, disruptionsAllowed: 0}]
+  resourceQuotas: [{name: rq, namespace: c1, hard: {cpu: "4"}, used: {cpu: "1"}}]
+expect:
+  binds: {default/plain: n1}
+  bindCount: 1
+  evictions: [c1/p2]
+  evictionCount: 1
+  pipelined: {}
+  podGroupPhases: {c1/pg1: Inqueue}
+  unschedulable: {}
+notes: free text
+source: test
+)";
+
+TEST(ScenarioTest, LoadsEveryFieldWithUnits) {
+  ScenarioSpec s = MustParse(kFull);
+  EXPECT_EQ(s.name, "full");
+  EXPECT_TRUE(s.has_conf);
+  EXPECT_EQ(s.conf_text, "actions: \"enqueue, allocate\"\ntiers: []\n");
+  EXPECT_EQ(s.conf_first_line, 3);
+  EXPECT_EQ(s.conf_indent, 2);
+  EXPECT_EQ(s.now, *ParseTimestamp("2025-01-01T00:00:10Z"));
+  EXPECT_EQ(s.notes, "free text");
+  EXPECT_EQ(s.source, "test");
+
+  const ClusterSpec& c = s.cluster;
+  ASSERT_EQ(c.priority_classes.size(), 2u);
+  EXPECT_EQ(c.priority_classes[0].preemption_policy, PreemptionPolicy::Never);
+  EXPECT_TRUE(c.priority_classes[1].global_default);
+
+  ASSERT_EQ(c.queues.size(), 2u);  // q1 and the implicit default queue
+  const QueueSpec& q1 = c.queues[0];
+  EXPECT_EQ(q1.weight, 2);
+  EXPECT_EQ(Dim(*q1.capability, "cpu"), 8000);
+  EXPECT_EQ(Dim(*q1.capability, "memory"), 16.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(Dim(*q1.guarantee, "cpu"), 1000);
+  EXPECT_EQ(q1.priority, 3);
+  EXPECT_FALSE(q1.reclaimable);
+  EXPECT_EQ(q1.node_group_affinity.required, std::vector<std::string>{"gpu-pool"});
+  EXPECT_EQ(c.queues[1].name, "default");
+  EXPECT_TRUE(c.queues[1].implicit);
+  EXPECT_EQ(c.queues[1].weight, 1);
+
+  ASSERT_EQ(c.nodes.size(), 2u);
+  const NodeSpec& n1 = c.nodes[0];
+  EXPECT_EQ(Dim(n1.allocatable, "cpu"), 2000);
+  EXPECT_EQ(Dim(n1.allocatable, "pods"), 110);  // kubelet default
+  EXPECT_EQ(Dim(n1.allocatable, "nvidia.com/gpu"), 1000);  // extended resources in milli-units
+  EXPECT_TRUE(n1.capacity == n1.allocatable);
+  ASSERT_EQ(n1.taints.size(), 1u);
+  EXPECT_EQ(n1.taints[0].effect, "NoSchedule");
+  ASSERT_TRUE(n1.usage.has_value());
+  EXPECT_EQ(n1.usage->cpu, 40);
+  const NodeSpec& n2 = c.nodes[1];
+  EXPECT_EQ(Dim(n2.allocatable, "cpu"), 500);
+  EXPECT_EQ(Dim(n2.allocatable, "pods"), 3);
+  EXPECT_EQ(Dim(n2.capacity, "cpu"), 1000);
+  EXPECT_EQ(Dim(n2.capacity, "pods"), 3);
+  EXPECT_TRUE(n2.unschedulable);
+
+  ASSERT_EQ(c.pod_groups.size(), 2u);  // pg1 and plain's own group
+  const PodGroupSpec& pg1 = c.pod_groups[0];
+  EXPECT_EQ(pg1.Uid(), "c1/pg1");
+  EXPECT_EQ(pg1.min_member, 2);
+  EXPECT_EQ(pg1.min_task_member.at("worker"), 1);
+  EXPECT_EQ(pg1.phase, PodGroupPhase::Inqueue);
+  EXPECT_EQ(pg1.creation_time, *ParseTimestamp("2025-01-01T00:00:00Z"));
+
+  ASSERT_EQ(c.pods.size(), 3u);
+  const PodSpec& p1 = c.pods[0];
+  EXPECT_EQ(p1.Uid(), "c1-p1");
+  EXPECT_EQ(p1.Key(), "c1/p1");
+  EXPECT_EQ(p1.JobUid(), "c1/pg1");
+  EXPECT_EQ(p1.phase, PodPhase::Running);
+  EXPECT_EQ(p1.priority, 1000);  // from its class
+  EXPECT_EQ(p1.preemption_policy, PreemptionPolicy::Never);
+  EXPECT_EQ(Dim(p1.requests, "memory"), 1024.0 * 1024 * 1024);
+  EXPECT_EQ(p1.duration, 600'000'000'000);
+  EXPECT_EQ(p1.creation_time, s.now);  // defaults to `now`
+  ASSERT_TRUE(p1.affinity.node_affinity.has_value());
+  ASSERT_TRUE(p1.affinity.node_affinity->required.has_value());
+  EXPECT_EQ((*p1.affinity.node_affinity->required)[0].match_expressions[0].values,
+            (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(p1.affinity.pod_anti_affinity.has_value());
+  EXPECT_EQ(p1.affinity.pod_anti_affinity->preferred[0].weight, 10);
+  EXPECT_EQ(p1.topology_spread_constraints[0].topology_key, "zone");
+  const PodSpec& p2 = c.pods[1];
+  EXPECT_EQ(p2.priority, 7);  // explicit wins over the global default class
+  EXPECT_TRUE(p2.deleting);
+  EXPECT_EQ(Dim(p2.requests, "cpu"), 250);
+
+  // A pod without a group gets its own single-member group, named like Volcano's controller does.
+  const PodSpec& plain = c.pods[2];
+  EXPECT_EQ(plain.namespace_, "default");
+  EXPECT_EQ(plain.group, "podgroup-default-plain");
+  EXPECT_EQ(plain.priority, 10);  // the global default class
+  const PodGroupSpec& shadow = c.pod_groups[1];
+  EXPECT_TRUE(shadow.implicit);
+  EXPECT_EQ(shadow.Uid(), "default/podgroup-default-plain");
+  EXPECT_EQ(shadow.queue, "default");
+  EXPECT_EQ(shadow.min_member, 1);
+  EXPECT_EQ(Dim(*shadow.min_resources, "cpu"), 1000);
+
+  ASSERT_EQ(c.pdbs.size(), 1u);
+  EXPECT_EQ(c.pdbs[0].selector.match_labels.at("app"), "a");
+  EXPECT_EQ(*c.pdbs[0].min_available, "1");
+  ASSERT_EQ(c.resource_quotas.size(), 1u);
+  EXPECT_EQ(Dim(c.resource_quotas[0].hard, "cpu"), 4000);
+
+  ASSERT_TRUE(s.expect.has_value());
+  EXPECT_EQ(s.expect->binds->at("default/plain"), "n1");
+  EXPECT_EQ(*s.expect->bind_count, 1);
+  EXPECT_EQ(s.expect->evictions->count("c1/p2"), 1u);
+  EXPECT_TRUE(s.expect->pipelined->empty());
+  EXPECT_EQ(s.expect->pod_group_phases->at("c1/pg1"), "Inqueue");
+  EXPECT_TRUE(s.expect->unschedulable->empty());
+}
+
+TEST(ScenarioTest, MinimalScenarioDefaults) {
+  ScenarioSpec s = MustParse("cluster:\n  nodes: [{name: n1, allocatable: {cpu: 1}}]\n");
+  EXPECT_EQ(s.name, "s");  // from the file name
+  EXPECT_FALSE(s.has_conf);
+  EXPECT_EQ(s.now, *ParseTimestamp("2025-01-01T00:00:00Z"));
+  EXPECT_FALSE(s.expect.has_value());
+  ASSERT_EQ(s.cluster.queues.size(), 1u);
+  EXPECT_EQ(s.cluster.queues[0].name, "default");
+}
+
+TEST(ScenarioTest, DefinedDefaultQueueIsNotDuplicated) {
+  ScenarioSpec s = MustParse("cluster:\n  queues: [{name: default, weight: 3}]\n");
+  ASSERT_EQ(s.cluster.queues.size(), 1u);
+  EXPECT_EQ(s.cluster.queues[0].weight, 3);
+  EXPECT_FALSE(s.cluster.queues[0].implicit);
+}
+
+TEST(ScenarioTest, UnknownKeyNamesFileLineAndKey) {
+  Error e = MustFail("name: x\ncluster:\n  nodes:\n  - name: n1\n    allocatable: {cpu: 1}\n    lables: {a: b}\n");
+  EXPECT_EQ(e.Format(), "s.yaml:6:5: error: unknown key `lables` in node; did you mean `labels`?");
+  Error top = MustFail("name: x\nexpected: {}\n");
+  EXPECT_EQ(top.Format(), "s.yaml:2:1: error: unknown key `expected` in scenario; did you mean `expect`?");
+  Error pod = MustFail("cluster:\n  pods:\n  - name: p\n    request: {cpu: 1}\n");
+  EXPECT_EQ(pod.Format(), "s.yaml:4:5: error: unknown key `request` in pod; did you mean `requests`?");
+}
+
+TEST(ScenarioTest, BadQuantityNamesValueAndLine) {
+  Error e = MustFail("cluster:\n  nodes:\n  - name: n1\n    allocatable: {cpu: \"2x\", memory: 1Gi}\n");
+  EXPECT_EQ(e.where.line, 4);
+  EXPECT_EQ(e.message,
+            "bad quantity `2x` for `cpu` in `allocatable` of node `n1`: invalid quantity \"2x\"");
+  Error neg = MustFail("cluster:\n  pods:\n  - name: p\n    requests: {cpu: \"-1\"}\n");
+  EXPECT_EQ(neg.message, "quantity `-1` for `cpu` in `requests` of pod `p` must not be negative");
+  Error list = MustFail("cluster:\n  pods:\n  - name: p\n    requests: {cpu: [1]}\n");
+  EXPECT_EQ(list.message,
+            "quantity of `cpu` in `requests` of pod `p` must be a string like \"1\" or \"500m\", got "
+            "a list");
+}
+
+TEST(ScenarioTest, WrongTypes) {
+  Error w = MustFail("cluster:\n  queues: [{name: q, weight: heavy}]\n");
+  EXPECT_EQ(w.Format(), "s.yaml:2:30: error: `weight` of queue `q` must be an integer, got `heavy`");
+  Error b = MustFail("cluster:\n  nodes: [{name: n, allocatable: {}, unschedulable: maybe}]\n");
+  EXPECT_EQ(b.message, "`unschedulable` of node `n` must be true or false, got `maybe`");
+  Error phase = MustFail("cluster:\n  pods: [{name: p, phase: Runing}]\n");
+  EXPECT_EQ(phase.message,
+            "`phase` of pod `p` must be Pending, Running, Succeeded, Failed or Unknown, got "
+            "`Runing`; did you mean `Running`?");
+  Error pods = MustFail("cluster:\n  pods: {name: p}\n");
+  EXPECT_EQ(pods.message, "`pods` must be a list, got a map");
+  Error ts = MustFail("now: yesterday\n");
+  EXPECT_EQ(ts.where.line, 1);
+  EXPECT_EQ(ts.message, "`now`: invalid timestamp \"yesterday\"");
+  Error dur = MustFail("cluster:\n  pods: [{name: p, duration: 10 minutes}]\n");
+  EXPECT_EQ(dur.message, "`duration` of pod `p`: invalid duration \"10 minutes\"");
+  Error no_name = MustFail("cluster:\n  nodes: [{allocatable: {}}]\n");
+  EXPECT_EQ(no_name.message, "node has no `name`");
+  Error alloc = MustFail("cluster:\n  nodes: [{name: n}]\n");
+  EXPECT_EQ(alloc.message, "node `n` has no `allocatable`");
+}
+
+TEST(ScenarioTest, CrossReferenceErrors) {
+  Error group = MustFail("cluster:\n  pods:\n  - {name: p, namespace: c1, group: pg9}\n");
+  EXPECT_EQ(group.Format(),
+            "s.yaml:3:5: error: pod `c1/p` names podGroup `pg9`, which is not defined in namespace "
+            "`c1`");
+  Error node = MustFail(
+      "cluster:\n  nodes: [{name: node-1, allocatable: {}}]\n  pods:\n  - {name: p, node: node-2, "
+      "phase: Running}\n");
+  EXPECT_EQ(node.message,
+            "pod `default/p` names node `node-2`, which is not defined; did you mean `node-1`?");
+  EXPECT_EQ(node.where.line, 4);
+  Error queue = MustFail("cluster:\n  podGroups:\n  - {name: pg, queue: q2}\n");
+  EXPECT_EQ(queue.message, "podGroup `default/pg` names queue `q2`, which is not defined");
+  Error running = MustFail("cluster:\n  pods:\n  - {name: p, phase: Running}\n");
+  EXPECT_EQ(running.message, "pod `p` is Running but has no `node`");
+  Error dup = MustFail("cluster:\n  pods:\n  - {name: p}\n  - {name: p}\n");
+  EXPECT_EQ(dup.message, "pod `default/p` is defined twice (first at line 3)");
+  EXPECT_EQ(dup.where.line, 4);
+  Error pc = MustFail("cluster:\n  pods:\n  - {name: p, priorityClassName: hihg}\n");
+  EXPECT_EQ(pc.message, "pod `default/p` names priority class `hihg`, which is not defined");
+  Error parent = MustFail("cluster:\n  queues: [{name: a, parent: b}]\n");
+  EXPECT_EQ(parent.message, "queue `a` names parent `b`, which is not defined");
+  Error cycle = MustFail("cluster:\n  queues: [{name: a, parent: b}, {name: b, parent: a}]\n");
+  EXPECT_EQ(cycle.message, "queue `a` is its own ancestor (parent cycle)");
+}
+
+TEST(ScenarioTest, ExpectReferencesAreChecked) {
+  Error pod = MustFail(
+      "cluster:\n  nodes: [{name: n1, allocatable: {}}]\n  pods: [{name: p1, namespace: c1}]\n"
+      "expect:\n  binds: {c1/p2: n1}\n");
+  EXPECT_EQ(pod.message,
+            "expect names pod `c1/p2`, which is not defined (pods are named <namespace>/<name>); "
+            "did you mean `c1/p1`?");
+  EXPECT_EQ(pod.where.line, 5);
+  Error node = MustFail(
+      "cluster:\n  nodes: [{name: n1, allocatable: {}}]\n  pods: [{name: p1}]\n"
+      "expect:\n  binds: {default/p1: n3}\n");
+  EXPECT_EQ(node.message, "expect names node `n3`, which is not defined");
+  Error phase = MustFail(
+      "cluster:\n  podGroups: [{name: pg}]\nexpect:\n  podGroupPhases: {default/pg: Queued}\n");
+  EXPECT_EQ(phase.message,
+            "`expect.podGroupPhases` of `default/pg` must be Pending, Inqueue, Running, Unknown or "
+            "Completed, got `Queued`");
+  Error key = MustFail("expect:\n  bind: {}\n");
+  EXPECT_EQ(key.message, "unknown key `bind` in `expect`; did you mean `binds`?");
+}
+
+TEST(ScenarioTest, ConfErrorsMapToScenarioLines) {
+  ScenarioSpec s = MustParse("name: x\nconf: |\n  actions: \"allocate\"\n  tiers:\n  - plugins:\n    - name: gang\n      enableJobOrdr: true\n");
+  Error conf_error{"unknown plugin option", SourceLocation{"s.yaml", 5, 5}};
+  Error mapped = MapConfError(s, conf_error);
+  EXPECT_EQ(mapped.where.file, "s.yaml");
+  EXPECT_EQ(mapped.where.line, 7);
+  EXPECT_EQ(mapped.where.column, 7);
+}
+
+TEST(ScenarioTest, EmptyAndInvalidDocuments) {
+  EXPECT_EQ(MustFail("").message, "scenario is empty");
+  Error syntax = MustFail("cluster:\n  nodes: [\n");
+  EXPECT_EQ(syntax.message.rfind("invalid YAML: ", 0), 0u);
+  EXPECT_GT(syntax.where.line, 0);
+  auto missing = LoadScenarioFile("/nonexistent/x.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "cannot read /nonexistent/x.yaml: No such file or directory");
+}
+
+}  // namespace
+}  // namespace kiln
