@@ -4,6 +4,7 @@
 #include "runtime/abi.h"
 
 #include <cstring>
+#include <iterator>
 
 namespace kiln {
 namespace {
@@ -46,6 +47,70 @@ const AbiFieldInfo* FindAbiField(std::string_view owner, std::string_view name) 
     if (f.owner == owner && f.name == name) return &f;
   return nullptr;
 }
+
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+constexpr std::string_view ElemName(std::string_view e) { return e == "_" ? std::string_view{} : e; }
+
+// Single-function kinds expose their address in AbiFieldInfo::host_fn; pair kinds do not.
+#define KILN_SHAPE_FN_String(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_Int(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_Bool(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_StringMap(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_IntMap(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_Record(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_OptionalRecord(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_OptionalInt(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_StringList(fn) nullptr
+#define KILN_SHAPE_FN_RecordList(fn) nullptr
+
+const AbiFieldInfo kShapeFields[] = {
+#define KILN_X(owner, name, kind, access, target, elem)                                       \
+  AbiFieldInfo{#owner, name, FieldKind::kind, FieldAccess::access, 0, #target,               \
+               KILN_SHAPE_FN_##kind(target), ElemName(#elem)},
+    KILN_ABI_SHAPE_FIELDS(KILN_X)
+#undef KILN_X
+};
+
+#define KILN_SYM(fn) AbiHostSymbol{#fn, reinterpret_cast<const void*>(&fn)},
+#define KILN_SYMS_String(fn) KILN_SYM(fn)
+#define KILN_SYMS_Int(fn) KILN_SYM(fn)
+#define KILN_SYMS_Bool(fn) KILN_SYM(fn)
+#define KILN_SYMS_Record(fn) KILN_SYM(fn)
+#define KILN_SYMS_OptionalRecord(fn) KILN_SYM(fn)
+#define KILN_SYMS_OptionalInt(fn) KILN_SYM(fn)
+#define KILN_SYMS_StringMap(fn) KILN_SYM(fn) KILN_SYM(fn##_size) KILN_SYM(fn##_at)
+#define KILN_SYMS_IntMap(fn) KILN_SYM(fn) KILN_SYM(fn##_size) KILN_SYM(fn##_at)
+#define KILN_SYMS_StringList(fn) KILN_SYM(fn##_size) KILN_SYM(fn##_at)
+#define KILN_SYMS_RecordList(fn) KILN_SYM(fn##_size) KILN_SYM(fn##_at)
+const AbiHostSymbol kShapeSymbols[] = {
+#define KILN_X(owner, name, kind, access, target, elem) KILN_SYMS_##kind(target)
+    KILN_ABI_SHAPE_FIELDS(KILN_X)
+#undef KILN_X
+};
+
+const std::string_view kRecordNames[] = {
+#define KILN_X(rec) #rec,
+    KILN_ABI_RECORDS(KILN_X)
+#undef KILN_X
+};
+
+}  // namespace
+
+std::span<const AbiFieldInfo> AbiShapeFields() { return kShapeFields; }
+
+const AbiFieldInfo* FindAbiShapeField(std::string_view owner, std::string_view name) {
+  for (const auto& f : kShapeFields)
+    if (f.owner == owner && f.name == name) return &f;
+  return nullptr;
+}
+
+std::span<const AbiHostSymbol> AbiShapeHostSymbols() { return kShapeSymbols; }
+
+std::span<const std::string_view> AbiRecordNames() { return kRecordNames; }
 
 }  // namespace kiln
 
@@ -104,6 +169,12 @@ bool kiln_job_check_task_starving(const Job* j) { return j->CheckTaskStarving();
 KList kiln_job_tasks(const Job* j) { return kiln::List(j->tasks); }
 KILN_MAP_FN(kiln_job_annotation, Job, annotations)
 KILN_MAP_FN(kiln_job_label, Job, labels)
+// Not thread-safe (the text lives in the job): meant for session_close and other single-threaded
+// points, which is where gang reads it.
+KStr kiln_job_fit_error(const Job* j) {
+  j->fit_error_cache = j->FitError();
+  return kiln::Str(j->fit_error_cache);
+}
 
 KStr kiln_node_name(const Node* n) { return kiln::Str(n->name); }
 void kiln_node_future_idle(const Node* n, kiln::Resource* out) { *out = n->FutureIdle(); }
@@ -119,6 +190,162 @@ bool kiln_queue_is_leaf(const Queue* q) { return q->IsLeaf(); }
 KList kiln_queue_children(const Queue* q) { return kiln::List(q->children); }
 KList kiln_queue_jobs(const Queue* q) { return kiln::List(q->jobs); }
 KILN_MAP_FN(kiln_queue_annotation, Queue, annotations)
+
+// ---- Kubernetes placement shapes (KILN_ABI_SHAPE_FIELDS) ----
+
+using kiln::HostPort;
+using kiln::LabelSelector;
+using kiln::NodeSelectorTerm;
+using kiln::PodAffinityTerm;
+using kiln::PreferredSchedulingTerm;
+using kiln::SelectorRequirement;
+using kiln::Taint;
+using kiln::Toleration;
+using kiln::TopologySpreadConstraint;
+using kiln::WeightedPodAffinityTerm;
+
+#define KILN_STR_FN(fn, Owner, expr) \
+  KStr fn(const Owner* o) { return kiln::Str(expr); }
+#define KILN_INT_FN(fn, Owner, expr) \
+  int64_t fn(const Owner* o) { return static_cast<int64_t>(expr); }
+#define KILN_RECLIST_FN(fn, Owner, expr)                                             \
+  size_t fn##_size(const Owner* o) { return (expr).size(); }                         \
+  const void* fn##_at(const Owner* o, size_t i) {                                    \
+    const auto& v = (expr);                                                          \
+    return i < v.size() ? static_cast<const void*>(&v[i]) : nullptr;                 \
+  }
+#define KILN_STRLIST_FN(fn, Owner, expr)                                             \
+  size_t fn##_size(const Owner* o) { return (expr).size(); }                         \
+  KStr fn##_at(const Owner* o, size_t i) {                                           \
+    const auto& v = (expr);                                                          \
+    return i < v.size() ? kiln::Str(v[i]) : KStr{"", 0};                             \
+  }
+#define KILN_OPTREC_FN(fn, Owner, expr)                                              \
+  const void* fn(const Owner* o) {                                                   \
+    const auto& v = (expr);                                                          \
+    return v ? static_cast<const void*>(&*v) : nullptr;                              \
+  }
+
+}  // extern "C"
+
+namespace {
+const std::vector<NodeSelectorTerm> kNoTerms;
+const std::vector<PreferredSchedulingTerm> kNoPreferred;
+const std::vector<PodAffinityTerm> kNoPodTerms;
+const std::vector<kiln::WeightedPodAffinityTerm> kNoWeighted;
+
+const std::vector<NodeSelectorTerm>& RequiredNodeTerms(const Task* t) {
+  const auto& na = t->affinity.node_affinity;
+  return na && na->required ? *na->required : kNoTerms;
+}
+const std::vector<PreferredSchedulingTerm>& PreferredNodeTerms(const Task* t) {
+  const auto& na = t->affinity.node_affinity;
+  return na ? na->preferred : kNoPreferred;
+}
+const std::vector<PodAffinityTerm>& Required(const std::optional<kiln::PodAffinity>& a) {
+  return a ? a->required : kNoPodTerms;
+}
+const std::vector<WeightedPodAffinityTerm>& Preferred(const std::optional<kiln::PodAffinity>& a) {
+  return a ? a->preferred : kNoWeighted;
+}
+}  // namespace
+
+extern "C" {
+
+KILN_RECLIST_FN(kiln_task_tolerations, Task, o->tolerations)
+bool kiln_task_has_required_node_affinity(const Task* o) {
+  const auto& na = o->affinity.node_affinity;
+  return na && na->required.has_value();
+}
+KILN_RECLIST_FN(kiln_task_required_node_affinity, Task, RequiredNodeTerms(o))
+KILN_RECLIST_FN(kiln_task_preferred_node_affinity, Task, PreferredNodeTerms(o))
+KILN_RECLIST_FN(kiln_task_required_pod_affinity, Task, Required(o->affinity.pod_affinity))
+KILN_RECLIST_FN(kiln_task_preferred_pod_affinity, Task, Preferred(o->affinity.pod_affinity))
+KILN_RECLIST_FN(kiln_task_required_pod_anti_affinity, Task,
+                Required(o->affinity.pod_anti_affinity))
+KILN_RECLIST_FN(kiln_task_preferred_pod_anti_affinity, Task,
+                Preferred(o->affinity.pod_anti_affinity))
+KILN_RECLIST_FN(kiln_task_topology_spread_constraints, Task, o->topology_spread_constraints)
+KILN_RECLIST_FN(kiln_task_host_ports, Task, o->host_ports)
+KILN_STRLIST_FN(kiln_task_images, Task, o->images)
+KILN_RECLIST_FN(kiln_node_taints, Node, o->taints)
+
+bool kiln_node_images(const Node* o, const char* key, size_t len, int64_t* out) {
+  auto it = o->images.find(std::string_view(key, len));
+  if (it == o->images.end()) {
+    if (out) *out = 0;
+    return false;
+  }
+  if (out) *out = it->second;
+  return true;
+}
+size_t kiln_node_images_size(const Node* o) { return o->images.size(); }
+void kiln_node_images_at(const Node* o, size_t i, KStr* key, int64_t* value) {
+  if (i >= o->images.size()) {
+    *key = KStr{"", 0};
+    *value = 0;
+    return;
+  }
+  auto it = o->images.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(i));
+  *key = kiln::Str(it->first);
+  *value = it->second;
+}
+
+KILN_STR_FN(kiln_taint_key, Taint, o->key)
+KILN_STR_FN(kiln_taint_value, Taint, o->value)
+KILN_STR_FN(kiln_taint_effect, Taint, o->effect)
+KILN_STR_FN(kiln_toleration_key, Toleration, o->key)
+KILN_STR_FN(kiln_toleration_op, Toleration, o->op)
+KILN_STR_FN(kiln_toleration_value, Toleration, o->value)
+KILN_STR_FN(kiln_toleration_effect, Toleration, o->effect)
+bool kiln_toleration_seconds(const Toleration* o, int64_t* out) {
+  if (!o->toleration_seconds) return false;
+  if (out) *out = *o->toleration_seconds;
+  return true;
+}
+KILN_STR_FN(kiln_selector_requirement_key, SelectorRequirement, o->key)
+KILN_STR_FN(kiln_selector_requirement_op, SelectorRequirement, o->op)
+KILN_STRLIST_FN(kiln_selector_requirement_values, SelectorRequirement, o->values)
+KILN_MAP_FN(kiln_label_selector_match_labels, LabelSelector, match_labels)
+KILN_RECLIST_FN(kiln_label_selector_match_expressions, LabelSelector, o->match_expressions)
+KILN_RECLIST_FN(kiln_node_selector_term_match_expressions, NodeSelectorTerm, o->match_expressions)
+KILN_RECLIST_FN(kiln_node_selector_term_match_fields, NodeSelectorTerm, o->match_fields)
+KILN_INT_FN(kiln_preferred_scheduling_term_weight, PreferredSchedulingTerm, o->weight)
+const void* kiln_preferred_scheduling_term_preference(const PreferredSchedulingTerm* o) {
+  return &o->preference;
+}
+KILN_OPTREC_FN(kiln_pod_affinity_term_label_selector, PodAffinityTerm, o->label_selector)
+KILN_STRLIST_FN(kiln_pod_affinity_term_namespaces, PodAffinityTerm, o->namespaces)
+bool kiln_pod_affinity_term_has_namespace_selector(const PodAffinityTerm* o) {
+  return o->namespace_selector.has_value();
+}
+KILN_OPTREC_FN(kiln_pod_affinity_term_namespace_selector, PodAffinityTerm, o->namespace_selector)
+KILN_STR_FN(kiln_pod_affinity_term_topology_key, PodAffinityTerm, o->topology_key)
+KILN_INT_FN(kiln_weighted_pod_affinity_term_weight, WeightedPodAffinityTerm, o->weight)
+const void* kiln_weighted_pod_affinity_term_term(const WeightedPodAffinityTerm* o) {
+  return &o->term;
+}
+KILN_INT_FN(kiln_topology_spread_max_skew, TopologySpreadConstraint, o->max_skew)
+KILN_STR_FN(kiln_topology_spread_topology_key, TopologySpreadConstraint, o->topology_key)
+KILN_STR_FN(kiln_topology_spread_when_unsatisfiable, TopologySpreadConstraint,
+            o->when_unsatisfiable)
+KILN_OPTREC_FN(kiln_topology_spread_label_selector, TopologySpreadConstraint, o->label_selector)
+bool kiln_topology_spread_min_domains(const TopologySpreadConstraint* o, int64_t* out) {
+  if (!o->min_domains) return false;
+  if (out) *out = *o->min_domains;
+  return true;
+}
+KILN_STRLIST_FN(kiln_topology_spread_match_label_keys, TopologySpreadConstraint,
+                o->match_label_keys)
+KILN_STR_FN(kiln_topology_spread_node_affinity_policy, TopologySpreadConstraint,
+            o->node_affinity_policy)
+KILN_STR_FN(kiln_topology_spread_node_taints_policy, TopologySpreadConstraint,
+            o->node_taints_policy)
+KILN_INT_FN(kiln_host_port_host_port, HostPort, o->host_port)
+KILN_INT_FN(kiln_host_port_container_port, HostPort, o->container_port)
+KILN_STR_FN(kiln_host_port_protocol, HostPort, o->protocol)
+KILN_STR_FN(kiln_host_port_host_ip, HostPort, o->host_ip)
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

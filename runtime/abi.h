@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <type_traits>
 
@@ -41,6 +42,13 @@ enum class FieldKind : uint8_t {
   Int, Float, Bool, String, Time, Duration, Resource,
   Task, Job, Node, Queue, StringMap, TaskList, JobList, QueueList,
   TaskStatus, PodGroupPhase, QueueState,
+  // Kinds used only by KILN_ABI_SHAPE_FIELDS (Kubernetes placement shapes):
+  StringList,      // list<string>
+  IntMap,          // map<string, int>
+  RecordList,      // list<Elem>
+  Record,          // Elem (never absent)
+  OptionalRecord,  // Elem? (null when absent)
+  OptionalInt,     // int?
 };
 
 enum class FieldAccess : uint8_t { Field, Host };
@@ -106,6 +114,7 @@ enum class FieldAccess : uint8_t { Field, Host };
   X(Job,   "tasks",               TaskList,     Host,  kiln_job_tasks)                         \
   X(Job,   "annotations",         StringMap,    Host,  kiln_job_annotation)                    \
   X(Job,   "labels",              StringMap,    Host,  kiln_job_label)                         \
+  X(Job,   "fit_error",           String,       Host,  kiln_job_fit_error)                     \
   /* ---- Node ---- */                                                                         \
   X(Node,  "name",                String,       Host,  kiln_node_name)                         \
   X(Node,  "unschedulable",       Bool,         Field, unschedulable)                          \
@@ -146,6 +155,77 @@ enum class FieldAccess : uint8_t { Field, Host };
   X(Queue, "annotations",         StringMap,    Host,  kiln_queue_annotation)
 // clang-format on
 
+// The Kubernetes placement shapes predicates and scorers read (model.h's Taint, Toleration, …),
+// as read-only records. Same columns as KILN_ABI_FIELDS plus Elem, the record type of
+// RecordList / Record / OptionalRecord fields (`_` for other kinds). Every row is Host access.
+// Host function signatures by kind (in addition to those above):
+//   StringList      size_t <fn>_size(const Owner*); KStr <fn>_at(const Owner*, size_t i)
+//   IntMap          bool <fn>(const Owner*, const char* key, size_t len, int64_t* out);
+//                   size_t <fn>_size(const Owner*);
+//                   void <fn>_at(const Owner*, size_t i, KStr* key, int64_t* value)
+//   RecordList      size_t <fn>_size(const Owner*); const void* <fn>_at(const Owner*, size_t i)
+//   Record          const void* <fn>(const Owner*)                (never null)
+//   OptionalRecord  const void* <fn>(const Owner*)                (null when absent)
+//   OptionalInt     bool <fn>(const Owner*, int64_t* out)         (false when absent)
+// Records (Owner values besides Task/Job/Node/Queue), in KILN_ABI_RECORDS.
+// clang-format off
+#define KILN_ABI_RECORDS(X)                                                                    \
+  X(Taint) X(Toleration) X(SelectorRequirement) X(LabelSelector) X(NodeSelectorTerm)           \
+  X(PreferredSchedulingTerm) X(PodAffinityTerm) X(WeightedPodAffinityTerm)                     \
+  X(TopologySpreadConstraint) X(HostPort)
+
+#define KILN_ABI_SHAPE_FIELDS(X)                                                                                           \
+  X(Task,  "tolerations",                 RecordList,     Host, kiln_task_tolerations,                 Toleration)               \
+  X(Task,  "has_required_node_affinity",  Bool,           Host, kiln_task_has_required_node_affinity,  _)                        \
+  X(Task,  "required_node_affinity",      RecordList,     Host, kiln_task_required_node_affinity,      NodeSelectorTerm)         \
+  X(Task,  "preferred_node_affinity",     RecordList,     Host, kiln_task_preferred_node_affinity,     PreferredSchedulingTerm)  \
+  X(Task,  "required_pod_affinity",       RecordList,     Host, kiln_task_required_pod_affinity,       PodAffinityTerm)          \
+  X(Task,  "preferred_pod_affinity",      RecordList,     Host, kiln_task_preferred_pod_affinity,      WeightedPodAffinityTerm)  \
+  X(Task,  "required_pod_anti_affinity",  RecordList,     Host, kiln_task_required_pod_anti_affinity,  PodAffinityTerm)          \
+  X(Task,  "preferred_pod_anti_affinity", RecordList,     Host, kiln_task_preferred_pod_anti_affinity, WeightedPodAffinityTerm)  \
+  X(Task,  "topology_spread_constraints", RecordList,     Host, kiln_task_topology_spread_constraints, TopologySpreadConstraint) \
+  X(Task,  "host_ports",                  RecordList,     Host, kiln_task_host_ports,                  HostPort)                 \
+  X(Task,  "images",                      StringList,     Host, kiln_task_images,                      _)                        \
+  X(Node,  "taints",                      RecordList,     Host, kiln_node_taints,                      Taint)                    \
+  X(Node,  "images",                      IntMap,         Host, kiln_node_images,                      _)                        \
+  X(Taint, "key",                         String,         Host, kiln_taint_key,                        _)                        \
+  X(Taint, "value",                       String,         Host, kiln_taint_value,                      _)                        \
+  X(Taint, "effect",                      String,         Host, kiln_taint_effect,                     _)                        \
+  X(Toleration, "key",                    String,         Host, kiln_toleration_key,                   _)                        \
+  X(Toleration, "op",                     String,         Host, kiln_toleration_op,                    _)                        \
+  X(Toleration, "value",                  String,         Host, kiln_toleration_value,                 _)                        \
+  X(Toleration, "effect",                 String,         Host, kiln_toleration_effect,                _)                        \
+  X(Toleration, "toleration_seconds",     OptionalInt,    Host, kiln_toleration_seconds,               _)                        \
+  X(SelectorRequirement, "key",           String,         Host, kiln_selector_requirement_key,         _)                        \
+  X(SelectorRequirement, "op",            String,         Host, kiln_selector_requirement_op,          _)                        \
+  X(SelectorRequirement, "values",        StringList,     Host, kiln_selector_requirement_values,      _)                        \
+  X(LabelSelector, "match_labels",        StringMap,      Host, kiln_label_selector_match_labels,      _)                        \
+  X(LabelSelector, "match_expressions",   RecordList,     Host, kiln_label_selector_match_expressions, SelectorRequirement)      \
+  X(NodeSelectorTerm, "match_expressions", RecordList,    Host, kiln_node_selector_term_match_expressions, SelectorRequirement)  \
+  X(NodeSelectorTerm, "match_fields",     RecordList,     Host, kiln_node_selector_term_match_fields,  SelectorRequirement)      \
+  X(PreferredSchedulingTerm, "weight",    Int,            Host, kiln_preferred_scheduling_term_weight, _)                        \
+  X(PreferredSchedulingTerm, "preference", Record,        Host, kiln_preferred_scheduling_term_preference, NodeSelectorTerm)     \
+  X(PodAffinityTerm, "label_selector",    OptionalRecord, Host, kiln_pod_affinity_term_label_selector, LabelSelector)            \
+  X(PodAffinityTerm, "namespaces",        StringList,     Host, kiln_pod_affinity_term_namespaces,     _)                        \
+  X(PodAffinityTerm, "has_namespace_selector", Bool,      Host, kiln_pod_affinity_term_has_namespace_selector, _)                \
+  X(PodAffinityTerm, "namespace_selector", OptionalRecord, Host, kiln_pod_affinity_term_namespace_selector, LabelSelector)       \
+  X(PodAffinityTerm, "topology_key",      String,         Host, kiln_pod_affinity_term_topology_key,   _)                        \
+  X(WeightedPodAffinityTerm, "weight",    Int,            Host, kiln_weighted_pod_affinity_term_weight, _)                       \
+  X(WeightedPodAffinityTerm, "term",      Record,         Host, kiln_weighted_pod_affinity_term_term,  PodAffinityTerm)          \
+  X(TopologySpreadConstraint, "max_skew", Int,            Host, kiln_topology_spread_max_skew,         _)                        \
+  X(TopologySpreadConstraint, "topology_key", String,     Host, kiln_topology_spread_topology_key,     _)                        \
+  X(TopologySpreadConstraint, "when_unsatisfiable", String, Host, kiln_topology_spread_when_unsatisfiable, _)                    \
+  X(TopologySpreadConstraint, "label_selector", OptionalRecord, Host, kiln_topology_spread_label_selector, LabelSelector)        \
+  X(TopologySpreadConstraint, "min_domains", OptionalInt, Host, kiln_topology_spread_min_domains,      _)                        \
+  X(TopologySpreadConstraint, "match_label_keys", StringList, Host, kiln_topology_spread_match_label_keys, _)                    \
+  X(TopologySpreadConstraint, "node_affinity_policy", String, Host, kiln_topology_spread_node_affinity_policy, _)                \
+  X(TopologySpreadConstraint, "node_taints_policy", String, Host, kiln_topology_spread_node_taints_policy, _)                    \
+  X(HostPort, "host_port",                Int,            Host, kiln_host_port_host_port,              _)                        \
+  X(HostPort, "container_port",           Int,            Host, kiln_host_port_container_port,         _)                        \
+  X(HostPort, "protocol",                 String,         Host, kiln_host_port_protocol,               _)                        \
+  X(HostPort, "host_ip",                  String,         Host, kiln_host_port_host_ip,                _)
+// clang-format on
+
 struct AbiFieldInfo {
   std::string_view owner;  // "Task"
   std::string_view name;   // "priority"
@@ -153,7 +233,16 @@ struct AbiFieldInfo {
   FieldAccess access;
   size_t offset;                // Field access: offsetof(owner, member); Host: 0
   std::string_view host;        // Host access: the function's symbol name
-  const void* host_fn;          // Host access: its address (for absoluteSymbols)
+  const void* host_fn;          // Host access: its address (for absoluteSymbols); for kinds
+                                // whose functions are a _size/_at pair: nullptr (see
+                                // AbiShapeHostSymbols)
+  std::string_view elem = {};   // record type of RecordList/Record/OptionalRecord fields
+};
+
+// A host function's symbol and address (for absoluteSymbols).
+struct AbiHostSymbol {
+  std::string_view name;
+  const void* address;
 };
 
 }  // namespace kiln
@@ -187,6 +276,27 @@ typedef struct KList {
 #define KILN_X_DECL_Host(kind, owner, fn) KILN_X_DECL_##kind(owner, fn)
 #define KILN_X(owner, name, kind, access, target) KILN_X_DECL_##access(kind, owner, target)
 KILN_ABI_FIELDS(KILN_X)
+#undef KILN_X
+
+#define KILN_X_SDECL_String(owner, fn, elem) KStr fn(const kiln::owner*);
+#define KILN_X_SDECL_Int(owner, fn, elem) int64_t fn(const kiln::owner*);
+#define KILN_X_SDECL_Bool(owner, fn, elem) bool fn(const kiln::owner*);
+#define KILN_X_SDECL_StringMap(owner, fn, elem) KILN_X_DECL_StringMap(owner, fn)
+#define KILN_X_SDECL_StringList(owner, fn, elem)                                \
+  size_t fn##_size(const kiln::owner*);                                         \
+  KStr fn##_at(const kiln::owner*, size_t i);
+#define KILN_X_SDECL_IntMap(owner, fn, elem)                                    \
+  bool fn(const kiln::owner*, const char* key, size_t len, int64_t* out);       \
+  size_t fn##_size(const kiln::owner*);                                         \
+  void fn##_at(const kiln::owner*, size_t i, KStr* key, int64_t* value);
+#define KILN_X_SDECL_RecordList(owner, fn, elem)                                \
+  size_t fn##_size(const kiln::owner*);                                         \
+  const void* fn##_at(const kiln::owner*, size_t i);
+#define KILN_X_SDECL_Record(owner, fn, elem) const void* fn(const kiln::owner*);
+#define KILN_X_SDECL_OptionalRecord(owner, fn, elem) const void* fn(const kiln::owner*);
+#define KILN_X_SDECL_OptionalInt(owner, fn, elem) bool fn(const kiln::owner*, int64_t* out);
+#define KILN_X(owner, name, kind, access, target, elem) KILN_X_SDECL_##kind(owner, target, elem)
+KILN_ABI_SHAPE_FIELDS(KILN_X)
 #undef KILN_X
 
 // Interns a resource name and returns its id (the index into Resource::values); -1 when the
@@ -256,7 +366,16 @@ KILN_ABI_FIELDS(KILN_X)
 static_assert(sizeof(TaskStatus) == 4 && sizeof(PodGroupPhase) == 4 && sizeof(QueueState) == 4);
 static_assert(sizeof(bool) == 1);
 
-// The entry for owner.name, or nullptr.
+// The entry for owner.name, or nullptr (KILN_ABI_FIELDS only).
 const AbiFieldInfo* FindAbiField(std::string_view owner, std::string_view name);
+
+// KILN_ABI_SHAPE_FIELDS as data, in table order.
+std::span<const AbiFieldInfo> AbiShapeFields();
+// The entry for owner.name in the shape table, or nullptr.
+const AbiFieldInfo* FindAbiShapeField(std::string_view owner, std::string_view name);
+// Every host function of the shape table, _size/_at companions included.
+std::span<const AbiHostSymbol> AbiShapeHostSymbols();
+// Record type names (KILN_ABI_RECORDS), in order.
+std::span<const std::string_view> AbiRecordNames();
 
 }  // namespace kiln

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cassert>
+#include <map>
 
 namespace kiln {
 
@@ -230,6 +232,72 @@ void Job::UpdateTaskStatus(Task* t, TaskStatus status) {
   IndexErase(*this, t);
   t->status = status;
   IndexInsert(*this, t);
+}
+
+Job::SchedulingReason Job::TaskSchedulingReason(const Task* t) const {
+  TaskStatus status = t->has_last_transaction ? t->last_transaction_status : t->status;
+  const std::string& node = t->has_last_transaction ? t->last_transaction_node : t->node_name;
+  SchedulingReason r;
+  r.message = job_fit_error;
+  switch (status) {
+    case TaskStatus::Allocated:
+      r.reason = "Schedulable";
+      r.message = fmt::format("Pod {}/{} can possibly be assigned to {}, once minAvailable is satisfied",
+                              t->namespace_, t->name, node);
+      return r;
+    case TaskStatus::Pipelined:
+      r.reason = "Unschedulable";
+      r.message = fmt::format(
+          "Pod {}/{} can possibly be assigned to {}, once resource is released and minAvailable is "
+          "satisfied",
+          t->namespace_, t->name, node);
+      if (t->eviction_occurred) r.nominated_node = node;
+      return r;
+    case TaskStatus::Pending: {
+      r.reason = "Unschedulable";
+      auto it = nodes_fit_errors.find(t->index);
+      if (it != nodes_fit_errors.end()) r.message = it->second.Message();
+      return r;
+    }
+    default:
+      r.reason = std::string(ToString(status));
+      return r;
+  }
+}
+
+namespace {
+// "N key" entries sorted as strings, like Volcano's sortReasonsHistogram.
+std::string Histogram(const std::map<std::string, int>& counts) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : counts) parts.push_back(fmt::format("{} {}", v, k));
+  std::sort(parts.begin(), parts.end());
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+}  // namespace
+
+std::string Job::FitError() const {
+  std::map<std::string, int> counts;
+  for (int i = 0; i < kTaskStatusCount; ++i)
+    if (!by_status[i].empty())
+      counts[std::string(ToString(StatusFromSlot(i)))] += static_cast<int>(by_status[i].size());
+  counts["minAvailable"] = static_cast<int>(min_available);
+  std::string msg = fmt::format("{}, {}", IsReady() ? "pod group is ready" : "pod group is not ready",
+                                Histogram(counts));
+  std::map<std::string, int> pending;
+  for (const Task* t : TasksWith(TaskStatus::Pending)) ++pending[TaskSchedulingReason(t).reason];
+  if (!pending.empty()) msg += fmt::format("; Pending: {}", Histogram(pending));
+  if (!job_fit_error.empty()) {
+    msg += ". Origin reason is: " + job_fit_error;
+  } else {
+    for (const Task* t : tasks) {
+      auto it = nodes_fit_errors.find(t->index);
+      if (it != nodes_fit_errors.end()) {
+        msg += fmt::format(". Origin reason is {}: {}", t->name, it->second.Message());
+        break;
+      }
+    }
+  }
+  return msg;
 }
 
 void Job::SetCondition(PodGroupCondition c) {

@@ -244,8 +244,12 @@ struct Task {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
   std::vector<std::string> images;
-  // Why the last statement touching this task was discarded (Volcano's LastTransaction).
+  // Volcano's LastTransaction: what a discarded statement had done with this task (its status
+  // and node at discard time), read by TaskSchedulingReason.
   std::string last_transaction_reason;
+  bool has_last_transaction = false;
+  TaskStatus last_transaction_status = TaskStatus::Pending;
+  std::string last_transaction_node;
 
   // Sets resreq = init_resreq = container requests + pods: 1 (GetPodResourceRequest) and
   // best_effort.
@@ -305,6 +309,7 @@ struct Job {
   // Per task index: the nodes that rejected it in this session (allocate fills, close reads).
   std::unordered_map<int64_t, FitErrors> nodes_fit_errors;
   std::string job_fit_error;  // JobFitErrors
+  mutable std::string fit_error_cache;  // storage behind kiln_job_fit_error
 
   // ---- counters (O(1)) ----
   int32_t Count(TaskStatus s) const { return static_cast<int32_t>(by_status[StatusSlot(s)].size()); }
@@ -324,6 +329,18 @@ struct Job {
   const Resource& GetMinResources() const { return min_resources; }
   Resource GetElasticResources() const { return allocated.ExceededPart(min_resources); }
   const std::vector<Task*>& TasksWith(TaskStatus s) const { return by_status[StatusSlot(s)]; }
+
+  // Volcano's TaskSchedulingReason: reason "Schedulable"/"Unschedulable"/<status>, the message a
+  // pod condition would carry, and the node to nominate (pipelined after evictions).
+  struct SchedulingReason {
+    std::string reason;
+    std::string message;
+    std::string nominated_node;
+  };
+  SchedulingReason TaskSchedulingReason(const Task* t) const;
+  // Volcano's JobInfo.FitError(): "pod group is not ready, 1 Pending, 2 minAvailable; Pending:
+  // 1 Unschedulable. Origin reason is p1: 0/3 nodes are available: 3 Insufficient cpu."
+  std::string FitError() const;
 
   // ---- mutation (keeps every counter in sync; used by Cluster::Link and the session) ----
   void AddTask(Task* t);

@@ -169,8 +169,7 @@ void Session::Close() {
   for (Job* j : cluster_.jobs()) {
     // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).
     for (Task* t : j->TasksWith(TaskStatus::Pending)) {
-      auto it = j->nodes_fit_errors.find(t->index);
-      std::string msg = it != j->nodes_fit_errors.end() ? it->second.Message() : j->job_fit_error;
+      std::string msg = j->TaskSchedulingReason(t).message;
       if (!msg.empty()) decisions_.unschedulable.emplace_back(t, std::move(msg));
     }
     for (Task* t : j->TasksWith(TaskStatus::Pipelined))

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/abi.h"
@@ -371,6 +372,135 @@ TEST(Abi, EveryHostFieldHasAFunction) {
     }
     EXPECT_EQ(FindAbiField(f.owner, f.name), &f) << "duplicate field " << f.owner << "." << f.name;
   }
+}
+
+TEST(Job, FitErrorSummaryLikeVolcano) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 2);
+  f.b.AddTask(j, "r", Res(100, 0), TaskStatus::Running, "n1");
+  f.b.AddTask(j, "p", Res(9000, 0));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  Task* p = f.b.cluster.FindTask("ns-p");
+  FitErrors fe;
+  fe.Add(FitError("ns-p", "n1", StatusCode::Unschedulable, "Insufficient cpu"));
+  job->nodes_fit_errors[p->index] = fe;
+  EXPECT_EQ(job->FitError(),
+            "pod group is not ready, 1 Pending, 1 Running, 2 minAvailable; Pending: 1 "
+            "Unschedulable. Origin reason is p: 0/1 nodes are available: 1 Insufficient cpu.");
+  job->job_fit_error = "queue q1 is overused";
+  EXPECT_EQ(job->FitError(),
+            "pod group is not ready, 1 Pending, 1 Running, 2 minAvailable; Pending: 1 "
+            "Unschedulable. Origin reason is: queue q1 is overused");
+  KStr s = kiln_job_fit_error(job);
+  EXPECT_EQ(std::string_view(s.data, s.size), job->FitError());
+}
+
+TEST(Job, TaskSchedulingReasonUsesLastTransaction) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 2);
+  f.b.AddTask(j, "p", Res(100, 0));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Job* job = f.b.cluster.FindJob("ns/pg");
+  Task* p = f.b.cluster.FindTask("ns-p");
+  EXPECT_EQ(job->TaskSchedulingReason(p).reason, "Unschedulable");
+  EXPECT_EQ(job->TaskSchedulingReason(p).message, "");
+  p->has_last_transaction = true;
+  p->last_transaction_status = TaskStatus::Allocated;
+  p->last_transaction_node = "n2";
+  auto r = job->TaskSchedulingReason(p);
+  EXPECT_EQ(r.reason, "Schedulable");
+  EXPECT_EQ(r.message, "Pod ns/p can possibly be assigned to n2, once minAvailable is satisfied");
+  EXPECT_EQ(job->FitError(),
+            "pod group is not ready, 1 Pending, 2 minAvailable; Pending: 1 Schedulable");
+}
+
+TEST(Abi, KubernetesShapes) {
+  Task t;
+  t.tolerations.push_back(Toleration{"k", "Equal", "v", "NoSchedule", 30});
+  NodeAffinity na;
+  na.required = std::vector<NodeSelectorTerm>{NodeSelectorTerm{{{"zone", "In", {"a", "b"}}}, {}}};
+  na.preferred.push_back(PreferredSchedulingTerm{7, NodeSelectorTerm{}});
+  t.affinity.node_affinity = na;
+  PodAffinity anti;
+  PodAffinityTerm term;
+  term.topology_key = "kubernetes.io/hostname";
+  term.label_selector = LabelSelector{{{"app", "web"}}, {}};
+  anti.required.push_back(term);
+  t.affinity.pod_anti_affinity = anti;
+  t.images = {"nginx:1.25"};
+
+  ASSERT_EQ(kiln_task_tolerations_size(&t), 1u);
+  auto* tol = static_cast<const Toleration*>(kiln_task_tolerations_at(&t, 0));
+  KStr effect = kiln_toleration_effect(tol);
+  EXPECT_EQ(std::string_view(effect.data, effect.size), "NoSchedule");
+  int64_t secs = 0;
+  EXPECT_TRUE(kiln_toleration_seconds(tol, &secs));
+  EXPECT_EQ(secs, 30);
+  EXPECT_EQ(kiln_task_tolerations_at(&t, 5), nullptr);
+
+  EXPECT_TRUE(kiln_task_has_required_node_affinity(&t));
+  ASSERT_EQ(kiln_task_required_node_affinity_size(&t), 1u);
+  auto* nst = static_cast<const NodeSelectorTerm*>(kiln_task_required_node_affinity_at(&t, 0));
+  auto* req = static_cast<const SelectorRequirement*>(
+      kiln_node_selector_term_match_expressions_at(nst, 0));
+  ASSERT_EQ(kiln_selector_requirement_values_size(req), 2u);
+  KStr v1 = kiln_selector_requirement_values_at(req, 1);
+  EXPECT_EQ(std::string_view(v1.data, v1.size), "b");
+  auto* pref = static_cast<const PreferredSchedulingTerm*>(kiln_task_preferred_node_affinity_at(&t, 0));
+  EXPECT_EQ(kiln_preferred_scheduling_term_weight(pref), 7);
+  EXPECT_NE(kiln_preferred_scheduling_term_preference(pref), nullptr);
+
+  EXPECT_EQ(kiln_task_required_pod_affinity_size(&t), 0u);
+  ASSERT_EQ(kiln_task_required_pod_anti_affinity_size(&t), 1u);
+  auto* pat = static_cast<const PodAffinityTerm*>(kiln_task_required_pod_anti_affinity_at(&t, 0));
+  auto* sel = static_cast<const LabelSelector*>(kiln_pod_affinity_term_label_selector(pat));
+  ASSERT_NE(sel, nullptr);
+  KStr app{};
+  EXPECT_TRUE(kiln_label_selector_match_labels(sel, "app", 3, &app));
+  EXPECT_EQ(std::string_view(app.data, app.size), "web");
+  EXPECT_EQ(kiln_pod_affinity_term_namespace_selector(pat), nullptr);
+  EXPECT_FALSE(kiln_pod_affinity_term_has_namespace_selector(pat));
+
+  Task plain;
+  EXPECT_FALSE(kiln_task_has_required_node_affinity(&plain));
+  EXPECT_EQ(kiln_task_required_node_affinity_size(&plain), 0u);
+  EXPECT_EQ(kiln_task_preferred_pod_affinity_size(&plain), 0u);
+
+  Node n;
+  n.taints.push_back(Taint{"dedicated", "gpu", "NoSchedule"});
+  n.images["nginx:1.25"] = 1000;
+  ASSERT_EQ(kiln_node_taints_size(&n), 1u);
+  KStr key = kiln_taint_key(static_cast<const Taint*>(kiln_node_taints_at(&n, 0)));
+  EXPECT_EQ(std::string_view(key.data, key.size), "dedicated");
+  int64_t size = 0;
+  EXPECT_TRUE(kiln_node_images(&n, "nginx:1.25", 10, &size));
+  EXPECT_EQ(size, 1000);
+  EXPECT_FALSE(kiln_node_images(&n, "redis", 5, &size));
+}
+
+TEST(Abi, ShapeTableDescribesEveryRecord) {
+  const AbiFieldInfo* tol = FindAbiShapeField("Task", "tolerations");
+  ASSERT_NE(tol, nullptr);
+  EXPECT_EQ(tol->kind, FieldKind::RecordList);
+  EXPECT_EQ(tol->elem, "Toleration");
+  EXPECT_EQ(tol->host, "kiln_task_tolerations");
+  EXPECT_EQ(FindAbiShapeField("Taint", "effect")->elem, "");
+  // Every record named as an element type is a declared record with at least one field.
+  std::vector<std::string_view> records(AbiRecordNames().begin(), AbiRecordNames().end());
+  for (const auto& f : AbiShapeFields()) {
+    if (f.elem.empty()) continue;
+    EXPECT_NE(std::find(records.begin(), records.end(), f.elem), records.end()) << f.elem;
+    bool has_fields = false;
+    for (const auto& g : AbiShapeFields()) has_fields |= g.owner == f.elem;
+    EXPECT_TRUE(has_fields) << f.elem;
+  }
+  bool found_size = false;
+  for (const auto& sym : AbiShapeHostSymbols()) {
+    EXPECT_NE(sym.address, nullptr) << sym.name;
+    found_size |= sym.name == "kiln_task_tolerations_size";
+  }
+  EXPECT_TRUE(found_size);
 }
 
 }  // namespace
