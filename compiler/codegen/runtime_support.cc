@@ -1,0 +1,445 @@
+#include "compiler/codegen/runtime_support.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace kiln {
+
+// Insertion-ordered map from int or string keys to fixed-size value slots. Slots live in one
+// growing byte vector; the returned slot pointer is valid until the next insertion.
+struct KMap {
+  MapKeyKind key_kind;
+  int32_t value_size;
+  std::vector<int64_t> int_keys;
+  std::vector<std::string> str_keys;
+  std::vector<char> values;
+  std::unordered_map<int64_t, int64_t> int_index;
+  std::unordered_map<std::string, int64_t> str_index;
+
+  int64_t size() const {
+    return key_kind == MapKeyKind::Int ? static_cast<int64_t>(int_keys.size())
+                                       : static_cast<int64_t>(str_keys.size());
+  }
+  void* slot(int64_t i) { return values.data() + i * value_size; }
+  int64_t Append() {
+    values.resize(values.size() + value_size, 0);
+    return size() - 1;
+  }
+};
+
+namespace {
+
+constexpr size_t kBlockSize = 64 * 1024;
+thread_local Arena* t_current_arena = nullptr;
+thread_local int64_t t_now = 0;
+
+template <typename R, typename F>
+R Guard(R zero, F&& f) {
+  try {
+    return static_cast<R>(f());
+  } catch (const std::exception& e) {
+    std::string msg = fmt::format("host error: {}", e.what());
+    kiln_rt_fault(msg.data(), static_cast<int64_t>(msg.size()));
+  } catch (...) {
+    kiln_rt_fault("host error", 10);
+  }
+  return zero;
+}
+
+std::string_view View(const char* s, int64_t n) {
+  return n > 0 ? std::string_view(s, static_cast<size_t>(n)) : std::string_view();
+}
+
+KStr CopyToArena(std::string_view s, Arena* arena) {
+  if (s.empty()) return KStr{nullptr, 0};
+  char* p = static_cast<char*>(arena->Allocate(s.size(), 1));
+  std::memcpy(p, s.data(), s.size());
+  return KStr{p, s.size()};
+}
+
+Resource* NewResource(Arena* arena) {
+  return new (arena->Allocate(sizeof(Resource), alignof(Resource))) Resource();
+}
+
+}  // namespace
+
+Arena::~Arena() {
+  Reset();
+  for (Block& b : blocks_) std::free(b.data);
+}
+
+void* Arena::Allocate(size_t size, size_t align) {
+  if (size == 0) size = 1;
+  for (;;) {
+    if (block_index_ < blocks_.size()) {
+      Block& b = blocks_[block_index_];
+      size_t start = (offset_ + align - 1) & ~(align - 1);
+      if (start + size <= b.size) {
+        offset_ = start + size;
+        used_total_ += size;
+        return b.data + start;
+      }
+      ++block_index_;
+      offset_ = 0;
+      continue;
+    }
+    size_t block = std::max(kBlockSize, size + align);
+    char* data = static_cast<char*>(std::aligned_alloc(16, (block + 15) & ~size_t{15}));
+    if (!data) throw std::bad_alloc();
+    blocks_.push_back({data, block});
+  }
+}
+
+KMap* Arena::NewMap(int32_t key_kind, int32_t value_size) {
+  auto* m = new KMap{static_cast<MapKeyKind>(key_kind), value_size, {}, {}, {}, {}, {}};
+  maps_.push_back(m);
+  return m;
+}
+
+void Arena::Reset() {
+  for (KMap* m : maps_) delete m;
+  maps_.clear();
+  // Keep the first block: a handler that allocates a little per call never touches malloc.
+  for (size_t i = 1; i < blocks_.size(); ++i) std::free(blocks_[i].data);
+  if (blocks_.size() > 1) blocks_.resize(1);
+  block_index_ = 0;
+  offset_ = 0;
+  used_total_ = 0;
+}
+
+Arena* SetCurrentArena(Arena* arena) {
+  Arena* prev = t_current_arena;
+  t_current_arena = arena;
+  return prev;
+}
+
+Arena& ThreadCallArena() {
+  thread_local Arena arena;
+  return arena;
+}
+
+Arena* CurrentArena() {
+  if (!t_current_arena) t_current_arena = &ThreadCallArena();
+  return t_current_arena;
+}
+
+std::vector<HostSymbol> RuntimeSupportSymbols() {
+#define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
+  return {
+      KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
+      KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),
+      KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
+      KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
+      KILN_SYM(kiln_rt_str_of_int),     KILN_SYM(kiln_rt_str_of_float),
+      KILN_SYM(kiln_rt_str_copy),       KILN_SYM(kiln_rt_str_split),       KILN_SYM(kiln_rt_map_new),
+      KILN_SYM(kiln_rt_map_find_i),     KILN_SYM(kiln_rt_map_find_s),
+      KILN_SYM(kiln_rt_map_slot_i),     KILN_SYM(kiln_rt_map_slot_s),
+      KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
+      KILN_SYM(kiln_rt_map_key_s),      KILN_SYM(kiln_rt_map_value_at),
+      KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
+      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_add),
+      KILN_SYM(kiln_rt_res_sub),        KILN_SYM(kiln_rt_res_mul),
+      KILN_SYM(kiln_rt_res_set),        KILN_SYM(kiln_rt_res_get),
+      KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
+      KILN_SYM(kiln_rt_res_less),       KILN_SYM(kiln_rt_res_equal),
+      KILN_SYM(kiln_rt_res_is_empty),   KILN_SYM(kiln_rt_res_names),
+      KILN_SYM(kiln_rt_sort),           KILN_SYM(kiln_rt_now),
+      KILN_SYM(kiln_rt_set_now),        KILN_SYM(kiln_rt_fault),
+  };
+#undef KILN_SYM
+}
+
+}  // namespace kiln
+
+using kiln::Arena;
+using kiln::CurrentArena;
+using kiln::Guard;
+using kiln::KMap;
+using kiln::MapKeyKind;
+using kiln::Resource;
+using kiln::View;
+
+extern "C" {
+
+void* kiln_rt_alloc(int64_t size) {
+  return Guard<void*>(nullptr, [&]() -> void* {
+    void* p = CurrentArena()->Allocate(static_cast<size_t>(std::max<int64_t>(size, 1)));
+    std::memset(p, 0, static_cast<size_t>(std::max<int64_t>(size, 1)));
+    return p;
+  });
+}
+
+void kiln_rt_enter() {
+  Arena& arena = kiln::ThreadCallArena();
+  arena.Reset();
+  kiln::SetCurrentArena(&arena);
+}
+
+void* kiln_rt_set_arena(void* arena) { return kiln::SetCurrentArena(static_cast<Arena*>(arena)); }
+
+int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
+  int c = View(a, an).compare(View(b, bn));
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
+
+bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn) {
+  return View(s, n).find(View(sub, subn)) != std::string_view::npos;
+}
+
+bool kiln_rt_str_starts_with(const char* s, int64_t n, const char* p, int64_t pn) {
+  return View(s, n).starts_with(View(p, pn));
+}
+
+bool kiln_rt_str_ends_with(const char* s, int64_t n, const char* p, int64_t pn) {
+  return View(s, n).ends_with(View(p, pn));
+}
+
+void kiln_rt_str_concat(const char* a, int64_t an, const char* b, int64_t bn, KStr* out) {
+  *out = Guard<KStr>(KStr{nullptr, 0}, [&] {
+    std::string s(View(a, an));
+    s += View(b, bn);
+    return kiln::CopyToArena(s, CurrentArena());
+  });
+}
+
+void kiln_rt_str_of_int(int64_t v, KStr* out) {
+  *out = Guard<KStr>(KStr{nullptr, 0},
+                     [&] { return kiln::CopyToArena(fmt::format("{}", v), CurrentArena()); });
+}
+
+void kiln_rt_str_of_float(double v, KStr* out) {
+  *out = Guard<KStr>(KStr{nullptr, 0},
+                     [&] { return kiln::CopyToArena(fmt::format("{}", v), CurrentArena()); });
+}
+
+void kiln_rt_str_copy(const char* s, int64_t n, void* arena, KStr* out) {
+  *out = Guard<KStr>(KStr{nullptr, 0}, [&] {
+    return kiln::CopyToArena(View(s, n), arena ? static_cast<Arena*>(arena) : CurrentArena());
+  });
+}
+
+void kiln_rt_str_split(const char* s, int64_t n, const char* sep, int64_t sepn, KList* out) {
+  *out = Guard<KList>(KList{nullptr, 0}, [&] {
+    std::string_view str = View(s, n), separator = View(sep, sepn);
+    std::vector<std::string_view> parts;
+    if (separator.empty()) {
+      for (size_t i = 0; i < str.size(); ++i) parts.push_back(str.substr(i, 1));
+    } else {
+      size_t start = 0;
+      for (;;) {
+        size_t pos = str.find(separator, start);
+        if (pos == std::string_view::npos) break;
+        parts.push_back(str.substr(start, pos - start));
+        start = pos + separator.size();
+      }
+      parts.push_back(str.substr(start));
+    }
+    auto* items = static_cast<KStr*>(CurrentArena()->Allocate(sizeof(KStr) * (parts.size() + 1)));
+    // Parts point into `s`, which outlives the call (a view field or an arena string).
+    for (size_t i = 0; i < parts.size(); ++i) items[i] = KStr{parts[i].data(), parts[i].size()};
+    return KList{reinterpret_cast<const void* const*>(items), parts.size()};
+  });
+}
+
+void* kiln_rt_map_new(int32_t key_kind, int32_t value_size) {
+  return Guard<void*>(nullptr, [&] { return CurrentArena()->NewMap(key_kind, value_size); });
+}
+
+void* kiln_rt_map_find_i(void* map, int64_t key) {
+  auto* m = static_cast<KMap*>(map);
+  auto it = m->int_index.find(key);
+  return it == m->int_index.end() ? nullptr : m->slot(it->second);
+}
+
+void* kiln_rt_map_find_s(void* map, const char* key, int64_t len) {
+  return Guard<void*>(nullptr, [&]() -> void* {
+    auto* m = static_cast<KMap*>(map);
+    auto it = m->str_index.find(std::string(View(key, len)));
+    return it == m->str_index.end() ? nullptr : m->slot(it->second);
+  });
+}
+
+void* kiln_rt_map_slot_i(void* map, int64_t key, bool* inserted) {
+  return Guard<void*>(nullptr, [&] {
+    auto* m = static_cast<KMap*>(map);
+    auto [it, fresh] = m->int_index.try_emplace(key, 0);
+    if (fresh) {
+      m->int_keys.push_back(key);
+      it->second = m->Append();
+    }
+    *inserted = fresh;
+    return m->slot(it->second);
+  });
+}
+
+void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted) {
+  return Guard<void*>(nullptr, [&] {
+    auto* m = static_cast<KMap*>(map);
+    auto [it, fresh] = m->str_index.try_emplace(std::string(View(key, len)), 0);
+    if (fresh) {
+      m->str_keys.push_back(it->first);
+      it->second = m->Append();
+    }
+    *inserted = fresh;
+    return m->slot(it->second);
+  });
+}
+
+int64_t kiln_rt_map_size(const void* map) { return static_cast<const KMap*>(map)->size(); }
+
+int64_t kiln_rt_map_key_i(const void* map, int64_t index) {
+  return static_cast<const KMap*>(map)->int_keys[static_cast<size_t>(index)];
+}
+
+void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out) {
+  const std::string& k = static_cast<const KMap*>(map)->str_keys[static_cast<size_t>(index)];
+  *out = KStr{k.data(), k.size()};
+}
+
+void* kiln_rt_map_value_at(void* map, int64_t index) {
+  return static_cast<KMap*>(map)->slot(index);
+}
+
+void* kiln_rt_map_copy(const void* map, void* arena) {
+  return Guard<void*>(nullptr, [&] {
+    const auto* src = static_cast<const KMap*>(map);
+    KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
+                                                   src->value_size);
+    *dst = *src;
+    return dst;
+  });
+}
+
+Resource* kiln_rt_res_new() {
+  return Guard<Resource*>(nullptr, [&] { return kiln::NewResource(CurrentArena()); });
+}
+
+Resource* kiln_rt_res_copy(const Resource* r, void* arena) {
+  return Guard<Resource*>(nullptr, [&] {
+    Resource* out = kiln::NewResource(arena ? static_cast<Arena*>(arena) : CurrentArena());
+    *out = *r;
+    return out;
+  });
+}
+
+Resource* kiln_rt_res_add(const Resource* a, const Resource* b) {
+  return Guard<Resource*>(nullptr, [&] {
+    Resource* out = kiln::NewResource(CurrentArena());
+    *out = *a;
+    out->Add(*b);
+    return out;
+  });
+}
+
+Resource* kiln_rt_res_sub(const Resource* a, const Resource* b) {
+  return Guard<Resource*>(nullptr, [&] {
+    Resource* out = kiln::NewResource(CurrentArena());
+    *out = *a;
+    // The language defines `a - b` as never below zero per dimension.
+    out->SubWithoutAssert(*b);
+    for (int i = 0; i < kiln::kMaxResources; ++i)
+      if (out->values[i] < 0) out->values[i] = 0;
+    return out;
+  });
+}
+
+Resource* kiln_rt_res_mul(const Resource* a, double f) {
+  return Guard<Resource*>(nullptr, [&] {
+    Resource* out = kiln::NewResource(CurrentArena());
+    *out = *a;
+    out->Multi(f);
+    return out;
+  });
+}
+
+void kiln_rt_res_set(Resource* r, int32_t id, double v) {
+  if (id >= 0 && id < kiln::kMaxResources) r->Set(static_cast<kiln::ResourceId>(id), v);
+}
+
+double kiln_rt_res_get(const Resource* r, int32_t id) {
+  return id >= 0 && id < kiln::kMaxResources ? r->values[id] : 0.0;
+}
+
+int32_t kiln_rt_res_id(const char* name, int64_t len) {
+  return Guard<int32_t>(-1, [&]() -> int32_t {
+    auto id = kiln::ResourceNames::Intern(View(name, len));
+    return id.ok() ? static_cast<int32_t>(*id) : -1;
+  });
+}
+
+bool kiln_rt_res_less_equal(const Resource* a, const Resource* b, int32_t missing) {
+  return a->LessEqual(*b, static_cast<kiln::DimensionDefault>(missing));
+}
+
+bool kiln_rt_res_less(const Resource* a, const Resource* b, int32_t missing) {
+  return a->Less(*b, static_cast<kiln::DimensionDefault>(missing));
+}
+
+bool kiln_rt_res_equal(const Resource* a, const Resource* b) {
+  return a->Equal(*b, kiln::DimensionDefault::Zero);
+}
+
+bool kiln_rt_res_is_empty(const Resource* r) { return r->IsEmpty(); }
+
+void kiln_rt_res_names(const Resource* r, KList* out) {
+  *out = Guard<KList>(KList{nullptr, 0}, [&] {
+    kiln::ResourceIdList ids = r->ResourceNames();
+    auto* items = static_cast<KStr*>(CurrentArena()->Allocate(sizeof(KStr) * (ids.size + 1)));
+    for (int i = 0; i < ids.size; ++i) {
+      std::string_view n = kiln::ResourceNames::Name(ids.ids[i]);
+      items[i] = KStr{n.data(), n.size()};
+    }
+    return KList{reinterpret_cast<const void* const*>(items), static_cast<size_t>(ids.size)};
+  });
+}
+
+void kiln_rt_sort(void* elems, int64_t n, int64_t elem_size, void* keys, int32_t key_kind,
+                  bool descending) {
+  Guard<int>(0, [&] {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    auto cmp = [&](int64_t a, int64_t b) -> int {
+      if (key_kind == 0) {
+        double ka = static_cast<double*>(keys)[a], kb = static_cast<double*>(keys)[b];
+        return ka < kb ? -1 : (ka > kb ? 1 : 0);
+      }
+      const KStr& ka = static_cast<KStr*>(keys)[a];
+      const KStr& kb = static_cast<KStr*>(keys)[b];
+      return kiln_rt_str_cmp(ka.data, static_cast<int64_t>(ka.size), kb.data,
+                             static_cast<int64_t>(kb.size));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      int c = cmp(a, b);
+      return descending ? c > 0 : c < 0;
+    });
+    size_t es = static_cast<size_t>(elem_size);
+    size_t ks = key_kind == 0 ? sizeof(double) : sizeof(KStr);
+    std::vector<char> e_copy(static_cast<char*>(elems), static_cast<char*>(elems) + es * n);
+    std::vector<char> k_copy(static_cast<char*>(keys), static_cast<char*>(keys) + ks * n);
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(static_cast<char*>(elems) + es * i, e_copy.data() + es * order[i], es);
+      std::memcpy(static_cast<char*>(keys) + ks * i, k_copy.data() + ks * order[i], ks);
+    }
+    return 0;
+  });
+}
+
+int64_t kiln_rt_now() { return kiln::t_now; }
+
+void kiln_rt_set_now(int64_t ns) { kiln::t_now = ns; }
+
+// The session attributes the fault to the plugin and point running on this thread, counts it
+// and treats the answer as that point's abstain/failure (runtime/session.h).
+void kiln_rt_fault(const char* message, int64_t len) {
+  kiln_policy_fault(message, len > 0 ? static_cast<size_t>(len) : 0);
+}
+
+}  // extern "C"

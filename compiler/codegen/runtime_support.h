@@ -1,0 +1,148 @@
+#pragma once
+// The runtime value model of policy values in native code, and the host intrinsics JIT'd code
+// calls for everything that is not a direct load (compiler/codegen/value_model.md-style summary):
+//
+//   language type            native representation (LLVM)
+//   int, duration, time      i64 (durations/times in nanoseconds)
+//   float, quantity          double
+//   bool                     i1
+//   string                   KStr {ptr data, i64 size}; never NUL-terminated; immutable
+//   Resource                 ptr to kiln::Resource; values are immutable once built, so views'
+//                            embedded Resources are used in place and temporaries are arena copies
+//   Task/Job/Node/Queue      ptr to the runtime object (runtime/model.h); optional views: null=none
+//   TaskStatus, Missing      i32 (TaskStatus bit flag; Missing: 0 Zero, 1 Infinity)
+//   Vote                     i32: -1 reject, 0 abstain, 1 permit
+//   Fit                      {i32 code, KStr reason}
+//   Validation               {i1 pass, KStr reason, KStr message}
+//   Victims                  {i1 decided, KList tasks}
+//   list<T>                  KList-shaped {ptr items, i64 size}; items contiguous in T's layout
+//   map<K, V>                ptr to a KMap (insertion-ordered hash map, values as raw bytes)
+//   T? (non-view)            {i1 present, T}
+//   record                   an LLVM struct of its fields
+//
+// Memory: temporaries live in the thread's call arena, reset when a handler is entered; per-session
+// state lives in the session arena of the policy instance and is freed at session close. Values
+// stored into state are copied into the session arena (kiln_rt_persist_*), so a handler's
+// temporaries never leak into the next call.
+//
+// Every intrinsic is extern "C", never throws (host exceptions are caught and reported through
+// kiln_policy_fault, returning the zero value) and is registered with the JIT by name.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/jit/host_symbol.h"
+#include "runtime/abi.h"
+
+namespace kiln {
+
+struct KMap;
+
+// A bump allocator with destructors for host objects (maps) allocated in it.
+class Arena {
+ public:
+  Arena() = default;
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  void* Allocate(size_t size, size_t align = 16);
+  KMap* NewMap(int32_t key_kind, int32_t value_size);
+  // Frees everything (keeps the first block for reuse).
+  void Reset();
+  size_t BytesInUse() const { return used_total_; }
+
+ private:
+  struct Block {
+    char* data;
+    size_t size;
+  };
+  std::vector<Block> blocks_;
+  size_t block_index_ = 0;
+  size_t offset_ = 0;
+  size_t used_total_ = 0;
+  std::vector<KMap*> maps_;
+};
+
+// The arena new temporaries go to on this thread (the call arena during a handler, the session
+// arena while state is initialised). Returns the previous one.
+Arena* SetCurrentArena(Arena* arena);
+Arena* CurrentArena();
+// This thread's call arena (reset by kiln_rt_enter).
+Arena& ThreadCallArena();
+
+// Key kinds of KMap.
+enum class MapKeyKind : int32_t { Int = 0, String = 1 };
+
+// Every intrinsic below, by name, for the JIT's host dylib.
+std::vector<HostSymbol> RuntimeSupportSymbols();
+
+}  // namespace kiln
+
+extern "C" {
+
+// ---- arena ----
+void* kiln_rt_alloc(int64_t size);
+// Resets this thread's call arena and makes it current (handler entry).
+void kiln_rt_enter();
+// Makes `arena` (a kiln::Arena*) current; returns the previous one.
+void* kiln_rt_set_arena(void* arena);
+
+// ---- strings ----
+int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn);
+bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn);
+bool kiln_rt_str_starts_with(const char* s, int64_t n, const char* p, int64_t pn);
+bool kiln_rt_str_ends_with(const char* s, int64_t n, const char* p, int64_t pn);
+void kiln_rt_str_concat(const char* a, int64_t an, const char* b, int64_t bn, KStr* out);
+void kiln_rt_str_of_int(int64_t v, KStr* out);
+void kiln_rt_str_of_float(double v, KStr* out);
+void kiln_rt_str_copy(const char* s, int64_t n, void* arena, KStr* out);
+// Go's strings.Split: split("", "/") == [""]; an empty separator splits into bytes.
+void kiln_rt_str_split(const char* s, int64_t n, const char* sep, int64_t sepn, KList* out);
+
+// ---- maps ----
+void* kiln_rt_map_new(int32_t key_kind, int32_t value_size);
+// Value slot of `key`, or null when absent.
+void* kiln_rt_map_find_i(void* map, int64_t key);
+void* kiln_rt_map_find_s(void* map, const char* key, int64_t len);
+// Value slot of `key`, inserted zero-filled when absent (*inserted tells which).
+void* kiln_rt_map_slot_i(void* map, int64_t key, bool* inserted);
+void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted);
+int64_t kiln_rt_map_size(const void* map);
+int64_t kiln_rt_map_key_i(const void* map, int64_t index);
+void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out);
+void* kiln_rt_map_value_at(void* map, int64_t index);
+// Copies `map` (keys and value bytes) into `arena`; values are copied shallowly.
+void* kiln_rt_map_copy(const void* map, void* arena);
+
+// ---- resources ----
+kiln::Resource* kiln_rt_res_new();  // empty, in the current arena
+kiln::Resource* kiln_rt_res_copy(const kiln::Resource* r, void* arena);
+kiln::Resource* kiln_rt_res_add(const kiln::Resource* a, const kiln::Resource* b);
+kiln::Resource* kiln_rt_res_sub(const kiln::Resource* a, const kiln::Resource* b);
+kiln::Resource* kiln_rt_res_mul(const kiln::Resource* a, double f);
+void kiln_rt_res_set(kiln::Resource* r, int32_t id, double v);  // while building a literal
+double kiln_rt_res_get(const kiln::Resource* r, int32_t id);
+int32_t kiln_rt_res_id(const char* name, int64_t len);  // -1 when unknown and registry full
+bool kiln_rt_res_less_equal(const kiln::Resource* a, const kiln::Resource* b, int32_t missing);
+bool kiln_rt_res_less(const kiln::Resource* a, const kiln::Resource* b, int32_t missing);
+bool kiln_rt_res_equal(const kiln::Resource* a, const kiln::Resource* b);
+bool kiln_rt_res_is_empty(const kiln::Resource* r);
+void kiln_rt_res_names(const kiln::Resource* r, KList* out);  // list<string>: items are KStr
+
+// ---- lists ----
+// Stable sort of `n` elements of `elem_size` bytes by parallel keys. key_kind 0: double keys,
+// 1: KStr keys. `keys` is permuted along.
+void kiln_rt_sort(void* elems, int64_t n, int64_t elem_size, void* keys, int32_t key_kind,
+                  bool descending);
+
+// ---- time ----
+int64_t kiln_rt_now();  // the session clock of the handler being run (0 outside a session)
+void kiln_rt_set_now(int64_t ns);
+
+// ---- faults ----
+void kiln_rt_fault(const char* message, int64_t len);
+
+}  // extern "C"

@@ -1,0 +1,172 @@
+#include "compiler/host/compiled_policy.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+
+#include "compiler/codegen/codegen.h"
+#include "compiler/frontend.h"
+#include "compiler/host/host_symbols.h"
+#include "compiler/jit/kiln_jit.h"
+
+namespace kiln {
+
+namespace {
+
+std::string ToString(llvm::Error err) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << err;
+  return os.str();
+}
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+Result<std::unique_ptr<ast::Policy>> Front(const SourceFile& source) {
+  FrontendResult fe = RunFrontend(source);
+  if (!fe.ok()) {
+    std::string text = FormatDiagnostics(fe.diagnostics, source);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return Error{fmt::format("policy {} does not compile:\n{}", source.path, text),
+                 SourceLocation{source.path, 0, 0}};
+  }
+  return std::move(fe.policy);
+}
+
+}  // namespace
+
+CompiledPolicy::~CompiledPolicy() {
+  if (release) release();
+}
+
+struct PolicyCompiler::Impl {
+  std::unique_ptr<KilnJit> jit;
+  std::mutex mu;
+  // path → (version, policy). A new version of a path replaces the entry; the old code is
+  // dropped once the last session/provider using it lets go.
+  std::map<std::string, std::pair<uint64_t, std::shared_ptr<const CompiledPolicy>>> cache;
+  uint64_t units = 0;
+};
+
+PolicyCompiler::PolicyCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PolicyCompiler::~PolicyCompiler() = default;
+
+Result<PolicyCompiler*> PolicyCompiler::Global() {
+  static std::mutex mu;
+  static PolicyCompiler* global = nullptr;
+  static std::string error;
+  std::lock_guard<std::mutex> lock(mu);
+  if (global) return global;
+  if (!error.empty()) return Error{error, {}};
+  auto jit = KilnJit::Create(AllHostSymbols());
+  if (!jit) {
+    error = "cannot create the JIT: " + ToString(jit.takeError());
+    return Error{error, {}};
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->jit = std::move(*jit);
+  // Deliberately never destroyed: compiled policies may be released during static destruction.
+  global = new PolicyCompiler(std::move(impl));
+  return global;
+}
+
+size_t PolicyCompiler::CachedCount() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->cache.size();
+}
+
+Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const SourceFile& source) {
+  uint64_t version = Fnv1a(source.text);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (auto it = impl_->cache.find(source.path);
+      it != impl_->cache.end() && it->second.first == version)
+    return it->second.second;
+
+  auto start = std::chrono::steady_clock::now();
+  auto policy = Front(source);
+  if (!policy.ok()) return policy.error();
+  auto lowered = LowerPolicy(**policy, impl_->jit->DataLayout());
+  if (!lowered.ok()) return lowered.error();
+
+  auto compiled = std::make_shared<CompiledPolicy>();
+  compiled->name = (*policy)->name;
+  compiled->path = source.path;
+  compiled->version = version;
+  compiled->args_size = lowered->args_size;
+  compiled->args_align = lowered->args_align;
+  compiled->args = lowered->args;
+  std::vector<ExtensionPoint> points = lowered->points;
+
+  std::string unit_name = fmt::format("{}@{:016x}#{}", compiled->name, version, ++impl_->units);
+  auto unit = impl_->jit->AddModule(
+      llvm::orc::ThreadSafeModule(std::move(lowered->module), std::move(lowered->context)),
+      unit_name);
+  if (!unit) {
+    return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(unit.takeError())),
+                 SourceLocation{source.path, 0, 0}};
+  }
+  auto shared_unit = std::make_shared<JitUnit>(std::move(*unit));
+  KilnJit* jit = impl_->jit.get();
+  compiled->release = [jit, shared_unit] { llvm::consumeError(jit->Remove(*shared_unit)); };
+
+  auto lookup = [&](const std::string& symbol) -> Result<void*> {
+    auto addr = jit->Lookup(*shared_unit, symbol);
+    if (!addr)
+      return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(addr.takeError())),
+                   SourceLocation{source.path, 0, 0}};
+    return *addr;
+  };
+  for (ExtensionPoint p : points) {
+    auto addr = lookup(std::string(kThunkPrefix) + std::string(Info(p).handler));
+    if (!addr.ok()) return addr.error();
+    compiled->handlers.emplace_back(p, reinterpret_cast<void (*)()>(*addr));
+  }
+  auto init = lookup(kStateInitSymbol);
+  if (!init.ok()) return init.error();
+  compiled->state_init = reinterpret_cast<void (*)(PolicyContext*)>(*init);
+  auto defaults = lookup(kArgsDefaultSymbol);
+  if (!defaults.ok()) return defaults.error();
+  compiled->args_default = reinterpret_cast<void (*)(void*, PolicyContext*)>(*defaults);
+  compiled->ast = std::move(*policy);
+  compiled->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  std::shared_ptr<const CompiledPolicy> result = std::move(compiled);
+  impl_->cache[source.path] = {version, result};
+  return result;
+}
+
+Result<std::string> PolicyCompiler::EmitIr(const SourceFile& source) {
+  InitializeNativeTargetOnce();
+  auto policy = Front(source);
+  if (!policy.ok()) return policy.error();
+  auto tm_layout = [&]() -> Result<llvm::DataLayout> {
+    // The JIT's layout: lowering depends on it (argument offsets, sizes).
+    auto jit = PolicyCompiler::Global();
+    if (!jit.ok()) return jit.error();
+    return (*jit)->impl_->jit->DataLayout();
+  }();
+  if (!tm_layout.ok()) return tm_layout.error();
+  auto lowered = LowerPolicy(**policy, *tm_layout);
+  if (!lowered.ok()) return lowered.error();
+  if (auto err = KilnJit::Optimize(*lowered->module))
+    return Error{fmt::format("policy {}: optimiser: {}", source.path, ToString(std::move(err))),
+                 SourceLocation{source.path, 0, 0}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  lowered->module->print(os, nullptr);
+  return os.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,88 @@
+#pragma once
+// A policy compiled to native code, and the process-wide compiler that produces and caches them.
+// LLVM-free: the CLI, the simulator hook and tests include this.
+//
+// One JIT serves the whole process. Each compiled policy version is one JIT unit (its own dylib
+// and resource tracker); dropping the last reference to a CompiledPolicy removes its code, which
+// is how a reloaded policy's old version goes away. Compiles are cached by (path, source text),
+// so a conf that names the same policy in several sessions, cycles or plugin entries compiles it
+// once.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/ast.h"
+#include "compiler/codegen/policy_context.h"
+#include "compiler/codegen/runtime_support.h"
+#include "compiler/source.h"
+#include "runtime/conf.h"
+#include "runtime/extension_points.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+struct CompiledPolicy {
+  std::string name;  // `policy gang;`
+  std::string path;
+  uint64_t version = 0;  // hash of the source text
+  std::unique_ptr<ast::Policy> ast;  // kept for the argument schema
+  // The C-ABI handler per served point (HandlerFn<point>, runtime/session.h).
+  std::vector<std::pair<ExtensionPoint, void (*)()>> handlers;
+  void (*state_init)(PolicyContext*) = nullptr;
+  void (*args_default)(void* args, PolicyContext*) = nullptr;
+  uint64_t args_size = 0;
+  uint64_t args_align = 8;
+  std::vector<ArgSlot> args;
+  double compile_ms = 0;  // front end + codegen + JIT, for the benchmark and logs
+
+  CompiledPolicy() = default;
+  ~CompiledPolicy();
+  CompiledPolicy(const CompiledPolicy&) = delete;
+  CompiledPolicy& operator=(const CompiledPolicy&) = delete;
+
+  // Removes the JIT unit (set by the compiler).
+  std::function<void()> release;
+};
+
+// Arguments of one scheduler.conf plugin entry, bound to a policy's schema: the native argument
+// block the handlers read through PolicyContext::args.
+struct BoundArgs {
+  std::shared_ptr<const CompiledPolicy> policy;
+  std::unique_ptr<Arena> arena;  // strings, lists and maps of the values
+  void* data = nullptr;          // args_size bytes
+};
+
+// Validates `option.arguments` against the policy's `arg` declarations and builds the block:
+// defaults first, then every key the conf sets. Errors name the plugin, the argument and the
+// conf line: "plugin `binpack`: argument `binpack.weight`: expected float, got \"abc\"".
+Result<std::shared_ptr<const BoundArgs>> BindArguments(
+    std::shared_ptr<const CompiledPolicy> policy, const PluginOption& option);
+
+class PolicyCompiler {
+ public:
+  // The process-wide compiler (creates the JIT on first use).
+  static Result<PolicyCompiler*> Global();
+
+  // Front end → codegen → JIT, cached by (path, text). Front-end diagnostics come back as one
+  // Error whose message holds them formatted (file:line:col, source line, caret).
+  Result<std::shared_ptr<const CompiledPolicy>> Compile(const SourceFile& source);
+
+  // Optimised IR of a policy, as the JIT would compile it (`kiln compile --emit=llvm`).
+  static Result<std::string> EmitIr(const SourceFile& source);
+
+  size_t CachedCount();
+
+  struct Impl;
+  ~PolicyCompiler();
+
+ private:
+  explicit PolicyCompiler(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,100 @@
+#include "compiler/host/host_symbols.h"
+
+#include <unordered_set>
+
+#include "compiler/codegen/policy_context.h"
+#include "compiler/codegen/runtime_support.h"
+#include "runtime/session.h"
+#include "stdlib/library.h"
+
+namespace kiln {
+
+namespace {
+const Session& SessionOf(const void* ctx) {
+  return *static_cast<const PolicyContext*>(ctx)->session;
+}
+template <typename T>
+KList List(const std::vector<T*>& v) {
+  return KList{reinterpret_cast<const void* const*>(v.data()), v.size()};
+}
+}  // namespace
+
+std::vector<HostSymbol> AllHostSymbols() {
+  std::vector<HostSymbol> out = RuntimeSupportSymbols();
+  auto add = [&](const char* name, auto* fn) {
+    out.push_back({name, reinterpret_cast<void*>(fn)});
+  };
+  // ABI accessors, from the one field table; string maps bring their _size/_at companions.
+#define KILN_SYM_Field(kind, fn)
+#define KILN_SYM_HOST_StringMap(fn) \
+  add(#fn, &fn);                    \
+  add(#fn "_size", &fn##_size);     \
+  add(#fn "_at", &fn##_at);
+#define KILN_SYM_HOST_Other(fn) add(#fn, &fn);
+#define KILN_SYM_KIND_String KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_Int KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_Bool KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_Float KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_Resource KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_TaskList KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_JobList KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_QueueList KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_StringMap KILN_SYM_HOST_StringMap
+#define KILN_SYM_Host(kind, fn) KILN_SYM_KIND_##kind(fn)
+#define KILN_X(owner, name, kind, access, target) KILN_SYM_##access(kind, target)
+  KILN_ABI_FIELDS(KILN_X)
+#undef KILN_X
+  add("kiln_resource_id", &kiln_resource_id);
+  add("kiln_policy_fault", &kiln_policy_fault);
+  add("kiln_status_add_reason", &kiln_status_add_reason);
+  add("kiln_status_set_message", &kiln_status_set_message);
+  add("kiln_host_session_jobs", &kiln_host_session_jobs);
+  add("kiln_host_session_queues", &kiln_host_session_queues);
+  add("kiln_host_session_nodes", &kiln_host_session_nodes);
+  add("kiln_host_session_total", &kiln_host_session_total);
+  add("kiln_host_mark_selected", &kiln_host_mark_selected);
+  for (const stdlib::Function& f : stdlib::Functions())
+    if (f.impl == stdlib::Impl::Native && f.native)
+      out.push_back({std::string(f.symbol), const_cast<void*>(f.native)});
+  return out;
+}
+
+}  // namespace kiln
+
+extern "C" {
+
+KList kiln_host_session_jobs(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().jobs());
+}
+KList kiln_host_session_queues(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().queues());
+}
+KList kiln_host_session_nodes(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().nodes());
+}
+const kiln::Resource* kiln_host_session_total(const void* ctx) {
+  return &kiln::SessionOf(ctx).total_resource();
+}
+
+void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
+                             int64_t m, uint8_t* selected) {
+  if (m <= 8) {
+    // Victim lists are usually short: a scan beats building a set.
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        if (candidates[i] == chosen[j]) {
+          selected[i] = 1;
+          break;
+        }
+    return;
+  }
+  try {
+    std::unordered_set<const void*> set(chosen, chosen + m);
+    for (int64_t i = 0; i < n; ++i)
+      if (set.count(candidates[i])) selected[i] = 1;
+  } catch (...) {
+    kiln_policy_fault("out of memory marking victims", 29);
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,29 @@
+#pragma once
+// Every host function JIT'd policy code may call, gathered from the tables that define them:
+// the codegen runtime (compiler/codegen/runtime_support.h), the ABI field accessors
+// (KILN_ABI_FIELDS in runtime/abi.h), the standard library's natives (stdlib/library.h) and the
+// session-facing helpers below. Nothing else is visible to policies.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/jit/host_symbol.h"
+#include "runtime/abi.h"
+
+namespace kiln {
+
+std::vector<HostSymbol> AllHostSymbols();
+
+}  // namespace kiln
+
+extern "C" {
+// session.jobs / .queues / .nodes / .total of the PolicyContext's session.
+KList kiln_host_session_jobs(const void* ctx);
+KList kiln_host_session_queues(const void* ctx);
+KList kiln_host_session_nodes(const void* ctx);
+const kiln::Resource* kiln_host_session_total(const void* ctx);
+// selected[i] = 1 for every candidates[i] that appears in chosen (victim lists → session masks).
+void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
+                             int64_t m, uint8_t* selected);
+}

@@ -1,0 +1,148 @@
+#include "compiler/host/policy_provider.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "compiler/builtin_policies.h"
+#include "compiler/diagnostics.h"
+#include "compiler/host/compiled_policy.h"
+#include "runtime/session.h"
+
+namespace kiln {
+
+namespace {
+
+// One session's instance of a compiled policy.
+class JitPlugin : public Plugin {
+ public:
+  explicit JitPlugin(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {}
+
+  Status OnSessionOpen(Session& ssn, PluginHandle self) override {
+    const CompiledPolicy& policy = *args_->policy;
+    ctx_.args = args_->data;
+    ctx_.now = ssn.now();
+    ctx_.session = &ssn;
+    ctx_.session_arena = &arena_;
+    policy.state_init(&ctx_);
+    for (const auto& [point, fn] : policy.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<const BoundArgs> args_;
+  PolicyContext ctx_;
+  Arena arena_;  // per-session state; freed with the plugin at session end
+};
+
+Result<std::string> ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{fmt::format("cannot read {}", path.string()), {}};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CompiledPolicyProvider : public PolicyProvider {
+ public:
+  CompiledPolicyProvider(PolicyCompiler* compiler, std::map<std::string, std::string> user)
+      : compiler_(compiler), user_(std::move(user)) {}
+
+  std::vector<std::string> Names() const override {
+    std::vector<std::string> names;
+    for (const auto& p : BuiltinPolicies()) names.emplace_back(p.name);
+    for (const auto& [name, path] : user_)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<const PluginBuilder*> Prepare(const PluginOption& option) override {
+    auto source = Source(option.name);
+    if (!source.ok()) return source.error();
+    if (!*source) return static_cast<const PluginBuilder*>(nullptr);
+    auto compiled = compiler_->Compile(**source);
+    if (!compiled.ok()) {
+      Error e = compiled.error();
+      e.message = fmt::format("plugin `{}`: {}", option.name, e.message);
+      e.where = option.where;
+      return e;
+    }
+    if ((*compiled)->name != option.name) {
+      return Error{fmt::format("plugin `{}`: {} declares `policy {};`, not `{}`", option.name,
+                               (*source)->path, (*compiled)->name, option.name),
+                   option.where};
+    }
+    auto bound = BindArguments(*compiled, option);
+    if (!bound.ok()) return bound.error();
+    std::shared_ptr<const BoundArgs> args = *bound;
+    builders_.push_back([args](const PluginOption&) -> Result<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(std::make_unique<JitPlugin>(args));
+    });
+    return &builders_.back();
+  }
+
+ private:
+  // The source a plugin name resolves to; nullopt-like null when none.
+  Result<std::unique_ptr<SourceFile>> Source(const std::string& name) {
+    if (auto it = user_.find(name); it != user_.end()) {
+      auto text = ReadFile(it->second);
+      if (!text.ok()) return text.error();
+      return std::make_unique<SourceFile>(SourceFile{it->second, std::move(*text)});
+    }
+    if (const BuiltinPolicy* b = FindBuiltinPolicy(name))
+      return std::make_unique<SourceFile>(SourceFile{std::string(b->path), std::string(b->text)});
+    return std::unique_ptr<SourceFile>();
+  }
+
+  PolicyCompiler* compiler_;
+  std::map<std::string, std::string> user_;  // name → path
+  std::deque<PluginBuilder> builders_;       // stable addresses for Prepare's result
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
+    const CompiledPolicyOptions& options) {
+  auto compiler = PolicyCompiler::Global();
+  if (!compiler.ok()) return compiler.error();
+  std::map<std::string, std::string> user;
+  for (const std::string& dir : options.policy_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      return Error{fmt::format("--policy-dir {}: not a directory", dir), {}};
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".policy")
+        files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& path : files) {
+      std::string name = path.stem().string();
+      if (FindBuiltinPolicy(name) && !options.allow_builtin_override)
+        return Error{fmt::format("{}: user policy `{}` has the name of a built-in policy; "
+                                 "rename it or allow overriding built-ins explicitly",
+                                 path.string(), name),
+                     SourceLocation{path.string(), 0, 0}};
+      if (auto it = user.find(name); it != user.end())
+        return Error{fmt::format("{}: policy `{}` is also defined by {}", path.string(), name,
+                                 it->second),
+                     SourceLocation{path.string(), 0, 0}};
+      user[name] = path.string();
+    }
+  }
+  return std::unique_ptr<PolicyProvider>(
+      std::make_unique<CompiledPolicyProvider>(*compiler, std::move(user)));
+}
+
+Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
+    const PolicyProviderOptions& options) {
+  return MakeCompiledPolicyProvider(CompiledPolicyOptions{options.policy_dirs, false});
+}
+
+}  // namespace kiln

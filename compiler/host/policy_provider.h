@@ -1,0 +1,31 @@
+#pragma once
+// The plugin host: scheduler.conf plugin names → compiled policies → session plugins.
+//
+// A name resolves to a user policy (`<dir>/<name>.policy` in a --policy-dir) or to a built-in
+// (compiler/builtin_policies.h). A user policy that has a built-in's name is an error unless
+// `allow_builtin_override` is set. Each plugin entry's `arguments:` are validated against the
+// policy's `arg` schema when the conf is prepared (errors name plugin, argument and line), and
+// bound once; each session then gets a fresh plugin whose per-session state lives in an arena
+// freed with the session. Handlers register through Session::RegisterRaw, which honours the
+// entry's enableXxx flags.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/simulator.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+struct CompiledPolicyOptions {
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+};
+
+Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
+    const CompiledPolicyOptions& options);
+Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
+    const PolicyProviderOptions& options);
+
+}  // namespace kiln
