@@ -268,6 +268,14 @@ void Simulator::Apply(const SessionResult& result) {
   std::vector<PodSpec> kept;
   kept.reserve(c.pods.size());
   for (PodSpec& pod : c.pods) {
+    // A terminating pod is gone by the next cycle: one period stands for its grace period.
+    if (pod.deleting && !result.evictions.count(pod.Key())) {
+      const PodGroupSpec* group = nullptr;
+      for (const auto& g : c.pod_groups)
+        if (g.namespace_ == pod.namespace_ && g.name == pod.group) group = &g;
+      if (group != nullptr && group->implicit) removed_groups.insert(pod.JobUid());
+      continue;
+    }
     if (!result.evictions.count(pod.Key())) {
       kept.push_back(std::move(pod));
       continue;

@@ -8,6 +8,8 @@
 //   * an evicted pod is deleted before the next cycle; a pod of a PodGroup the scenario defines is
 //     recreated Pending under the same name (a job controller's replacement), a plain pod (the
 //     loader's `podgroup-<uid>` group) is gone together with its group;
+//   * a pod that was already terminating (`deleting: true`) finishes terminating before the next
+//     cycle and is gone (its Releasing resources become idle);
 //   * each PodGroup's phase at close is written back as its status;
 //   * a Running pod with a `duration` Succeeds once that long has passed since it started (since
 //     `scheduledAt`, or the scenario's `now`, for pods that were already running).

@@ -2,6 +2,8 @@
 // change the simulated cluster from one cycle to the next.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "runtime/quantity.h"
 #include "runtime/session.h"
 #include "runtime/simulator.h"
@@ -311,6 +313,68 @@ TEST(SimulatorTest, CreateRejectsBadOptions) {
   ASSERT_TRUE(run.ok());
   ASSERT_EQ(run->sessions.size(), 1u);
   EXPECT_TRUE(run->sessions[0].binds.empty());
+}
+
+TEST(SimulatorTest, TerminatingPodsAreGoneNextCycle) {
+  ScenarioSpec spec = Spec(R"(
+conf: |
+  actions: "enqueue, allocate"
+  tiers: []
+cluster:
+  nodes:
+  - {name: n1, allocatable: {cpu: "2", memory: 8Gi}}
+  pods:
+  - {name: old, namespace: c1, requests: {cpu: "2"}, phase: Running, node: n1, deleting: true}
+  - {name: new, namespace: c1, requests: {cpu: "2"}}
+)");
+  RegistryPolicyProvider none;
+  auto sim = MakeSim(spec, none, 2);
+  ASSERT_NE(sim, nullptr);
+  auto s0 = sim->RunCycle();
+  ASSERT_TRUE(s0.ok());
+  // While `old` terminates its CPUs are Releasing: `new` is pipelined, not bound.
+  EXPECT_TRUE(s0->binds.empty());
+  EXPECT_EQ(s0->pipelined, (std::map<std::string, std::string>{{"c1/new", "n1"}}));
+  ASSERT_EQ(sim->state().cluster.pods.size(), 1u);
+  EXPECT_EQ(sim->state().cluster.pod_groups.size(), 1u);  // old's own group went with it
+  auto s1 = sim->RunCycle();
+  ASSERT_TRUE(s1.ok());
+  EXPECT_EQ(s1->binds, (std::map<std::string, std::string>{{"c1/new", "n1"}}));
+}
+
+// Examples are run, so they cannot rot: every example conf parses, every example scenario loads,
+// and one whose conf needs no plugins runs and matches its `expect`.
+TEST(SimulatorTest, ExamplesLoadAndPluginFreeOnesMatchTheirExpect) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(KILN_SOURCE_DIR) / "examples";
+  int confs = 0, scenarios = 0;
+  for (const auto& entry : fs::directory_iterator(root / "conf")) {
+    if (entry.path().extension() != ".conf") continue;
+    auto text = ReadTextFile(entry.path().string());
+    ASSERT_TRUE(text.ok());
+    auto conf = ParseSchedulerConf(*text, entry.path().string());
+    EXPECT_TRUE(conf.ok()) << conf.error().Format();
+    ++confs;
+  }
+  for (const auto& entry : fs::directory_iterator(root / "scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto spec = LoadScenarioFile(entry.path().string());
+    ASSERT_TRUE(spec.ok()) << spec.error().Format();
+    ++scenarios;
+    SchedulerConf conf = Conf(*spec);
+    bool plugin_free = true;
+    for (const Tier& t : conf.tiers) plugin_free &= t.plugins.empty();
+    if (!plugin_free || !spec->expect) continue;
+    RegistryPolicyProvider none;
+    auto sim = Simulator::Create(*spec, conf, none);
+    ASSERT_TRUE(sim.ok()) << sim.error().Format();
+    auto run = (*sim)->Run();
+    ASSERT_TRUE(run.ok()) << run.error().Format();
+    EXPECT_EQ(CheckExpectations(*spec->expect, run->sessions[0]), std::vector<std::string>{})
+        << entry.path();
+  }
+  EXPECT_GE(confs, 3);
+  EXPECT_GE(scenarios, 1);
 }
 
 }  // namespace
