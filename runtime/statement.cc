@@ -5,19 +5,82 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "runtime/session.h"
 
 namespace kiln {
 
+namespace {
+[[maybe_unused]] bool SameValues(const Resource& a, const Resource& b) {
+  for (int i = 0; i < kMaxResources; ++i)
+    if (a.values[i] != b.values[i]) return false;
+  return true;
+}
+}  // namespace
+
+void Statement::Capture(Task* t, Node* target) {
+  if (ops_.empty() && node_snapshots_.empty() && job_snapshots_.empty())
+    first_seq_ = ssn_->mutation_seq_;
+  auto snap_node = [&](Node* n) {
+    if (n == nullptr) return;
+    for (const auto& s : node_snapshots_)
+      if (s.node == n) return;
+    node_snapshots_.push_back(
+        NodeSnapshot{n, n->idle, n->used, n->releasing, n->pipelined, n->tasks.size()});
+  };
+  snap_node(target);
+  snap_node(t->node);
+  if (Job* j = t->job) {
+    for (const auto& s : job_snapshots_)
+      if (s.job == j) return;
+    JobSnapshot s{j, {}, j->allocated, j->pending_best_effort};
+    for (int i = 0; i < kTaskStatusCount; ++i) s.counts[i] = j->by_status[i].size();
+    job_snapshots_.push_back(s);
+  }
+}
+
+// Only meaningful when nothing outside this statement changed the session in between: the
+// session's mutation counter tells.
+void Statement::CheckRestored() const {
+  for (const auto& s : node_snapshots_) {
+    const Node* n = s.node;
+    assert(SameValues(n->idle, s.idle) && SameValues(n->used, s.used) &&
+           SameValues(n->releasing, s.releasing) && SameValues(n->pipelined, s.pipelined) &&
+           n->tasks.size() == s.tasks && "discard did not restore the node exactly");
+    (void)n;
+  }
+  // Volcano's unevict returns a victim to Running even when it was Bound, so those two counters
+  // are compared together; every other status must match exactly.
+  const int bound = StatusSlot(TaskStatus::Bound);
+  const int running = StatusSlot(TaskStatus::Running);
+  for (const auto& s : job_snapshots_) {
+    const Job* j = s.job;
+    for (int i = 0; i < kTaskStatusCount; ++i) {
+      if (i == bound || i == running) continue;
+      assert(j->by_status[i].size() == s.counts[i] && "discard did not restore job counters");
+    }
+    assert(j->by_status[bound].size() + j->by_status[running].size() ==
+               s.counts[bound] + s.counts[running] &&
+           "discard did not restore job counters");
+    assert(SameValues(j->allocated, s.allocated) &&
+           j->pending_best_effort == s.pending_best_effort &&
+           "discard did not restore the job's allocation");
+    (void)j;
+  }
+}
+
 Status Statement::Evict(Task* reclaimee, std::string reason) {
   if (reclaimee->job == nullptr)
     return Error{fmt::format("failed to find job for task {}", reclaimee->uid), {}};
   Node* node = reclaimee->node;
+  Capture(reclaimee, node);
+  uint64_t before = ssn_->mutation_seq_;
   if (Status s = ssn_->UpdateTaskStatus(reclaimee, TaskStatus::Releasing); !s.ok())
     spdlog::error("failed to update task {} to Releasing: {}", reclaimee->uid, s.error().message);
   ssn_->FireDeallocate(reclaimee);
+  own_mutations_ += ssn_->mutation_seq_ - before;
   ops_.push_back(Operation{Op::Evict, reclaimee, node, std::move(reason)});
   return Status::Ok();
 }
@@ -25,16 +88,21 @@ Status Statement::Evict(Task* reclaimee, std::string reason) {
 Status Statement::Pipeline(Task* task, Node* node, bool eviction_occurred) {
   if (task->job == nullptr)
     return Error{fmt::format("failed to find job for task {}", task->uid), {}};
+  Capture(task, node);
+  uint64_t before = ssn_->mutation_seq_;
   if (Status s = ssn_->UpdateTaskStatus(task, TaskStatus::Pipelined); !s.ok()) {
     UnPipeline(task);
+    own_mutations_ += ssn_->mutation_seq_ - before;
     return s;
   }
   task->eviction_occurred = eviction_occurred;
   if (Status s = ssn_->PlaceTask(task, node); !s.ok()) {
     UnPipeline(task);
+    own_mutations_ += ssn_->mutation_seq_ - before;
     return s;
   }
   ssn_->FireAllocate(task);
+  own_mutations_ += ssn_->mutation_seq_ - before;
   ops_.push_back(Operation{Op::Pipeline, task, node, {}});
   return Status::Ok();
 }
@@ -42,15 +110,20 @@ Status Statement::Pipeline(Task* task, Node* node, bool eviction_occurred) {
 Status Statement::Allocate(Task* task, Node* node) {
   if (task->job == nullptr)
     return Error{fmt::format("failed to find job for task {}", task->uid), {}};
+  Capture(task, node);
+  uint64_t before = ssn_->mutation_seq_;
   if (Status s = ssn_->UpdateTaskStatus(task, TaskStatus::Allocated); !s.ok()) {
     UnAllocate(task);
+    own_mutations_ += ssn_->mutation_seq_ - before;
     return s;
   }
   if (Status s = ssn_->PlaceTask(task, node); !s.ok()) {
     UnAllocate(task);
+    own_mutations_ += ssn_->mutation_seq_ - before;
     return s;
   }
   ssn_->FireAllocate(task);
+  own_mutations_ += ssn_->mutation_seq_ - before;
   ops_.push_back(Operation{Op::Allocate, task, node, {}});
   return Status::Ok();
 }
@@ -101,9 +174,13 @@ void Statement::Commit() {
     }
   }
   ops_.clear();
+  node_snapshots_.clear();
+  job_snapshots_.clear();
+  own_mutations_ = 0;
 }
 
 void Statement::Discard() {
+  uint64_t before = ssn_->mutation_seq_;
   for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
     // Volcano's GenerateLastTxContext: remember what this statement had done with the task.
     it->task->last_transaction_reason = it->reason;
@@ -122,12 +199,38 @@ void Statement::Discard() {
         break;
     }
   }
+  uint64_t undo = ssn_->mutation_seq_ - before;
+  // Only this statement's operations and their undo happened since its first operation.
+  if (!node_snapshots_.empty() && ssn_->mutation_seq_ - first_seq_ == own_mutations_ + undo)
+    CheckRestored();
   ops_.clear();
+  node_snapshots_.clear();
+  job_snapshots_.clear();
+  own_mutations_ = 0;
 }
 
 void Statement::Merge(Statement& other) {
+  if (ops_.empty() && node_snapshots_.empty() && job_snapshots_.empty())
+    first_seq_ = other.first_seq_;
+  else
+    first_seq_ = std::min(first_seq_, other.first_seq_);
   for (auto& op : other.ops_) ops_.push_back(std::move(op));
+  // This statement's snapshots are older; the other's fill in objects only it touched.
+  for (auto& s : other.node_snapshots_) {
+    bool have = false;
+    for (const auto& m : node_snapshots_) have |= m.node == s.node;
+    if (!have) node_snapshots_.push_back(s);
+  }
+  for (auto& s : other.job_snapshots_) {
+    bool have = false;
+    for (const auto& m : job_snapshots_) have |= m.job == s.job;
+    if (!have) job_snapshots_.push_back(s);
+  }
+  own_mutations_ += other.own_mutations_;
   other.ops_.clear();
+  other.node_snapshots_.clear();
+  other.job_snapshots_.clear();
+  other.own_mutations_ = 0;
 }
 
 }  // namespace kiln

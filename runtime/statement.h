@@ -6,6 +6,8 @@
 // that every touched node's idle/used/releasing/pipelined and every touched job's counters are
 // exactly what they were before the operations.
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,9 +51,29 @@ class Statement {
   void UnEvict(Task* t);
   void UnPipeline(Task* t);
   void UnAllocate(Task* t);
+  // Records the state of the task's job and of the nodes before the first operation touching
+  // them, so a debug build can check that Discard restores them exactly.
+  void Capture(Task* t, Node* target);
+  void CheckRestored() const;
+
+  struct NodeSnapshot {
+    Node* node;
+    Resource idle, used, releasing, pipelined;
+    size_t tasks;
+  };
+  struct JobSnapshot {
+    Job* job;
+    std::array<size_t, kTaskStatusCount> counts;
+    Resource allocated;
+    int32_t pending_best_effort;
+  };
 
   Session* ssn_;
   std::vector<Operation> ops_;
+  std::vector<NodeSnapshot> node_snapshots_;
+  std::vector<JobSnapshot> job_snapshots_;
+  uint64_t first_seq_ = 0;        // session mutation counter before this statement's first op
+  uint64_t own_mutations_ = 0;    // mutations made by this statement's ops (merged ones too)
 };
 
 }  // namespace kiln

@@ -177,5 +177,19 @@ TEST_F(StatementTest, AllocateUnknownJobFails) {
   EXPECT_TRUE(st.empty());
 }
 
+#ifndef NDEBUG
+// Debug builds check the undo: a node changed behind the statement's back trips the assertion.
+TEST_F(StatementTest, DebugDiscardDetectsAnInexactUndo) {
+  EXPECT_DEATH(
+      {
+        Statement st(*ssn);
+        (void)st.Allocate(T("ns-p-0"), N("n1"));
+        N("n1")->idle.values[kCpu] += 1;  // not a session mutation
+        st.Discard();
+      },
+      "discard did not restore the node exactly");
+}
+#endif
+
 }  // namespace
 }  // namespace kiln
