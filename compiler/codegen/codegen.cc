@@ -1568,6 +1568,8 @@ class Lowering {
     for (const stdlib::Function& row : fns)
       if (row.name == name && row.impl == stdlib::Impl::Native)
         return EmitStdNative(c, std::string(row.symbol), args);
+    // Host functions (session-facing) take the PolicyContext first, then the native ABI.
+    if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
     Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
   }
 
@@ -1575,8 +1577,9 @@ class Lowering {
   // registers, the same as (ptr, len)), Resource results through a trailing out pointer, T?
   // results as a bool return with the payload through a trailing out pointer.
   Value* EmitStdNative(const ast::Call& c, const std::string& sym,
-                       const std::vector<const ast::Expr*>& args) {
+                       const std::vector<const ast::Expr*>& args, bool with_ctx = false) {
     std::vector<Value*> vals;
+    if (with_ctx) vals.push_back(ictx_);
     for (const ast::Expr* a : args) {
       Value* v = Emit(*a);
       if (v->getType() == str_) {
@@ -1604,6 +1607,10 @@ class Lowering {
       return out;
     }
     if (IsKind(t, TypeKind::Bool)) return CallRt(sym, i1_, vals);
+    if (!t || IsKind(t, TypeKind::Void)) {
+      CallRt(sym, b_.getVoidTy(), vals);
+      return llvm::UndefValue::get(i1_);
+    }
     return CallRt(sym, Ty(t), vals);
   }
 

@@ -23,7 +23,7 @@ struct PolicyContext {
   const void* args = nullptr;    // the bound arguments (owned by the compiled plugin)
   int64_t now = 0;               // the session clock, nanoseconds
   void* session_arena = nullptr;  // kiln::Arena* freed at session close
-  const Session* session = nullptr;
+  Session* session = nullptr;  // handlers read it; only session-mutating host calls write
 };
 
 inline constexpr int kCtxState = 0;

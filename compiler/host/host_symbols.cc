@@ -1,5 +1,6 @@
 #include "compiler/host/host_symbols.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "compiler/codegen/policy_context.h"
@@ -53,9 +54,19 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_nodes", &kiln_host_session_nodes);
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
+  add("kiln_host_set_condition", &kiln_host_set_condition);
+  for (const AbiHostSymbol& s : AbiShapeHostSymbols())
+    out.push_back({std::string(s.name), const_cast<void*>(s.address)});
   for (const stdlib::Function& f : stdlib::Functions())
     if (f.impl == stdlib::Impl::Native && f.native)
       out.push_back({std::string(f.symbol), const_cast<void*>(f.native)});
+  // The tables may name a function twice (a shape accessor also in the field table); the JIT
+  // must see each symbol once.
+  std::sort(out.begin(), out.end(),
+            [](const HostSymbol& a, const HostSymbol& b) { return a.name < b.name; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const HostSymbol& a, const HostSymbol& b) { return a.name == b.name; }),
+            out.end());
   return out;
 }
 
@@ -74,6 +85,28 @@ KList kiln_host_session_nodes(const void* ctx) {
 }
 const kiln::Resource* kiln_host_session_total(const void* ctx) {
   return &kiln::SessionOf(ctx).total_resource();
+}
+
+void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
+                             const char* status, size_t status_len, const char* reason,
+                             size_t reason_len, const char* message, size_t message_len) {
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session || !job) return;
+  try {
+    kiln::PodGroupCondition cond;
+    cond.type.assign(type ? type : "", type ? type_len : 0);
+    cond.status.assign(status ? status : "", status ? status_len : 0);
+    cond.reason.assign(reason ? reason : "", reason ? reason_len : 0);
+    cond.message.assign(message ? message : "", message ? message_len : 0);
+    cond.last_transition_time = c->now;
+    cond.transition_id = c->session->uid();
+    // The job views handed to policies are const; the session owns them and lets plugins
+    // update PodGroup conditions, as Volcano's UpdatePodGroupCondition does.
+    c->session->UpdatePodGroupCondition(const_cast<kiln::Job*>(job), std::move(cond));
+  } catch (const std::exception& e) {
+    std::string msg = std::string("set_condition: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
 }
 
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,

@@ -23,6 +23,11 @@ KList kiln_host_session_jobs(const void* ctx);
 KList kiln_host_session_queues(const void* ctx);
 KList kiln_host_session_nodes(const void* ctx);
 const kiln::Resource* kiln_host_session_total(const void* ctx);
+// set_condition(job, type, status, reason, message): replaces/appends a PodGroup condition,
+// stamped with the session clock (Session::UpdatePodGroupCondition).
+void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
+                             const char* status, size_t status_len, const char* reason,
+                             size_t reason_len, const char* message, size_t message_len);
 // selected[i] = 1 for every candidates[i] that appears in chosen (victim lists → session masks).
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
                              int64_t m, uint8_t* selected);
