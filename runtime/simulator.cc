@@ -7,6 +7,7 @@
 #include <cassert>
 #include <chrono>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/actions/action.h"
 #include "runtime/session.h"
@@ -263,28 +264,23 @@ void Simulator::Apply(const SessionResult& result) {
     auto it = result.pod_group_phases.find(g.Uid());
     if (it != result.pod_group_phases.end()) g.phase = *ParsePodGroupPhase(it->second);
   }
-  // Evictions: the pod is deleted; a job controller recreates pods of defined PodGroups.
-  std::set<std::string> removed_groups;
+  // Evictions: the pod is deleted; a job controller recreates pods of defined PodGroups. A pod
+  // that was already terminating is gone by the next cycle: one period stands for its grace
+  // period. A plain pod's own group goes with it.
+  std::unordered_set<std::string> implicit_groups;
+  for (const PodGroupSpec& g : c.pod_groups)
+    if (g.implicit) implicit_groups.insert(g.Uid());
+  std::unordered_set<std::string> removed_groups;
   std::vector<PodSpec> kept;
   kept.reserve(c.pods.size());
   for (PodSpec& pod : c.pods) {
-    // A terminating pod is gone by the next cycle: one period stands for its grace period.
-    if (pod.deleting && !result.evictions.count(pod.Key())) {
-      const PodGroupSpec* group = nullptr;
-      for (const auto& g : c.pod_groups)
-        if (g.namespace_ == pod.namespace_ && g.name == pod.group) group = &g;
-      if (group != nullptr && group->implicit) removed_groups.insert(pod.JobUid());
-      continue;
-    }
-    if (!result.evictions.count(pod.Key())) {
+    bool evicted = !result.evictions.empty() && result.evictions.count(pod.Key()) > 0;
+    if (!evicted && !pod.deleting) {
       kept.push_back(std::move(pod));
       continue;
     }
-    const PodGroupSpec* group = nullptr;
-    for (const auto& g : c.pod_groups)
-      if (g.namespace_ == pod.namespace_ && g.name == pod.group) group = &g;
-    if (group != nullptr && group->implicit) {
-      removed_groups.insert(pod.JobUid());
+    if (!evicted || implicit_groups.count(pod.JobUid())) {
+      if (implicit_groups.count(pod.JobUid())) removed_groups.insert(pod.JobUid());
       continue;
     }
     PodSpec fresh = std::move(pod);
@@ -300,6 +296,7 @@ void Simulator::Apply(const SessionResult& result) {
   std::erase_if(c.pod_groups, [&](const PodGroupSpec& g) { return removed_groups.count(g.Uid()) > 0; });
   // Binds: kubelet starts the pod on its node.
   for (PodSpec& pod : c.pods) {
+    if (result.binds.empty()) break;
     auto it = result.binds.find(pod.Key());
     if (it == result.binds.end()) continue;
     pod.node = it->second;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "runtime/cli/output_format.h"
 #include "runtime/quantity.h"
 #include "runtime/session.h"
 #include "runtime/simulator.h"
@@ -375,6 +376,82 @@ TEST(SimulatorTest, ExamplesLoadAndPluginFreeOnesMatchTheirExpect) {
   }
   EXPECT_GE(confs, 3);
   EXPECT_GE(scenarios, 1);
+}
+
+SimulationResult SampleResult() {
+  SessionResult s;
+  s.index = 0;
+  s.time = *ParseTimestamp("2025-01-01T00:00:00Z");
+  s.binds = {{"c1/p1", "n1"}, {"c1/p0", "n2"}};
+  s.bind_order = {"c1/p1", "c1/p0"};
+  s.evictions = {"c1/p9"};
+  s.pipelined = {{"c1/p2", "n1"}};
+  s.pod_group_phases = {{"c1/pg1", "Running"}};
+  s.unschedulable = {{"c1/p3", "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods."}};
+  s.duration_micros = 412;
+  return SimulationResult{"demo", {s}};
+}
+
+TEST(SimulatorOutputTest, JsonFollowsTheContractShape) {
+  EXPECT_EQ(cli::FormatJson(SampleResult()), R"({
+  "scenario": "demo",
+  "sessions": [
+    {
+      "index": 0,
+      "binds": {
+        "c1/p1": "n1",
+        "c1/p0": "n2"
+      },
+      "evictions": [
+        "c1/p9"
+      ],
+      "pipelined": {
+        "c1/p2": "n1"
+      },
+      "podGroupPhases": {
+        "c1/pg1": "Running"
+      },
+      "unschedulable": {
+        "c1/p3": "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods."
+      },
+      "durationMicros": 412
+    }
+  ]
+}
+)");
+}
+
+TEST(SimulatorOutputTest, TableListsEveryDecision) {
+  std::string table = cli::FormatTable(SampleResult());
+  EXPECT_NE(table.find("session 0 at 2025-01-01T00:00:00Z (412 µs)"), std::string::npos) << table;
+  EXPECT_NE(table.find("binds: 2\n    c1/p1"), std::string::npos) << table;  // bind order kept
+  EXPECT_NE(table.find("c1/p9"), std::string::npos);
+  EXPECT_NE(table.find("c1/pg1"), std::string::npos);
+  EXPECT_NE(table.find("c1/p3: 0/3 nodes are available"), std::string::npos);
+}
+
+TEST(SimulatorOutputTest, FormatTime) {
+  EXPECT_EQ(cli::FormatTime(*ParseTimestamp("2025-03-01T09:00:01Z")), "2025-03-01T09:00:01Z");
+  EXPECT_EQ(cli::FormatTime(*ParseTimestamp("2025-03-01T09:00:01.25Z")), "2025-03-01T09:00:01.25Z");
+  EXPECT_EQ(cli::FormatTime(0), "1970-01-01T00:00:00Z");
+}
+
+// The block printed by a failing --check must paste back into a scenario unchanged.
+TEST(SimulatorOutputTest, ExpectBlockPastesBackIntoAScenario) {
+  SessionResult s = SampleResult().sessions[0];
+  std::string text = R"(cluster:
+  nodes: [{name: n1, allocatable: {}}, {name: n2, allocatable: {}}]
+  podGroups: [{name: pg1, namespace: c1}]
+  pods:
+  - {name: p0, namespace: c1, group: pg1}
+  - {name: p1, namespace: c1, group: pg1}
+  - {name: p2, namespace: c1, group: pg1}
+  - {name: p3, namespace: c1, group: pg1}
+  - {name: p9, namespace: c1, group: pg1}
+)" + cli::FormatExpectBlock(s);
+  auto spec = ParseScenario(text, "paste.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().Format() << "\n" << text;
+  EXPECT_EQ(CheckExpectations(*spec->expect, s), std::vector<std::string>{});
 }
 
 }  // namespace
