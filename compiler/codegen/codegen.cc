@@ -1049,8 +1049,10 @@ class Lowering {
     const Type* lt = bin.left->type;
     const Type* rt = bin.right->type;
     // `x == none` / `x != none`
-    if (IsKind(rt, TypeKind::None) || IsKind(lt, TypeKind::None)) {
-      const ast::Expr& opt = IsKind(rt, TypeKind::None) ? *bin.left : *bin.right;
+    bool right_none = IsKind(rt, TypeKind::None) || bin.right->kind == ast::NodeKind::NoneLit;
+    bool left_none = IsKind(lt, TypeKind::None) || bin.left->kind == ast::NodeKind::NoneLit;
+    if (right_none || left_none) {
+      const ast::Expr& opt = right_none ? *bin.left : *bin.right;
       Value* present = IsKind(opt.type, TypeKind::Optional) ? IsPresent(opt.type, Emit(opt))
                                                             : static_cast<Value*>(b_.getTrue());
       return bin.op == Op::Eq ? b_.CreateNot(present) : present;
@@ -1074,6 +1076,17 @@ class Lowering {
         default: return ge;
       }
     };
+    // Optional vs optional: equal when both absent, or both present with equal payloads.
+    if (IsKind(lt, TypeKind::Optional) && IsKind(rt, TypeKind::Optional) &&
+        (op == Op::Eq || op == Op::Ne) && !IsPtrOptional(lt)) {
+      Value* lp = IsPresent(lt, l);
+      Value* rp = IsPresent(rt, r);
+      Value* both = b_.CreateAnd(lp, rp);
+      Value* eq = EmitChoice(both, nullptr,
+                             [&] { return Compare(Op::Eq, Payload(lt, l), lt->elem, Payload(rt, r), rt->elem, at); },
+                             [&] { return b_.CreateICmpEQ(lp, rp); });
+      return op == Op::Eq ? eq : b_.CreateNot(eq);
+    }
     // Optional vs payload: equal when present and equal.
     if (IsKind(lt, TypeKind::Optional) != IsKind(rt, TypeKind::Optional) &&
         (op == Op::Eq || op == Op::Ne) && !IsPtrOptional(lt) && !IsPtrOptional(rt)) {

@@ -1,0 +1,295 @@
+// Codegen semantics: policies compiled and JIT'd for real, their handlers called through the
+// same C ABI the session uses (runtime/session.h HandlerFn<P>). Each test pins down one rule of
+// docs/language.md "Defined results everywhere" or one lowering (state, maps, labels, lists,
+// comprehensions, resources, thunks).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "compiler/builtin_policies.h"
+#include "compiler/host/compiled_policy.h"
+#include "runtime/session.h"
+
+namespace kiln {
+namespace {
+
+// A compiled policy with its arguments bound (no conf arguments) and per-session state open.
+struct Loaded {
+  std::shared_ptr<const CompiledPolicy> policy;
+  std::shared_ptr<const BoundArgs> args;
+  PolicyContext ctx;
+  Arena arena;
+
+  template <ExtensionPoint P>
+  HandlerFn<P> Fn() const {
+    for (const auto& [point, fn] : policy->handlers)
+      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    return nullptr;
+  }
+};
+
+std::string UniquePath() {
+  static std::atomic<int> n{0};
+  return "test/codegen_" + std::to_string(n++) + ".policy";
+}
+
+std::unique_ptr<Loaded> Load(const std::string& text, int64_t now = 0) {
+  auto compiler = PolicyCompiler::Global();
+  EXPECT_TRUE(compiler.ok());
+  auto compiled = (*compiler)->Compile(SourceFile{UniquePath(), text});
+  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
+  if (!compiled.ok()) return nullptr;
+  PluginOption option{};
+  option.name = (*compiled)->name;
+  auto bound = BindArguments(*compiled, option);
+  EXPECT_TRUE(bound.ok()) << bound.error().Format();
+  if (!bound.ok()) return nullptr;
+  auto l = std::make_unique<Loaded>();
+  l->policy = *compiled;
+  l->args = *bound;
+  l->ctx.args = l->args->data;
+  l->ctx.now = now;
+  l->ctx.session_arena = &l->arena;
+  l->policy->state_init(&l->ctx);
+  return l;
+}
+
+// Evaluates a float expression inside `on node_order(task, node)`; `prelude` adds declarations.
+double EvalFloat(const std::string& body, const std::string& prelude = "") {
+  auto l = Load("policy eval;\n" + prelude + "\non node_order(task: Task, node: Node) -> float {\n" +
+                body + "\n}\n");
+  if (!l) return std::nan("");
+  Task task;
+  Node node;
+  double score = -12345;
+  EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
+  return score;
+}
+
+TEST(CodegenSemantics, IntegerDivisionAndRemainderByZeroAreZero) {
+  EXPECT_EQ(EvalFloat("let z = 0; return float(7 / z);"), 0.0);
+  EXPECT_EQ(EvalFloat("let z = 0; return float(7 % z);"), 0.0);
+  EXPECT_EQ(EvalFloat("let d = 2; return float(7 / d);"), 3.0);
+  EXPECT_EQ(EvalFloat("let d = -2; return float(7 % d);"), 1.0);
+}
+
+TEST(CodegenSemantics, FloatDivisionByZeroIsZero) {
+  EXPECT_EQ(EvalFloat("let z = 0.0; return 1.5 / z;"), 0.0);
+  EXPECT_EQ(EvalFloat("let z = 0; return 3.0 / float(z) + 1.0;"), 1.0);
+}
+
+TEST(CodegenSemantics, IntegerOverflowSaturates) {
+  EXPECT_EQ(EvalFloat("let big = 9223372036854775807; if big + 1 == big { return 1.0; } return 0.0;"),
+            1.0);
+  EXPECT_EQ(EvalFloat("let big = 9223372036854775807; if big * 3 == big { return 1.0; } return 0.0;"),
+            1.0);
+  EXPECT_EQ(EvalFloat("let small = -9223372036854775807 - 1;\n"
+                      "if small - 1 == small and small * 2 == small { return 1.0; } return 0.0;"),
+            1.0);
+  // INT64_MIN / -1 overflows in C; the language saturates it.
+  EXPECT_EQ(EvalFloat("let small = -9223372036854775807 - 1; let m = -1;\n"
+                      "if small / m == 9223372036854775807 and small % m == 0 { return 1.0; }\n"
+                      "return 0.0;"),
+            1.0);
+}
+
+TEST(CodegenSemantics, MissingMapKeyGivesZeroValueAndGetGivesNone) {
+  EXPECT_EQ(EvalFloat("var m: map<string, int> = {\"a\": 4};\n"
+                      "return float(m[\"a\"] * 10 + m[\"missing\"]);"),
+            40.0);
+  EXPECT_EQ(EvalFloat("var m: map<string, int> = {};\n"
+                      "if \"x\" in m { return 1.0; }\n"
+                      "return float(m.get(\"x\") ?? 5);"),
+            5.0);
+  EXPECT_EQ(EvalFloat("var m: map<string, float> = {};\n"
+                      "m[\"k\"] += 2.5; m[\"k\"] += 1.0;\n"
+                      "return m[\"k\"];"),
+            3.5);
+}
+
+TEST(CodegenSemantics, ListIndexOutOfRangeGivesZero) {
+  EXPECT_EQ(EvalFloat("let xs = [1, 2, 3]; return float(xs[1] + xs[5] + xs[-1]);"), 2.0);
+}
+
+TEST(CodegenSemantics, AbsentLabelIndexesAsEmptyString) {
+  auto l = Load(R"(policy labels;
+on node_order(task: Task, node: Node) -> float {
+  var score = 0.0;
+  if node.labels["zone"] == "a" { score += 1.0; }
+  if node.labels["absent"] == "" { score += 10.0; }
+  if let v = task.labels.get("tier") { if v == "gold" { score += 100.0; } }
+  if task.labels.get("nope") == none { score += 1000.0; }
+  return score;
+}
+)");
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  node.labels["zone"] = "a";
+  task.labels["tier"] = "gold";
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1111.0);
+  node.labels["zone"] = "b";
+  task.labels.clear();
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1010.0);
+}
+
+TEST(CodegenSemantics, StringsConcatenateAndCompare) {
+  EXPECT_EQ(EvalFloat("let s = \"ab\" + string(12) + \"c\";\n"
+                      "if s == \"ab12c\" and s < \"ac\" and len(s) == 5 { return 1.0; } return 0.0;"),
+            1.0);
+}
+
+TEST(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
+  EXPECT_EQ(EvalFloat("let xs = [3, 1, 4, 1, 5];\n"
+                      "let big = [x for x in xs where x > 1 order by x desc];\n"
+                      "return float(big[0] * 100 + big[1] * 10 + big[2]);"),
+            543.0);
+  EXPECT_EQ(EvalFloat("let xs = [3, 1, 4, 1, 5];\n"
+                      "return float(sum(x for x in xs) * 100 + count(x for x in xs where x == 1));"),
+            1402.0);
+  EXPECT_EQ(EvalFloat("let xs = [3, 1, 4];\n"
+                      "if any(x > 3 for x in xs) and not all(x > 1 for x in xs) { return float(max(x for x in xs)); }\n"
+                      "return 0.0;"),
+            4.0);
+}
+
+TEST(CodegenSemantics, ResourcesLoadDirectlyAndLiteralsUseVolcanoUnits) {
+  auto l = Load(R"(policy res;
+on node_order(task: Task, node: Node) -> float {
+  let want = resource{cpu: 2, memory: 1Gi};
+  let free = node.idle - task.resreq;
+  if task.resreq <= node.idle and want.cpu == 2000.0 {
+    return free.cpu + want.memory / 1073741824.0;
+  }
+  return -1.0;
+}
+)");
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  task.resreq.Set(kCpu, 500);
+  node.idle.Set(kCpu, 2000);
+  node.idle.Set(kMemory, 1e9);
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1501.0);
+  task.resreq.Set(kCpu, 4000);
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, -1.0);
+}
+
+TEST(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
+  auto l = Load(R"(policy counter;
+state placed: int;
+state by_job: map<Job, int>;
+on allocate(task: Task) {
+  placed += 1;
+  by_job[task.job] += 1;
+}
+on node_order(task: Task, node: Node) -> float {
+  return float(placed * 10 + by_job[task.job]);
+}
+)");
+  ASSERT_TRUE(l);
+  Job j1, j2;
+  Task a, b;
+  a.job = &j1;
+  b.job = &j2;
+  auto on_allocate = l->Fn<ExtensionPoint::OnAllocate>();
+  on_allocate(&l->ctx, &a);
+  on_allocate(&l->ctx, &a);
+  on_allocate(&l->ctx, &b);
+  Node node;
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &a, &node, &score);
+  EXPECT_EQ(score, 32.0);
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &b, &node, &score);
+  EXPECT_EQ(score, 31.0);
+}
+
+TEST(CodegenSemantics, IntHandlersReturnOnlyTheSign) {
+  auto l = Load(R"(policy order;
+on job_order(l: Job, r: Job) -> int {
+  return (r.priority - l.priority) * 1000;
+}
+)");
+  ASSERT_TRUE(l);
+  Job hi, lo;
+  hi.priority = 10;
+  lo.priority = 1;
+  auto fn = l->Fn<ExtensionPoint::JobOrder>();
+  EXPECT_EQ(fn(&l->ctx, &hi, &lo), -1);
+  EXPECT_EQ(fn(&l->ctx, &lo, &hi), 1);
+  EXPECT_EQ(fn(&l->ctx, &lo, &lo), 0);
+}
+
+TEST(CodegenSemantics, VictimsThunkMarksTheChosenCandidates) {
+  auto l = Load(R"(policy pick;
+on preemptable(preemptor: Task, candidates: list<Task>) -> Victims {
+  if len(candidates) == 0 { return abstain_victims(); }
+  return victims([c for c in candidates where c.priority < preemptor.priority]);
+}
+)");
+  ASSERT_TRUE(l);
+  Task preemptor, c0, c1, c2;
+  preemptor.priority = 5;
+  c0.priority = 1;
+  c1.priority = 9;
+  c2.priority = 4;
+  const Task* cands[] = {&c0, &c1, &c2};
+  uint8_t selected[3] = {0, 0, 0};
+  auto fn = l->Fn<ExtensionPoint::Preemptable>();
+  EXPECT_EQ(fn(&l->ctx, &preemptor, cands, 3, selected), 1);
+  EXPECT_EQ(selected[0], 1);
+  EXPECT_EQ(selected[1], 0);
+  EXPECT_EQ(selected[2], 1);
+  EXPECT_EQ(fn(&l->ctx, &preemptor, cands, 0, selected), 0);  // abstain
+}
+
+TEST(CodegenSemantics, SessionClockIsTheContextsNotTheWallClock) {
+  auto l = Load(R"(policy clock;
+on node_order(task: Task, node: Node) -> float {
+  if let at = task.scheduled_at { return (now() - at).seconds; }
+  return -1.0;
+}
+)",
+                /*now=*/100'000'000'000);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, -1.0);  // scheduled_at == 0: unset → none
+  task.scheduled_at = 40'000'000'000;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 60.0);
+}
+
+TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
+  for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
+    SCOPED_TRACE(name);
+    const BuiltinPolicy* b = FindBuiltinPolicy(name);
+    ASSERT_NE(b, nullptr);
+    auto compiler = PolicyCompiler::Global();
+    ASSERT_TRUE(compiler.ok());
+    auto compiled = (*compiler)->Compile(SourceFile{std::string(b->path), std::string(b->text)});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
+    auto ir = PolicyCompiler::EmitIr(SourceFile{std::string(b->path), std::string(b->text)});
+    ASSERT_TRUE(ir.ok()) << ir.error().Format();
+    for (const auto& [point, fn] : (*compiled)->handlers) {
+      EXPECT_NE(fn, nullptr);
+      std::string def = fmt::format("@kiln.on.{}(", Info(point).handler);
+      EXPECT_NE(ir->find(def), std::string::npos) << def;
+    }
+    EXPECT_FALSE((*compiled)->handlers.empty());
+  }
+}
+
+}  // namespace
+}  // namespace kiln
