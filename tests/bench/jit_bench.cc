@@ -1,0 +1,262 @@
+// JIT-compiled policy handlers vs the same logic hand-written in C++ (the oracles in
+// tests/oracles/), both called through a C function pointer with a ctx argument exactly as the
+// session calls handlers. Also: front end + codegen + JIT time of every shipped policy.
+//
+// Report the ratio JIT/native per handler (target ≤ 1.2) from the `Jit*` and `Native*` pairs.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <map>
+#include <span>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/builtin_policies.h"
+#include "compiler/host/compiled_policy.h"
+#include "runtime/session.h"
+#include "tests/oracles/cdp_oracle.h"
+#include "tests/oracles/gang_oracle.h"
+#include "tests/oracles/priority_oracle.h"
+
+namespace kiln {
+namespace {
+
+struct Loaded {
+  std::shared_ptr<const CompiledPolicy> policy;
+  std::shared_ptr<const BoundArgs> args;
+  PolicyContext ctx;
+  Arena arena;
+
+  template <ExtensionPoint P>
+  HandlerFn<P> Fn() const {
+    for (const auto& [point, fn] : policy->handlers)
+      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    return nullptr;
+  }
+};
+
+Loaded& Builtin(std::string_view name, TimeNs now = 600'000'000'000) {
+  static std::map<std::string, std::unique_ptr<Loaded>, std::less<>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return *it->second;
+  const BuiltinPolicy* b = FindBuiltinPolicy(name);
+  auto compiled = (*PolicyCompiler::Global())
+                      ->Compile(SourceFile{std::string(b->path), std::string(b->text)});
+  if (!compiled.ok()) {
+    fprintf(stderr, "%s\n", compiled.error().Format().c_str());
+    std::abort();
+  }
+  PluginOption option{};
+  option.name = std::string(name);
+  auto l = std::make_unique<Loaded>();
+  l->policy = *compiled;
+  l->args = *BindArguments(*compiled, option);
+  l->ctx.args = l->args->data;
+  l->ctx.now = now;
+  l->ctx.session_arena = &l->arena;
+  l->policy->state_init(&l->ctx);
+  return *cache.emplace(std::string(name), std::move(l)).first->second;
+}
+
+// Two jobs of 8 tasks with mixed statuses, and 64 preemption candidates across 8 jobs.
+struct Fixture {
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<std::unique_ptr<Task>> tasks;
+  std::vector<const Task*> candidates;
+
+  Fixture() {
+    std::mt19937 rng(7);
+    const TaskStatus statuses[] = {TaskStatus::Pending, TaskStatus::Running, TaskStatus::Bound,
+                                   TaskStatus::Pipelined, TaskStatus::Succeeded};
+    for (int j = 0; j < 8; ++j) {
+      auto job = std::make_unique<Job>();
+      job->name = "job" + std::to_string(j);
+      job->priority = j % 3;
+      job->min_available = 3;
+      for (int t = 0; t < 8; ++t) {
+        auto task = std::make_unique<Task>();
+        task->name = job->name + "-" + std::to_string(t);
+        task->status = statuses[rng() % 5];
+        task->priority = static_cast<int64_t>(rng() % 4);
+        task->init_resreq.Set(kCpu, 1000);
+        task->resreq.Set(kCpu, 1000);
+        if (t % 3 == 0) task->labels["volcano.sh/cooldown-time"] = "5m";
+        task->scheduled_at = 1'000'000'000LL * (rng() % 600);
+        job->AddTask(task.get());
+        candidates.push_back(task.get());
+        tasks.push_back(std::move(task));
+      }
+      jobs.push_back(std::move(job));
+    }
+  }
+};
+
+Fixture& F() {
+  static Fixture f;
+  return f;
+}
+
+// ---- hand-written handlers with the session's C ABI ----
+int32_t NativePriorityJobOrder(void*, const Job* l, const Job* r) {
+  return oracles::priority::JobOrder(*l, *r);
+}
+int32_t NativePriorityTaskOrder(void*, const Task* l, const Task* r) {
+  return oracles::priority::TaskOrder(*l, *r);
+}
+bool NativeGangJobReady(void*, const Job* j) { return oracles::gang::JobReady(*j); }
+int32_t NativeGangJobOrder(void*, const Job* l, const Job* r) {
+  return oracles::gang::JobOrder(*l, *r);
+}
+int32_t MarkAll(const Task* const* c, size_t n, uint8_t* sel,
+                const std::vector<const Task*>& victims) {
+  size_t v = 0;
+  for (size_t i = 0; i < n && v < victims.size(); ++i)
+    if (c[i] == victims[v]) {
+      sel[i] = 1;
+      ++v;
+    }
+  return 1;
+}
+int32_t NativePriorityPreemptable(void*, const Task* p, const Task* const* c, size_t n,
+                                  uint8_t* sel) {
+  return MarkAll(c, n, sel, oracles::priority::Victims(*p, std::span(c, n)));
+}
+int32_t NativeGangPreemptable(void*, const Task* p, const Task* const* c, size_t n,
+                              uint8_t* sel) {
+  return MarkAll(c, n, sel, oracles::gang::Victims(*p, std::span(c, n)));
+}
+int32_t NativeCdpPreemptable(void* ctx, const Task* p, const Task* const* c, size_t n,
+                             uint8_t* sel) {
+  return MarkAll(c, n, sel,
+                 oracles::cdp::Victims(*p, std::span(c, n), static_cast<PolicyContext*>(ctx)->now));
+}
+
+// Calls through a volatile function pointer so neither side is inlined into the loop.
+template <typename Fn, typename... A>
+void Run(benchmark::State& state, Fn fn, void* ctx, A... args) {
+  Fn volatile target = fn;
+  for (auto _ : state) benchmark::DoNotOptimize(target(ctx, args...));
+}
+
+void BM_JitPriorityJobOrder(benchmark::State& s) {
+  auto& l = Builtin("priority");
+  Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
+}
+void BM_NativePriorityJobOrder(benchmark::State& s) {
+  Run(s, &NativePriorityJobOrder, nullptr, F().jobs[0].get(), F().jobs[1].get());
+}
+void BM_JitPriorityTaskOrder(benchmark::State& s) {
+  auto& l = Builtin("priority");
+  Run(s, l.Fn<ExtensionPoint::TaskOrder>(), &l.ctx, F().candidates[0], F().candidates[1]);
+}
+void BM_NativePriorityTaskOrder(benchmark::State& s) {
+  Run(s, &NativePriorityTaskOrder, nullptr, F().candidates[0], F().candidates[1]);
+}
+void BM_JitGangJobReady(benchmark::State& s) {
+  auto& l = Builtin("gang");
+  Run(s, l.Fn<ExtensionPoint::JobReady>(), &l.ctx, static_cast<const Job*>(F().jobs[0].get()));
+}
+void BM_NativeGangJobReady(benchmark::State& s) {
+  Run(s, &NativeGangJobReady, nullptr, static_cast<const Job*>(F().jobs[0].get()));
+}
+void BM_JitGangJobOrder(benchmark::State& s) {
+  auto& l = Builtin("gang");
+  Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
+}
+void BM_NativeGangJobOrder(benchmark::State& s) {
+  Run(s, &NativeGangJobOrder, nullptr, F().jobs[0].get(), F().jobs[1].get());
+}
+
+template <typename Fn>
+void RunVictims(benchmark::State& state, Fn fn, void* ctx) {
+  const auto& c = F().candidates;
+  std::vector<uint8_t> sel(c.size());
+  Fn volatile target = fn;
+  for (auto _ : state) {
+    std::fill(sel.begin(), sel.end(), 0);
+    benchmark::DoNotOptimize(target(ctx, c[0], c.data(), c.size(), sel.data()));
+  }
+}
+void BM_JitPriorityPreemptable64(benchmark::State& s) {
+  auto& l = Builtin("priority");
+  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
+}
+void BM_NativePriorityPreemptable64(benchmark::State& s) {
+  RunVictims(s, &NativePriorityPreemptable, nullptr);
+}
+void BM_JitGangPreemptable64(benchmark::State& s) {
+  auto& l = Builtin("gang");
+  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
+}
+void BM_NativeGangPreemptable64(benchmark::State& s) {
+  RunVictims(s, &NativeGangPreemptable, nullptr);
+}
+void BM_JitCdpPreemptable64(benchmark::State& s) {
+  auto& l = Builtin("cdp");
+  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
+}
+void BM_NativeCdpPreemptable64(benchmark::State& s) {
+  PolicyContext ctx;
+  ctx.now = 600'000'000'000;
+  RunVictims(s, &NativeCdpPreemptable, &ctx);
+}
+
+BENCHMARK(BM_JitPriorityJobOrder);
+BENCHMARK(BM_NativePriorityJobOrder);
+BENCHMARK(BM_JitPriorityTaskOrder);
+BENCHMARK(BM_NativePriorityTaskOrder);
+BENCHMARK(BM_JitGangJobOrder);
+BENCHMARK(BM_NativeGangJobOrder);
+BENCHMARK(BM_JitGangJobReady);
+BENCHMARK(BM_NativeGangJobReady);
+BENCHMARK(BM_JitPriorityPreemptable64);
+BENCHMARK(BM_NativePriorityPreemptable64);
+BENCHMARK(BM_JitGangPreemptable64);
+BENCHMARK(BM_NativeGangPreemptable64);
+BENCHMARK(BM_JitCdpPreemptable64);
+BENCHMARK(BM_NativeCdpPreemptable64);
+
+// Front end + codegen + O2 + JIT of one shipped policy, uncached (a fresh path each time).
+void BM_CompilePolicy(benchmark::State& state, std::string name) {
+  static std::atomic<int> n{0};
+  const BuiltinPolicy* b = FindBuiltinPolicy(name);
+  auto* compiler = *PolicyCompiler::Global();
+  for (auto _ : state) {
+    auto p = compiler->Compile(SourceFile{"bench/" + std::to_string(n++) + "/" + std::string(b->path),
+                                          std::string(b->text)});
+    if (!p.ok()) {
+      state.SkipWithError(p.error().Format().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(p->get());
+  }
+}
+
+// Every built-in that compiles today, together (the "well under a second" target).
+void BM_CompileAllBuiltins(benchmark::State& state) {
+  static std::atomic<int> n{0};
+  auto* compiler = *PolicyCompiler::Global();
+  for (auto _ : state) {
+    int ok = 0;
+    std::string run = std::to_string(n++);
+    for (const auto& b : BuiltinPolicies()) {
+      auto p = compiler->Compile(SourceFile{"bench-all/" + run + "/" + std::string(b.path), std::string(b.text)});
+      ok += p.ok();
+    }
+    state.counters["compiled"] = ok;
+    state.counters["builtins"] = static_cast<double>(BuiltinPolicies().size());
+  }
+}
+
+BENCHMARK_CAPTURE(BM_CompilePolicy, gang, std::string("gang"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(BM_CompilePolicy, priority, std::string("priority"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(BM_CompilePolicy, conformance, std::string("conformance"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(BM_CompilePolicy, cdp, std::string("cdp"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(BM_CompilePolicy, drf, std::string("drf"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_CompilePolicy, proportion, std::string("proportion"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CompileAllBuiltins)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
+}  // namespace kiln
