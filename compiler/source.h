@@ -13,7 +13,7 @@ struct SourceFile {
   std::string text;
 };
 
-// 1-based line/column of a character. Column counts bytes (tabs count as one).
+// 1-based line/column of a character. Columns count code points (tabs count as one).
 struct SourcePos {
   int line = 0;
   int column = 0;

@@ -179,6 +179,8 @@ QUANTITY : DIGITS ('.' DIGITS)? ('Ki' | 'Mi' | 'Gi' | 'Ti' | 'Pi' | 'Ei' | 'k' |
 FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT ;
 INT      : DIGITS ;
 STRING   : '"' (~["\\\r\n] | '\\' .)* '"' ;
+// A string missing its closing quote: one token, so the error names it instead of its pieces.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' .)* ;
 IDENT    : [A-Za-z_] [A-Za-z0-9_]* ;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> skip ;

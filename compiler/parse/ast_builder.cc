@@ -516,7 +516,8 @@ std::unique_ptr<ast::Policy> BuildAst(void* tree, const std::string& path,
   try {
     return builder.File(static_cast<P::PolicyFileContext*>(tree), path);
   } catch (const TooDeep& e) {
-    diags.Error(e.where, fmt::format("nesting too deep (the limit is {} levels)", options.max_depth));
+    diags.Error(e.where, fmt::format("expression nested too deeply (the limit is {} levels)",
+                                    options.reported_limit));
     return nullptr;
   }
 }

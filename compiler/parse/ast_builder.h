@@ -15,7 +15,8 @@ class PolicyParser;
 namespace kiln {
 
 struct AstBuildOptions {
-  int max_depth = 256;
+  int max_depth = 256 * 16;  // grammar rule levels; one source nesting level is up to ~16
+  int reported_limit = 256;   // the source-level limit named in the diagnostic
 };
 
 // `tree` is a PolicyParser::PolicyFileContext*. Returns null when the depth limit was exceeded.

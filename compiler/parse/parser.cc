@@ -56,6 +56,8 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
       if (!expected.empty() && expected.front() == '{') expected = expected.substr(1, expected.size() - 2);
     }
     std::string what;
+    if (!token.empty() && token.front() == '"' && (token.size() == 1 || token.back() != '"'))
+      return "unterminated string literal (strings end on the same line with `\"`)";
     if (msg.rfind("token recognition error", 0) == 0) {
       return fmt::format("syntax error: unexpected character {}", msg.substr(msg.find("at:") + 4));
     } else if (msg.rfind("missing ", 0) == 0) {
@@ -129,16 +131,61 @@ bool ScanNesting(const std::vector<antlr4::Token*>& tokens, int limit, Diagnosti
   return true;
 }
 
+// ANTLR's input stream converts to UTF-32 and throws on malformed UTF-8; find it first so the
+// user gets a position. Returns false (with a diagnostic) at the first bad sequence.
+bool CheckUtf8(std::string_view text, DiagnosticList& diags) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (ok && len == 2) ok = c >= 0xC2;  // overlong
+    if (!ok) {
+      diags.Error({{line, col}, {line, col}},
+                  fmt::format("invalid UTF-8 in the source (byte 0x{:02x})", c));
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
+                                          DiagnosticList& diags);
 }  // namespace
 
 std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
                                          DiagnosticList& diags) {
+  // The ANTLR runtime reports some conditions by throwing; none may escape the front end.
+  try {
+    return ParseChecked(source, limits, diags);
+  } catch (const std::exception& e) {
+    diags.Error({{1, 1}, {1, 1}}, fmt::format("the parser failed on this input: {}", e.what()));
+    return nullptr;
+  }
+}
+
+namespace {
+std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
+                                          DiagnosticList& diags) {
   if (source.text.size() > limits.max_source_bytes) {
     diags.Error({{1, 1}, {1, 1}},
                 fmt::format("file is too large ({} bytes; the limit is {} bytes)",
                             source.text.size(), limits.max_source_bytes));
     return nullptr;
   }
+  if (!CheckUtf8(source.text, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text);
   grammar::PolicyLexer lexer(&input);
   DiagnosticErrorListener listener(diags);
@@ -173,7 +220,9 @@ std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const Fronten
   if (listener.count() > 0 || parser.getNumberOfSyntaxErrors() > 0) return nullptr;
   AstBuildOptions options;
   options.max_depth = limits.max_nesting * 16;
+  options.reported_limit = limits.max_nesting;
   return BuildAst(tree, source.path, options, diags);
 }
+}  // namespace
 
 }  // namespace kiln
