@@ -676,7 +676,8 @@ Status Loader::ReadPodGroup(const YAML::Node& n, PodGroupSpec& out) {
 Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
   TRY(r_.ExpectMap(n, "pod",
                    {"name", "namespace", "group", "task", "requests", "priorityClassName",
-                    "priority", "phase", "node", "labels", "annotations", "nodeSelector",
+                    "priority", "phase", "node", "nominatedNodeName", "labels", "annotations",
+                    "nodeSelector",
                     "tolerations", "affinity", "topologySpreadConstraints", "hostPorts",
                     "preemptionPolicy", "creationTimestamp", "scheduledAt", "deleting",
                     "duration"}));
@@ -714,6 +715,8 @@ Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
                                                            "Failed", "Unknown"})));
     } else if (k == "node") {
       ASSIGN_OR_RETURN(out.node, Str(v, field));
+    } else if (k == "nominatedNodeName") {
+      ASSIGN_OR_RETURN(out.nominated_node, Str(v, field));
     } else if (k == "labels") {
       ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
     } else if (k == "annotations") {
@@ -1051,6 +1054,10 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
     if (!p.node.empty() && !nodes.count(p.node))
       return Error{fmt::format("pod `{}` names node `{}`, which is not defined{}", p.Key(), p.node,
                                yaml::DidYouMean(p.node, names(nodes))),
+                   p.where};
+    if (!p.nominated_node.empty() && !nodes.count(p.nominated_node))
+      return Error{fmt::format("pod `{}` names nominated node `{}`, which is not defined{}", p.Key(),
+                               p.nominated_node, yaml::DidYouMean(p.nominated_node, names(nodes))),
                    p.where};
     if (!p.priority_class_name.empty() && !classes.count(p.priority_class_name))
       return Error{fmt::format("pod `{}` names priority class `{}`, which is not defined{}",

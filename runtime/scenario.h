@@ -93,6 +93,8 @@ struct PodGroupSpec {
   StringMap labels;
   TimeNs creation_time = kUnsetTime;
   bool implicit = false;  // created by the loader for a pod without `group`
+  // Status conditions written by earlier sessions (multi-cycle runs; not read from YAML).
+  std::vector<PodGroupCondition> conditions;
   SourceLocation where;
 
   std::string Uid() const { return namespace_ + "/" + name; }
@@ -108,6 +110,9 @@ struct PodSpec {
   std::optional<int32_t> priority;
   PodPhase phase = PodPhase::Pending;
   std::string node;
+  // status.nominatedNodeName: set by the scheduler for a pipelined pod that caused evictions
+  // (Kiln extension key `nominatedNodeName`; multi-cycle runs keep it until the pod is bound).
+  std::string nominated_node;
   StringMap labels;
   StringMap annotations;
   StringMap node_selector;

@@ -132,6 +132,7 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     j.annotations = gs.annotations;
     j.labels = gs.labels;
     j.creation_time = gs.creation_time;
+    j.conditions = gs.conditions;
     j.has_min_resources = gs.min_resources.has_value();
     if (gs.min_resources) j.min_resources = *gs.min_resources;
     for (const auto& [role, min] : gs.min_task_member) {
@@ -163,6 +164,7 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kPreemptableKey))
       t.preemptable = ParseGoBool(*v).value_or(true);
     t.deleting = ps.deleting;
+    t.nominated_node_name = ps.nominated_node;
     t.creation_time = ps.creation_time;
     t.scheduled_at = ps.scheduled_at;
     t.priority_class_name = ps.priority_class_name;
@@ -246,10 +248,15 @@ Result<SessionResult> Simulator::RunCycle() {
       result.bind_order.push_back(b.task->Key());
     }
     for (const auto& e : d.evictions) result.evictions.insert(e.task->Key());
-    for (const auto& p : d.pipelined) result.pipelined[p.task->Key()] = p.node->name;
+    for (const auto& p : d.pipelined) {
+      result.pipelined[p.task->Key()] = p.node->name;
+      if (p.task->eviction_occurred) result.nominated[p.task->Key()] = p.node->name;
+    }
     for (const auto& [task, reason] : d.unschedulable) result.unschedulable[task->Key()] = reason;
-    for (const auto& [job, phase] : d.phases)
+    for (const auto& [job, phase] : d.phases) {
       result.pod_group_phases[job->uid] = std::string(ToString(phase));
+      if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
+    }
     result.faults = d.faults;
   }
   Apply(result);
@@ -263,6 +270,8 @@ void Simulator::Apply(const SessionResult& result) {
   for (PodGroupSpec& g : c.pod_groups) {
     auto it = result.pod_group_phases.find(g.Uid());
     if (it != result.pod_group_phases.end()) g.phase = *ParsePodGroupPhase(it->second);
+    if (auto c_it = result.conditions.find(g.Uid()); c_it != result.conditions.end())
+      g.conditions = c_it->second;
   }
   // Evictions: the pod is deleted; a job controller recreates pods of defined PodGroups. A pod
   // that was already terminating is gone by the next cycle: one period stands for its grace
@@ -286,6 +295,7 @@ void Simulator::Apply(const SessionResult& result) {
     PodSpec fresh = std::move(pod);
     fresh.phase = PodPhase::Pending;
     fresh.node.clear();
+    fresh.nominated_node.clear();
     fresh.deleting = false;
     fresh.scheduled_at = 0;
     fresh.started_at = 0;
@@ -294,11 +304,14 @@ void Simulator::Apply(const SessionResult& result) {
   }
   c.pods = std::move(kept);
   std::erase_if(c.pod_groups, [&](const PodGroupSpec& g) { return removed_groups.count(g.Uid()) > 0; });
-  // Binds: kubelet starts the pod on its node.
+  // Binds: kubelet starts the pod on its node. Pipelined pods that evicted others are nominated.
   for (PodSpec& pod : c.pods) {
-    if (result.binds.empty()) break;
-    auto it = result.binds.find(pod.Key());
+    if (result.binds.empty() && result.nominated.empty()) break;
+    std::string key = pod.Key();
+    if (auto n = result.nominated.find(key); n != result.nominated.end()) pod.nominated_node = n->second;
+    auto it = result.binds.find(key);
     if (it == result.binds.end()) continue;
+    pod.nominated_node.clear();
     pod.node = it->second;
     pod.phase = PodPhase::Running;
     pod.scheduled_at = result.time;

@@ -10,7 +10,9 @@
 //     loader's `podgroup-<uid>` group) is gone together with its group;
 //   * a pod that was already terminating (`deleting: true`) finishes terminating before the next
 //     cycle and is gone (its Releasing resources become idle);
-//   * each PodGroup's phase at close is written back as its status;
+//   * each PodGroup's phase and conditions at close are written back as its status;
+//   * a pod pipelined onto a node after evicting others keeps that node as its
+//     nominatedNodeName (allocate tries it first next cycle) until it is bound;
 //   * a Running pod with a `duration` Succeeds once that long has passed since it started (since
 //     `scheduledAt`, or the scenario's `now`, for pods that were already running).
 //
@@ -90,6 +92,10 @@ struct SessionResult {
   std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
   std::map<std::string, std::string> unschedulable;    // pod key → reason
   std::vector<std::string> faults;                     // policy faults, as the session logged
+  // Written back to the simulated cluster (not printed): pods pipelined after evicting others
+  // get status.nominatedNodeName; PodGroups keep the conditions the session set.
+  std::map<std::string, std::string> nominated;                        // pod key → node
+  std::map<std::string, std::vector<PodGroupCondition>> conditions;    // job uid → conditions
   int64_t duration_micros = 0;
 };
 

@@ -288,6 +288,9 @@ TEST(ScenarioTest, CrossReferenceErrors) {
   EXPECT_EQ(node.message,
             "pod `default/p` names node `node-2`, which is not defined; did you mean `node-1`?");
   EXPECT_EQ(node.where.line, 4);
+  Error nominated = MustFail(
+      "cluster:\n  nodes: [{name: n1, allocatable: {}}]\n  pods:\n  - {name: p, nominatedNodeName: n9}\n");
+  EXPECT_EQ(nominated.message, "pod `default/p` names nominated node `n9`, which is not defined");
   Error queue = MustFail("cluster:\n  podGroups:\n  - {name: pg, queue: q2}\n");
   EXPECT_EQ(queue.message, "podGroup `default/pg` names queue `q2`, which is not defined");
   Error running = MustFail("cluster:\n  pods:\n  - {name: p, phase: Running}\n");

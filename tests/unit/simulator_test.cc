@@ -378,6 +378,65 @@ TEST(SimulatorTest, ExamplesLoadAndPluginFreeOnesMatchTheirExpect) {
   EXPECT_GE(scenarios, 1);
 }
 
+// A test plugin: the job named "high" is starving, and every preemptee is a fair victim.
+class PreemptForHigh : public Plugin {
+ public:
+  Status OnSessionOpen(Session& ssn, PluginHandle self) override {
+    ssn.On<ExtensionPoint::JobStarving>(self, [](const Job* j) { return j->name == "high"; });
+    ssn.On<ExtensionPoint::Preemptable>(
+        self, [](const Task*, const Task* const*, size_t n, uint8_t* selected) -> int32_t {
+          for (size_t i = 0; i < n; ++i) selected[i] = 1;
+          return 1;
+        });
+    return Status::Ok();
+  }
+};
+
+TEST(SimulatorTest, PreemptorIsNominatedThenBoundNextCycle) {
+  ScenarioSpec spec = Spec(R"(
+conf: |
+  actions: "allocate, preempt"
+  tiers:
+  - plugins:
+    - name: preempt-for-high
+cluster:
+  nodes:
+  - {name: n1, allocatable: {cpu: "2", memory: 8Gi}}
+  podGroups:
+  - {name: high, namespace: c1, phase: Inqueue, creationTimestamp: "2024-12-01T00:00:00Z"}
+  - {name: low, namespace: c1, phase: Running}
+  pods:
+  - {name: victim, namespace: c1, group: low, requests: {cpu: "2"}, phase: Running, node: n1}
+  - {name: preemptor, namespace: c1, group: high, requests: {cpu: "2"}}
+)");
+  PluginRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register("preempt-for-high",
+                            [](const PluginOption&) -> Result<std::unique_ptr<Plugin>> {
+                              return std::unique_ptr<Plugin>(std::make_unique<PreemptForHigh>());
+                            })
+                  .ok());
+  RegistryPolicyProvider provider(std::move(registry));
+  auto sim = MakeSim(spec, provider, 2);
+  ASSERT_NE(sim, nullptr);
+  auto s0 = sim->RunCycle();
+  ASSERT_TRUE(s0.ok()) << s0.error().Format();
+  EXPECT_EQ(s0->evictions, (std::set<std::string>{"c1/victim"}));
+  EXPECT_EQ(s0->pipelined, (std::map<std::string, std::string>{{"c1/preemptor", "n1"}}));
+  EXPECT_TRUE(s0->binds.empty());
+  EXPECT_EQ(Pod(*sim, "c1/preemptor").nominated_node, "n1");
+  EXPECT_EQ(Pod(*sim, "c1/victim").phase, PodPhase::Pending);  // recreated by its controller
+  EXPECT_TRUE(Pod(*sim, "c1/victim").node.empty());
+
+  // Next cycle the victim is gone from n1 and allocate places the preemptor on its nominated node.
+  auto s1 = sim->RunCycle();
+  ASSERT_TRUE(s1.ok());
+  EXPECT_EQ(s1->binds, (std::map<std::string, std::string>{{"c1/preemptor", "n1"}}));
+  EXPECT_EQ(s1->unschedulable.count("c1/victim"), 1u);
+  EXPECT_TRUE(Pod(*sim, "c1/preemptor").nominated_node.empty());
+  EXPECT_EQ(Pod(*sim, "c1/preemptor").phase, PodPhase::Running);
+}
+
 SimulationResult SampleResult() {
   SessionResult s;
   s.index = 0;
