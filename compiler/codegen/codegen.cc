@@ -53,15 +53,16 @@ bool IsFloatLike(const Type* t) {
 bool IsViewPtr(const Type* t) {
   return t && (t->kind == TypeKind::Task || t->kind == TypeKind::Job ||
                t->kind == TypeKind::Node || t->kind == TypeKind::Queue ||
-               t->kind == TypeKind::Session);
+               t->kind == TypeKind::Session || t->kind == TypeKind::Shape);
 }
 // Optionals of views are nullable pointers; other optionals are {i1, T}.
 bool IsPtrOptional(const Type* t) {
   return IsKind(t, TypeKind::Optional) && IsViewPtr(t->elem);
 }
 
-const char* ViewOwner(const Type* t) {
+std::string_view ViewOwner(const Type* t) {
   switch (t->kind) {
+    case TypeKind::Shape: return t->shape;
     case TypeKind::Task: return "Task";
     case TypeKind::Job: return "Job";
     case TypeKind::Node: return "Node";
@@ -181,6 +182,7 @@ class Lowering {
       case TypeKind::Node:
       case TypeKind::Queue:
       case TypeKind::Session:
+      case TypeKind::Shape:
       case TypeKind::Map: return ptr_;
       case TypeKind::PodGroupPhase:
       case TypeKind::QueueState:
@@ -1037,6 +1039,22 @@ class Lowering {
       case Op::Ge: return EmitCompare(bin);
       case Op::In: return EmitIn(bin);
       default: {
+        if (bin.op == Op::Add && IsKind(bin.type, TypeKind::List)) {
+          const auto* one = ast::As<ast::ListLit>(bin.right.get());
+          if (one && one->elements.size() == 1) {
+            // `xs + [e]`: amortised in-place append (kiln_rt_list_append).
+            Value* l = Coerce(Emit(*bin.left), bin.left->type, bin.type);
+            llvm::Type* et = Ty(bin.type->elem);
+            Value* elem = Alloca(et);
+            b_.CreateStore(Coerce(Emit(*one->elements[0]), one->elements[0]->type, bin.type->elem), elem);
+            Value* out = Alloca(list_);
+            CallRt("kiln_rt_list_append", b_.getVoidTy(),
+                   {b_.CreateExtractValue(l, {0}), b_.CreateExtractValue(l, {1}), elem,
+                    b_.getInt64(SizeOf(et)), out},
+                   true);
+            return b_.CreateLoad(list_, out);
+          }
+        }
         Value* l = Emit(*bin.left);
         Value* r = Emit(*bin.right);
         return Arith(bin.op, l, bin.left->type, r, bin.right->type, bin.type, &bin);
@@ -1190,6 +1208,7 @@ class Lowering {
     if (IsKind(ot, TypeKind::Session)) return EmitSessionField(s);
     if (IsViewPtr(ot)) {
       const AbiFieldInfo* f = FindAbiField(ViewOwner(ot), s.field);
+      if (!f) f = FindAbiShapeField(ViewOwner(ot), s.field);
       if (!f) Fail(&s, fmt::format("no ABI field {}.{}", ViewOwner(ot), s.field));
       Value* obj = Emit(*s.operand);
       return LoadField(*f, obj, s.type, &s);
@@ -1289,6 +1308,46 @@ class Lowering {
       case FieldKind::JobList:
       case FieldKind::QueueList: return CallRt(fn, list_, {obj});
       case FieldKind::StringMap: return MaterializeStringMap(fn, obj);
+      case FieldKind::Record:
+      case FieldKind::OptionalRecord: return CallRt(fn, ptr_, {obj});
+      case FieldKind::OptionalInt: {
+        Value* out = Alloca(i64_);
+        b_.CreateStore(b_.getInt64(0), out);
+        Value* present = CallRt(fn, i1_, {obj, out});
+        Value* v = llvm::UndefValue::get(llvm::StructType::get(ctx_, {i1_, i64_}));
+        v = b_.CreateInsertValue(v, present, {0});
+        return b_.CreateInsertValue(v, b_.CreateLoad(i64_, out), {1});
+      }
+      case FieldKind::StringList:
+      case FieldKind::RecordList: {
+        // Materialised into the call arena: these lists are short (tolerations, terms, images).
+        bool strings = f.kind == FieldKind::StringList;
+        llvm::Type* et = strings ? static_cast<llvm::Type*>(str_) : ptr_;
+        Value* n = CallRt(fn + "_size", i64_, {obj});
+        Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(SizeOf(et)))}, true);
+        ForRange(n, [&](Value* i) {
+          b_.CreateStore(CallRt(fn + "_at", et, {obj, i}), b_.CreateGEP(et, items, i));
+        });
+        Value* list = llvm::UndefValue::get(list_);
+        list = b_.CreateInsertValue(list, items, {0});
+        return b_.CreateInsertValue(list, n, {1});
+      }
+      case FieldKind::IntMap: {
+        Value* map = CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(1), b_.getInt32(8)}, true);
+        Value* n = CallRt(fn + "_size", i64_, {obj});
+        ForRange(n, [&](Value* i) {
+          Value* k = Alloca(str_);
+          Value* v = Alloca(i64_);
+          CallRt(fn + "_at", b_.getVoidTy(), {obj, i, k, v});
+          Value* key = b_.CreateLoad(str_, k);
+          Value* inserted = Alloca(i8_);
+          Value* slot = CallRt("kiln_rt_map_slot_s", ptr_,
+                               {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1}),
+                                inserted}, true);
+          b_.CreateStore(b_.CreateLoad(i64_, v), slot);
+        });
+        return map;
+      }
       default: break;
     }
     Fail(at, fmt::format("field {}.{} has no host accessor", f.owner, f.name));

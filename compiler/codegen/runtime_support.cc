@@ -14,15 +14,19 @@
 namespace kiln {
 
 // Insertion-ordered map from int or string keys to fixed-size value slots. Slots live in one
-// growing byte vector; the returned slot pointer is valid until the next insertion.
+// growing byte vector; the returned slot pointer is valid until the next insertion. Policy maps
+// are usually tiny (one entry per job or queue touched by a call), so lookups scan the key vector
+// until the map outgrows kLinearLimit and only then build a hash index.
 struct KMap {
+  static constexpr size_t kLinearLimit = 16;
+
   MapKeyKind key_kind;
   int32_t value_size;
   std::vector<int64_t> int_keys;
   std::vector<std::string> str_keys;
   std::vector<char> values;
   std::unordered_map<int64_t, int64_t> int_index;
-  std::unordered_map<std::string, int64_t> str_index;
+  std::unordered_map<std::string_view, int64_t> str_index;  // views into str_keys' strings
 
   int64_t size() const {
     return key_kind == MapKeyKind::Int ? static_cast<int64_t>(int_keys.size())
@@ -33,6 +37,51 @@ struct KMap {
     values.resize(values.size() + value_size, 0);
     return size() - 1;
   }
+
+  int64_t FindInt(int64_t key) const {
+    if (int_keys.size() <= kLinearLimit) {
+      for (size_t i = 0; i < int_keys.size(); ++i)
+        if (int_keys[i] == key) return static_cast<int64_t>(i);
+      return -1;
+    }
+    auto it = int_index.find(key);
+    return it == int_index.end() ? -1 : it->second;
+  }
+  int64_t FindStr(std::string_view key) const {
+    if (str_keys.size() <= kLinearLimit) {
+      for (size_t i = 0; i < str_keys.size(); ++i)
+        if (str_keys[i] == key) return static_cast<int64_t>(i);
+      return -1;
+    }
+    auto it = str_index.find(key);
+    return it == str_index.end() ? -1 : it->second;
+  }
+  int64_t InsertInt(int64_t key) {
+    int_keys.push_back(key);
+    int64_t i = Append();
+    if (int_keys.size() > kLinearLimit) {
+      if (int_index.empty())
+        for (size_t k = 0; k < int_keys.size(); ++k) int_index.emplace(int_keys[k], k);
+      else
+        int_index.emplace(key, i);
+    }
+    return i;
+  }
+  int64_t InsertStr(std::string_view key) {
+    // std::string keys may move when str_keys grows (SSO), so the index is rebuilt then.
+    size_t cap = str_keys.capacity();
+    str_keys.emplace_back(key);
+    int64_t i = Append();
+    if (str_keys.size() > kLinearLimit) {
+      if (str_index.empty() || str_keys.capacity() != cap) {
+        str_index.clear();
+        for (size_t k = 0; k < str_keys.size(); ++k) str_index.emplace(str_keys[k], k);
+      } else {
+        str_index.emplace(str_keys.back(), i);
+      }
+    }
+    return i;
+  }
 };
 
 namespace {
@@ -40,6 +89,13 @@ namespace {
 constexpr size_t kBlockSize = 64 * 1024;
 thread_local Arena* t_current_arena = nullptr;
 thread_local int64_t t_now = 0;
+// The buffer kiln_rt_list_append last grew: items, bytes used, bytes of capacity.
+struct AppendBuffer {
+  const void* items = nullptr;
+  int64_t used = 0;
+  int64_t capacity = 0;
+};
+thread_local AppendBuffer t_append;
 
 template <typename R, typename F>
 R Guard(R zero, F&& f) {
@@ -151,7 +207,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
       KILN_SYM(kiln_rt_res_less),       KILN_SYM(kiln_rt_res_equal),
       KILN_SYM(kiln_rt_res_is_empty),   KILN_SYM(kiln_rt_res_names),
-      KILN_SYM(kiln_rt_sort),           KILN_SYM(kiln_rt_now),
+      KILN_SYM(kiln_rt_sort),           KILN_SYM(kiln_rt_list_append),           KILN_SYM(kiln_rt_now),
       KILN_SYM(kiln_rt_set_now),        KILN_SYM(kiln_rt_fault),
   };
 #undef KILN_SYM
@@ -178,12 +234,16 @@ void* kiln_rt_alloc(int64_t size) {
 }
 
 void kiln_rt_enter() {
+  kiln::t_append = {};
   Arena& arena = kiln::ThreadCallArena();
   arena.Reset();
   kiln::SetCurrentArena(&arena);
 }
 
-void* kiln_rt_set_arena(void* arena) { return kiln::SetCurrentArena(static_cast<Arena*>(arena)); }
+void* kiln_rt_set_arena(void* arena) {
+  kiln::t_append = {};
+  return kiln::SetCurrentArena(static_cast<Arena*>(arena));
+}
 
 int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
   int c = View(a, an).compare(View(b, bn));
@@ -255,41 +315,33 @@ void* kiln_rt_map_new(int32_t key_kind, int32_t value_size) {
 
 void* kiln_rt_map_find_i(void* map, int64_t key) {
   auto* m = static_cast<KMap*>(map);
-  auto it = m->int_index.find(key);
-  return it == m->int_index.end() ? nullptr : m->slot(it->second);
+  int64_t i = m->FindInt(key);
+  return i < 0 ? nullptr : m->slot(i);
 }
 
 void* kiln_rt_map_find_s(void* map, const char* key, int64_t len) {
-  return Guard<void*>(nullptr, [&]() -> void* {
-    auto* m = static_cast<KMap*>(map);
-    auto it = m->str_index.find(std::string(View(key, len)));
-    return it == m->str_index.end() ? nullptr : m->slot(it->second);
-  });
+  auto* m = static_cast<KMap*>(map);
+  int64_t i = m->FindStr(View(key, len));
+  return i < 0 ? nullptr : m->slot(i);
 }
 
 void* kiln_rt_map_slot_i(void* map, int64_t key, bool* inserted) {
   return Guard<void*>(nullptr, [&] {
     auto* m = static_cast<KMap*>(map);
-    auto [it, fresh] = m->int_index.try_emplace(key, 0);
-    if (fresh) {
-      m->int_keys.push_back(key);
-      it->second = m->Append();
-    }
-    *inserted = fresh;
-    return m->slot(it->second);
+    int64_t i = m->FindInt(key);
+    *inserted = i < 0;
+    if (i < 0) i = m->InsertInt(key);
+    return m->slot(i);
   });
 }
 
 void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted) {
   return Guard<void*>(nullptr, [&] {
     auto* m = static_cast<KMap*>(map);
-    auto [it, fresh] = m->str_index.try_emplace(std::string(View(key, len)), 0);
-    if (fresh) {
-      m->str_keys.push_back(it->first);
-      it->second = m->Append();
-    }
-    *inserted = fresh;
-    return m->slot(it->second);
+    int64_t i = m->FindStr(View(key, len));
+    *inserted = i < 0;
+    if (i < 0) i = m->InsertStr(View(key, len));
+    return m->slot(i);
   });
 }
 
@@ -314,6 +366,10 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
     KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
                                                    src->value_size);
     *dst = *src;
+    // The copied index would point at the source's strings.
+    dst->str_index.clear();
+    if (dst->str_keys.size() > KMap::kLinearLimit)
+      for (size_t k = 0; k < dst->str_keys.size(); ++k) dst->str_index.emplace(dst->str_keys[k], k);
     return dst;
   });
 }
@@ -398,6 +454,28 @@ void kiln_rt_res_names(const Resource* r, KList* out) {
       items[i] = KStr{n.data(), n.size()};
     }
     return KList{reinterpret_cast<const void* const*>(items), static_cast<size_t>(ids.size)};
+  });
+}
+
+void kiln_rt_list_append(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                         KList* out) {
+  auto& buf = kiln::t_append;
+  int64_t bytes = n * elem_size;
+  if (items != nullptr && items == buf.items && bytes == buf.used &&
+      buf.used + elem_size <= buf.capacity) {
+    std::memcpy(static_cast<char*>(const_cast<void*>(items)) + bytes, elem,
+                static_cast<size_t>(elem_size));
+    buf.used += elem_size;
+    *out = KList{static_cast<const void* const*>(items), static_cast<size_t>(n + 1)};
+    return;
+  }
+  *out = Guard<KList>(KList{nullptr, 0}, [&] {
+    int64_t capacity = std::max<int64_t>(8 * elem_size, 2 * (bytes + elem_size));
+    char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(capacity)));
+    if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
+    std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
+    buf = {fresh, bytes + elem_size, capacity};
+    return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
   });
 }
 

@@ -133,6 +133,11 @@ bool kiln_rt_res_is_empty(const kiln::Resource* r);
 void kiln_rt_res_names(const kiln::Resource* r, KList* out);  // list<string>: items are KStr
 
 // ---- lists ----
+// `xs + [e]`: appends in place when `xs` is the most recent append buffer of this thread and no
+// other list has extended it (Go-slice style: an alias that appended first forces a copy), else
+// copies into a new buffer with room to grow. Amortised O(1) for the `v = v + [e]` loop idiom.
+void kiln_rt_list_append(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                         KList* out);
 // Stable sort of `n` elements of `elem_size` bytes by parallel keys. key_kind 0: double keys,
 // 1: KStr keys. `keys` is permuted along.
 void kiln_rt_sort(void* elems, int64_t n, int64_t elem_size, void* keys, int32_t key_kind,
