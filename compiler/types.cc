@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compiler/ast/decl.h"
+#include "runtime/abi.h"
 
 namespace kiln {
 
@@ -64,6 +65,7 @@ bool Type::HasZero() const {
     case TypeKind::Node:
     case TypeKind::Queue:
     case TypeKind::Session:
+    case TypeKind::Shape:
     case TypeKind::Void:
       return false;
     default:
@@ -81,6 +83,7 @@ std::string Type::Name() const {
     case TypeKind::Map: return fmt::format("map<{}, {}>", key->Name(), elem->Name());
     case TypeKind::Optional: return elem->Name() + "?";
     case TypeKind::Record: return record ? record->name : "<record>";
+    case TypeKind::Shape: return std::string(shape);
     default:
       for (const auto& s : kScalarNames)
         if (s.kind == kind) return std::string(s.name);
@@ -130,6 +133,21 @@ const Type* TypeContext::Record(const ast::RecordDecl* decl) {
   if (it != composite_.end()) return it->second;
   storage_.push_back(Type{TypeKind::Record, nullptr, nullptr, decl});
   return composite_[key] = &storage_.back();
+}
+
+const Type* TypeContext::Shape(std::string_view name) {
+  for (std::string_view n : AbiRecordNames()) {
+    if (n != name) continue;
+    auto key = std::make_tuple(static_cast<int>(TypeKind::Shape), nullptr, nullptr,
+                               static_cast<const void*>(n.data()));
+    auto it = composite_.find(key);
+    if (it != composite_.end()) return it->second;
+    Type t{TypeKind::Shape};
+    t.shape = n;
+    storage_.push_back(t);
+    return composite_[key] = &storage_.back();
+  }
+  return nullptr;
 }
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <string_view>
 #include <vector>
 
 namespace kiln::ast {
@@ -43,6 +44,7 @@ enum class TypeKind {
   Map,
   Optional,
   Record,
+  Shape,  // a read-only Kubernetes shape from runtime/abi.h (Taint, Toleration, ...): `shape`
   None,  // the type of the literal `none` before it meets an optional
 };
 
@@ -51,11 +53,12 @@ struct Type {
   const Type* elem = nullptr;  // List element, Map value, Optional payload
   const Type* key = nullptr;   // Map key
   const ast::RecordDecl* record = nullptr;
+  std::string_view shape;  // Shape: the record name in KILN_ABI_RECORDS ("Taint")
 
   bool Is(TypeKind k) const { return kind == k; }
   bool IsView() const {
     return kind == TypeKind::Task || kind == TypeKind::Job || kind == TypeKind::Node ||
-           kind == TypeKind::Queue || kind == TypeKind::Session;
+           kind == TypeKind::Queue || kind == TypeKind::Session || kind == TypeKind::Shape;
   }
   bool IsNumeric() const { return kind == TypeKind::Int || kind == TypeKind::Float; }
   // Whether the type has a zero value (docs/language.md "Types"); views do not.
@@ -72,6 +75,8 @@ class TypeContext {
   const Type* Map(const Type* key, const Type* value);
   const Type* Optional(const Type* payload);  // Optional(T?) == T?
   const Type* Record(const ast::RecordDecl* decl);
+  // A Kubernetes shape record named in KILN_ABI_RECORDS; nullptr when there is none.
+  const Type* Shape(std::string_view name);
 
   const Type* Error() { return Get(TypeKind::Error); }
   const Type* Int() { return Get(TypeKind::Int); }

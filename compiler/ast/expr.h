@@ -119,8 +119,8 @@ struct Conditional : Expr {
   ExprPtr cond, then, otherwise;
 };
 
-// `operand.field`. On views the field comes from the runtime ABI table (`view_field` is its
-// index there, see compiler/sema/view_fields.h); on records `record_field` is the field index;
+// `operand.field`. On views the field comes from the runtime ABI tables (`view_field` or
+// `shape_field` is its index there, see compiler/sema/view_fields.h); on records `record_field` is the field index;
 // on built-in value types (Resource.cpu, duration.seconds, Fit.code) `builtin_field` names it.
 struct Select : Expr {
   static constexpr NodeKind kKind = NodeKind::Select;
@@ -129,7 +129,8 @@ struct Select : Expr {
   ExprPtr operand;
   std::string field;
   SourceRange field_range;
-  int view_field = -1;
+  int view_field = -1;   // index into kAbiFields (KILN_ABI_FIELDS)
+  int shape_field = -1;  // index into AbiShapeFields() (KILN_ABI_SHAPE_FIELDS)
   int record_field = -1;
   std::string builtin_field;
 };

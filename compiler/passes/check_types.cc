@@ -568,10 +568,12 @@ class Checker {
       case TypeKind::Task:
       case TypeKind::Job:
       case TypeKind::Node:
-      case TypeKind::Queue: {
-        const sema::ViewField* f = sema::FindViewField(o->kind, s->field);
-        if (!f) return unknown(sema::ViewFieldNames(o->kind));
+      case TypeKind::Queue:
+      case TypeKind::Shape: {
+        const sema::ViewField* f = sema::FindViewField(o, s->field);
+        if (!f) return unknown(sema::ViewFieldNames(o));
         s->view_field = f->abi_index;
+        s->shape_field = f->shape_index;
         return sema::ViewFieldType(*f, t_);
       }
       case TypeKind::Session: {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/passes/passes.h"
+#include "runtime/abi.h"
 
 namespace kiln::passes {
 
@@ -55,6 +56,10 @@ class TypeResolver {
       if (!ref.args.empty()) arity(0);
       return t.Get(kind);
     }
+    if (const Type* shape = t.Shape(ref.name)) {
+      if (!ref.args.empty()) arity(0);
+      return shape;
+    }
     auto it = ctx_.globals.by_name.find(ref.name);
     if (it != ctx_.globals.by_name.end()) {
       if (auto* rec = ast::As<ast::RecordDecl>(it->second)) {
@@ -66,6 +71,7 @@ class TypeResolver {
       return t.Error();
     }
     std::vector<std::string> names = ScalarTypeNames();
+    for (std::string_view n : AbiRecordNames()) names.emplace_back(n);
     for (const auto* r : ctx_.policy.All<ast::RecordDecl>()) names.push_back(r->name);
     ctx_.diags.Error(ref.range,
                      fmt::format("unknown type `{}`{}", ref.name, DidYouMean(ref.name, names)));

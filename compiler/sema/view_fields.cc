@@ -1,5 +1,7 @@
 #include "compiler/sema/view_fields.h"
 
+#include <vector>
+
 namespace kiln::sema {
 
 namespace {
@@ -10,50 +12,59 @@ constexpr bool IsNullable(std::string_view owner, std::string_view name) {
          (owner == "Task" && name == "scheduled_at");
 }
 
-constexpr ViewField MakeField(std::string_view owner, std::string_view name, FieldKind kind,
-                              int index) {
-  return ViewField{owner, name, kind, index, IsNullable(owner, name)};
-}
-
-int counter = 0;
-const ViewField kFields[] = {
+const std::vector<ViewField>& Table() {
+  static const std::vector<ViewField> table = [] {
+    std::vector<ViewField> out;
+    int i = 0;
 #define KILN_X(owner, name, kind, access, target) \
-  MakeField(#owner, name, FieldKind::kind, counter++),
+  out.push_back(ViewField{#owner, name, FieldKind::kind, "", i++, -1, IsNullable(#owner, name)});
     KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X
-};
+    int s = 0;
+    for (const auto& f : AbiShapeFields())
+      out.push_back(ViewField{f.owner, f.name, f.kind, f.elem, -1, s++, false});
+    return out;
+  }();
+  return table;
+}
 
 }  // namespace
 
-std::span<const ViewField> ViewFields() { return kFields; }
+std::span<const ViewField> ViewFields() { return Table(); }
 
-std::string_view ViewName(TypeKind owner) {
-  switch (owner) {
+std::string_view ViewName(const Type* t) {
+  switch (t->kind) {
     case TypeKind::Task: return "Task";
     case TypeKind::Job: return "Job";
     case TypeKind::Node: return "Node";
     case TypeKind::Queue: return "Queue";
+    case TypeKind::Shape: return t->shape;
     default: return "";
   }
 }
 
-const ViewField* FindViewField(TypeKind owner, std::string_view name) {
+const ViewField* FindViewField(const Type* owner, std::string_view name) {
   std::string_view o = ViewName(owner);
-  for (const auto& f : kFields)
+  if (o.empty()) return nullptr;
+  for (const auto& f : Table())
     if (f.owner == o && f.name == name) return &f;
   return nullptr;
 }
 
-std::vector<std::string> ViewFieldNames(TypeKind owner) {
+std::vector<std::string> ViewFieldNames(const Type* owner) {
   std::vector<std::string> out;
   std::string_view o = ViewName(owner);
-  for (const auto& f : kFields)
+  for (const auto& f : Table())
     if (f.owner == o) out.emplace_back(f.name);
   return out;
 }
 
 const Type* ViewFieldType(const ViewField& f, TypeContext& t) {
-  const Type* type = nullptr;
+  const Type* type = t.Error();
+  auto shape = [&] {
+    const Type* s = t.Shape(f.elem);
+    return s ? s : t.Error();
+  };
   switch (f.kind) {
     case FieldKind::Int: type = t.Int(); break;
     case FieldKind::Float: type = t.Float(); break;
@@ -73,6 +84,12 @@ const Type* ViewFieldType(const ViewField& f, TypeContext& t) {
     case FieldKind::TaskStatus: type = t.Get(TypeKind::TaskStatus); break;
     case FieldKind::PodGroupPhase: type = t.Get(TypeKind::PodGroupPhase); break;
     case FieldKind::QueueState: type = t.Get(TypeKind::QueueState); break;
+    case FieldKind::StringList: type = t.List(t.String()); break;
+    case FieldKind::IntMap: type = t.Map(t.String(), t.Int()); break;
+    case FieldKind::RecordList: type = t.List(shape()); break;
+    case FieldKind::Record: type = shape(); break;
+    case FieldKind::OptionalRecord: type = t.Optional(shape()); break;
+    case FieldKind::OptionalInt: type = t.Optional(t.Int()); break;
   }
   return f.nullable ? t.Optional(type) : type;
 }
