@@ -1,0 +1,282 @@
+// The plugin host: plugin names → policies (built-in or --policy-dir), argument binding from
+// scheduler.conf with located errors, enableXxx gating through the session, the compile cache.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/host/compiled_policy.h"
+#include "compiler/host/policy_provider.h"
+#include "runtime/session.h"
+#include "tests/unit/core_test_util.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PolicyDir {
+ public:
+  PolicyDir() {
+    static int n = 0;
+    path_ = fs::temp_directory_path() / ("kiln_host_test_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(n++));
+    fs::create_directories(path_);
+  }
+  ~PolicyDir() { fs::remove_all(path_); }
+  void Write(const std::string& file, const std::string& text) {
+    std::ofstream(path_ / file) << text;
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+constexpr const char* kWeighted = R"(policy weighted;
+record Strategy {
+  kind: string = "LeastAllocated" from "type";
+  weight: float = 1.0;
+}
+arg weight: float = 1.5 from "weighted.weight";
+arg bonus: int = 7;
+arg label: string = "none";
+arg zones: list<string> = [];
+arg strategies: map<string, Strategy> = {};
+on node_order(task: Task, node: Node) -> float {
+  var total = weight * 100.0 + float(bonus);
+  if label == "gold" { total += 1000.0; }
+  total += float(len(zones)) * 10000.0;
+  for name, s in strategies {
+    if s.kind == "MostAllocated" { total += s.weight * 100000.0; }
+  }
+  return total;
+}
+)";
+
+Result<SchedulerConf> Conf(const std::string& plugin_yaml) {
+  return ParseSchedulerConf("actions: \"allocate\"\ntiers:\n- plugins:\n" + plugin_yaml,
+                            "scheduler.conf");
+}
+
+std::unique_ptr<PolicyProvider> Provider(const std::string& dir, bool allow_override = false) {
+  auto p = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir}, allow_override});
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().Format());
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+// Binds `option` against the `weighted` policy and evaluates node_order.
+Result<double> WeightedScore(const PolicyDir& dir, const PluginOption& option) {
+  auto compiled = (*PolicyCompiler::Global())
+                      ->Compile(SourceFile{dir.path() + "/weighted.policy", kWeighted});
+  if (!compiled.ok()) return compiled.error();
+  auto bound = BindArguments(*compiled, option);
+  if (!bound.ok()) return bound.error();
+  PolicyContext ctx;
+  Arena arena;
+  ctx.args = (*bound)->data;
+  ctx.session_arena = &arena;
+  (*compiled)->state_init(&ctx);
+  for (const auto& [point, fn] : (*compiled)->handlers) {
+    if (point != ExtensionPoint::NodeOrder) continue;
+    Task task;
+    Node node;
+    double score = 0;
+    reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(fn)(&ctx, &task, &node, &score);
+    return score;
+  }
+  return Error{"no node_order", {}};
+}
+
+TEST(HostArguments, DefaultsApplyWhenTheConfSetsNothing) {
+  PolicyDir dir;
+  auto conf = Conf("  - name: weighted\n");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  ASSERT_TRUE(score.ok()) << score.error().Format();
+  EXPECT_EQ(*score, 157.0);  // 1.5 * 100 + 7
+}
+
+TEST(HostArguments, ConfValuesOfEveryKindAreBound) {
+  PolicyDir dir;
+  auto conf = Conf(
+      "  - name: weighted\n"
+      "    arguments:\n"
+      "      weighted.weight: 2\n"
+      "      bonus: 3\n"
+      "      label: gold\n"
+      "      zones: [a, b]\n"
+      "      strategies:\n"
+      "        nvidia.com/gpu: {type: MostAllocated, weight: 2}\n"
+      "        cpu: {weight: 5}\n");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  ASSERT_TRUE(score.ok()) << score.error().Format();
+  // 2*100 + 3 + 1000 (label) + 2 zones * 10000 + MostAllocated weight 2 * 100000; the cpu entry
+  // keeps the default kind LeastAllocated and adds nothing.
+  EXPECT_EQ(*score, 200.0 + 3 + 1000 + 20000 + 200000);
+}
+
+TEST(HostArguments, UnknownArgumentNamesPluginArgumentAndLine) {
+  PolicyDir dir;
+  auto conf = Conf(
+      "  - name: weighted\n"
+      "    arguments:\n"
+      "      bonus: 3\n"
+      "      wieght: 2\n");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  ASSERT_FALSE(score.ok());
+  EXPECT_EQ(score.error().message, "plugin `weighted`: unknown argument `wieght`");
+  EXPECT_EQ(score.error().where.file, "scheduler.conf");
+  EXPECT_EQ(score.error().where.line, 7);
+}
+
+TEST(HostArguments, WrongTypeNamesPluginArgumentAndLine) {
+  PolicyDir dir;
+  auto conf = Conf(
+      "  - name: weighted\n"
+      "    arguments:\n"
+      "      weighted.weight: heavy\n");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  ASSERT_FALSE(score.ok());
+  EXPECT_EQ(score.error().message,
+            "plugin `weighted`: argument `weighted.weight`: expected float, got \"heavy\"");
+  EXPECT_EQ(score.error().where.line, 6);
+
+  auto conf2 = Conf(
+      "  - name: weighted\n"
+      "    arguments:\n"
+      "      bonus: 2.5\n");
+  ASSERT_TRUE(conf2.ok());
+  auto score2 = WeightedScore(dir, conf2->tiers[0].plugins[0]);
+  ASSERT_FALSE(score2.ok());
+  EXPECT_EQ(score2.error().message, "plugin `weighted`: argument `bonus`: expected int, got \"2.5\"");
+}
+
+TEST(HostArguments, UnknownRecordFieldIsAnError) {
+  PolicyDir dir;
+  auto conf = Conf(
+      "  - name: weighted\n"
+      "    arguments:\n"
+      "      strategies:\n"
+      "        cpu: {kind: MostAllocated}\n");
+  ASSERT_TRUE(conf.ok());
+  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  ASSERT_FALSE(score.ok());
+  EXPECT_EQ(score.error().message,
+            "plugin `weighted`: argument `strategies`: unknown field `kind` of Strategy");
+  EXPECT_EQ(score.error().where.line, 7);
+}
+
+TEST(HostProvider, ResolvesBuiltinsAndUserPolicies) {
+  PolicyDir dir;
+  dir.Write("weighted.policy", kWeighted);
+  auto provider = Provider(dir.path());
+  ASSERT_TRUE(provider);
+  auto names = provider->Names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "gang"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "weighted"), names.end());
+
+  auto conf = Conf("  - name: weighted\n  - name: priority\n  - name: nosuch\n");
+  ASSERT_TRUE(conf.ok());
+  auto weighted = provider->Prepare(conf->tiers[0].plugins[0]);
+  ASSERT_TRUE(weighted.ok()) << weighted.error().Format();
+  EXPECT_NE(*weighted, nullptr);
+  auto priority = provider->Prepare(conf->tiers[0].plugins[1]);
+  ASSERT_TRUE(priority.ok());
+  EXPECT_NE(*priority, nullptr);
+  auto none = provider->Prepare(conf->tiers[0].plugins[2]);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+}
+
+TEST(HostProvider, UserPolicyWithABuiltinNameIsRejectedUnlessAllowed) {
+  PolicyDir dir;
+  dir.Write("gang.policy", "policy gang;\non job_order(l: Job, r: Job) -> int { return 0; }\n");
+  auto rejected = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, false});
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.error().message,
+            dir.path() + "/gang.policy: user policy `gang` has the name of a built-in policy; "
+                         "rename it or allow overriding built-ins explicitly");
+  auto allowed = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, true});
+  ASSERT_TRUE(allowed.ok());
+}
+
+TEST(HostProvider, CompileErrorsNameThePluginAndItsConfLine) {
+  PolicyDir dir;
+  dir.Write("broken.policy", "policy broken;\non job_order(l: Job, r: Job) -> int { return l.nope; }\n");
+  auto provider = Provider(dir.path());
+  ASSERT_TRUE(provider);
+  auto conf = Conf("  - name: broken\n");
+  ASSERT_TRUE(conf.ok());
+  auto b = provider->Prepare(conf->tiers[0].plugins[0]);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().where.line, 4);
+  EXPECT_NE(b.error().message.find("plugin `broken`: policy " + dir.path() + "/broken.policy does not compile"),
+            std::string::npos)
+      << b.error().message;
+  EXPECT_NE(b.error().message.find("broken.policy:2:"), std::string::npos) << b.error().message;
+}
+
+TEST(HostCompiler, CachesByPathAndTextAndDropsOldVersions) {
+  auto* compiler = *PolicyCompiler::Global();
+  SourceFile v1{"test/cache.policy", "policy cache;\non job_order(l: Job, r: Job) -> int { return 1; }\n"};
+  SourceFile v2{"test/cache.policy", "policy cache;\non job_order(l: Job, r: Job) -> int { return -1; }\n"};
+  auto a = compiler->Compile(v1);
+  auto b = compiler->Compile(v1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->get(), b->get());  // compiled once
+  auto c = compiler->Compile(v2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(a->get(), c->get());
+  Job l, r;
+  auto fa = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*a)->handlers[0].second);
+  auto fc = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*c)->handlers[0].second);
+  EXPECT_EQ(fa(nullptr, &l, &r), 1);  // the old version stays valid while referenced
+  EXPECT_EQ(fc(nullptr, &l, &r), -1);
+}
+
+// The session applies the entry's enableXxx flags to JIT'd handlers like to any plugin.
+TEST(HostSession, EnableFlagsGateCompiledHandlers) {
+  for (bool enabled : {true, false}) {
+    SCOPED_TRACE(enabled);
+    testing::ClusterBuilder b;
+    b.AddQueue("default");
+    auto& pc_hi = b.cluster.NewPriorityClass();
+    pc_hi.name = "high";
+    pc_hi.value = 1000;
+    Job& early = b.AddJob("ns", "early", "default", 1);
+    early.creation_time = 1;
+    Job& late = b.AddJob("ns", "late", "default", 1);
+    late.creation_time = 2;
+    late.priority_class_name = "high";
+    ASSERT_TRUE(b.cluster.Link().ok());
+
+    auto conf = Conf(std::string("  - name: priority\n") +
+                     (enabled ? "" : "    enableJobOrder: false\n"));
+    ASSERT_TRUE(conf.ok()) << conf.error().Format();
+    auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
+    ASSERT_TRUE(provider.ok());
+    auto builder = (*provider)->Prepare(conf->tiers[0].plugins[0]);
+    ASSERT_TRUE(builder.ok() && *builder);
+    PluginRegistry reg;
+    ASSERT_TRUE(reg.Register("priority", **builder).ok());
+    Session ssn(std::move(b.cluster), *conf, 1000, "s1");
+    ASSERT_TRUE(ssn.Open(reg).ok());
+    const Job* e = ssn.cluster().FindJob("ns/early");
+    const Job* l = ssn.cluster().FindJob("ns/late");
+    // With priority's job_order the later, higher-priority job goes first; without it the
+    // session's default (creation time) puts `early` first.
+    EXPECT_EQ(ssn.JobOrderFn(l, e) < 0, enabled);
+    ssn.Close();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
