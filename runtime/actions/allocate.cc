@@ -147,8 +147,7 @@ class AllocateRun {
       PredicateResult found;
       if (!t->nominated_node_name.empty()) {
         Node* nominated = ssn_.cluster().FindNode(t->nominated_node_name);
-        if (nominated != nullptr &&
-            t->init_resreq.LessEqual(nominated->FutureIdle(), DimensionDefault::Zero)) {
+        if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq, nominated)) {
           found = helper.PredicateNodes(t, std::span<Node* const>(&nominated, 1), predicate,
                                         args_.predicate_error_cache_enable);
         }
@@ -177,7 +176,7 @@ class AllocateRun {
 
   // The resource check Volcano's allocate puts in front of the plugins' predicates.
   std::optional<FitError> Predicate(const Task* t, const Node* n) const {
-    if (auto reason = actions::InsufficientResource(t->init_resreq, n->FutureIdle()))
+    if (auto reason = actions::InsufficientForFutureIdle(t->init_resreq, n))
       return FitError(t->uid, n->name, StatusCode::Unschedulable, std::move(*reason));
     return ssn_.PredicateForAllocateAction(t, n);
   }
@@ -189,7 +188,7 @@ class AllocateRun {
     for (Node* n : nodes) {
       if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
         idle_fit.push_back(n);
-      } else if (t->init_resreq.LessEqual(n->FutureIdle(), DimensionDefault::Zero)) {
+      } else if (actions::FitsFutureIdle(t->init_resreq, n)) {
         future_fit.push_back(n);
       }
     }
@@ -213,7 +212,7 @@ class AllocateRun {
                       s.error().message);
       return;
     }
-    if (t->init_resreq.LessEqual(node->FutureIdle(), DimensionDefault::Zero)) {
+    if (actions::FitsFutureIdle(t->init_resreq, node)) {
       if (Status s = stmt.Pipeline(t, node, false); !s.ok())
         spdlog::error("allocate: pipelining task {} to node {} failed: {}", t->Key(), node->name,
                       s.error().message);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "runtime/session.h"
 
@@ -176,6 +177,40 @@ void UnPipelineTask(Session& ssn, Task* t) {
   if (!st.ok()) spdlog::error("un-pipelining task {}: {}", t->Key(), st.error().message);
   ssn.FireDeallocate(t);
   t->node_name.clear();
+}
+
+bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient) {
+  // Node::FutureIdle = Idle + Releasing − Pipelined, where Resource::Sub leaves the scalars alone
+  // when the left side has none (Volcano's Sub on a nil scalar map).
+  const bool sub_scalars = ((node->idle.present | node->releasing.present) & ~Resource::kBaseMask) != 0;
+  auto future = [&](ResourceId id) {
+    double v = node->idle.values[id] + node->releasing.values[id];
+    if (id == kCpu || id == kMemory || sub_scalars) v -= node->pipelined.values[id];
+    return v;
+  };
+  bool ok = true;
+  auto check = [&](ResourceId id) {
+    double l = req.values[id];
+    double r = future(id);
+    if (l < r || std::abs(l - r) < kMinResource) return;
+    ok = false;
+    if (insufficient) insufficient->Push(id);
+  };
+  check(kCpu);
+  if (!ok && !insufficient) return false;
+  check(kMemory);
+  if (!ok && !insufficient) return false;
+  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
+    if (ok || insufficient) check(id);
+  });
+  return ok;
+}
+
+std::optional<std::string> InsufficientForFutureIdle(const Resource& req, const Node* node) {
+  ResourceIdList insufficient;
+  if (FitsFutureIdle(req, node, &insufficient)) return std::nullopt;
+  if (insufficient.empty()) return std::string("Insufficient resources");
+  return fmt::format("Insufficient {}", ResourceNames::Name(insufficient.ids[0]));
 }
 
 std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail) {

@@ -100,10 +100,18 @@ PriorityQueue<Task*> BuildVictimsPriorityQueue(const Session& ssn, std::span<Tas
 // pipeline before placing them): → Pending, off its node, DeallocateFunc, no node name.
 void UnPipelineTask(Session& ssn, Task* t);
 
+// req.LessEqual(node->FutureIdle(), Zero) without building the FutureIdle vector: only the
+// dimensions the request has are read, so the per-(task, node) check touches a few values instead
+// of three whole resource vectors. Same arithmetic, same order, same result. Fills `insufficient`
+// like LessEqualWithResourcesName.
+bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient = nullptr);
+
 // "Insufficient cpu" for the first dimension in which `req` exceeds `avail` (cpu, memory, then
 // scalars by id, as Volcano's LessEqualWithResourcesName + WrapInsufficientResourceReason), or
 // nullopt when it fits.
 std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail);
+// The same against the node's FutureIdle (FitsFutureIdle).
+std::optional<std::string> InsufficientForFutureIdle(const Resource& req, const Node* node);
 
 // The session's nodes minus those an earlier action found UnschedulableAndUnresolvable for t
 // (Volcano's FilterOutUnschedulableAndUnresolvableNodesForTask), in node order.

@@ -189,7 +189,7 @@ class PreemptRun {
 
       auto fits = [&] {
         return ssn_.Allocatable(queue, preemptor) &&
-               preemptor->init_resreq.LessEqual(node->FutureIdle(), DimensionDefault::Zero) &&
+               actions::FitsFutureIdle(preemptor->init_resreq, node) &&
                !ssn_.PredicateFn(preemptor, node).has_value();
       };
       Statement node_stmt(ssn_);

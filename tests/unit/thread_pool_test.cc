@@ -3,17 +3,31 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace kiln {
 namespace {
 
+// Busy work long enough that the pool hands the loop to its workers instead of running it inline.
+void Spin(std::chrono::microseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 TEST(ThreadPoolTest, EveryIndexRunsExactlyOnce) {
   ThreadPool pool(4);
   std::vector<std::atomic<int>> hits(10007);
-  pool.ParallelFor(hits.size(), [&](size_t i) { hits[i].fetch_add(1); }, /*grain=*/7);
+  pool.ParallelFor(hits.size(), [&](size_t i) {
+    hits[i].fetch_add(1);
+    if (i % 64 == 0) Spin(std::chrono::microseconds(20));
+  }, /*grain=*/7);
   for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
 }
 
@@ -21,7 +35,10 @@ TEST(ThreadPoolTest, SlotResultsDoNotDependOnPoolSize) {
   auto run = [](int threads) {
     ThreadPool pool(threads);
     std::vector<long> out(5000);
-    pool.ParallelFor(out.size(), [&](size_t i) { out[i] = static_cast<long>(i * i % 97); }, 3);
+    pool.ParallelFor(out.size(), [&](size_t i) {
+      out[i] = static_cast<long>(i * i % 97);
+      if (i % 16 == 0) Spin(std::chrono::microseconds(5));
+    }, 3);
     return out;
   };
   EXPECT_EQ(run(1), run(3));
@@ -58,6 +75,7 @@ TEST(ThreadPoolTest, NestedLoopRunsInlineWithoutDeadlock) {
   ThreadPool pool(2);
   std::vector<int> out(64 * 64);
   pool.ParallelFor(64, [&](size_t i) {
+    Spin(std::chrono::microseconds(20));
     pool.ParallelFor(64, [&](size_t j) { out[i * 64 + j] = static_cast<int>(i + j); }, 1);
   }, 1);
   for (size_t i = 0; i < 64; ++i)
@@ -68,12 +86,36 @@ TEST(ThreadPoolTest, ExceptionReachesTheCallerAndPoolStaysUsable) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.ParallelFor(
                    1000, [](size_t i) {
+                     Spin(std::chrono::microseconds(5));
                      if (i == 517) throw std::runtime_error("boom at 517");
                    }, 4),
                std::runtime_error);
   std::atomic<int> count{0};
   pool.ParallelFor(1000, [&](size_t) { count.fetch_add(1); }, 4);
   EXPECT_EQ(count.load(), 1000);
+}
+
+TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
+  ThreadPool pool(4);
+  std::mutex mu;
+  std::set<std::thread::id> seen;
+  pool.ParallelFor(400, [&](size_t) {
+    Spin(std::chrono::microseconds(50));
+    std::lock_guard lock(mu);
+    seen.insert(std::this_thread::get_id());
+  }, 4);
+  EXPECT_GT(seen.size(), 1u);
+}
+
+TEST(ThreadPoolTest, QuickLoopsStayOnTheCallingThread) {
+  ThreadPool pool(4);
+  std::mutex mu;
+  std::set<std::thread::id> seen;
+  pool.ParallelFor(64, [&](size_t) {
+    std::lock_guard lock(mu);
+    seen.insert(std::this_thread::get_id());
+  }, 16);
+  EXPECT_EQ(seen, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
 TEST(ThreadPoolTest, SizeCountsTheCallingThread) {

@@ -1,0 +1,211 @@
+#pragma once
+// A fixture for the actions' unit tests: a small cluster built through the core API, C++ test
+// plugins registered for the extension points a test needs, and readable views of the session's
+// decisions ("task@node" binds, evicted task names, per-task unschedulable reasons).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/actions/action.h"
+#include "runtime/conf.h"
+
+namespace kiln::actions_testing {
+// clang-16 with libstdc++-12 rejects default-constructing a PluginOption when ConfValue's
+// recursive variant has not been instantiated yet in the translation unit (its Map's pair is
+// still incomplete when the traits are computed). Instantiating ConfValue first avoids that.
+[[maybe_unused]] inline const ConfValue kInstantiateConfValue{};
+}  // namespace kiln::actions_testing
+
+#include "runtime/plugin.h"
+#include "runtime/session.h"
+
+namespace kiln::actions_testing {
+
+using EP = ExtensionPoint;
+
+// cpu in milli-cores, memory in bytes, extra scalars by name.
+inline Resource Res(double cpu, double mem,
+                    std::vector<std::pair<std::string, double>> scalars = {}) {
+  Resource r;
+  r.Set(kCpu, cpu);
+  r.Set(kMemory, mem);
+  for (auto& [name, v] : scalars) r.Set(*ResourceRegistry::Intern(name), v);
+  return r;
+}
+
+// Node allocatable with room for plenty of pods (every task requests a hidden pods: 1).
+inline Resource NodeRes(double cpu, double mem = 16384) { return Res(cpu, mem, {{"pods", 110}}); }
+
+// A conf whose tiers list the plugins by name, every flag the YAML loader defaults set to true.
+inline SchedulerConf MakeConf(const std::vector<std::vector<std::string>>& tiers) {
+  SchedulerConf conf;
+  for (const auto& names : tiers) {
+    Tier tier;
+    for (const auto& name : names) {
+      PluginOption o;
+      o.name = name;
+      for (int i = 0; i < kPluginFlagCount; ++i)
+        if (kPluginFlags[i].defaulted_by_loader) o.flags[i] = true;
+      tier.plugins.push_back(std::move(o));
+    }
+    conf.tiers.push_back(std::move(tier));
+  }
+  return conf;
+}
+
+// A C++ test plugin: OnSessionOpen runs a lambda that registers handlers.
+using OpenFn = std::function<void(Session&, PluginHandle)>;
+class TestPlugin : public Plugin {
+ public:
+  explicit TestPlugin(OpenFn open) : open_(std::move(open)) {}
+  Status OnSessionOpen(Session& ssn, PluginHandle self) override {
+    open_(ssn, self);
+    return Status::Ok();
+  }
+
+ private:
+  OpenFn open_;
+};
+
+// Builds the cluster through the core API.
+struct ClusterBuilder {
+  Cluster cluster;
+
+  Queue& AddQueue(std::string name) {
+    Queue& q = cluster.NewQueue();
+    q.name = std::move(name);
+    return q;
+  }
+  Node& AddNode(std::string name, Resource allocatable) {
+    Node& n = cluster.NewNode();
+    n.name = std::move(name);
+    n.allocatable = allocatable;
+    n.capacity = allocatable;
+    return n;
+  }
+  Job& AddJob(std::string ns, std::string name, std::string queue, int64_t min_member) {
+    Job& j = cluster.NewJob();
+    j.namespace_ = std::move(ns);
+    j.name = std::move(name);
+    j.uid = j.namespace_ + "/" + j.name;
+    j.queue_name = std::move(queue);
+    j.min_available = min_member;
+    return j;
+  }
+  Task& AddTask(const Job& job, std::string name, Resource requests,
+                TaskStatus status = TaskStatus::Pending, std::string node = "",
+                std::string role = "") {
+    Task& t = cluster.NewTask();
+    t.namespace_ = job.namespace_;
+    t.name = std::move(name);
+    t.uid = t.namespace_ + "-" + t.name;
+    t.job_uid = job.uid;
+    t.status = status;
+    t.node_name = std::move(node);
+    t.role = std::move(role);
+    t.SetRequests(requests);
+    return t;
+  }
+};
+
+class ActionsTest : public ::testing::Test {
+ protected:
+  // Opens the session. `tiers` name plugins registered in `reg`; `actions` become conf.actions.
+  void Open(std::vector<std::vector<std::string>> tiers, std::vector<std::string> actions = {}) {
+    SchedulerConf fresh = MakeConf(std::move(tiers));
+    fresh.actions = std::move(actions);
+    fresh.action_arguments = conf.action_arguments;
+    conf = std::move(fresh);
+    Status linked = b.cluster.Link();
+    ASSERT_TRUE(linked.ok()) << linked.error().message;
+    ssn = std::make_unique<Session>(std::move(b.cluster), conf, /*now=*/1000, "s1");
+    Status s = ssn->Open(reg);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+  }
+
+  void Run(std::string_view action) {
+    const Action* a = FindAction(action);
+    ASSERT_NE(a, nullptr) << action;
+    a->Execute(*ssn);
+  }
+
+  // Registers a plugin whose OnSessionOpen runs `open`.
+  void Plugin(const std::string& name, OpenFn open) {
+    Status s = reg.Register(name, [open](const PluginOption&) -> Result<std::unique_ptr<kiln::Plugin>> {
+      return std::unique_ptr<kiln::Plugin>(std::make_unique<TestPlugin>(open));
+    });
+    ASSERT_TRUE(s.ok()) << s.error().message;
+  }
+
+  Task* T(std::string_view name) { return ssn->cluster().FindTask(std::string("ns-") += name); }
+  Job* J(std::string_view name) { return ssn->cluster().FindJob(std::string("ns/") += name); }
+  Node* N(std::string_view name) { return ssn->cluster().FindNode(name); }
+  Queue* Q(std::string_view name) { return ssn->cluster().FindQueue(name); }
+
+  std::vector<std::string> Binds() const {
+    std::vector<std::string> out;
+    for (const auto& b : ssn->decisions().binds) out.push_back(b.task->name + "@" + b.node->name);
+    return out;
+  }
+  std::vector<std::string> Evictions() const {
+    std::vector<std::string> out;
+    for (const auto& e : ssn->decisions().evictions) out.push_back(e.task->name);
+    return out;
+  }
+  // Tasks in Pipelined status with their node, in task order of the cluster.
+  std::vector<std::string> Pipelined() const {
+    std::vector<std::string> out;
+    for (const Task* t : ssn->cluster().tasks())
+      if (t->status == TaskStatus::Pipelined)
+        out.push_back(t->name + "@" + (t->node ? t->node->name : std::string("?")));
+    return out;
+  }
+  // The reason Close() records for a task that stayed pending ("" when none).
+  std::string Unschedulable(std::string_view task_name) {
+    ssn->Close();
+    for (const auto& [t, msg] : ssn->decisions().unschedulable)
+      if (t->name == task_name) return msg;
+    return "";
+  }
+
+  ClusterBuilder b;
+  PluginRegistry reg;
+  SchedulerConf conf;
+  std::unique_ptr<Session> ssn;
+};
+
+// Common plugins.
+
+// JobReady/JobPipelined/JobStarving as gang defines them (Volcano's JobInfo helpers), so that a
+// job is held until minAvailable tasks fit.
+inline OpenFn GangLike() {
+  return [](Session& s, PluginHandle h) {
+    s.On<EP::JobReady>(h, [](const Job* j) { return j->IsReady(); });
+    s.On<EP::JobPipelined>(h, [](const Job* j) { return j->IsPipelined() ? 1 : -1; });
+    s.On<EP::JobStarving>(h, [](const Job* j) { return j->IsStarving(); });
+  };
+}
+
+// Selects every candidate (a Preemptable/Reclaimable that permits all).
+inline int32_t SelectAll(const Task*, const Task* const*, size_t n, uint8_t* sel) {
+  for (size_t i = 0; i < n; ++i) sel[i] = 1;
+  return 1;
+}
+
+// Higher task priority first (Volcano's priority plugin TaskOrder).
+inline int32_t ByPriority(const Task* l, const Task* r) {
+  if (l->priority == r->priority) return 0;
+  return l->priority > r->priority ? -1 : 1;
+}
+
+inline void AddReason(KStatusOut* out, std::string_view reason) {
+  kiln_status_add_reason(out, reason.data(), reason.size());
+}
+
+}  // namespace kiln::actions_testing
