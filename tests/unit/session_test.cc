@@ -479,6 +479,36 @@ TEST_F(SessionTest, JobEnqueueableGatedByEnqueuedFlag) {
   EXPECT_TRUE(ssn->JobEnqueueable(J("ns/a")));
 }
 
+TEST_F(SessionTest, JobEnqueuedCallsEveryPlugin) {
+  std::vector<std::string> calls;
+  AddPlugin(reg, "p1", [&](Session& s, PluginHandle h) {
+    s.On<EP::JobEnqueued>(h, [&](const Job* j) { calls.push_back("p1:" + j->name); });
+  });
+  AddPlugin(reg, "p2", [&](Session& s, PluginHandle h) {
+    s.On<EP::JobEnqueued>(h, [&](const Job* j) { calls.push_back("p2:" + j->name); });
+  });
+  Open({{"p1"}, {"p2"}});
+  ssn->JobEnqueued(J("ns/a"));
+  EXPECT_EQ(calls, (std::vector<std::string>{"p1:a", "p2:a"}));
+}
+
+TEST_F(SessionTest, VictimQueueOrderHandlerOverridesDefault) {
+  AddPlugin(reg, "capacity", [&](Session& s, PluginHandle h) {
+    // Evict from the preemptor's own queue last.
+    s.On<EP::VictimQueueOrder>(h, [](const Queue* l, const Queue* r, const Queue* p) -> int32_t {
+      if (l == p && r != p) return 1;
+      if (r == p && l != p) return -1;
+      return 0;
+    });
+  });
+  Open({{"capacity"}});
+  Queue* d = ssn->cluster().FindQueue("default");
+  Queue* o = ssn->cluster().FindQueue("other");
+  EXPECT_GT(ssn->VictimQueueOrderFn(d, o, d), 0);
+  EXPECT_LT(ssn->VictimQueueOrderFn(d, o, o), 0);
+  EXPECT_LT(ssn->VictimQueueOrderFn(o, d, ssn->cluster().FindQueue("default")), 0);
+}
+
 TEST_F(SessionTest, JobStarvingFirstTierWithHandlersDecides) {
   AddPlugin(reg, "yes", [&](Session& s, PluginHandle h) {
     s.On<EP::JobStarving>(h, [](const Job*) { return true; });
