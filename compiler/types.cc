@@ -38,6 +38,13 @@ constexpr std::array kScalarNames = {
     ScalarName{"Validation", TypeKind::Validation},
     ScalarName{"Victims", TypeKind::Victims},
 };
+Type MakeType(TypeKind kind, const Type* elem = nullptr, const Type* key = nullptr) {
+  Type t;
+  t.kind = kind;
+  t.elem = elem;
+  t.key = key;
+  return t;
+}
 }  // namespace
 
 bool LookupScalarTypeName(std::string_view name, TypeKind* out) {
@@ -94,7 +101,7 @@ std::string Type::Name() const {
 TypeContext::TypeContext() {
   constexpr int kCount = static_cast<int>(TypeKind::None) + 1;
   for (int i = 0; i < kCount; ++i) {
-    storage_.push_back(Type{static_cast<TypeKind>(i)});
+    storage_.push_back(MakeType(static_cast<TypeKind>(i)));
     scalars_.push_back(&storage_.back());
   }
 }
@@ -105,7 +112,7 @@ const Type* TypeContext::List(const Type* elem) {
   auto key = std::make_tuple(static_cast<int>(TypeKind::List), elem, nullptr, nullptr);
   auto it = composite_.find(key);
   if (it != composite_.end()) return it->second;
-  storage_.push_back(Type{TypeKind::List, elem});
+  storage_.push_back(MakeType(TypeKind::List, elem));
   return composite_[key] = &storage_.back();
 }
 
@@ -113,7 +120,7 @@ const Type* TypeContext::Map(const Type* k, const Type* v) {
   auto key = std::make_tuple(static_cast<int>(TypeKind::Map), v, k, nullptr);
   auto it = composite_.find(key);
   if (it != composite_.end()) return it->second;
-  storage_.push_back(Type{TypeKind::Map, v, k});
+  storage_.push_back(MakeType(TypeKind::Map, v, k));
   return composite_[key] = &storage_.back();
 }
 
@@ -122,7 +129,7 @@ const Type* TypeContext::Optional(const Type* payload) {
   auto key = std::make_tuple(static_cast<int>(TypeKind::Optional), payload, nullptr, nullptr);
   auto it = composite_.find(key);
   if (it != composite_.end()) return it->second;
-  storage_.push_back(Type{TypeKind::Optional, payload});
+  storage_.push_back(MakeType(TypeKind::Optional, payload));
   return composite_[key] = &storage_.back();
 }
 
@@ -131,7 +138,9 @@ const Type* TypeContext::Record(const ast::RecordDecl* decl) {
                              static_cast<const void*>(decl));
   auto it = composite_.find(key);
   if (it != composite_.end()) return it->second;
-  storage_.push_back(Type{TypeKind::Record, nullptr, nullptr, decl});
+  Type t = MakeType(TypeKind::Record);
+  t.record = decl;
+  storage_.push_back(t);
   return composite_[key] = &storage_.back();
 }
 
@@ -142,7 +151,7 @@ const Type* TypeContext::Shape(std::string_view name) {
                                static_cast<const void*>(n.data()));
     auto it = composite_.find(key);
     if (it != composite_.end()) return it->second;
-    Type t{TypeKind::Shape};
+    Type t = MakeType(TypeKind::Shape);
     t.shape = n;
     storage_.push_back(t);
     return composite_[key] = &storage_.back();

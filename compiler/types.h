@@ -49,7 +49,7 @@ enum class TypeKind {
 };
 
 struct Type {
-  TypeKind kind;
+  TypeKind kind = TypeKind::Error;
   const Type* elem = nullptr;  // List element, Map value, Optional payload
   const Type* key = nullptr;   // Map key
   const ast::RecordDecl* record = nullptr;

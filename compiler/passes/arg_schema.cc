@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "compiler/passes/passes.h"
 
@@ -124,6 +125,30 @@ void CheckArgSchema(PassContext& ctx) {
                                                      "`{}`",
                                                      a->conf_key, it->second->name))
           .notes.push_back({it->second->conf_key_range, "first read here"});
+  }
+  // A record containing itself (directly or through other records' fields) has no finite zero
+  // value; lists, maps and optionals of it are fine (they can be empty / none).
+  for (auto* r : ctx.policy.All<RecordDecl>()) {
+    std::vector<const RecordDecl*> stack{r};
+    std::set<const RecordDecl*> seen;
+    bool cyclic = false;
+    while (!stack.empty() && !cyclic) {
+      const RecordDecl* cur = stack.back();
+      stack.pop_back();
+      for (const auto& f : cur->fields) {
+        const Type* t = f.declared.resolved;
+        if (!t || t->kind != TypeKind::Record) continue;
+        if (t->record == r) {
+          cyclic = true;
+          break;
+        }
+        if (seen.insert(t->record).second) stack.push_back(t->record);
+      }
+    }
+    if (cyclic)
+      ctx.diags.Error(r->name_range, fmt::format("record `{}` contains itself; use a list, map or "
+                                                 "optional field to break the cycle",
+                                                 r->name));
   }
   for (auto* r : ctx.policy.All<RecordDecl>()) {
     std::map<std::string, const RecordField*, std::less<>> fields, rkeys;

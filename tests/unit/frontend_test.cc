@@ -176,6 +176,33 @@ TEST(Frontend, InvalidUtf8IsReportedWhereItIs) {
   EXPECT_EQ(line, 2);
 }
 
+TEST(Frontend, RecordsThatContainThemselvesAreRejected) {
+  auto r = RunText(R"(policy p;
+record A { b: B; }
+record B { a: A; tail: list<B>; }
+on job_order(l: Job, r: Job) -> int { return 0; })");
+  ASSERT_EQ(r.diagnostics.ErrorCount(), 2) << FormatDiagnostics(r.diagnostics, {"t", ""});
+  EXPECT_EQ(FirstError(r).first,
+            "record `A` contains itself; use a list, map or optional field to break the cycle");
+}
+
+TEST(Frontend, KubernetesShapesAreReadOnlyViewTypes) {
+  auto r = RunText(R"(policy p;
+fn tolerated(tols: list<Toleration>, t: Taint) -> bool {
+  return any(tol.key == t.key and tol.effect == t.effect for tol in tols);
+}
+on predicate(task: Task, node: Node) -> Fit {
+  for t in node.taints {
+    if not tolerated(task.tolerations, t) { return unschedulable("taint " + t.key); }
+  }
+  return fits;
+})");
+  EXPECT_TRUE(r.ok()) << FormatDiagnostics(r.diagnostics, {"t", ""});
+  auto bad = RunText("policy p;\non predicate(t: Task, n: Node) -> Fit {\n"
+                     "  return unschedulable(n.taints.get(0).kee);\n}\n");
+  EXPECT_NE(FirstError(bad).first.find("may be none"), std::string::npos) << FirstError(bad).first;
+}
+
 TEST(Frontend, FilesOverTheSizeLimitAreRejected) {
   std::string big = "policy p;\n" + std::string(2 << 20, ' ');
   auto [msg, line] = FirstError(RunText(big));
@@ -196,7 +223,8 @@ TEST(Frontend, GarbageLineInAShippedPolicyIsReportedAtThatLine) {
 
 // The policies issue 3 delivers must check clean (kiln check policies/*.policy exits 0 for them).
 TEST(Frontend, ShippedPoliciesOfTheLanguageIssueCheckClean) {
-  for (const char* name : {"priority", "conformance", "cdp", "drf", "resource-strategy-fit"}) {
+  for (const char* name :
+       {"gang", "priority", "conformance", "cdp", "drf", "resource-strategy-fit"}) {
     SCOPED_TRACE(name);
     const BuiltinPolicy* p = FindBuiltinPolicy(name);
     ASSERT_NE(p, nullptr);
