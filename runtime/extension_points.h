@@ -11,6 +11,7 @@
 //   handler   the handler name a policy writes (`on job_order(l: Job, r: Job) -> int`)
 //   flag      scheduler.conf key that gates the point ("" = always on when registered)
 //   combine   how answers of several plugins combine (Combine enum below)
+//   default   the answer when no plugin decides (Fallback enum below)
 //   result    ABI kind of the answer (AbiKind enum below)
 //   params... ABI kinds of the handler's parameters, in order
 
@@ -22,31 +23,31 @@ namespace kiln {
 
 // clang-format off
 #define KILN_EXTENSION_POINTS(X)                                                                     \
-  X(JobOrder,         "job_order",          "enableJobOrder",     FirstNonZero,    Int,        Job, Job)               \
-  X(QueueOrder,       "queue_order",        "enableQueueOrder",   FirstNonZero,    Int,        Queue, Queue)           \
-  X(VictimQueueOrder, "victim_queue_order", "",                   FirstNonZero,    Int,        Queue, Queue, Queue)    \
-  X(TaskOrder,        "task_order",         "enableTaskOrder",    FirstNonZero,    Int,        Task, Task)             \
-  X(PrePredicate,     "pre_predicate",      "enablePredicate",    FirstError,      Status,     Task)                   \
-  X(Predicate,        "predicate",          "enablePredicate",    FirstError,      Status,     Task, Node)             \
-  X(NodeOrder,        "node_order",         "enableNodeOrder",    Sum,             Float,      Task, Node)             \
-  X(BatchNodeOrder,   "batch_node_order",   "enableNodeOrder",    SumPerNode,      FloatList,  Task, NodeList)         \
-  X(BestNode,         "best_node",          "enableBestNode",     FirstNonNull,    NodeOrNone, Task, NodeList)         \
-  X(Preemptable,      "preemptable",        "enablePreemptable",  VictimIntersect, Victims,    Task, TaskList)         \
-  X(Reclaimable,      "reclaimable",        "enableReclaimable",  VictimIntersect, Victims,    Task, TaskList)         \
-  X(VictimTasks,      "victim_tasks",       "enabledVictim",      TierUnion,       TaskList,   TaskList)               \
-  X(Overused,         "overused",           "enabledOverused",    Any,             Bool,       Queue)                  \
-  X(Allocatable,      "allocatable",        "enabledAllocatable", All,             Bool,       Queue, Task)            \
-  X(Preemptive,       "preemptive",         "enablePreemptive",   All,             Bool,       Queue, Task)            \
-  X(JobReady,         "job_ready",          "enableJobReady",     All,             Bool,       Job)                    \
-  X(JobPipelined,     "job_pipelined",      "enableJobPipelined", Vote,            Vote,       Job)                    \
-  X(JobValid,         "job_valid",          "",                   FirstInvalid,    Validation, Job)                    \
-  X(JobEnqueueable,   "job_enqueueable",    "enableJobEnqueued",  Vote,            Vote,       Job)                    \
-  X(JobEnqueued,      "job_enqueued",       "enableJobEnqueued",  CallAll,         Void,       Job)                    \
-  X(JobStarving,      "job_starving",       "enableJobStarving",  FirstTierAll,    Bool,       Job)                    \
-  X(OnAllocate,       "allocate",           "",                   CallAll,         Void,       Task)                   \
-  X(OnDeallocate,     "deallocate",         "",                   CallAll,         Void,       Task)                   \
-  X(SessionOpen,      "session_open",       "",                   CallAll,         Void)                               \
-  X(SessionClose,     "session_close",      "",                   CallAll,         Void)
+  X(JobOrder,         "job_order",          "enableJobOrder",     FirstNonZero,     CreationThenUid,   Int,        Job, Job)               \
+  X(QueueOrder,       "queue_order",        "enableQueueOrder",   FirstNonZero,     CreationThenName,  Int,        Queue, Queue)           \
+  X(VictimQueueOrder, "victim_queue_order", "",                   FirstNonZero,     InverseQueueOrder, Int,        Queue, Queue, Queue)    \
+  X(TaskOrder,        "task_order",         "enableTaskOrder",    FirstNonZero,     CompareTask,       Int,        Task, Task)             \
+  X(PrePredicate,     "pre_predicate",      "enablePredicate",    FirstError,       Pass,              Status,     Task)                   \
+  X(Predicate,        "predicate",          "enablePredicate",    FirstError,       Pass,              Status,     Task, Node)             \
+  X(NodeOrder,        "node_order",         "enableNodeOrder",    Sum,              Zero,              Float,      Task, Node)             \
+  X(BatchNodeOrder,   "batch_node_order",   "enableNodeOrder",    SumPerNode,       Zero,              FloatList,  Task, NodeList)         \
+  X(BestNode,         "best_node",          "enableBestNode",     FirstNonNull,     NoNode,            NodeOrNone, Task, NodeList)         \
+  X(Preemptable,      "preemptable",        "enablePreemptable",  VictimIntersect,  NoVictims,         Victims,    Task, TaskList)         \
+  X(Reclaimable,      "reclaimable",        "enableReclaimable",  VictimIntersect,  NoVictims,         Victims,    Task, TaskList)         \
+  X(VictimTasks,      "victim_tasks",       "enabledVictim",      TierUnion,        NoVictims,         TaskList,   TaskList)               \
+  X(Overused,         "overused",           "enabledOverused",    Any,              False,             Bool,       Queue)                  \
+  X(Allocatable,      "allocatable",        "enabledAllocatable", All,              True,              Bool,       Queue, Task)            \
+  X(Preemptive,       "preemptive",         "enablePreemptive",   All,              True,              Bool,       Queue, Task)            \
+  X(JobReady,         "job_ready",          "enableJobReady",     All,              True,              Bool,       Job)                    \
+  X(JobPipelined,     "job_pipelined",      "enableJobPipelined", Vote,             True,              Vote,       Job)                    \
+  X(JobValid,         "job_valid",          "",                   FirstInvalid,     Pass,              Validation, Job)                    \
+  X(JobEnqueueable,   "job_enqueueable",    "enableJobEnqueued",  Vote,             True,              Vote,       Job)                    \
+  X(JobEnqueued,      "job_enqueued",       "enableJobEnqueued",  CallAll,          Nothing,           Void,       Job)                    \
+  X(JobStarving,      "job_starving",       "enableJobStarving",  FirstTierAll,     False,             Bool,       Job)                    \
+  X(OnAllocate,       "allocate",           "",                   CallAll,          Nothing,           Void,       Task)                   \
+  X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
+  X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
+  X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)
 // clang-format on
 
 // Every scheduler.conf plugin flag Volcano accepts, with whether the YAML loader defaults an
@@ -111,6 +112,22 @@ enum class Combine : uint8_t {
   CallAll,          // every plugin is called (events, notifications)
 };
 
+// The answer a point gives when no registered plugin decides (volcano-semantics.md §2.1's
+// "default" column). For the order points it is a fallback comparison.
+enum class Fallback : uint8_t {
+  CreationThenUid,    // job order: earlier creation time first, then UID
+  CreationThenName,   // queue order: earlier creation time first, then name
+  InverseQueueOrder,  // victim queue order: !QueueOrderFn(l, r)
+  CompareTask,        // task order: pod-name index, then creation time, then UID
+  Pass,               // predicates pass; a job is valid
+  Zero,               // scores add nothing
+  NoNode,             // best node: the caller picks among the best-scored nodes
+  NoVictims,          // nobody is evicted
+  True,
+  False,
+  Nothing,            // notifications: no answer
+};
+
 // ABI kinds of handler parameters and results. The compiler maps each to a language type; the
 // runtime maps each to a C type in the callback signature.
 enum class AbiKind : uint8_t {
@@ -124,6 +141,7 @@ struct ExtensionPointInfo {
   std::string_view handler;    // "job_order"
   std::string_view flag;       // "enableJobOrder", or "" when always on
   Combine combine;
+  Fallback fallback;
   AbiKind result;
   std::array<AbiKind, 3> params;
   uint8_t param_count;
@@ -133,17 +151,19 @@ namespace detail {
 template <typename... K>
 constexpr ExtensionPointInfo MakePointInfo(ExtensionPoint id, std::string_view enum_name,
                                            std::string_view handler, std::string_view flag,
-                                           Combine combine, AbiKind result, K... params) {
-  return ExtensionPointInfo{id,     enum_name, handler, flag, combine,
-                            result, {params...}, static_cast<uint8_t>(sizeof...(K))};
+                                           Combine combine, Fallback fallback, AbiKind result,
+                                           K... params) {
+  return ExtensionPointInfo{id,     enum_name,   handler, flag,
+                            combine, fallback, result,  {params...},
+                            static_cast<uint8_t>(sizeof...(K))};
 }
 }  // namespace detail
 
 inline constexpr std::array<ExtensionPointInfo, kExtensionPointCount> kExtensionPoints = {{
 #define KILN_ABI(k) AbiKind::k
-#define KILN_X(Id, handler, flag, combine, result, ...)                                          \
+#define KILN_X(Id, handler, flag, combine, fallback, result, ...)                                \
   detail::MakePointInfo(ExtensionPoint::Id, #Id, handler, flag, Combine::combine,                 \
-                        AbiKind::result KILN_X_PARAMS(__VA_ARGS__)),
+                        Fallback::fallback, AbiKind::result KILN_X_PARAMS(__VA_ARGS__)),
 #define KILN_X_PARAMS(...) __VA_OPT__(, KILN_X_MAP(__VA_ARGS__))
 #define KILN_X_MAP(...) KILN_X_MAP_N(__VA_ARGS__, KILN_X_MAP3, KILN_X_MAP2, KILN_X_MAP1)(__VA_ARGS__)
 #define KILN_X_MAP_N(_1, _2, _3, N, ...) N
@@ -154,6 +174,23 @@ inline constexpr std::array<ExtensionPointInfo, kExtensionPointCount> kExtension
 #undef KILN_X
 #undef KILN_ABI
 }};
+
+constexpr std::string_view Describe(Fallback f) {
+  switch (f) {
+    case Fallback::CreationThenUid: return "earlier creation time first, then UID";
+    case Fallback::CreationThenName: return "earlier creation time first, then name";
+    case Fallback::InverseQueueOrder: return "the reverse of queue order";
+    case Fallback::CompareTask: return "pod-name index, then creation time, then UID";
+    case Fallback::Pass: return "pass";
+    case Fallback::Zero: return "0";
+    case Fallback::NoNode: return "none (the best-scored node)";
+    case Fallback::NoVictims: return "no victims";
+    case Fallback::True: return "true";
+    case Fallback::False: return "false";
+    case Fallback::Nothing: return "-";
+  }
+  return "";
+}
 
 constexpr const ExtensionPointInfo& Info(ExtensionPoint p) {
   return kExtensionPoints[static_cast<int>(p)];

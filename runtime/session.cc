@@ -33,6 +33,14 @@ HandlerFn<P> Fn(void (*fn)()) {
 }
 
 constexpr Combine CombineOf(ExtensionPoint p) { return Info(p).combine; }
+constexpr Fallback FallbackOf(ExtensionPoint p) { return Info(p).fallback; }
+
+// The table's answer for a Bool/Vote point that no plugin decided.
+template <ExtensionPoint P>
+constexpr bool FallbackBool() {
+  static_assert(FallbackOf(P) == Fallback::True || FallbackOf(P) == Fallback::False);
+  return FallbackOf(P) == Fallback::True;
+}
 
 }  // namespace
 
@@ -248,7 +256,7 @@ int Session::CombineFirstNonZero(A... args) const {
 
 template <ExtensionPoint P, typename... A>
 std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
-  static_assert(CombineOf(P) == Combine::FirstError);
+  static_assert(CombineOf(P) == Combine::FirstError && FallbackOf(P) == Fallback::Pass);
   for (const auto& r : Handlers<P>()) {
     PluginStatus st;
     KStatusOut out{&st, nullptr};
@@ -279,18 +287,18 @@ bool Session::CombineBool(A... args) const {
       if (scope.faulted()) continue;
       if (v) return true;
     }
-    return false;
+    return FallbackBool<P>();
   } else if constexpr (c == Combine::All) {
     for (const auto& r : Handlers<P>()) {
       CallScope scope(this, r.slot, P);
       bool v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted() || !v) return false;
     }
-    return true;
+    return FallbackBool<P>();
   } else {
     // The first tier with any handler decides by the AND of that tier's handlers.
     const auto& hs = Handlers<P>();
-    if (hs.empty()) return false;
+    if (hs.empty()) return FallbackBool<P>();
     int tier = hs.front().tier;
     for (const auto& r : hs) {
       if (r.tier != tier) break;
@@ -320,7 +328,7 @@ bool Session::CombineVote(A... args) const {
     }
     if (permitted) return true;
   }
-  return true;
+  return FallbackBool<P>();  // everyone abstained
 }
 
 template <ExtensionPoint P, typename... A>
@@ -336,7 +344,7 @@ void Session::CombineCallAll(A... args) const {
 template <ExtensionPoint P>
 std::vector<Task*> Session::CombineVictimIntersect(const Task* t,
                                                    std::span<Task* const> cands) const {
-  static_assert(CombineOf(P) == Combine::VictimIntersect);
+  static_assert(CombineOf(P) == Combine::VictimIntersect && FallbackOf(P) == Fallback::NoVictims);
   const auto& hs = Handlers<P>();
   const size_t n = cands.size();
   std::vector<uint8_t> mask(n);
@@ -377,7 +385,7 @@ std::vector<Task*> Session::CombineVictimIntersect(const Task* t,
 
 template <ExtensionPoint P>
 std::vector<Task*> Session::CombineTierUnion(std::span<Task* const> tasks) const {
-  static_assert(CombineOf(P) == Combine::TierUnion);
+  static_assert(CombineOf(P) == Combine::TierUnion && FallbackOf(P) == Fallback::NoVictims);
   const auto& hs = Handlers<P>();
   const size_t n = tasks.size();
   std::vector<uint8_t> mask(n), acc(n);
@@ -434,6 +442,17 @@ std::optional<int64_t> PodNameIndex(std::string_view name) {
 int Session::JobCompareFn(const Job* l, const Job* r) const {
   return CombineFirstNonZero<ExtensionPoint::JobOrder>(l, r);
 }
+
+// The order points' fallbacks are comparisons; each implementation below is the one the table
+// names for its point.
+static_assert(FallbackOf(ExtensionPoint::JobOrder) == Fallback::CreationThenUid);
+static_assert(FallbackOf(ExtensionPoint::QueueOrder) == Fallback::CreationThenName);
+static_assert(FallbackOf(ExtensionPoint::VictimQueueOrder) == Fallback::InverseQueueOrder);
+static_assert(FallbackOf(ExtensionPoint::TaskOrder) == Fallback::CompareTask);
+static_assert(FallbackOf(ExtensionPoint::NodeOrder) == Fallback::Zero &&
+              FallbackOf(ExtensionPoint::BatchNodeOrder) == Fallback::Zero);
+static_assert(FallbackOf(ExtensionPoint::BestNode) == Fallback::NoNode);
+static_assert(FallbackOf(ExtensionPoint::JobValid) == Fallback::Pass);
 
 int Session::JobOrderFn(const Job* l, const Job* r) const {
   if (int v = JobCompareFn(l, r)) return v;

@@ -778,6 +778,21 @@ TEST(SessionClose, QueueAllocatedPropagatesToRoot) {
   EXPECT_EQ(ssn.cluster().FindQueue("root")->allocated.Get(kPods), 2);
 }
 
+TEST(ExtensionTable, FallbacksMatchVolcano) {
+  EXPECT_EQ(Info(EP::JobStarving).fallback, Fallback::False) << "§6 surprise 3";
+  EXPECT_EQ(Info(EP::JobReady).fallback, Fallback::True);
+  EXPECT_EQ(Info(EP::JobPipelined).fallback, Fallback::True);
+  EXPECT_EQ(Info(EP::Overused).fallback, Fallback::False);
+  EXPECT_EQ(Info(EP::Preemptable).fallback, Fallback::NoVictims);
+  EXPECT_EQ(Describe(Info(EP::JobOrder).fallback), "earlier creation time first, then UID");
+  for (const auto& p : kExtensionPoints) {
+    // Every bool-answering point has a boolean fallback and every notification has none.
+    if (p.result == AbiKind::Bool || p.result == AbiKind::Vote)
+      EXPECT_TRUE(p.fallback == Fallback::True || p.fallback == Fallback::False) << p.handler;
+    if (p.result == AbiKind::Void) EXPECT_EQ(p.fallback, Fallback::Nothing) << p.handler;
+  }
+}
+
 TEST(HandlerSignatures, DerivedFromTheTable) {
   static_assert(std::is_same_v<HandlerFn<EP::JobOrder>, int32_t (*)(void*, const Job*, const Job*)>);
   static_assert(std::is_same_v<HandlerFn<EP::VictimQueueOrder>,
