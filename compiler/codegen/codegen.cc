@@ -1642,6 +1642,11 @@ class Lowering {
         return EmitStdNative(c, std::string(row.symbol), args);
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
+    // Host helpers without session access (JSON parsing) use the native ABI as is.
+    for (const stdlib::Function& row : fns)
+      if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&
+          row.bundle == "strings")
+        return EmitStdNative(c, std::string(row.symbol), args);
     Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
   }
 

@@ -55,6 +55,8 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
+  add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
+  add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
     out.push_back({std::string(s.name), const_cast<void*>(s.address)});
   for (const stdlib::Function& f : stdlib::Functions())

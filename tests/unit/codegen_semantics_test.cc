@@ -271,6 +271,15 @@ on node_order(task: Task, node: Node) -> float {
   EXPECT_EQ(score, 60.0);
 }
 
+TEST(CodegenSemantics, JsonMapsParseOrGiveNone) {
+  EXPECT_EQ(EvalFloat("if let m = parse_json_number_map(\"{\\\"a\\\": 2.5, \\\"b\\\": 4}\") {\n"
+                      "  return m[\"a\"] + m[\"b\"] + m[\"missing\"];\n}\nreturn -1.0;"),
+            6.5);
+  EXPECT_EQ(EvalFloat("if let m = parse_json_number_map(\"{\\\"a\\\": \\\"x\\\"}\") { return 1.0; }\n"
+                      "if let m = parse_json_number_map(\"not json\") { return 2.0; }\nreturn -1.0;"),
+            -1.0);
+}
+
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);
