@@ -311,6 +311,8 @@ void Simulator::Apply(const SessionResult& result) {
     if (auto n = result.nominated.find(key); n != result.nominated.end()) pod.nominated_node = n->second;
     auto it = result.binds.find(key);
     if (it == result.binds.end()) continue;
+    // A pod is bound at most once: only a Pending pod without a node can have been bound.
+    assert(pod.phase == PodPhase::Pending && pod.node.empty() && "pod bound twice");
     pod.nominated_node.clear();
     pod.node = it->second;
     pod.phase = PodPhase::Running;
