@@ -210,51 +210,66 @@ class Session {
   // Whether plugin's flag for point is on (points without a flag: always).
   bool PointEnabled(PluginHandle plugin, ExtensionPoint point) const;
 
-  // ---- dispatch (§2.1–2.3); each documents its default ----
-  // First non-zero of JobOrder; default creation time, then UID. <0: l first.
+  // ---- dispatch (§2.1–2.3) ----
+  // Who asks, when, and what the answer means. Combination and default come from the table.
+  //
+  // Orders (<0: l first). Heaps in enqueue/allocate/backfill/preempt/reclaim order jobs, queues
+  // and tasks with these; JobCompareFn/TaskCompareFn are the forms without a fallback, used by
+  // BuildVictimsPriorityQueue ("the job that orders later is evicted first").
   int JobOrderFn(const Job* l, const Job* r) const;
   bool JobLess(const Job* l, const Job* r) const { return JobOrderFn(l, r) < 0; }
-  // First non-zero of JobOrder, 0 when none (Volcano's JobOrderCompareFn, no default).
   int JobCompareFn(const Job* l, const Job* r) const;
-  // Default creation time, then name.
   int QueueOrderFn(const Queue* l, const Queue* r) const;
   bool QueueLess(const Queue* l, const Queue* r) const { return QueueOrderFn(l, r) < 0; }
-  // Default: !QueueOrderFn(l, r) as a bool → returns -1 when l should be evicted first.
+  // Victim ordering across queues in preempt/reclaim; <0: evict l's task first.
   int VictimQueueOrderFn(const Queue* l, const Queue* r, const Queue* preemptor) const;
-  // Default CompareTask: numeric pod-name suffix, creation time, UID.
   int TaskOrderFn(const Task* l, const Task* r) const;
   bool TaskLess(const Task* l, const Task* r) const { return TaskOrderFn(l, r) < 0; }
-  // First non-zero of TaskOrder, 0 when none.
   int TaskCompareFn(const Task* l, const Task* r) const;
 
-  // nullopt = pass; otherwise the first failing plugin's status.
+  // allocate/backfill/preempt/reclaim, once per task before any node: a failure rejects the task
+  // on every node. nullopt = pass; otherwise the first failing plugin's status.
   std::optional<PluginStatus> PrePredicateFn(const Task* t) const;
+  // Per (task, node), from the actions' worker threads. nullopt = the node is feasible.
   std::optional<FitError> PredicateFn(const Task* t, const Node* n) const;
-  // The FitError only when it fails for allocate / for preempt (§2.4).
+  // The FitError only when it fails for allocate (any non-Success) / for preempt and reclaim
+  // (not plain Unschedulable, which eviction may cure) — §2.4.
   std::optional<FitError> PredicateForAllocateAction(const Task* t, const Node* n) const;
   std::optional<FitError> PredicateForPreemptAction(const Task* t, const Node* n) const;
-  // Σ scores; an error aborts with the plugin named.
+  // Scoring of feasible nodes (allocate, backfill, preempt). Σ over plugins; an error aborts the
+  // scoring of that task with the plugin named.
   Result<double> NodeOrderFn(const Task* t, const Node* n) const;
   // Per-node Σ into scores (resized to nodes.size(), added to). An error aborts.
   Status BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
                           std::vector<double>& scores) const;
-  // First plugin naming a node; nullptr when none.
+  // After scoring: the first plugin naming a node wins; nullptr lets the caller take the first
+  // best-scored node.
   Node* BestNodeFn(const Task* t, std::span<Node* const> nodes,
                    std::span<const double> scores) const;
-  // §2.2 exact victim intersection.
+  // preempt / reclaim, per candidate node: which of the candidates may be evicted for t
+  // (§2.2 exact tier intersection). Empty = none on this node.
   std::vector<Task*> Preemptable(const Task* preemptor, std::span<Task* const> preemptees) const;
   std::vector<Task*> Reclaimable(const Task* reclaimer, std::span<Task* const> reclaimees) const;
-  // Per tier union (dedup, first-seen order); first tier with a non-empty set.
+  // shuffle: per tier union (dedup, input order); the first tier with a non-empty set decides.
   std::vector<Task*> VictimTasks(std::span<Task* const> tasks) const;
-  bool Overused(const Queue* q) const;                   // OR, default false
-  bool Allocatable(const Queue* q, const Task* t) const;  // AND, default true
-  bool Preemptive(const Queue* q, const Task* t) const;   // AND, default true
-  bool JobReady(const Job* j) const;                      // AND, default true
-  bool JobPipelined(const Job* j) const;                  // vote, default true
-  bool JobEnqueueable(const Job* j) const;                // vote, default true
-  void JobEnqueued(const Job* j);                         // call all
-  bool JobStarving(const Job* j) const;                   // first tier with handlers, default false
-  // nullopt = valid; else the first failing plugin's answer.
+  // allocate / reclaim, per popped queue: true skips the queue for the rest of the action.
+  bool Overused(const Queue* q) const;
+  // allocate (and preempt's fit check), per task: false skips the task.
+  bool Allocatable(const Queue* q, const Task* t) const;
+  // reclaim, per task: false means the task may not reclaim for its queue.
+  bool Preemptive(const Queue* q, const Task* t) const;
+  // allocate/backfill: whether the job's allocations may be bound (gang's minAvailable).
+  bool JobReady(const Job* j) const;
+  // allocate/preempt/reclaim: whether a non-ready job's pipelined statement is kept/committed.
+  bool JobPipelined(const Job* j) const;
+  // enqueue: whether a Pending job with minResources may become Inqueue.
+  bool JobEnqueueable(const Job* j) const;
+  // enqueue, after a job became Inqueue: plugins account its minResources.
+  void JobEnqueued(const Job* j);
+  // preempt/reclaim: whether the job still needs resources (false: it is not a preemptor).
+  bool JobStarving(const Job* j) const;
+  // allocate/backfill/preempt/reclaim, per job: nullopt = valid; else the first failing
+  // plugin's answer (the job is skipped; its reason becomes the job's fit error).
   std::optional<ValidateResult> JobValid(const Job* j) const;
 
   // ---- mutation primitives (§2.4); Statement is the transactional form ----
