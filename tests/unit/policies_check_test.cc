@@ -54,16 +54,8 @@ TEST(PoliciesCheck, EveryShippedPolicyHasTheStyleHeader) {
   }
 }
 
-// predicates and nodeorder read Kubernetes placement shapes (taints, tolerations, affinity terms,
-// topology spread, host ports, images) that runtime/abi.h does not expose yet (REQUESTS.md #11);
-// they join this list as soon as it does. Every other shipped policy must check clean.
-constexpr const char* kAwaitingAbiShapes[] = {"predicates", "nodeorder"};
-
 TEST(PoliciesCheck, EveryShippedPolicyPassesTheFrontEnd) {
   for (const auto& path : ShippedPolicies()) {
-    if (std::find(std::begin(kAwaitingAbiShapes), std::end(kAwaitingAbiShapes),
-                  path.stem().string()) != std::end(kAwaitingAbiShapes))
-      continue;
     SourceFile source{"policies/" + path.filename().string(), Slurp(path)};
     FrontendResult result = RunFrontend(source);
     EXPECT_TRUE(result.ok()) << FormatDiagnostics(result.diagnostics, source);
