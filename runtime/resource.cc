@@ -409,6 +409,54 @@ bool operator==(const Resource& a, const Resource& b) {
   return true;
 }
 
+namespace {
+bool IsAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// Kubernetes' IsQualifiedName: [prefix/]name, prefix a DNS subdomain (≤ 253), name ≤ 63 of
+// [A-Za-z0-9] with '-', '_', '.' inside.
+bool IsQualifiedName(std::string_view v) {
+  std::string_view name = v;
+  size_t slash = v.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view prefix = v.substr(0, slash);
+    name = v.substr(slash + 1);
+    if (prefix.empty() || prefix.size() > 253) return false;
+    // DNS-1123 subdomain: labels of [a-z0-9-] separated by '.', alphanumeric at both ends.
+    size_t start = 0;
+    while (start <= prefix.size()) {
+      size_t dot = prefix.find('.', start);
+      std::string_view label =
+          prefix.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+      if (label.empty() || label.size() > 63) return false;
+      for (char c : label)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+      if (label.front() == '-' || label.back() == '-') return false;
+      if (dot == std::string_view::npos) break;
+      start = dot + 1;
+    }
+  }
+  if (name.empty() || name.size() > 63) return false;
+  if (!IsAlnum(name.front()) || !IsAlnum(name.back())) return false;
+  for (char c : name)
+    if (!(IsAlnum(c) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+}  // namespace
+
+bool IsVolcanoResourceName(std::string_view name) {
+  if (name == "cpu" || name == "memory" || name == "pods" || name == "ephemeral-storage")
+    return true;
+  if (name.starts_with("count/")) return false;  // IsCountQuota
+  if (name.starts_with("hugepages-") || name.starts_with("attachable-volumes-")) return true;
+  if (name.find("kubernetes.io/") != std::string_view::npos) return true;  // prefixed native
+  // Extended: not native (a native name has no '/'), not "requests.*", and a qualified name
+  // once "requests." is prepended.
+  if (name.find('/') == std::string_view::npos || name.starts_with("requests.")) return false;
+  return IsQualifiedName(std::string("requests.") + std::string(name));
+}
+
 Resource Max(const Resource& l, const Resource& r) {
   Resource res;
   res.values[kCpu] = std::max(l.values[kCpu], r.values[kCpu]);

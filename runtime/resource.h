@@ -161,6 +161,12 @@ struct Resource::DiffResult {
   Resource decreased;
 };
 
+// Whether Volcano's api.NewResource keeps a resource-list entry of this name: cpu, memory, pods,
+// ephemeral-storage, and Kubernetes scalar resource names (extended `domain/name`, hugepages-*,
+// attachable-volumes-*, kubernetes.io/-prefixed). Anything else ("foo", "count/pods") is dropped
+// silently by Volcano, so a loader should drop (or reject) it too.
+bool IsVolcanoResourceName(std::string_view name);
+
 // helpers.Max: per-dimension max; scalars ≤ 0 are dropped.
 Resource Max(const Resource& l, const Resource& r);
 // helpers.Min: per-dimension min over cpu, memory and scalars present in both.

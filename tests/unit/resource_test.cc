@@ -280,5 +280,15 @@ TEST(Resource, EqualWithTolerance) {
   EXPECT_FALSE(Res(1000, 0, {{"pods", 1}}).Equal(Res(1000, 0), kZero));
 }
 
+TEST(Resource, NamesVolcanoKeeps) {
+  for (std::string_view ok : {"cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu",
+                              "example.com/foo_bar", "hugepages-2Mi", "attachable-volumes-csi-x",
+                              "kubernetes.io/batch"})
+    EXPECT_TRUE(IsVolcanoResourceName(ok)) << ok;
+  for (std::string_view dropped : {"foo", "gpu", "count/pods", "requests.nvidia.com/gpu",
+                                   "Example.com/gpu", "nvidia.com/", "-bad.com/x", "a.com/-x"})
+    EXPECT_FALSE(IsVolcanoResourceName(dropped)) << dropped;
+}
+
 }  // namespace
 }  // namespace kiln
