@@ -1879,7 +1879,25 @@ class Lowering {
     fn_ = fn;
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
     ictx_ = fn->getArg(0);
-    if (allocates_fn_[body]) CallRt("kiln_rt_enter", b_.getVoidTy(), {});
+    bool guarded = allocates_fn_[body];
+    if (guarded) {
+      // Fault recovery (runtime_support.cc): a faulting intrinsic longjmps here, and the handler
+      // answers the zero value of its result; the session has recorded the fault.
+      Value* buf = CallRt("kiln_rt_enter", ptr_, {});
+      llvm::FunctionCallee sj = Rt("_setjmp", i32_, {ptr_});
+      if (auto* f = llvm::dyn_cast<Function>(sj.getCallee())) f->addFnAttr(llvm::Attribute::ReturnsTwice);
+      llvm::CallInst* jumped = b_.CreateCall(sj, {buf});
+      jumped->addFnAttr(llvm::Attribute::ReturnsTwice);
+      BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);
+      BasicBlock* run = BasicBlock::Create(ctx_, "run", fn);
+      b_.CreateCondBr(b_.CreateICmpNE(jumped, b_.getInt32(0)), faulted, run);
+      b_.SetInsertPoint(faulted);
+      if (ret->isVoidTy())
+        b_.CreateRetVoid();
+      else
+        b_.CreateRet(llvm::Constant::getNullValue(ret));
+      b_.SetInsertPoint(run);
+    }
     std::vector<Value*> args{ictx_};
     unsigned a = 1;
     std::vector<std::pair<Value*, Value*>> lists;  // (items, n) of list params
@@ -1899,6 +1917,7 @@ class Lowering {
       Fail(&h, fmt::format("handler `{}` has {} parameters, point `{}` passes {}", h.name,
                            body->arg_size() - 1, info.handler, args.size() - 1));
     Value* r = b_.CreateCall(body, args);
+    if (guarded) CallRt("kiln_rt_leave", b_.getVoidTy(), {});
     Value* extra = a < fn->arg_size() ? fn->getArg(a) : nullptr;
     switch (info.result) {
       case AbiKind::Int: {

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csetjmp>
 #include <algorithm>
+#include <atomic>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -97,16 +100,33 @@ struct AppendBuffer {
 };
 thread_local AppendBuffer t_append;
 
+// The handler entry to return to when an intrinsic faults (set by kiln_rt_enter, cleared by
+// kiln_rt_leave). JIT'd code after a failed intrinsic would run on a null result, so the fault
+// abandons the whole handler call instead: the session then counts the fault and treats the
+// answer as the point's abstain/failure. JIT frames hold no C++ objects, so skipping them is safe.
+thread_local jmp_buf t_fault_jmp;
+thread_local bool t_fault_jmp_armed = false;
+
+[[noreturn]] void AbandonHandler() {
+  t_fault_jmp_armed = false;
+  longjmp(t_fault_jmp, 1);
+}
+
 template <typename R, typename F>
 R Guard(R zero, F&& f) {
+  bool faulted = false;
   try {
     return static_cast<R>(f());
   } catch (const std::exception& e) {
     std::string msg = fmt::format("host error: {}", e.what());
     kiln_rt_fault(msg.data(), static_cast<int64_t>(msg.size()));
+    faulted = true;
   } catch (...) {
     kiln_rt_fault("host error", 10);
+    faulted = true;
   }
+  // Outside the catch blocks: longjmp must not skip the C++ runtime's exception cleanup.
+  if (faulted && t_fault_jmp_armed) AbandonHandler();
   return zero;
 }
 
@@ -134,6 +154,8 @@ Arena::~Arena() {
 
 void* Arena::Allocate(size_t size, size_t align) {
   if (size == 0) size = 1;
+  if (size > limit_ || used_total_ > limit_ - size)
+    throw std::length_error(fmt::format("policy call exceeded its memory budget of {} bytes", limit_));
   for (;;) {
     if (block_index_ < blocks_.size()) {
       Block& b = blocks_[block_index_];
@@ -177,6 +199,13 @@ Arena* SetCurrentArena(Arena* arena) {
   return prev;
 }
 
+namespace {
+std::atomic<size_t> g_call_budget{size_t{1} << 30};
+}  // namespace
+
+void SetPolicyCallMemoryBudget(size_t bytes) { g_call_budget.store(bytes); }
+size_t PolicyCallMemoryBudget() { return g_call_budget.load(); }
+
 Arena& ThreadCallArena() {
   thread_local Arena arena;
   return arena;
@@ -191,6 +220,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
 #define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
+      KILN_SYM(kiln_rt_leave),          HostSymbol{"_setjmp", reinterpret_cast<void*>(&_setjmp)},
       KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
@@ -233,12 +263,17 @@ void* kiln_rt_alloc(int64_t size) {
   });
 }
 
-void kiln_rt_enter() {
+void* kiln_rt_enter() {
   kiln::t_append = {};
   Arena& arena = kiln::ThreadCallArena();
   arena.Reset();
+  arena.set_limit(kiln::PolicyCallMemoryBudget());
   kiln::SetCurrentArena(&arena);
+  kiln::t_fault_jmp_armed = true;
+  return &kiln::t_fault_jmp;
 }
+
+void kiln_rt_leave() { kiln::t_fault_jmp_armed = false; }
 
 void* kiln_rt_set_arena(void* arena) {
   kiln::t_append = {};

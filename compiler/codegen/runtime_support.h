@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,9 @@ class Arena {
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
 
+  // Throws std::length_error beyond the limit (set_limit), std::bad_alloc when malloc fails.
   void* Allocate(size_t size, size_t align = 16);
+  void set_limit(size_t bytes) { limit_ = bytes; }
   KMap* NewMap(int32_t key_kind, int32_t value_size);
   // Frees everything (keeps the first block for reuse).
   void Reset();
@@ -63,8 +66,14 @@ class Arena {
   size_t block_index_ = 0;
   size_t offset_ = 0;
   size_t used_total_ = 0;
+  size_t limit_ = SIZE_MAX;
   std::vector<KMap*> maps_;
 };
+
+// Memory one handler call may allocate in its call arena (default 1 GiB). A call that needs more
+// faults (kiln_policy_fault) instead of exhausting the scheduler's memory.
+void SetPolicyCallMemoryBudget(size_t bytes);
+size_t PolicyCallMemoryBudget();
 
 // The arena new temporaries go to on this thread (the call arena during a handler, the session
 // arena while state is initialised). Returns the previous one.
@@ -85,8 +94,11 @@ extern "C" {
 
 // ---- arena ----
 void* kiln_rt_alloc(int64_t size);
-// Resets this thread's call arena and makes it current (handler entry).
-void kiln_rt_enter();
+// Handler entry: resets this thread's call arena, makes it current, and arms fault recovery;
+// returns the jmp_buf the thunk must _setjmp on (an intrinsic that faults longjmps back there).
+void* kiln_rt_enter();
+// Handler exit: disarms fault recovery.
+void kiln_rt_leave();
 // Makes `arena` (a kiln::Arena*) current; returns the previous one.
 void* kiln_rt_set_arena(void* arena);
 

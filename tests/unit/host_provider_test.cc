@@ -278,5 +278,58 @@ TEST(HostSession, EnableFlagsGateCompiledHandlers) {
   }
 }
 
+// A host failure inside a handler (here: a call over its memory budget) abandons that call only: the session logs and counts a fault naming plugin and point, the answer counts as
+// none, and the next call runs normally.
+TEST(HostSession, PolicyFaultIsContainedAndCounted) {
+  PolicyDir dir;
+  dir.Write("boom.policy", R"(policy boom;
+on node_order(task: Task, node: Node) -> float {
+  if task.priority > 100 {
+    let huge = [x for x in range(0, 1000000)];
+    return float(len(huge));
+  }
+  return 5.0;
+}
+)");
+  testing::ClusterBuilder b;
+  b.AddQueue("default");
+  b.AddNode("n1", testing::Res(4000, 8e9));
+  Job& j = b.AddJob("ns", "j", "default", 1);
+  b.AddTask(j, "t-0", testing::Res(1000, 0));
+  ASSERT_TRUE(b.cluster.Link().ok());
+  auto conf = Conf("  - name: boom\n");
+  ASSERT_TRUE(conf.ok());
+  auto provider = Provider(dir.path());
+  ASSERT_TRUE(provider);
+  auto builder = provider->Prepare(conf->tiers[0].plugins[0]);
+  ASSERT_TRUE(builder.ok() && *builder) << (builder.ok() ? "" : builder.error().Format());
+  PluginRegistry reg;
+  ASSERT_TRUE(reg.Register("boom", **builder).ok());
+  Session ssn(std::move(b.cluster), *conf, 1000, "s1");
+  ASSERT_TRUE(ssn.Open(reg).ok());
+  Task* t = ssn.cluster().FindTask("ns-t-0");
+  Node* n = ssn.cluster().FindNode("n1");
+  size_t budget = PolicyCallMemoryBudget();
+  SetPolicyCallMemoryBudget(1 << 20);  // 1 MiB: the 8 MB list cannot be built
+  auto ok = ssn.NodeOrderFn(t, n);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, 5.0);
+  EXPECT_EQ(ssn.fault_count(), 0u);
+  t->priority = 1000;
+  (void)ssn.NodeOrderFn(t, n);
+  EXPECT_EQ(ssn.fault_count(), 1u);
+  ASSERT_EQ(ssn.decisions().faults.size(), 1u);
+  EXPECT_EQ(ssn.decisions().faults[0],
+            "plugin boom: node_order: host error: policy call exceeded its memory budget of "
+            "1048576 bytes");
+  SetPolicyCallMemoryBudget(budget);
+  t->priority = 1;
+  auto again = ssn.NodeOrderFn(t, n);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 5.0);
+  EXPECT_EQ(ssn.fault_count(), 1u);
+  ssn.Close();
+}
+
 }  // namespace
 }  // namespace kiln
