@@ -121,8 +121,10 @@ class AllocateRun {
     // Volcano makes a predicate helper (and so a fresh error cache) per job attempt.
     PredicateHelper helper(&rotation_, pool_);
     std::span<Node* const> all_nodes = ssn_.cluster().nodes();
+    // Allocate's predicate: the resource check InitResreq ≤ FutureIdle (done by the helper, so
+    // a full node costs no FitError), then the plugins' predicates.
     const actions::NodePredicate predicate = [this](const Task* t, const Node* n) {
-      return Predicate(t, n);
+      return ssn_.PredicateForAllocateAction(t, n);
     };
 
     while (!tasks.Empty()) {
@@ -149,11 +151,12 @@ class AllocateRun {
         Node* nominated = ssn_.cluster().FindNode(t->nominated_node_name);
         if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq, nominated)) {
           found = helper.PredicateNodes(t, std::span<Node* const>(&nominated, 1), predicate,
-                                        args_.predicate_error_cache_enable);
+                                        args_.predicate_error_cache_enable, &t->init_resreq);
         }
       }
       if (found.nodes.empty()) {
-        found = helper.PredicateNodes(t, all_nodes, predicate, args_.predicate_error_cache_enable);
+        found = helper.PredicateNodes(t, all_nodes, predicate, args_.predicate_error_cache_enable,
+                                      &t->init_resreq);
       }
       if (found.nodes.empty()) {
         RecordFitErrors(job, t, std::move(found.errors));
@@ -172,13 +175,6 @@ class AllocateRun {
     if (ssn_.JobReady(job) || ssn_.JobPipelined(job)) return stmt;
     stmt.Discard();
     return std::nullopt;
-  }
-
-  // The resource check Volcano's allocate puts in front of the plugins' predicates.
-  std::optional<FitError> Predicate(const Task* t, const Node* n) const {
-    if (auto reason = actions::InsufficientForFutureIdle(t->init_resreq, n))
-      return FitError(t->uid, n->name, StatusCode::Unschedulable, std::move(*reason));
-    return ssn_.PredicateForAllocateAction(t, n);
   }
 
   // 3e.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 
@@ -22,54 +23,81 @@ int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_per
 }
 
 PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* const> nodes,
-                                                const NodePredicate& fn,
-                                                bool enable_error_cache) {
+                                                const NodePredicate& fn, bool enable_error_cache,
+                                                const Resource* future_idle_request) {
   PredicateResult out;
   const size_t n = nodes.size();
-  out.errors.SetTotalNodes(static_cast<int>(n));
-  if (n == 0) return out;
+  if (n == 0) {
+    out.errors.SetTotalNodes(0);
+    return out;
+  }
   const size_t want = static_cast<size_t>(NumNodesToFind(static_cast<int>(n)));
   out.nodes.reserve(std::min(want, n));
 
   const bool use_cache = enable_error_cache && !t->role.empty();
   std::string group;
-  const std::unordered_map<int64_t, FitError>* cached = nullptr;
+  const std::unordered_map<int64_t, NodeRejection>* cached = nullptr;
   if (use_cache) {
     group = t->job_uid + "/" + t->role;
     if (auto it = error_cache_.find(group); it != error_cache_.end()) cached = &it->second;
   }
 
   // Each node's verdict lands in its own slot; the slots are then read in rotated order, so the
-  // feasible set is the same whichever worker finished first.
+  // feasible set is the same whichever worker finished first. The buffers outlive the call: a
+  // search over 10k nodes would otherwise map and fault in megabytes per task.
   struct Slot {
-    std::optional<FitError> error;
+    bool rejected = false;
     bool from_cache = false;
+    NodeRejection rejection;
   };
-  std::vector<Slot> slots;
-  std::vector<std::pair<int64_t, FitError>> new_errors;
+  struct Scratch {
+    std::vector<Slot> slots;
+    std::vector<Node*> rejected_nodes;
+    std::vector<NodeRejection> rejections;
+  };
+  thread_local Scratch scratch;
+  std::vector<Slot>& slots = scratch.slots;
+  std::vector<Node*>& rejected_nodes = scratch.rejected_nodes;
+  std::vector<NodeRejection>& rejections = scratch.rejections;
+  rejected_nodes.clear();
+  rejections.clear();
+  std::vector<std::pair<int64_t, NodeRejection>> new_cache_entries;
   const size_t start = *rotation_ % n;
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
   while (processed < n && out.nodes.size() < want) {
     size_t block = std::min(n - processed, std::max(want - out.nodes.size(), min_block));
-    slots.assign(block, Slot{});
+    slots.clear();
+    slots.resize(block);
     pool_->ParallelFor(block, [&](size_t i) {
       const Node* node = nodes[(start + processed + i) % n];
+      Slot& slot = slots[i];
       if (cached) {
         if (auto it = cached->find(node->index); it != cached->end()) {
-          slots[i].error = it->second;
-          slots[i].error->task_uid = t->uid;
-          slots[i].from_cache = true;
+          slot.rejected = true;
+          slot.from_cache = true;
+          slot.rejection = it->second;
+          if (slot.rejection.error) slot.rejection.error->task_uid = t->uid;
           return;
         }
       }
-      slots[i].error = fn(t, node);
+      if (future_idle_request) {
+        ResourceIdList insufficient;
+        if (!FitsFutureIdle(*future_idle_request, node, &insufficient)) {
+          slot.rejected = true;
+          slot.rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
+          return;
+        }
+      }
+      slot.rejection.error = fn(t, node);
+      slot.rejected = slot.rejection.error.has_value();
     });
     size_t consumed = block;
     for (size_t i = 0; i < block; ++i) {
       Node* node = nodes[(start + processed + i) % n];
-      if (!slots[i].error) {
+      Slot& slot = slots[i];
+      if (!slot.rejected) {
         out.nodes.push_back(node);
         if (out.nodes.size() == want) {
           consumed = i + 1;
@@ -77,18 +105,59 @@ PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* c
         }
         continue;
       }
-      if (use_cache && !slots[i].from_cache) new_errors.emplace_back(node->index, *slots[i].error);
-      out.errors.Add(std::move(*slots[i].error));
+      if (use_cache && !slot.from_cache) new_cache_entries.emplace_back(node->index, slot.rejection);
+      rejected_nodes.push_back(node);
+      rejections.push_back(std::move(slot.rejection));
     }
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
 
-  if (!new_errors.empty()) {
+  if (!new_cache_entries.empty()) {
     auto& node_errors = error_cache_[group];
-    for (auto& [index, e] : new_errors) node_errors.emplace(index, std::move(e));
+    for (auto& [index, r] : new_cache_entries) node_errors.emplace(index, std::move(r));
   }
+  if (out.nodes.empty()) out.errors = BuildFitErrors(t, rejected_nodes, rejections, static_cast<int>(n));
   return out;
+}
+
+FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
+                         std::span<NodeRejection> rejections, int total_nodes) {
+  FitErrors errors;
+  errors.SetTotalNodes(total_nodes);
+  bool compact = true;
+  for (const NodeRejection& r : rejections)
+    if (r.error) compact = false;
+  if (compact && !rejections.empty()) {
+    // Same text as FitErrors::Message: reasons by count descending, then by text.
+    std::array<int, kMaxResources> counts{};
+    for (const NodeRejection& r : rejections) ++counts[r.insufficient];
+    std::vector<std::pair<int, std::string>> parts;
+    for (int id = 0; id < kMaxResources; ++id)
+      if (counts[id] > 0)
+        parts.emplace_back(counts[id],
+                           fmt::format("Insufficient {}", ResourceNames::Name(static_cast<ResourceId>(id))));
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string message = fmt::format("0/{} nodes are available: ", total_nodes);
+    for (size_t i = 0; i < parts.size(); ++i)
+      message += fmt::format("{}{} {}", i ? ", " : "", parts[i].first, parts[i].second);
+    message += ".";
+    errors.SetError(std::move(message));
+    return errors;
+  }
+  for (size_t i = 0; i < rejections.size(); ++i) {
+    NodeRejection& r = rejections[i];
+    if (r.error) {
+      errors.Add(std::move(*r.error));
+    } else {
+      errors.Add(FitError(t->uid, examined[i]->name, StatusCode::Unschedulable,
+                          fmt::format("Insufficient {}", ResourceNames::Name(
+                                                              static_cast<ResourceId>(r.insufficient)))));
+    }
+  }
+  return errors;
 }
 
 std::optional<std::vector<double>> PrioritizeNodes(const Session& ssn, const Task* t,
@@ -204,21 +273,6 @@ bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insuf
     if (ok || insufficient) check(id);
   });
   return ok;
-}
-
-std::optional<std::string> InsufficientForFutureIdle(const Resource& req, const Node* node) {
-  ResourceIdList insufficient;
-  if (FitsFutureIdle(req, node, &insufficient)) return std::nullopt;
-  if (insufficient.empty()) return std::string("Insufficient resources");
-  return fmt::format("Insufficient {}", ResourceNames::Name(insufficient.ids[0]));
-}
-
-std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail) {
-  ResourceIdList insufficient;
-  if (req.LessEqualWithResourcesName(avail, DimensionDefault::Zero, &insufficient))
-    return std::nullopt;
-  if (insufficient.empty()) return std::string("Insufficient resources");
-  return fmt::format("Insufficient {}", ResourceNames::Name(insufficient.ids[0]));
 }
 
 std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t) {

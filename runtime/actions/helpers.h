@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,7 +39,16 @@ using NodePredicate = std::function<std::optional<FitError>(const Task*, const N
 
 struct PredicateResult {
   std::vector<Node*> nodes;  // feasible nodes, in the order they were examined
-  FitErrors errors;          // the examined nodes that rejected the task
+  // Why every node rejected the task — filled only when `nodes` is empty, the one case the
+  // actions record it (a search that found nodes drops its rejections, so they are never built).
+  FitErrors errors;
+};
+
+// One node's rejection, compact while the search runs: a failed resource check is just the
+// first insufficient dimension; only the predicates' own answers carry a FitError.
+struct NodeRejection {
+  int32_t insufficient = -1;  // resource id, when the resource check failed
+  std::optional<FitError> error;
 };
 
 // Volcano's PredicateHelper. One per action run (allocate makes one per job attempt, as Volcano
@@ -51,18 +61,28 @@ class PredicateHelper {
   explicit PredicateHelper(size_t* rotation, ThreadPool& pool = ThreadPool::Default())
       : rotation_(rotation), pool_(&pool) {}
 
-  // Runs `fn` over `nodes` from the rotation point, in parallel, until NumNodesToFind feasible
-  // nodes are found (all nodes when there are ≤ 100). The feasible set is the first ones in the
-  // rotated order, whatever the thread timing. `enable_error_cache` applies only to tasks with a
-  // role (tasks without one would all share one group; Volcano issue #3527).
+  // Checks `nodes` from the rotation point, in parallel, until NumNodesToFind feasible nodes are
+  // found (all nodes when there are ≤ 100). A node is feasible when `future_idle_request` (if
+  // given) fits its FutureIdle — allocate's resource check, "Insufficient <resource>" otherwise —
+  // and `fn` accepts it. The feasible set is the first ones in the rotated order, whatever the
+  // thread timing. `enable_error_cache` applies only to tasks with a role (tasks without one
+  // would all share one group; Volcano issue #3527).
   PredicateResult PredicateNodes(const Task* t, std::span<Node* const> nodes,
-                                 const NodePredicate& fn, bool enable_error_cache);
+                                 const NodePredicate& fn, bool enable_error_cache,
+                                 const Resource* future_idle_request = nullptr);
 
  private:
   size_t* rotation_;
   ThreadPool* pool_;
-  std::unordered_map<std::string, std::unordered_map<int64_t, FitError>> error_cache_;
+  std::unordered_map<std::string, std::unordered_map<int64_t, NodeRejection>> error_cache_;
 };
+
+// The FitErrors of a search in which every examined node rejected the task. When all of them
+// failed only the resource check, the Kubernetes-style message is built from the counts alone
+// (identical to FitErrors::Message over per-node errors) and no per-node error is kept: nothing
+// reads per-node errors but the UnschedulableAndUnresolvable filter, which such nodes never match.
+FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
+                         std::span<NodeRejection> rejections, int total_nodes);
 
 // Per node (same positions as `nodes`): Σ NodeOrderFn + Σ BatchNodeOrderFn. A node whose
 // NodeOrderFn fails scores 0 from it (Volcano logs and skips it); a failing BatchNodeOrderFn
@@ -105,13 +125,6 @@ void UnPipelineTask(Session& ssn, Task* t);
 // of three whole resource vectors. Same arithmetic, same order, same result. Fills `insufficient`
 // like LessEqualWithResourcesName.
 bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient = nullptr);
-
-// "Insufficient cpu" for the first dimension in which `req` exceeds `avail` (cpu, memory, then
-// scalars by id, as Volcano's LessEqualWithResourcesName + WrapInsufficientResourceReason), or
-// nullopt when it fits.
-std::optional<std::string> InsufficientResource(const Resource& req, const Resource& avail);
-// The same against the node's FutureIdle (FitsFutureIdle).
-std::optional<std::string> InsufficientForFutureIdle(const Resource& req, const Node* node);
 
 // The session's nodes minus those an earlier action found UnschedulableAndUnresolvable for t
 // (Volcano's FilterOutUnschedulableAndUnresolvableNodesForTask), in node order.

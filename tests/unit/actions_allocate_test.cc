@@ -499,3 +499,48 @@ TEST(ActionHelpers, FitsFutureIdleMatchesTheFullComparison) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// BuildFitErrors' compact message must read exactly as FitErrors::Message over per-node errors.
+TEST(ActionHelpers, CompactFitErrorsReadLikeTheFullOnes) {
+  ResourceId gpu = *ResourceRegistry::Intern("nvidia.com/gpu");
+  std::vector<std::unique_ptr<Node>> storage;
+  std::vector<Node*> nodes;
+  const ResourceId dims[] = {kCpu, gpu, kMemory, kCpu, gpu, kPods, kCpu};
+  std::vector<actions::NodeRejection> rejections;
+  FitErrors full;
+  full.SetTotalNodes(9);
+  Task t;
+  t.uid = "ns-t";
+  for (size_t i = 0; i < std::size(dims); ++i) {
+    storage.push_back(std::make_unique<Node>());
+    storage.back()->name = "n" + std::to_string(i);
+    nodes.push_back(storage.back().get());
+    actions::NodeRejection r;
+    r.insufficient = dims[i];
+    rejections.push_back(r);
+    full.Add(FitError(t.uid, nodes.back()->name, StatusCode::Unschedulable,
+                      fmt::format("Insufficient {}", ResourceRegistry::Name(dims[i]))));
+  }
+  FitErrors compact = actions::BuildFitErrors(&t, nodes, rejections, 9);
+  EXPECT_TRUE(compact.errors().empty());
+  EXPECT_EQ(compact.Message(), full.Message());
+  EXPECT_EQ(compact.Message(),
+            "0/9 nodes are available: 3 Insufficient cpu, 2 Insufficient nvidia.com/gpu, "
+            "1 Insufficient memory, 1 Insufficient pods.");
+
+  // A predicate's own rejection among them: every node keeps its error.
+  rejections[2].error = FitError(t.uid, "n2", StatusCode::UnschedulableAndUnresolvable,
+                                 "node(s) had untolerated taint {a: b}");
+  FitErrors mixed = actions::BuildFitErrors(&t, nodes, rejections, 9);
+  ASSERT_EQ(mixed.errors().size(), std::size(dims));
+  EXPECT_TRUE(mixed.HasUnresolvable("n2"));
+  EXPECT_EQ(mixed.Message(),
+            "0/9 nodes are available: 3 Insufficient cpu, 2 Insufficient nvidia.com/gpu, "
+            "1 Insufficient pods, 1 node(s) had untolerated taint {a: b}.");
+}
+
+}  // namespace
+}  // namespace kiln
