@@ -39,6 +39,18 @@ std::optional<bool> ParseGoBool(std::string_view t) {
   return std::nullopt;
 }
 
+// Plugins Volcano registers (volcano-semantics.md §1.2): a conf naming one Kiln has no policy for
+// gets its own message, as an action Kiln lacks does.
+bool IsVolcanoPluginName(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "drf",         "gang",       "deviceshare", "predicates", "priority",
+      "nodeorder",   "conformance", "binpack",    "resource-strategy-fit", "tdm",
+      "overcommit",  "sla",        "task-topology", "numa-aware", "cdp",
+      "rescheduling", "usage",     "pdb",         "nodegroup",  "network-topology-aware",
+      "proportion",  "capacity",   "extender",    "resourcequota"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 void RemapLocation(SourceLocation& where, const ScenarioSpec& spec) {
   Error e{"", where};
   where = MapConfError(spec, std::move(e)).where;
@@ -193,10 +205,16 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(ScenarioSpec spec, Schedule
     for (const PluginOption& option : tier.plugins) {
       auto builder = provider.Prepare(option);
       if (!builder) return builder.error();
-      if (*builder == nullptr)
+      if (*builder == nullptr) {
+        if (IsVolcanoPluginName(option.name))
+          return Error{fmt::format("plugin `{}` is a Volcano plugin that Kiln does not provide (no "
+                                   "policy of that name)",
+                                   option.name),
+                       option.where};
         return Error{fmt::format("unknown plugin `{}`{}", option.name,
                                  yaml::DidYouMean(option.name, name_views)),
                      option.where};
+      }
       if (Status s = sim->registry_.Register(option.name, **builder); !s) return s.error();
     }
   }

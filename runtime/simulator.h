@@ -20,9 +20,10 @@
 // schedule-period, and `kiln simulate --period` overrides it.
 //
 // Plugins: the conf names plugins; the simulator asks a PolicyProvider for each one before the
-// first session. A name the provider does not know is an error ("unknown plugin `x`") reported at
-// the conf line that names it. Volcano would skip it with a log line; Kiln refuses to run a conf
-// that silently lacks a plugin.
+// first session. A name the provider does not know is an error ("unknown plugin `x`", or for a
+// plugin Volcano has but Kiln has no policy for, "is a Volcano plugin that Kiln does not
+// provide") reported at the conf line that names it. Volcano would skip it with a log line; Kiln
+// refuses to run a conf that silently lacks a plugin.
 
 #include <chrono>
 #include <cstdint>

@@ -250,6 +250,13 @@ TEST(SimulatorTest, UnknownPluginIsAnErrorAtItsConfLine) {
   EXPECT_EQ(sim.error().where.file, "sim.yaml");
   EXPECT_EQ(sim.error().where.line, 5);
   EXPECT_EQ(sim.error().where.column, 13);
+  // A Volcano plugin with no policy behind it says so.
+  ScenarioSpec volcano = Spec("conf: |\n  actions: \"allocate\"\n  tiers:\n  - plugins:\n    - name: tdm\n");
+  auto tdm = Simulator::Create(volcano, Conf(volcano), provider);
+  ASSERT_FALSE(tdm.ok());
+  EXPECT_EQ(tdm.error().message,
+            "plugin `tdm` is a Volcano plugin that Kiln does not provide (no policy of that name)");
+  EXPECT_EQ(tdm.error().where.line, 5);
 }
 
 TEST(SimulatorTest, ConfResolution) {
