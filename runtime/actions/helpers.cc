@@ -275,7 +275,8 @@ bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insuf
   return ok;
 }
 
-std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t) {
+std::span<Node* const> NodesWithoutUnresolvable(const Session& ssn, const Task* t,
+                                               std::vector<Node*>& storage) {
   const std::vector<Node*>& all = ssn.cluster().nodes();
   const FitErrors* recorded = nullptr;
   if (t->job != nullptr) {
@@ -284,23 +285,22 @@ std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t) {
   }
   if (recorded == nullptr) return all;
   // One name lookup per recorded rejection, not one per (task, node).
-  std::vector<char> drop(all.size(), 0);
-  bool any = false;
+  std::vector<int64_t> unresolvable;
   for (const FitError& e : recorded->errors()) {
     if (!e.Contains(StatusCode::UnschedulableAndUnresolvable)) continue;
     const Node* n = ssn.cluster().FindNode(e.node_name);
-    if (n != nullptr && n->index >= 0 && static_cast<size_t>(n->index) < drop.size()) {
-      drop[n->index] = 1;
-      any = true;
-    }
+    if (n != nullptr && n->index >= 0 && static_cast<size_t>(n->index) < all.size())
+      unresolvable.push_back(n->index);
   }
-  if (!any) return all;
-  std::vector<Node*> out;
-  out.reserve(all.size());
+  if (unresolvable.empty()) return all;
+  std::vector<char> drop(all.size(), 0);
+  for (int64_t i : unresolvable) drop[i] = 1;
+  storage.clear();
+  storage.reserve(all.size());
   for (Node* n : all)
     if (n->index < 0 || static_cast<size_t>(n->index) >= drop.size() || !drop[n->index])
-      out.push_back(n);
-  return out;
+      storage.push_back(n);
+  return storage;
 }
 
 FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,

@@ -127,8 +127,11 @@ void UnPipelineTask(Session& ssn, Task* t);
 bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient = nullptr);
 
 // The session's nodes minus those an earlier action found UnschedulableAndUnresolvable for t
-// (Volcano's FilterOutUnschedulableAndUnresolvableNodesForTask), in node order.
-std::vector<Node*> NodesWithoutUnresolvable(const Session& ssn, const Task* t);
+// (Volcano's FilterOutUnschedulableAndUnresolvableNodesForTask), in node order. Returns the
+// session's own node list when nothing is dropped (no copy per preemptor); otherwise the nodes
+// kept are written to `storage`.
+std::span<Node* const> NodesWithoutUnresolvable(const Session& ssn, const Task* t,
+                                               std::vector<Node*>& storage);
 
 // Every node rejects the task for the same reason (PrePredicate failures).
 FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,

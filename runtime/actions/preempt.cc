@@ -158,7 +158,9 @@ class PreemptRun {
     if (!EligibleToPreempt(preemptor)) return false;
     // b.
     if (ssn_.PrePredicateFn(preemptor)) return false;
-    std::vector<Node*> candidates = actions::NodesWithoutUnresolvable(ssn_, preemptor);
+    std::vector<Node*> storage;
+    std::span<Node* const> candidates =
+        actions::NodesWithoutUnresolvable(ssn_, preemptor, storage);
     actions::PredicateResult found = helper_.PredicateNodes(
         preemptor, candidates,
         [this](const Task* t, const Node* n) { return ssn_.PredicateForPreemptAction(t, n); },

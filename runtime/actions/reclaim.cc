@@ -97,7 +97,8 @@ class ReclaimRun {
  private:
   // 3.
   void ReclaimForTask(Statement& stmt, Task* t) {
-    std::vector<Node*> candidates = actions::NodesWithoutUnresolvable(ssn_, t);
+    std::vector<Node*> storage;
+    std::span<Node* const> candidates = actions::NodesWithoutUnresolvable(ssn_, t, storage);
     actions::PredicateResult found = helper_.PredicateNodes(
         t, candidates,
         [this](const Task* task, const Node* n) { return ssn_.PredicateForPreemptAction(task, n); },

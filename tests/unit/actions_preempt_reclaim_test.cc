@@ -174,6 +174,37 @@ TEST_F(PreemptTest, UnresolvableNodesAreNotCandidates) {
   EXPECT_TRUE(Pipelined().empty());
 }
 
+TEST_F(PreemptTest, NodesAllocateFoundUnresolvableAreSkipped) {
+  b.AddNode("n1", NodeRes(1000));
+  b.AddNode("n2", NodeRes(1000));
+  Job& low = RunningJob("low");
+  b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n2");
+  Job& hi = WaitingJob("hi");
+  b.AddTask(hi, "hi-0", Res(1000, 0));
+  bool allocating = true;
+  // During allocate, n1 is Unresolvable for hi-0; afterwards the predicate would accept it.
+  Plugin("selector", [&allocating](Session& s, PluginHandle h) {
+    s.On<EP::Predicate>(h, [&allocating](const Task*, const Node* n, KStatusOut* out) -> int32_t {
+      if (!allocating || n->name != "n1") return 0;
+      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
+      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+    });
+  });
+  OpenWithPreemptable({"selector"});
+  Run("allocate");
+  ASSERT_TRUE(Binds().empty());
+  const auto& recorded = J("hi")->nodes_fit_errors;
+  ASSERT_EQ(recorded.count(T("hi-0")->index), 1u);
+  EXPECT_EQ(recorded.at(T("hi-0")->index).Message(),
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node "
+            "affinity/selector.");
+  allocating = false;
+  Run("preempt");
+  // n1 would take hi-0 without evicting anyone, but allocate ruled it out for this task.
+  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-1"}));
+  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n2"}));
+}
+
 TEST_F(PreemptTest, PreemptionPolicyNeverDoesNotPreempt) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
