@@ -30,9 +30,10 @@ class ThreadPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n), ranges of at most `grain`
   // indices, and returns when every range is done. The calling thread runs the first range and
-  // times it; when the rest promises to be quicker than waking the workers, it runs inline too. The first exception thrown by fn is rethrown
-  // here after all ranges finished. Calls from inside a running loop (nested parallelism) run
-  // inline, so a callback may itself use the pool without deadlocking.
+  // times it; when the rest promises to be quicker than waking the workers, it runs inline too. The
+  // first exception thrown by fn is rethrown here after all ranges finished. Calls from inside a
+  // running loop (nested parallelism) run inline, so a callback may itself use the pool without
+  // deadlocking.
   void ParallelForRange(size_t n, size_t grain,
                         const std::function<void(size_t begin, size_t end)>& fn);
 

@@ -9,7 +9,8 @@ namespace kiln {
 namespace {
 
 constexpr std::array<std::string_view, 8> kVolcanoActionNames = {
-    "enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim",
+    "enqueue", "allocate", "backfill",    "preempt",
+    "reclaim", "shuffle",  "gangpreempt", "gangreclaim",
 };
 
 struct Registry {

@@ -10,7 +10,8 @@
 //      within a job, tasks by TaskOrderFn.
 //   3. For each task: PrePredicate (on failure every node rejects it; next task); PredicateNodes
 //      over all nodes with the plugins' predicates only; none → record the rejections, next task.
-//   4. Pick: a single feasible node as is; several are scored (NodeOrder + BatchNodeOrder), BestNode
+//   4. Pick: a single feasible node as is; several are scored (NodeOrder + BatchNodeOrder),
+//   BestNode
 //      decides if a plugin names one, else the best score, ties by node order.
 //   5. Session::Allocate: the task is Allocated there, and once its job is ready every Allocated
 //      task of the job is bound.
@@ -91,9 +92,8 @@ class Backfill final : public Action {
             continue;
           }
           // 4.
-          Node* node = found.nodes.size() == 1
-                           ? found.nodes.front()
-                           : actions::BestScoredNode(ssn, t, found.nodes, pool);
+          Node* node = found.nodes.size() == 1 ? found.nodes.front()
+                                               : actions::BestScoredNode(ssn, t, found.nodes, pool);
           if (node == nullptr) continue;
           // 5.
           if (Status s = ssn.Allocate(t, node); !s.ok()) {

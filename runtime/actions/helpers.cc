@@ -105,7 +105,8 @@ PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* c
         }
         continue;
       }
-      if (use_cache && !slot.from_cache) new_cache_entries.emplace_back(node->index, slot.rejection);
+      if (use_cache && !slot.from_cache)
+        new_cache_entries.emplace_back(node->index, slot.rejection);
       rejected_nodes.push_back(node);
       rejections.push_back(std::move(slot.rejection));
     }
@@ -117,7 +118,8 @@ PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* c
     auto& node_errors = error_cache_[group];
     for (auto& [index, r] : new_cache_entries) node_errors.emplace(index, std::move(r));
   }
-  if (out.nodes.empty()) out.errors = BuildFitErrors(t, rejected_nodes, rejections, static_cast<int>(n));
+  if (out.nodes.empty())
+    out.errors = BuildFitErrors(t, rejected_nodes, rejections, static_cast<int>(n));
   return out;
 }
 
@@ -135,8 +137,9 @@ FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
     std::vector<std::pair<int, std::string>> parts;
     for (int id = 0; id < kMaxResources; ++id)
       if (counts[id] > 0)
-        parts.emplace_back(counts[id],
-                           fmt::format("Insufficient {}", ResourceNames::Name(static_cast<ResourceId>(id))));
+        parts.emplace_back(
+            counts[id],
+            fmt::format("Insufficient {}", ResourceNames::Name(static_cast<ResourceId>(id))));
     std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
@@ -152,17 +155,17 @@ FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
     if (r.error) {
       errors.Add(std::move(*r.error));
     } else {
-      errors.Add(FitError(t->uid, examined[i]->name, StatusCode::Unschedulable,
-                          fmt::format("Insufficient {}", ResourceNames::Name(
-                                                              static_cast<ResourceId>(r.insufficient)))));
+      errors.Add(
+          FitError(t->uid, examined[i]->name, StatusCode::Unschedulable,
+                   fmt::format("Insufficient {}",
+                               ResourceNames::Name(static_cast<ResourceId>(r.insufficient)))));
     }
   }
   return errors;
 }
 
 std::optional<std::vector<double>> PrioritizeNodes(const Session& ssn, const Task* t,
-                                                   std::span<Node* const> nodes,
-                                                   ThreadPool& pool) {
+                                                   std::span<Node* const> nodes, ThreadPool& pool) {
   std::vector<double> scores(nodes.size(), 0.0);
   pool.ParallelFor(nodes.size(), [&](size_t i) {
     Result<double> s = ssn.NodeOrderFn(t, nodes[i]);
@@ -251,7 +254,8 @@ void UnPipelineTask(Session& ssn, Task* t) {
 bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient) {
   // Node::FutureIdle = Idle + Releasing − Pipelined, where Resource::Sub leaves the scalars alone
   // when the left side has none (Volcano's Sub on a nil scalar map).
-  const bool sub_scalars = ((node->idle.present | node->releasing.present) & ~Resource::kBaseMask) != 0;
+  const bool sub_scalars =
+      ((node->idle.present | node->releasing.present) & ~Resource::kBaseMask) != 0;
   auto future = [&](ResourceId id) {
     double v = node->idle.values[id] + node->releasing.values[id];
     if (id == kCpu || id == kMemory || sub_scalars) v -= node->pipelined.values[id];
@@ -276,7 +280,7 @@ bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insuf
 }
 
 std::span<Node* const> NodesWithoutUnresolvable(const Session& ssn, const Task* t,
-                                               std::vector<Node*>& storage) {
+                                                std::vector<Node*>& storage) {
   const std::vector<Node*>& all = ssn.cluster().nodes();
   const FitErrors* recorded = nullptr;
   if (t->job != nullptr) {

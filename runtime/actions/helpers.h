@@ -8,8 +8,8 @@
 // cluster lists its nodes (Node::index). Results never depend on the number of threads.
 
 #include <cstddef>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -131,7 +131,7 @@ bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insuf
 // session's own node list when nothing is dropped (no copy per preemptor); otherwise the nodes
 // kept are written to `storage`.
 std::span<Node* const> NodesWithoutUnresolvable(const Session& ssn, const Task* t,
-                                               std::vector<Node*>& storage);
+                                                std::vector<Node*>& storage);
 
 // Every node rejects the task for the same reason (PrePredicate failures).
 FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,

@@ -159,8 +159,7 @@ class PreemptRun {
     // b.
     if (ssn_.PrePredicateFn(preemptor)) return false;
     std::vector<Node*> storage;
-    std::span<Node* const> candidates =
-        actions::NodesWithoutUnresolvable(ssn_, preemptor, storage);
+    std::span<Node* const> candidates = actions::NodesWithoutUnresolvable(ssn_, preemptor, storage);
     actions::PredicateResult found = helper_.PredicateNodes(
         preemptor, candidates,
         [this](const Task* t, const Node* n) { return ssn_.PredicateForPreemptAction(t, n); },
@@ -182,7 +181,8 @@ class PreemptRun {
   // c.
   bool NormalPreempt(Statement& stmt, Task* preemptor, const VictimFilter& filter,
                      const std::vector<Node*>& nodes) {
-    std::optional<std::vector<double>> scores = actions::PrioritizeNodes(ssn_, preemptor, nodes, pool_);
+    std::optional<std::vector<double>> scores =
+        actions::PrioritizeNodes(ssn_, preemptor, nodes, pool_);
     if (!scores) return false;
     const Queue* queue = preemptor->job->queue;
     for (Node* node : actions::SortNodesByScore(nodes, *scores)) {
@@ -340,9 +340,12 @@ class PreemptRun {
     while (next < nodes.size() && candidates.size() < want) {
       size_t block = std::min(nodes.size() - next, std::max(want - candidates.size(), min_block));
       slots.assign(block, std::nullopt);
-      pool_.ParallelFor(block, [&](size_t i) {
-        slots[i] = SelectVictimsOnNode(preemptor, nodes[next + i], filter, allocatable);
-      }, 1);
+      pool_.ParallelFor(
+          block,
+          [&](size_t i) {
+            slots[i] = SelectVictimsOnNode(preemptor, nodes[next + i], filter, allocatable);
+          },
+          1);
       for (size_t i = 0; i < block && candidates.size() < want; ++i)
         if (slots[i]) candidates.push_back(Candidate{nodes[next + i], std::move(*slots[i])});
       next += block;

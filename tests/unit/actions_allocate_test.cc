@@ -50,7 +50,8 @@ TEST_F(AllocateTest, InsufficientResourceReasonsInKubernetesStyle) {
   Open({});
   Run("allocate");
   EXPECT_TRUE(Binds().empty());
-  EXPECT_EQ(Unschedulable("big-0"), "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods.");
+  EXPECT_EQ(Unschedulable("big-0"),
+            "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods.");
 }
 
 TEST_F(AllocateTest, GangHoldsJobUntilMinAvailableFitsAndDiscards) {
@@ -154,12 +155,12 @@ TEST_F(AllocateTest, BestNodePluginOverridesScores) {
   j.phase = PodGroupPhase::Inqueue;
   b.AddTask(j, "j-0", Res(1000, 0));
   Plugin("best", [](Session& s, PluginHandle h) {
-    s.On<EP::BestNode>(h, [](const Task*, const Node* const* nodes, size_t n,
-                             const double*) -> const Node* {
-      for (size_t i = 0; i < n; ++i)
-        if (nodes[i]->name == "n3") return nodes[i];
-      return nullptr;
-    });
+    s.On<EP::BestNode>(
+        h, [](const Task*, const Node* const* nodes, size_t n, const double*) -> const Node* {
+          for (size_t i = 0; i < n; ++i)
+            if (nodes[i]->name == "n3") return nodes[i];
+          return nullptr;
+        });
   });
   Open({{"best"}});
   Run("allocate");
@@ -319,7 +320,8 @@ TEST_F(AllocateTest, FailedRoleSkipsItsOtherTasks) {
   // ps-0 fails; minAvailable 1 < 3 tasks and role ps has no minimum, so allocation continues:
   // ps-1 is skipped by the role cache, w-0 is placed.
   EXPECT_EQ(Binds(), (std::vector<std::string>{"w-0@n1"}));
-  EXPECT_EQ(Unschedulable("ps-1"), "Task ps-1 with role spec ps has already predicated failed, skip");
+  EXPECT_EQ(Unschedulable("ps-1"),
+            "Task ps-1 with role spec ps has already predicated failed, skip");
   EXPECT_EQ(Unschedulable("ps-0"), "0/1 nodes are available: 1 Insufficient cpu.");
 }
 

@@ -15,7 +15,8 @@ using actions_testing::Res;
 using EP = ExtensionPoint;
 
 TEST(ActionRegistry, FindsKilnActionsAndKnowsVolcanoNames) {
-  for (std::string_view name : {"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"}) {
+  for (std::string_view name :
+       {"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"}) {
     const Action* a = FindAction(name);
     ASSERT_NE(a, nullptr) << name;
     EXPECT_EQ(a->name(), name);

@@ -112,9 +112,7 @@ TEST_F(PreemptTest, NeverTouchesOtherQueuesAndUsesPhaseTwoInsideTheJob) {
   b.AddTask(self, "self-0", Res(1000, 0), TaskStatus::Running, "n1").priority = 1;
   b.AddTask(self, "self-1", Res(1000, 0), TaskStatus::Running, "n1").priority = 1;
   b.AddTask(self, "self-2", Res(1000, 0)).priority = 10;
-  Plugin("lower", [](Session& s, PluginHandle h) {
-    s.On<EP::TaskOrder>(h, ByPriority);
-  });
+  Plugin("lower", [](Session& s, PluginHandle h) { s.On<EP::TaskOrder>(h, ByPriority); });
   Plugin("gang", GangLike());
   Plugin("victims", [](Session& s, PluginHandle h) {
     // Only lower-priority tasks are preemptable (the priority plugin's rule).

@@ -137,9 +137,10 @@ class ActionsTest : public ::testing::Test {
 
   // Registers a plugin whose OnSessionOpen runs `open`.
   void Plugin(const std::string& name, OpenFn open) {
-    Status s = reg.Register(name, [open](const PluginOption&) -> Result<std::unique_ptr<kiln::Plugin>> {
-      return std::unique_ptr<kiln::Plugin>(std::make_unique<TestPlugin>(open));
-    });
+    Status s =
+        reg.Register(name, [open](const PluginOption&) -> Result<std::unique_ptr<kiln::Plugin>> {
+          return std::unique_ptr<kiln::Plugin>(std::make_unique<TestPlugin>(open));
+        });
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
 

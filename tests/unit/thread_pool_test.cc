@@ -24,10 +24,13 @@ void Spin(std::chrono::microseconds d) {
 TEST(ThreadPoolTest, EveryIndexRunsExactlyOnce) {
   ThreadPool pool(4);
   std::vector<std::atomic<int>> hits(10007);
-  pool.ParallelFor(hits.size(), [&](size_t i) {
-    hits[i].fetch_add(1);
-    if (i % 64 == 0) Spin(std::chrono::microseconds(20));
-  }, /*grain=*/7);
+  pool.ParallelFor(
+      hits.size(),
+      [&](size_t i) {
+        hits[i].fetch_add(1);
+        if (i % 64 == 0) Spin(std::chrono::microseconds(20));
+      },
+      /*grain=*/7);
   for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
 }
 
@@ -35,10 +38,13 @@ TEST(ThreadPoolTest, SlotResultsDoNotDependOnPoolSize) {
   auto run = [](int threads) {
     ThreadPool pool(threads);
     std::vector<long> out(5000);
-    pool.ParallelFor(out.size(), [&](size_t i) {
-      out[i] = static_cast<long>(i * i % 97);
-      if (i % 16 == 0) Spin(std::chrono::microseconds(5));
-    }, 3);
+    pool.ParallelFor(
+        out.size(),
+        [&](size_t i) {
+          out[i] = static_cast<long>(i * i % 97);
+          if (i % 16 == 0) Spin(std::chrono::microseconds(5));
+        },
+        3);
     return out;
   };
   EXPECT_EQ(run(1), run(3));
@@ -65,7 +71,8 @@ TEST(ThreadPoolTest, ManyConsecutiveLoopsReuseWorkers) {
   long total = 0;
   for (int round = 0; round < 500; ++round) {
     std::vector<int> out(100);
-    pool.ParallelFor(out.size(), [&](size_t i) { out[i] = round; }, 1);
+    pool.ParallelFor(
+        out.size(), [&](size_t i) { out[i] = round; }, 1);
     total += std::accumulate(out.begin(), out.end(), 0L);
   }
   EXPECT_EQ(total, 100L * (499L * 500L / 2));
@@ -74,10 +81,14 @@ TEST(ThreadPoolTest, ManyConsecutiveLoopsReuseWorkers) {
 TEST(ThreadPoolTest, NestedLoopRunsInlineWithoutDeadlock) {
   ThreadPool pool(2);
   std::vector<int> out(64 * 64);
-  pool.ParallelFor(64, [&](size_t i) {
-    Spin(std::chrono::microseconds(20));
-    pool.ParallelFor(64, [&](size_t j) { out[i * 64 + j] = static_cast<int>(i + j); }, 1);
-  }, 1);
+  pool.ParallelFor(
+      64,
+      [&](size_t i) {
+        Spin(std::chrono::microseconds(20));
+        pool.ParallelFor(
+            64, [&](size_t j) { out[i * 64 + j] = static_cast<int>(i + j); }, 1);
+      },
+      1);
   for (size_t i = 0; i < 64; ++i)
     for (size_t j = 0; j < 64; ++j) ASSERT_EQ(out[i * 64 + j], static_cast<int>(i + j));
 }
@@ -85,13 +96,16 @@ TEST(ThreadPoolTest, NestedLoopRunsInlineWithoutDeadlock) {
 TEST(ThreadPoolTest, ExceptionReachesTheCallerAndPoolStaysUsable) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.ParallelFor(
-                   1000, [](size_t i) {
+                   1000,
+                   [](size_t i) {
                      Spin(std::chrono::microseconds(5));
                      if (i == 517) throw std::runtime_error("boom at 517");
-                   }, 4),
+                   },
+                   4),
                std::runtime_error);
   std::atomic<int> count{0};
-  pool.ParallelFor(1000, [&](size_t) { count.fetch_add(1); }, 4);
+  pool.ParallelFor(
+      1000, [&](size_t) { count.fetch_add(1); }, 4);
   EXPECT_EQ(count.load(), 1000);
 }
 
@@ -99,11 +113,14 @@ TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
   ThreadPool pool(4);
   std::mutex mu;
   std::set<std::thread::id> seen;
-  pool.ParallelFor(400, [&](size_t) {
-    Spin(std::chrono::microseconds(50));
-    std::lock_guard lock(mu);
-    seen.insert(std::this_thread::get_id());
-  }, 4);
+  pool.ParallelFor(
+      400,
+      [&](size_t) {
+        Spin(std::chrono::microseconds(50));
+        std::lock_guard lock(mu);
+        seen.insert(std::this_thread::get_id());
+      },
+      4);
   EXPECT_GT(seen.size(), 1u);
 }
 
@@ -111,10 +128,13 @@ TEST(ThreadPoolTest, QuickLoopsStayOnTheCallingThread) {
   ThreadPool pool(4);
   std::mutex mu;
   std::set<std::thread::id> seen;
-  pool.ParallelFor(64, [&](size_t) {
-    std::lock_guard lock(mu);
-    seen.insert(std::this_thread::get_id());
-  }, 16);
+  pool.ParallelFor(
+      64,
+      [&](size_t) {
+        std::lock_guard lock(mu);
+        seen.insert(std::this_thread::get_id());
+      },
+      16);
   EXPECT_EQ(seen, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
