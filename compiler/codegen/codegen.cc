@@ -153,7 +153,7 @@ class Lowering {
     for (auto& [h, fn] : handlers) {
       for (const ast::HandlerPoint& p : h->points) {
         if (!p.info) Fail(h, fmt::format("handler point `{}` was not resolved", p.name));
-        EmitThunk(*h, fn, *p.info);
+        if (!EmitFilterVictimsThunk(*h, *p.info)) EmitThunk(*h, fn, *p.info);
         out.points.push_back(p.info->id);
       }
     }
@@ -1667,12 +1667,14 @@ class Lowering {
       }
     }
     const Type* t = c.type;
-    // Optional results come back through an out pointer: bool fn(args..., T* out).
+    // Optional results come back through an out pointer: bool fn(args..., T* out). Natives
+    // allocate only when they build maps/resources (the JSON helpers).
     if (IsKind(t, TypeKind::Optional) && !IsPtrOptional(t)) {
+      bool allocates = t->elem->kind == TypeKind::Map || t->elem->kind == TypeKind::Resource;
       Value* out = Alloca(Ty(t->elem));
       b_.CreateStore(ZeroOf(t->elem), out);
       vals.push_back(out);
-      Value* present = CallRt(sym, i1_, vals, true);
+      Value* present = CallRt(sym, i1_, vals, allocates);
       Value* o = llvm::UndefValue::get(Ty(t));
       o = b_.CreateInsertValue(o, present, {0});
       return b_.CreateInsertValue(o, b_.CreateLoad(Ty(t->elem), out), {1});
@@ -1844,6 +1846,70 @@ class Lowering {
 
   // ------------------------------------------------------------------------------------------
   // Thunks: the C ABI of runtime/session.h around a handler body.
+
+  // The common victim rule `return victims([c for c in candidates where COND]);` marks the
+  // session's selection mask directly: no list is built, so no arena and no fault frame are
+  // needed unless COND itself allocates (then the generic thunk is used). Returns false when
+  // the handler does not have exactly that shape.
+  bool EmitFilterVictimsThunk(const ast::HandlerDecl& h, const ExtensionPointInfo& info) {
+    if (info.result != AbiKind::Victims || h.params.size() != 2 || !h.body ||
+        h.body->stmts.empty())
+      return false;
+    // Leading `let`s (e.g. `let pj = preemptor.job;`) are evaluated once before the loop.
+    for (size_t i = 0; i + 1 < h.body->stmts.size(); ++i)
+      if (!ast::As<ast::Let>(h.body->stmts[i].get())) return false;
+    const auto* ret = ast::As<ast::Return>(h.body->stmts.back().get());
+    const auto* call = ret ? ast::As<ast::Call>(ret->value.get()) : nullptr;
+    if (!call || call->callee != "victims" || call->receiver || call->args.size() != 1 ||
+        call->call == ast::CallKind::Function)
+      return false;
+    const auto* comp = ast::As<ast::Comprehension>(call->args[0].get());
+    if (!comp || comp->aggregate != ast::Aggregate::List || comp->second || comp->order_key)
+      return false;
+    const auto* src = ast::As<ast::NameRef>(comp->source.get());
+    const auto* elem = ast::As<ast::NameRef>(comp->element.get());
+    if (!src || src->ref != ast::NameKind::Local || src->local != h.params[1].local.get() ||
+        !elem || elem->ref != ast::NameKind::Local || elem->local != comp->first.get())
+      return false;
+
+    std::string name = std::string(kThunkPrefix) + std::string(info.handler);
+    auto* fn = Function::Create(
+        llvm::FunctionType::get(i32_, {ptr_, ptr_, ptr_, i64_, ptr_}, false),
+        Function::ExternalLinkage, name, m_);
+    fn_ = fn;
+    current_ = &h;
+    allocates_ = false;
+    locals_.assign(static_cast<size_t>(std::max(h.local_count, 0)), nullptr);
+    loops_.clear();
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
+    ictx_ = fn->getArg(0);
+    b_.CreateStore(fn->getArg(1), LocalSlot(h.params[0].local.get()));
+    {
+      // The candidate list parameter, in case a leading `let` reads it.
+      Value* l = llvm::UndefValue::get(list_);
+      l = b_.CreateInsertValue(l, fn->getArg(2), {0});
+      b_.CreateStore(b_.CreateInsertValue(l, fn->getArg(3), {1}), LocalSlot(h.params[1].local.get()));
+    }
+    for (size_t i = 0; i + 1 < h.body->stmts.size(); ++i) EmitStmt(*h.body->stmts[i]);
+    Value* items = fn->getArg(2);
+    Value* n = fn->getArg(3);
+    Value* selected = fn->getArg(4);
+    ForRange(n, [&](Value* i) {
+      Value* c = b_.CreateLoad(ptr_, b_.CreateGEP(ptr_, items, i));
+      b_.CreateStore(c, LocalSlot(comp->first.get()));
+      Value* keep = comp->filter ? Emit(*comp->filter) : static_cast<Value*>(b_.getTrue());
+      b_.CreateStore(b_.CreateZExt(keep, i8_), b_.CreateGEP(i8_, selected, i));
+    });
+    b_.CreateRet(b_.getInt32(1));
+    bool calls_allocating = false;
+    for (Function* callee : callees_[fn]) calls_allocating |= allocates_fn_[callee];
+    if (allocates_ || calls_allocating) {
+      fn->eraseFromParent();
+      callees_.erase(fn);
+      return false;
+    }
+    return true;
+  }
 
   void EmitThunk(const ast::HandlerDecl& h, Function* body, const ExtensionPointInfo& info) {
     std::vector<llvm::Type*> params{ptr_};
