@@ -174,6 +174,30 @@ TEST_F(BackfillTest, BindsOnlyOnceTheJobIsReady) {
   EXPECT_EQ(Binds(), (std::vector<std::string>{"be-0@n1", "be-1@n1"}));
 }
 
+TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
+  Job& j = b.AddJob("ns", "j", "default", 1);
+  j.phase = PodGroupPhase::Inqueue;
+  b.AddTask(j, "be-0", Res(0, 0));
+  std::vector<std::string> events;
+  Plugin("events", [&events](Session& s, PluginHandle h) {
+    s.On<EP::OnAllocate>(h, [&events](const Task* t) { events.push_back("+" + t->name); });
+    s.On<EP::OnDeallocate>(h, [&events](const Task* t) { events.push_back("-" + t->name); });
+    // be-0 may only run on n2.
+    s.On<EP::Predicate>(h, [](const Task*, const Node* n, KStatusOut* out) -> int32_t {
+      if (n->name == "n2") return 0;
+      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
+      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+    });
+  });
+  Open({{"events"}});
+  ASSERT_TRUE(ssn->Pipeline(T("be-0"), N("n1")).ok());
+  ASSERT_EQ(N("n1")->pipelined.Get(kPods), 1);
+  Run("backfill");
+  EXPECT_EQ(N("n1")->pipelined.Get(kPods), 0);
+  EXPECT_EQ(Binds(), (std::vector<std::string>{"be-0@n2"}));
+  EXPECT_EQ(events, (std::vector<std::string>{"+be-0", "-be-0", "+be-0"}));
+}
+
 TEST_F(BackfillTest, ShuffleEvictsTheVictimTasksPluginsName) {
   Job& j = b.AddJob("ns", "j", "default", 1);
   j.phase = PodGroupPhase::Running;
