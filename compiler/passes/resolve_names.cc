@@ -26,6 +26,8 @@ class Resolver {
 
   void Run() {
     for (auto& decl : ctx_.policy.decls) {
+      // Comprehension variables in global initialisers are numbered per initialiser.
+      next_id_ = 0;
       if (auto* c = As<ConstDecl>(decl.get())) {
         Expr(c->value.get());
       } else if (auto* a = As<ArgDecl>(decl.get())) {
