@@ -613,14 +613,56 @@ class Lowering {
       Value* slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
       Value* old = a.op == ast::AssignOp::Set ? nullptr : b_.CreateLoad(vty, slot);
       Value* nv = combine(old, vt);
-      // The slot pointer may move if evaluating the value inserted into the same map: look it up
-      // again after evaluating the right-hand side.
-      slot = MapSlot(mt, map, key, index->index->type, true, vt);
+      // A slot pointer moves when its map grows. Only a policy function called from the
+      // right-hand side can insert into an existing map, so only then is the slot looked up again.
+      if (CallsPolicyFunction(a.value.get()))
+        slot = MapSlot(mt, map, key, index->index->type, true, vt);
       bool into_state = RootIsState(*index->operand);
       b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
       return;
     }
     Fail(&a, "unsupported assignment target");
+  }
+
+  // Whether evaluating `e` may call a policy `fn` (which may write state maps).
+  static bool CallsPolicyFunction(const ast::Expr* e) {
+    if (!e) return false;
+    switch (e->kind) {
+      case ast::NodeKind::Unary:
+        return CallsPolicyFunction(static_cast<const ast::Unary*>(e)->operand.get());
+      case ast::NodeKind::Binary: {
+        const auto* b = static_cast<const ast::Binary*>(e);
+        return CallsPolicyFunction(b->left.get()) || CallsPolicyFunction(b->right.get());
+      }
+      case ast::NodeKind::Conditional: {
+        const auto* c = static_cast<const ast::Conditional*>(e);
+        return CallsPolicyFunction(c->cond.get()) || CallsPolicyFunction(c->then.get()) ||
+               CallsPolicyFunction(c->otherwise.get());
+      }
+      case ast::NodeKind::Select:
+        return CallsPolicyFunction(static_cast<const ast::Select*>(e)->operand.get());
+      case ast::NodeKind::Index: {
+        const auto* i = static_cast<const ast::Index*>(e);
+        return CallsPolicyFunction(i->operand.get()) || CallsPolicyFunction(i->index.get());
+      }
+      case ast::NodeKind::Call: {
+        const auto* c = static_cast<const ast::Call*>(e);
+        if (c->call == ast::CallKind::Function) return true;
+        if (CallsPolicyFunction(c->receiver.get())) return true;
+        for (const auto& a : c->args)
+          if (CallsPolicyFunction(a.get())) return true;
+        return false;
+      }
+      case ast::NodeKind::NameRef:
+      case ast::NodeKind::IntLit:
+      case ast::NodeKind::FloatLit:
+      case ast::NodeKind::StringLit:
+      case ast::NodeKind::BoolLit:
+      case ast::NodeKind::DurationLit:
+      case ast::NodeKind::QuantityLit:
+      case ast::NodeKind::NoneLit: return false;
+      default: return true;  // comprehensions, literals of collections: be conservative
+    }
   }
 
   bool RootIsState(const ast::Expr& e) {
