@@ -203,6 +203,25 @@ TEST_F(PreemptTest, NodesAllocateFoundUnresolvableAreSkipped) {
   EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n2"}));
 }
 
+TEST_F(PreemptTest, NominatedPreemptorWaitsForItsNode) {
+  b.AddNode("n1", NodeRes(1000));
+  b.AddNode("n2", NodeRes(1000));
+  Job& low = RunningJob("low");
+  b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n1");
+  b.AddTask(low, "low-2", Res(1000, 0), TaskStatus::Running, "n2");
+  Job& hi = WaitingJob("hi");
+  // Nominated onto n1 by an earlier preemption; n1 passes its predicates: it waits there.
+  b.AddTask(hi, "hi-0", Res(1000, 0)).nominated_node_name = "n1";
+  // Nominated onto a node that is gone: not eligible either.
+  b.AddTask(hi, "hi-1", Res(1000, 0)).nominated_node_name = "gone";
+  // Nothing nominated: preempts normally.
+  b.AddTask(hi, "hi-2", Res(1000, 0));
+  OpenWithPreemptable();
+  Run("preempt");
+  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-1"}));
+  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-2@n1"}));
+}
+
 TEST_F(PreemptTest, PreemptionPolicyNeverDoesNotPreempt) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
