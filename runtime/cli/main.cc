@@ -12,7 +12,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; every other parse error is bad input, which every
+    // kiln command reports with exit code 2 (CLI11's own codes would leak otherwise).
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   return 0;
 }
