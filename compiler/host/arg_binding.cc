@@ -111,11 +111,25 @@ class Binder {
       : policy_(policy), option_(option), arena_(arena) {}
 
   Status BindAll(char* block) {
+    // `arg x: bool from flag "enableHierarchy"`: the entry's flag as written; unset keeps the
+    // default (flags are not defaulted by the loader for these).
+    for (const ArgSlot& slot : policy_.args) {
+      if (!slot.decl->from_flag) continue;
+      auto flag = FindPluginFlag(slot.decl->conf_key);
+      if (!flag)
+        return Error{fmt::format("plugin `{}`: argument `{}` reads unknown flag `{}`",
+                                 option_.name, slot.decl->name, slot.decl->conf_key),
+                     option_.where};
+      const auto& written = option_.flags[static_cast<int>(*flag)];
+      if (written.has_value()) *reinterpret_cast<uint8_t*>(block + slot.offset) = *written ? 1 : 0;
+    }
     std::vector<std::string> keys;
-    for (const ArgSlot& slot : policy_.args) keys.push_back(slot.decl->conf_key);
+    for (const ArgSlot& slot : policy_.args)
+      if (!slot.decl->from_flag) keys.push_back(slot.decl->conf_key);
     for (const auto& [key, value] : option_.arguments) {
-      auto it = std::find_if(policy_.args.begin(), policy_.args.end(),
-                             [&](const ArgSlot& s) { return s.decl->conf_key == key; });
+      auto it = std::find_if(policy_.args.begin(), policy_.args.end(), [&](const ArgSlot& s) {
+        return !s.decl->from_flag && s.decl->conf_key == key;
+      });
       if (it == policy_.args.end()) {
         return Error{fmt::format("plugin `{}`: unknown argument `{}`{}", option_.name, key,
                                  DidYouMean(key, keys)),

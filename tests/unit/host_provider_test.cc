@@ -174,6 +174,38 @@ TEST(HostArguments, UnknownRecordFieldIsAnError) {
   EXPECT_EQ(score.error().where.line, 7);
 }
 
+TEST(HostArguments, FromFlagReadsThePluginEntrysFlag) {
+  auto* compiler = *PolicyCompiler::Global();
+  auto compiled = compiler->Compile(SourceFile{"test/flagged.policy", R"(policy flagged;
+arg hier: bool = false from flag "enableHierarchy";
+on node_order(task: Task, node: Node) -> float {
+  if hier { return 1.0; }
+  return 0.0;
+}
+)"});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
+  for (auto [yaml, want] : {std::pair{"  - name: flagged\n", 0.0},
+                            std::pair{"  - name: flagged\n    enableHierarchy: true\n", 1.0},
+                            std::pair{"  - name: flagged\n    enableHierarchy: false\n", 0.0}}) {
+    SCOPED_TRACE(yaml);
+    auto conf = Conf(yaml);
+    ASSERT_TRUE(conf.ok()) << conf.error().Format();
+    auto bound = BindArguments(*compiled, conf->tiers[0].plugins[0]);
+    ASSERT_TRUE(bound.ok()) << bound.error().Format();
+    PolicyContext ctx;
+    Arena arena;
+    ctx.args = (*bound)->data;
+    ctx.session_arena = &arena;
+    (*compiled)->state_init(&ctx);
+    Task task;
+    Node node;
+    double score = -1;
+    reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>((*compiled)->handlers[0].second)(
+        &ctx, &task, &node, &score);
+    EXPECT_EQ(score, want);
+  }
+}
+
 TEST(HostProvider, ResolvesBuiltinsAndUserPolicies) {
   PolicyDir dir;
   dir.Write("weighted.policy", kWeighted);
