@@ -11,9 +11,12 @@ int main(int argc, char** argv) {
   kiln::cli::AddCompileCommand(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A command's own result (kiln check: 1 on errors; simulate --check: 1 on a mismatch).
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    // --help and --version print and succeed; every other parse error is bad input, which every
-    // kiln command reports with exit code 2 (CLI11's own codes would leak otherwise).
+    // --help prints and succeeds; any other argument error is bad input, which every kiln
+    // command reports with exit code 2 (CLI11's own codes, 105 and up, would leak otherwise).
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
