@@ -181,5 +181,78 @@ TEST(PoliciesHandlers, ProportionDeservedCapsAllocatableAndOverused) {
   EXPECT_FALSE(s->Overused(s.queue("q2")));
 }
 
+
+constexpr char kGpuCluster[] = R"(  nodes:
+  - {name: busy, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "4"}}
+  - {name: empty, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "4"}}
+  - {name: cpu-only, allocatable: {cpu: "8", memory: 32Gi}}
+  - {name: one-gpu, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1"}}
+  podGroups:
+  - {name: r, namespace: c1, queue: default, minMember: 1, phase: Running}
+  - {name: t, namespace: c1, queue: default, minMember: 1, phase: Inqueue}
+  pods:
+  - {name: r-0, namespace: c1, group: r, requests: {cpu: "4", memory: 1Gi, nvidia.com/gpu: "2"}, phase: Running, node: busy}
+  - {name: gpu-0, namespace: c1, group: t, requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}}
+  - {name: cpu-0, namespace: c1, group: t, requests: {cpu: "3", memory: 1Gi}}
+  - {name: cpu-big, namespace: c1, group: t, requests: {cpu: "5", memory: 1Gi}}
+)";
+
+TEST(PoliciesHandlers, ResourceStrategyFitScoresPerResourceStrategy) {
+  PolicySession s(Scenario(R"(    - name: resource-strategy-fit
+      arguments:
+        resources:
+          nvidia.com/gpu: {type: MostAllocated, weight: 2}
+          cpu: {type: LeastAllocated, weight: 1}
+)", kGpuCluster));
+  ASSERT_TRUE(s.ok());
+  // busy: gpu (2+1)/4·2 = 1.5, cpu (8−4−1)/8 = 0.375 → 1.875/3 · 100 · 10 = 625.
+  auto busy = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("busy"));
+  ASSERT_TRUE(busy.ok());
+  EXPECT_DOUBLE_EQ(*busy, 625.0);
+  // empty: gpu 1/4·2 = 0.5, cpu 7/8 → 1.375/3 · 1000.
+  auto empty = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("empty"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_NEAR(*empty, 1375.0 / 3.0, 1e-9);
+}
+
+TEST(PoliciesHandlers, ResourceStrategyFitSraSteersAwayFromScarceNodes) {
+  PolicySession s(Scenario(R"(    - name: resource-strategy-fit
+      arguments:
+        resourceStrategyFitWeight: 0
+        sra: {enable: true, resources: nvidia.com/gpu, weight: 10}
+)", kGpuCluster));
+  ASSERT_TRUE(s.ok());
+  // A cpu task: a node without the scarce resource scores (1 − 0/1) · 100 · 10, one with it 0.
+  auto plain = s->NodeOrderFn(s.task("c1-cpu-0"), s.node("cpu-only"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_DOUBLE_EQ(*plain, 1000.0);
+  auto gpu_node = s->NodeOrderFn(s.task("c1-cpu-0"), s.node("empty"));
+  ASSERT_TRUE(gpu_node.ok());
+  EXPECT_DOUBLE_EQ(*gpu_node, 0.0);
+  // A GPU task scores 0 on a node lacking the GPU it requests.
+  auto lacking = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("cpu-only"));
+  ASSERT_TRUE(lacking.ok());
+  EXPECT_DOUBLE_EQ(*lacking, 0.0);
+}
+
+TEST(PoliciesHandlers, ResourceStrategyFitProportionalKeepsCpuForIdleGpus) {
+  PolicySession s(Scenario(R"(    - name: resource-strategy-fit
+      arguments:
+        proportional:
+          enable: true
+          resources: nvidia.com/gpu
+          resourceProportion: {nvidia.com/gpu.cpu: 4, nvidia.com/gpu.memory: 8}
+)", kGpuCluster));
+  ASSERT_TRUE(s.ok());
+  // one-gpu keeps 4 cpu for its idle GPU: a 3-cpu task leaves 5 (fits), a 5-cpu task leaves 3.
+  EXPECT_FALSE(s->PredicateFn(s.task("c1-cpu-0"), s.node("one-gpu")).has_value());
+  auto refused = s->PredicateFn(s.task("c1-cpu-big"), s.node("one-gpu"));
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_TRUE(refused->Contains(StatusCode::UnschedulableAndUnresolvable));
+  // Nodes without the scarce resource, and tasks that request it, are not restricted.
+  EXPECT_FALSE(s->PredicateFn(s.task("c1-cpu-big"), s.node("cpu-only")).has_value());
+  EXPECT_FALSE(s->PredicateFn(s.task("c1-gpu-0"), s.node("one-gpu")).has_value());
+}
+
 }  // namespace
 }  // namespace kiln
