@@ -401,6 +401,19 @@ class Lowering {
     Fail(nullptr, fmt::format("cannot convert {} to {}", from->Name(), to->Name()));
   }
 
+  // Whether a value of type `t` may point into the call arena.
+  static bool NeedsPersist(const Type* t) {
+    switch (t->kind) {
+      case TypeKind::String:
+      case TypeKind::Resource:
+      case TypeKind::Map:
+      case TypeKind::List:
+      case TypeKind::Record: return true;
+      case TypeKind::Optional: return !t->elem->IsView() && NeedsPersist(t->elem);
+      default: return false;
+    }
+  }
+
   // Copies a value into the session arena so it outlives the handler call (state stores).
   Value* Persist(Value* v, const Type* t) {
     switch (t->kind) {
@@ -412,8 +425,19 @@ class Lowering {
       }
       case TypeKind::Resource:
         return CallRt("kiln_rt_res_copy", ptr_, {v, CtxField(kCtxSessionArena, ptr_)}, true);
-      case TypeKind::Map:
-        return CallRt("kiln_rt_map_copy", ptr_, {v, CtxField(kCtxSessionArena, ptr_)}, true);
+      case TypeKind::Map: {
+        Value* copy = CallRt("kiln_rt_map_copy", ptr_, {v, CtxField(kCtxSessionArena, ptr_)}, true);
+        // Values are copied byte-wise; those that point into the call arena are persisted too.
+        if (NeedsPersist(t->elem)) {
+          llvm::Type* vt = Ty(t->elem);
+          Value* n = CallRt("kiln_rt_map_size", i64_, {copy});
+          ForRange(n, [&](Value* i) {
+            Value* slot = CallRt("kiln_rt_map_value_at", ptr_, {copy, i});
+            b_.CreateStore(Persist(b_.CreateLoad(vt, slot), t->elem), slot);
+          });
+        }
+        return copy;
+      }
       case TypeKind::List: {
         // Copy the items array into the session arena (element values are copied shallowly
         // except strings and resources, which are persisted one by one).
@@ -426,7 +450,7 @@ class Lowering {
         b_.CreateMemCpy(items, llvm::MaybeAlign(8), b_.CreateExtractValue(v, {0}),
                         llvm::MaybeAlign(8), bytes);
         Value* out = b_.CreateInsertValue(v, items, {0});
-        if (t->elem->kind == TypeKind::String || t->elem->kind == TypeKind::Resource) {
+        if (NeedsPersist(t->elem)) {
           ForRange(n, [&](Value* i) {
             Value* p = b_.CreateGEP(et, items, i);
             b_.CreateStore(Persist(b_.CreateLoad(et, p), t->elem), p);
