@@ -20,6 +20,10 @@ enum class StatusCode : int32_t {
 };
 std::string_view ToString(StatusCode c);
 
+// A policy's Fit may carry several reasons (the language's combine); they travel joined by this
+// character, which no reason text contains, and the session splits them into separate reasons.
+inline constexpr char kFitReasonSeparator = '\x1f';
+
 // One plugin's verdict on a (task, node) pair.
 struct PluginStatus {
   StatusCode code = StatusCode::Success;

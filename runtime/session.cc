@@ -734,8 +734,17 @@ void kiln_policy_fault(const char* message, size_t len) {
 void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len) {
   if (out == nullptr) return;
   std::string s(data ? data : "", data ? len : 0);
-  if (out->status) out->status->reasons.push_back(std::move(s));
-  else if (out->validate) out->validate->reason = std::move(s);
+  if (out->status) {
+    size_t start = 0;
+    for (;;) {
+      size_t end = s.find(kiln::kFitReasonSeparator, start);
+      out->status->reasons.push_back(s.substr(start, end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  } else if (out->validate) {
+    out->validate->reason = std::move(s);
+  }
 }
 
 void kiln_status_set_message(KStatusOut* out, const char* data, size_t len) {

@@ -634,59 +634,19 @@ class Lowering {
       Value* key = Emit(*index->index);
       const Type* vt = mt->elem;
       llvm::Type* vty = Ty(vt);
-      Value* slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
-      Value* old = a.op == ast::AssignOp::Set ? nullptr : b_.CreateLoad(vty, slot);
+      Value* old = nullptr;
+      if (a.op != ast::AssignOp::Set)
+        old = b_.CreateLoad(vty, MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt));
       Value* nv = combine(old, vt);
-      // A slot pointer moves when its map grows. Only a policy function called from the
-      // right-hand side can insert into an existing map, so only then is the slot looked up again.
-      if (CallsPolicyFunction(a.value.get()))
-        slot = MapSlot(mt, map, key, index->index->type, true, vt);
+      // A slot pointer moves when its map grows, and evaluating the right-hand side may grow this
+      // map (a nested index that inserts, a policy function writing state). So the slot is looked
+      // up only after the right-hand side is evaluated, right before the store.
+      Value* slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
       bool into_state = RootIsState(*index->operand);
       b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
       return;
     }
     Fail(&a, "unsupported assignment target");
-  }
-
-  // Whether evaluating `e` may call a policy `fn` (which may write state maps).
-  static bool CallsPolicyFunction(const ast::Expr* e) {
-    if (!e) return false;
-    switch (e->kind) {
-      case ast::NodeKind::Unary:
-        return CallsPolicyFunction(static_cast<const ast::Unary*>(e)->operand.get());
-      case ast::NodeKind::Binary: {
-        const auto* b = static_cast<const ast::Binary*>(e);
-        return CallsPolicyFunction(b->left.get()) || CallsPolicyFunction(b->right.get());
-      }
-      case ast::NodeKind::Conditional: {
-        const auto* c = static_cast<const ast::Conditional*>(e);
-        return CallsPolicyFunction(c->cond.get()) || CallsPolicyFunction(c->then.get()) ||
-               CallsPolicyFunction(c->otherwise.get());
-      }
-      case ast::NodeKind::Select:
-        return CallsPolicyFunction(static_cast<const ast::Select*>(e)->operand.get());
-      case ast::NodeKind::Index: {
-        const auto* i = static_cast<const ast::Index*>(e);
-        return CallsPolicyFunction(i->operand.get()) || CallsPolicyFunction(i->index.get());
-      }
-      case ast::NodeKind::Call: {
-        const auto* c = static_cast<const ast::Call*>(e);
-        if (c->call == ast::CallKind::Function) return true;
-        if (CallsPolicyFunction(c->receiver.get())) return true;
-        for (const auto& a : c->args)
-          if (CallsPolicyFunction(a.get())) return true;
-        return false;
-      }
-      case ast::NodeKind::NameRef:
-      case ast::NodeKind::IntLit:
-      case ast::NodeKind::FloatLit:
-      case ast::NodeKind::StringLit:
-      case ast::NodeKind::BoolLit:
-      case ast::NodeKind::DurationLit:
-      case ast::NodeKind::QuantityLit:
-      case ast::NodeKind::NoneLit: return false;
-      default: return true;  // comprehensions, literals of collections: be conservative
-    }
   }
 
   bool RootIsState(const ast::Expr& e) {
@@ -1676,6 +1636,20 @@ class Lowering {
       Value* v = llvm::UndefValue::get(fit_);
       v = b_.CreateInsertValue(v, b_.getInt32(static_cast<int32_t>(it->second)), {0});
       return b_.CreateInsertValue(v, args.empty() ? ZeroStr() : arg(0), {1});
+    }
+    if (name == "combine") {
+      // Both parts go to the runtime, which joins the reasons and picks the blocking code.
+      Value* a = arg(0);
+      Value* b = arg(1);
+      Value* reason = Alloca(str_);
+      Value* code = CallRt("kiln_rt_fit_combine", i32_,
+                           {b_.CreateExtractValue(a, {0}), StrPart(b_.CreateExtractValue(a, {1}), 0),
+                            StrPart(b_.CreateExtractValue(a, {1}), 1), b_.CreateExtractValue(b, {0}),
+                            StrPart(b_.CreateExtractValue(b, {1}), 0),
+                            StrPart(b_.CreateExtractValue(b, {1}), 1), reason},
+                           true);
+      Value* v = b_.CreateInsertValue(llvm::UndefValue::get(fit_), code, {0});
+      return b_.CreateInsertValue(v, b_.CreateLoad(str_, reason), {1});
     }
     static const std::map<std::string, uint32_t, std::less<>> kStatusSets = {
         {"allocated_status", kAllocatedStatusMask},

@@ -1,5 +1,7 @@
 #include "compiler/codegen/runtime_support.h"
 
+#include "runtime/fit_error.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -221,7 +223,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
       KILN_SYM(kiln_rt_leave),          HostSymbol{"_setjmp", reinterpret_cast<void*>(&_setjmp)},
-      KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),
+      KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),        KILN_SYM(kiln_rt_fit_combine),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
       KILN_SYM(kiln_rt_str_of_int),     KILN_SYM(kiln_rt_str_of_float),
@@ -278,6 +280,36 @@ void kiln_rt_leave() { kiln::t_fault_jmp_armed = false; }
 void* kiln_rt_set_arena(void* arena) {
   kiln::t_append = {};
   return kiln::SetCurrentArena(static_cast<Arena*>(arena));
+}
+
+int32_t kiln_rt_fit_combine(int32_t code_a, const char* a, int64_t an, int32_t code_b,
+                            const char* b, int64_t bn, KStr* out_reason) {
+  auto rank = [](int32_t code) {
+    switch (static_cast<kiln::StatusCode>(code)) {
+      case kiln::StatusCode::Success: return 0;
+      case kiln::StatusCode::Unschedulable: return 1;
+      case kiln::StatusCode::Wait:
+      case kiln::StatusCode::Skip: return 2;
+      case kiln::StatusCode::Error: return 3;
+      case kiln::StatusCode::UnschedulableAndUnresolvable: return 4;
+    }
+    return 3;  // an unknown code blocks like an error
+  };
+  if (code_a == 0) {
+    *out_reason = KStr{b, static_cast<size_t>(bn > 0 ? bn : 0)};
+    return code_b;
+  }
+  if (code_b == 0) {
+    *out_reason = KStr{a, static_cast<size_t>(an > 0 ? an : 0)};
+    return code_a;
+  }
+  *out_reason = Guard<KStr>(KStr{nullptr, 0}, [&] {
+    std::string joined(View(a, an));
+    joined += kiln::kFitReasonSeparator;
+    joined += View(b, bn);
+    return kiln::CopyToArena(joined, kiln::CurrentArena());
+  });
+  return rank(code_b) > rank(code_a) ? code_b : code_a;
 }
 
 int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {

@@ -102,6 +102,15 @@ void kiln_rt_leave();
 // Makes `arena` (a kiln::Arena*) current; returns the previous one.
 void* kiln_rt_set_arena(void* arena);
 
+// ---- predicate results ----
+// The language's combine(a, b) on Fit values: fits when both fit; otherwise the failing reasons
+// of both, in order, joined by kFitReasonSeparator (the session splits them back into separate
+// reasons), with the more blocking code: UnschedulableAndUnresolvable > Error > Wait, Skip >
+// Unschedulable. That ranking keeps what allocate and preempt look for (is any status
+// unresolvable? is any an error/wait/skip?) true of the single combined code.
+int32_t kiln_rt_fit_combine(int32_t code_a, const char* a, int64_t an, int32_t code_b,
+                            const char* b, int64_t bn, KStr* out_reason);
+
 // ---- strings ----
 int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn);
 bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn);
