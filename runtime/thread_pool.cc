@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <chrono>
 
@@ -34,7 +36,12 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::Default() {
-  static ThreadPool pool(0);
+  // KILN_THREADS pins the worker count (1 runs every loop on the calling thread); unset or
+  // invalid means one worker per hardware thread.
+  static ThreadPool pool([] {
+    const char* env = std::getenv("KILN_THREADS");
+    return env ? std::max(0, std::atoi(env)) : 0;
+  }());
   return pool;
 }
 
