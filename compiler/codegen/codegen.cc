@@ -2178,8 +2178,14 @@ Result<LoweredPolicy> LowerPolicy(const ast::Policy& policy, const llvm::DataLay
   out.module = std::make_unique<llvm::Module>(policy.name.empty() ? "policy" : policy.name,
                                               *out.context);
   out.module->setDataLayout(layout);
+  // Lower against a private copy of the layout. llvm::DataLayout caches struct layouts keyed by
+  // StructType*, and every policy has its own LLVMContext that is freed after compilation: with
+  // one shared DataLayout, a later policy's state type can be allocated at the address of a freed
+  // one and be given that type's stale layout (a stateless policy's size 0 for drf's 13 fields),
+  // so the state block is under-allocated and handlers overwrite each other's state.
+  const llvm::DataLayout private_layout(layout.getStringRepresentation());
   try {
-    Lowering lowering(policy, layout, *out.context, *out.module);
+    Lowering lowering(policy, private_layout, *out.context, *out.module);
     lowering.Run(out);
   } catch (const LoweringError& e) {
     return Error{"codegen: " + e.message,
