@@ -24,6 +24,7 @@ namespace kiln::actions_testing {
 
 #include "runtime/plugin.h"
 #include "runtime/session.h"
+#include "tests/unit/core_test_util.h"
 
 namespace kiln::actions_testing {
 
@@ -73,46 +74,8 @@ class TestPlugin : public Plugin {
   OpenFn open_;
 };
 
-// Builds the cluster through the core API.
-struct ClusterBuilder {
-  Cluster cluster;
-
-  Queue& AddQueue(std::string name) {
-    Queue& q = cluster.NewQueue();
-    q.name = std::move(name);
-    return q;
-  }
-  Node& AddNode(std::string name, Resource allocatable) {
-    Node& n = cluster.NewNode();
-    n.name = std::move(name);
-    n.allocatable = allocatable;
-    n.capacity = allocatable;
-    return n;
-  }
-  Job& AddJob(std::string ns, std::string name, std::string queue, int64_t min_member) {
-    Job& j = cluster.NewJob();
-    j.namespace_ = std::move(ns);
-    j.name = std::move(name);
-    j.uid = j.namespace_ + "/" + j.name;
-    j.queue_name = std::move(queue);
-    j.min_available = min_member;
-    return j;
-  }
-  Task& AddTask(const Job& job, std::string name, Resource requests,
-                TaskStatus status = TaskStatus::Pending, std::string node = "",
-                std::string role = "") {
-    Task& t = cluster.NewTask();
-    t.namespace_ = job.namespace_;
-    t.name = std::move(name);
-    t.uid = t.namespace_ + "-" + t.name;
-    t.job_uid = job.uid;
-    t.status = status;
-    t.node_name = std::move(node);
-    t.role = std::move(role);
-    t.SetRequests(requests);
-    return t;
-  }
-};
+// The core tests' builder: clusters built through the core API.
+using kiln::testing::ClusterBuilder;
 
 class ActionsTest : public ::testing::Test {
  protected:
