@@ -180,6 +180,7 @@ KStr kiln_node_name(const Node* n) { return kiln::Str(n->name); }
 void kiln_node_future_idle(const Node* n, kiln::Resource* out) { *out = n->FutureIdle(); }
 int64_t kiln_node_task_count(const Node* n) { return static_cast<int64_t>(n->tasks.size()); }
 KList kiln_node_tasks(const Node* n) { return kiln::List(n->tasks); }
+KList kiln_node_affinity_tasks(const Node* n) { return kiln::List(n->affinity_tasks); }
 KILN_MAP_FN(kiln_node_label, Node, labels)
 KILN_MAP_FN(kiln_node_annotation, Node, annotations)
 

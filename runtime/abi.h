@@ -79,6 +79,7 @@ enum class FieldAccess : uint8_t { Field, Host };
   X(Task,  "labels",              StringMap,    Host,  kiln_task_label)                        \
   X(Task,  "annotations",         StringMap,    Host,  kiln_task_annotation)                   \
   X(Task,  "node_selector",       StringMap,    Host,  kiln_task_node_selector)                \
+  X(Task,  "has_pod_affinity_terms", Bool,      Field, has_pod_affinity_terms)                 \
   /* ---- Job ---- */                                                                          \
   X(Job,   "uid",                 String,       Host,  kiln_job_uid)                           \
   X(Job,   "name",                String,       Host,  kiln_job_name)                          \
@@ -131,6 +132,7 @@ enum class FieldAccess : uint8_t { Field, Host };
   X(Node,  "future_idle",         Resource,     Host,  kiln_node_future_idle)                  \
   X(Node,  "task_count",          Int,          Host,  kiln_node_task_count)                   \
   X(Node,  "tasks",               TaskList,     Host,  kiln_node_tasks)                        \
+  X(Node,  "affinity_tasks",      TaskList,     Host,  kiln_node_affinity_tasks)               \
   X(Node,  "labels",              StringMap,    Host,  kiln_node_label)                        \
   X(Node,  "annotations",         StringMap,    Host,  kiln_node_annotation)                   \
   /* ---- Queue ---- */                                                                        \

@@ -359,6 +359,14 @@ Status Node::AddTask(Task* t) {
   t->node_status = t->status;
   t->node_pos = static_cast<int32_t>(tasks.size());
   tasks.push_back(t);
+  if (t->has_pod_affinity_terms) {
+    t->affinity_pos = static_cast<int32_t>(affinity_tasks.size());
+    affinity_tasks.push_back(t);
+    if (affinity_tasks.size() == 1 && affinity_nodes != nullptr) {
+      affinity_node_pos = static_cast<int32_t>(affinity_nodes->size());
+      affinity_nodes->push_back(this);
+    }
+  }
   return Status::Ok();
 }
 
@@ -383,6 +391,20 @@ void Node::RemoveTask(Task* t) {
   last->node_pos = t->node_pos;
   tasks.pop_back();
   t->node_pos = -1;
+  if (t->affinity_pos >= 0) {
+    Task* last_affine = affinity_tasks.back();
+    affinity_tasks[t->affinity_pos] = last_affine;
+    last_affine->affinity_pos = t->affinity_pos;
+    affinity_tasks.pop_back();
+    t->affinity_pos = -1;
+    if (affinity_tasks.empty() && affinity_node_pos >= 0) {
+      Node* last_node = affinity_nodes->back();
+      (*affinity_nodes)[affinity_node_pos] = last_node;
+      last_node->affinity_node_pos = affinity_node_pos;
+      affinity_nodes->pop_back();
+      affinity_node_pos = -1;
+    }
+  }
   t->node = nullptr;
 }
 
@@ -416,6 +438,15 @@ ResourceQuota& Cluster::NewResourceQuota() {
   return *resource_quotas_.emplace_back(std::make_unique<ResourceQuota>());
 }
 
+namespace {
+bool HasPodAffinityTerms(const Affinity& a) {
+  auto any = [](const std::optional<PodAffinity>& p) {
+    return p.has_value() && (!p->required.empty() || !p->preferred.empty());
+  };
+  return any(a.pod_affinity) || any(a.pod_anti_affinity);
+}
+}  // namespace
+
 Status Cluster::Link() {
   task_ptrs_.clear();
   job_ptrs_.clear();
@@ -428,6 +459,7 @@ Status Cluster::Link() {
   queue_by_name_.clear();
   pc_by_name_.clear();
   total_resource_ = Resource{};
+  affinity_nodes_->clear();
 
   const PriorityClass* global_default = nullptr;
   for (auto& pc : priority_classes_) {
@@ -462,6 +494,9 @@ Status Cluster::Link() {
     n->releasing = Resource{};
     n->pipelined = Resource{};
     n->tasks.clear();
+    n->affinity_tasks.clear();
+    n->affinity_nodes = affinity_nodes_.get();
+    n->affinity_node_pos = -1;
     node_ptrs_.push_back(n.get());
     total_resource_.Add(n->allocatable);
   }
@@ -508,6 +543,8 @@ Status Cluster::Link() {
     t->job = nullptr;
     t->node = nullptr;
     t->node_pos = -1;
+    t->affinity_pos = -1;
+    t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity);
     t->job_status_pos = -1;
     auto jit = job_by_uid_.find(t->job_uid);
     if (jit == job_by_uid_.end())

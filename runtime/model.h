@@ -241,6 +241,9 @@ struct Task {
   StringMap node_selector;
   std::vector<Toleration> tolerations;
   Affinity affinity;
+  // Any pod affinity or anti-affinity term, required or preferred (set from `affinity` by
+  // Cluster::Link; the node-side index below keys on it).
+  bool has_pod_affinity_terms = false;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
   std::vector<std::string> images;
@@ -261,6 +264,7 @@ struct Task {
   int32_t role_slot = 0;        // index into job->roles
   int32_t job_status_pos = -1;  // position in job->by_status[StatusSlot(status)]
   int32_t node_pos = -1;        // position in node->tasks
+  int32_t affinity_pos = -1;    // position in node->affinity_tasks
   TaskStatus node_status = TaskStatus::Pending;  // status the node accounted the task with
 };
 
@@ -376,6 +380,12 @@ struct Node {
   std::vector<Taint> taints;
   std::map<std::string, int64_t, std::less<>> images;  // image name → size bytes
   std::vector<Task*> tasks;  // tasks placed on the node (session view), unordered
+  // The subset of `tasks` with pod (anti-)affinity terms, and the cluster-wide list of nodes
+  // where it is non-empty (Kubernetes' HavePodsWithAffinityList). Inter-pod affinity checks walk
+  // these instead of every pod of the cluster; both are unordered, so use them for counts.
+  std::vector<Task*> affinity_tasks;
+  std::vector<Node*>* affinity_nodes = nullptr;  // owned by the Cluster; null for a free node
+  int32_t affinity_node_pos = -1;
 
   // Idle + Releasing − Pipelined.
   Resource FutureIdle() const;
@@ -477,6 +487,8 @@ class Cluster {
 
   // Σ allocatable of all nodes.
   const Resource& total_resource() const { return total_resource_; }
+  // Nodes holding at least one task with pod (anti-)affinity terms; unordered.
+  const std::vector<Node*>& affinity_nodes() const { return *affinity_nodes_; }
 
  private:
   template <typename T>
@@ -495,6 +507,8 @@ class Cluster {
   std::vector<Node*> node_ptrs_;
   std::vector<Queue*> queue_ptrs_;
   std::vector<Task*> orphan_ptrs_;
+  // Behind a pointer so the address the nodes hold survives moving the Cluster.
+  std::unique_ptr<std::vector<Node*>> affinity_nodes_ = std::make_unique<std::vector<Node*>>();
   Map<Task> task_by_uid_;
   Map<Job> job_by_uid_;
   Map<Node> node_by_name_;

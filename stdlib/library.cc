@@ -151,6 +151,8 @@ const SessionField kSessionFields[] = {
     {"jobs", "list<Job>", "kiln_session_jobs", "every job of the session"},
     {"queues", "list<Queue>", "kiln_session_queues", "every queue"},
     {"nodes", "list<Node>", "kiln_session_nodes", "every node"},
+    {"affinity_nodes", "list<Node>", "kiln_session_affinity_nodes",
+     "the nodes holding a pod with pod (anti-)affinity terms, in no particular order"},
     {"total", "Resource", "kiln_session_total", "Σ node allocatable"},
 };
 

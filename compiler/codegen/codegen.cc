@@ -1401,6 +1401,8 @@ class Lowering {
     if (s.field == "jobs") return CallRt("kiln_host_session_jobs", list_, {ictx_});
     if (s.field == "queues") return CallRt("kiln_host_session_queues", list_, {ictx_});
     if (s.field == "nodes") return CallRt("kiln_host_session_nodes", list_, {ictx_});
+    if (s.field == "affinity_nodes")
+      return CallRt("kiln_host_session_affinity_nodes", list_, {ictx_});
     if (s.field == "total") return CallRt("kiln_host_session_total", ptr_, {ictx_});
     if (s.field == "now") return CtxField(kCtxNow, i64_);
     Fail(&s, fmt::format("cannot lower session.{}", s.field));

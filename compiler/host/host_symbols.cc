@@ -52,6 +52,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_jobs", &kiln_host_session_jobs);
   add("kiln_host_session_queues", &kiln_host_session_queues);
   add("kiln_host_session_nodes", &kiln_host_session_nodes);
+  add("kiln_host_session_affinity_nodes", &kiln_host_session_affinity_nodes);
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
@@ -84,6 +85,9 @@ KList kiln_host_session_queues(const void* ctx) {
 }
 KList kiln_host_session_nodes(const void* ctx) {
   return kiln::List(kiln::SessionOf(ctx).cluster().nodes());
+}
+KList kiln_host_session_affinity_nodes(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().affinity_nodes());
 }
 const kiln::Resource* kiln_host_session_total(const void* ctx) {
   return &kiln::SessionOf(ctx).total_resource();

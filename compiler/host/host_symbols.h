@@ -22,6 +22,7 @@ extern "C" {
 KList kiln_host_session_jobs(const void* ctx);
 KList kiln_host_session_queues(const void* ctx);
 KList kiln_host_session_nodes(const void* ctx);
+KList kiln_host_session_affinity_nodes(const void* ctx);
 const kiln::Resource* kiln_host_session_total(const void* ctx);
 // set_condition(job, type, status, reason, message): replaces/appends a PodGroup condition,
 // stamped with the session clock (Session::UpdatePodGroupCondition).

@@ -87,6 +87,41 @@ TEST(Cluster, LinkAccountsNodesPerStatus) {
   EXPECT_EQ(run->job, f.b.cluster.FindJob("ns/pg"));
 }
 
+TEST(Cluster, AffinityIndexFollowsPlacement) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 1);
+  Task& plain = f.b.AddTask(j, "plain", Res(100, 100), TaskStatus::Running, "n1");
+  Task& anti = f.b.AddTask(j, "anti", Res(100, 100), TaskStatus::Running, "n1");
+  anti.affinity.pod_anti_affinity = PodAffinity{{PodAffinityTerm{}}, {}};
+  Task& pref = f.b.AddTask(j, "pref", Res(100, 100));
+  pref.affinity.pod_affinity = PodAffinity{{}, {WeightedPodAffinityTerm{}}};
+  Task& empty = f.b.AddTask(j, "empty", Res(100, 100));
+  empty.affinity.pod_affinity = PodAffinity{};  // present but without terms: not indexed
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Node* n1 = f.b.cluster.FindNode("n1");
+  Node* n2 = f.b.cluster.FindNode("n2");
+  EXPECT_FALSE(plain.has_pod_affinity_terms);
+  EXPECT_TRUE(anti.has_pod_affinity_terms);
+  EXPECT_TRUE(pref.has_pod_affinity_terms);
+  EXPECT_FALSE(empty.has_pod_affinity_terms);
+  EXPECT_EQ(n1->affinity_tasks, std::vector<Task*>{&anti});
+  EXPECT_EQ(f.b.cluster.affinity_nodes(), std::vector<Node*>{n1});
+
+  pref.status = TaskStatus::Allocated;
+  ASSERT_TRUE(n2->AddTask(&pref).ok());
+  ASSERT_TRUE(n2->AddTask(&empty).ok());
+  EXPECT_EQ(f.b.cluster.affinity_nodes(), (std::vector<Node*>{n1, n2}));
+  n1->RemoveTask(&anti);
+  EXPECT_TRUE(n1->affinity_tasks.empty());
+  EXPECT_EQ(f.b.cluster.affinity_nodes(), std::vector<Node*>{n2});
+  n2->RemoveTask(&empty);
+  EXPECT_EQ(n2->affinity_tasks, std::vector<Task*>{&pref});
+  n2->RemoveTask(&pref);
+  EXPECT_TRUE(f.b.cluster.affinity_nodes().empty());
+  ASSERT_TRUE(n1->AddTask(&anti).ok());
+  EXPECT_EQ(f.b.cluster.affinity_nodes(), std::vector<Node*>{n1});
+}
+
 TEST(Cluster, DenseIndicesAndLookups) {
   Fixture f;
   Job& a = f.b.AddJob("ns", "a", "default", 1);
