@@ -135,6 +135,8 @@ class Loader {
   Result<std::vector<TopologySpreadConstraint>> ReadSpread(const YAML::Node& n,
                                                            std::string_view what);
   Result<std::vector<HostPort>> ReadHostPorts(const YAML::Node& n, std::string_view what);
+  Status ReadNodeImages(const YAML::Node& n, std::string_view what,
+                        std::map<std::string, int64_t, std::less<>>& out);
   Result<NodeGroupAffinity> ReadNodeGroupAffinity(const YAML::Node& n, std::string_view what);
 
   // ---- scenario objects ----
@@ -444,6 +446,23 @@ Result<std::vector<TopologySpreadConstraint>> Loader::ReadSpread(const YAML::Nod
   return out;
 }
 
+// Kubernetes' NodeStatus.images: [{names: [...], sizeBytes: N}]; every name maps to the size.
+Status Loader::ReadNodeImages(const YAML::Node& n, std::string_view what,
+                              std::map<std::string, int64_t, std::less<>>& out) {
+  TRY(r_.ExpectList(n, what));
+  for (const auto& item : n) {
+    TRY(r_.ExpectMap(item, "a node image", {"names", "sizeBytes"}));
+    if (!item["names"]) return r_.Fail(item, fmt::format("an image in {} has no `names`", what));
+    if (!item["sizeBytes"])
+      return r_.Fail(item, fmt::format("an image in {} has no `sizeBytes`", what));
+    ASSIGN_OR_RETURN(auto names, ReadStringList(item["names"], "`names` of a node image"));
+    ASSIGN_OR_RETURN(int64_t size, r_.Int(item["sizeBytes"], "`sizeBytes` of a node image"));
+    if (size < 0) return r_.Fail(item["sizeBytes"], "`sizeBytes` of a node image is negative");
+    for (auto& name : names) out[std::move(name)] = size;
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<HostPort>> Loader::ReadHostPorts(const YAML::Node& n, std::string_view what) {
   if (Status s = r_.ExpectList(n, what); !s) return s.error();
   std::vector<HostPort> out;
@@ -573,7 +592,7 @@ Status Loader::ReadQueue(const YAML::Node& n, QueueSpec& out) {
 Status Loader::ReadNode(const YAML::Node& n, NodeSpec& out) {
   TRY(r_.ExpectMap(n, "node",
                    {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                    "unschedulable", "usage", "creationTimestamp"}));
+                    "images", "unschedulable", "usage", "creationTimestamp"}));
   out.where = yaml::Where(n, r_.file());
   ASSIGN_OR_RETURN(out.name, ObjectName(n, "node"));
   std::string what = fmt::format("node `{}`", out.name);
@@ -594,6 +613,8 @@ Status Loader::ReadNode(const YAML::Node& n, NodeSpec& out) {
       ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
     } else if (k == "taints") {
       ASSIGN_OR_RETURN(out.taints, ReadTaints(v, field));
+    } else if (k == "images") {
+      TRY(ReadNodeImages(v, field, out.images));
     } else if (k == "unschedulable") {
       ASSIGN_OR_RETURN(out.unschedulable, r_.Bool(v, field));
     } else if (k == "usage") {
@@ -678,7 +699,7 @@ Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
                    {"name", "namespace", "group", "task", "requests", "priorityClassName",
                     "priority", "phase", "node", "nominatedNodeName", "labels", "annotations",
                     "nodeSelector",
-                    "tolerations", "affinity", "topologySpreadConstraints", "hostPorts",
+                    "tolerations", "affinity", "topologySpreadConstraints", "hostPorts", "image",
                     "preemptionPolicy", "creationTimestamp", "scheduledAt", "deleting",
                     "duration"}));
   out.where = yaml::Where(n, r_.file());
@@ -731,6 +752,8 @@ Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
       ASSIGN_OR_RETURN(out.topology_spread_constraints, ReadSpread(v, field));
     } else if (k == "hostPorts") {
       ASSIGN_OR_RETURN(out.host_ports, ReadHostPorts(v, field));
+    } else if (k == "image") {
+      ASSIGN_OR_RETURN(out.image, Str(v, field));
     } else if (k == "preemptionPolicy") {
       ASSIGN_OR_RETURN(out.preemption_policy, ReadPreemptionPolicy(v, field));
     } else if (k == "creationTimestamp") {

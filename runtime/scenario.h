@@ -74,6 +74,8 @@ struct NodeSpec {
   StringMap labels;
   StringMap annotations;
   std::vector<Taint> taints;
+  // status.images: every name of an image the node holds → its size in bytes.
+  std::map<std::string, int64_t, std::less<>> images;
   bool unschedulable = false;
   std::optional<NodeUsageSpec> usage;
   TimeNs creation_time = kUnsetTime;
@@ -120,6 +122,7 @@ struct PodSpec {
   Affinity affinity;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
+  std::string image;  // the single container's image ("" = none given)
   std::optional<PreemptionPolicy> preemption_policy;
   TimeNs creation_time = kUnsetTime;
   TimeNs scheduled_at = 0;  // 0 = no PodScheduled condition

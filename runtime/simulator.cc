@@ -124,6 +124,7 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     n.labels = ns.labels;
     n.annotations = ns.annotations;
     n.taints = ns.taints;
+    n.images = ns.images;
     n.unschedulable = ns.unschedulable;
     if (ns.usage) {
       n.has_usage = true;
@@ -187,6 +188,7 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     t.affinity = ps.affinity;
     t.topology_spread_constraints = ps.topology_spread_constraints;
     t.host_ports = ps.host_ports;
+    if (!ps.image.empty()) t.images = {ps.image};
     t.SetRequests(ps.requests);
   }
   if (Status s = cluster.Link(); !s) return s.error();

@@ -277,6 +277,35 @@ TEST(ScenarioTest, WrongTypes) {
   EXPECT_EQ(alloc.message, "node `n` has no `allocatable`");
 }
 
+TEST(ScenarioTest, NodeImagesAndPodImage) {
+  ScenarioSpec s = MustParse(R"(cluster:
+  nodes:
+  - name: n1
+    allocatable: {cpu: "1"}
+    images:
+    - {names: ["docker.io/library/nginx:1.25", "nginx:1.25"], sizeBytes: 200000000}
+    - {names: [redis:7], sizeBytes: 30000000}
+  pods:
+  - {name: p, image: "nginx:1.25"}
+)");
+  ASSERT_EQ(s.cluster.nodes.size(), 1u);
+  const auto& images = s.cluster.nodes[0].images;
+  EXPECT_EQ(images.size(), 3u);
+  EXPECT_EQ(images.at("nginx:1.25"), 200000000);
+  EXPECT_EQ(images.at("docker.io/library/nginx:1.25"), 200000000);
+  EXPECT_EQ(images.at("redis:7"), 30000000);
+  ASSERT_EQ(s.cluster.pods.size(), 1u);
+  EXPECT_EQ(s.cluster.pods[0].image, "nginx:1.25");
+
+  Error size = MustFail(
+      "cluster:\n  nodes:\n  - name: n\n    allocatable: {}\n    images: [{names: [a]}]\n");
+  EXPECT_EQ(size.where.line, 5);
+  EXPECT_EQ(size.message, "an image in `images` of node `n` has no `sizeBytes`");
+  Error key = MustFail(
+      "cluster:\n  nodes:\n  - name: n\n    allocatable: {}\n    images: [{name: [a], sizeBytes: 1}]\n");
+  EXPECT_EQ(key.message, "unknown key `name` in a node image; did you mean `names`?");
+}
+
 TEST(ScenarioTest, CrossReferenceErrors) {
   Error group = MustFail("cluster:\n  pods:\n  - {name: p, namespace: c1, group: pg9}\n");
   EXPECT_EQ(group.Format(),
