@@ -105,9 +105,8 @@ void ThreadPool::ParallelForRange(size_t n, size_t grain,
     auto start = std::chrono::steady_clock::now();
     fn(0, first);
     auto elapsed = std::chrono::steady_clock::now() - start;
-    constexpr auto kWorthWaking = std::chrono::microseconds(50);
     const auto rest = static_cast<int64_t>((n - first + first - 1) / first);
-    if (elapsed * rest < kWorthWaking) {
+    if (elapsed * rest < wake_threshold_) {
       for (size_t b = first; b < n; b += grain) fn(b, std::min(n, b + grain));
       return;
     }

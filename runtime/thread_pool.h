@@ -7,6 +7,7 @@
 // thread or 64.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -49,6 +50,10 @@ class ThreadPool {
   // The process-wide pool the actions use, sized to the hardware.
   static ThreadPool& Default();
 
+  // How long the rest of a loop must promise to take before the workers are woken (50µs by
+  // default). Tests pin it to make the inline-or-parallel choice independent of machine load.
+  void set_wake_threshold(std::chrono::nanoseconds t) { wake_threshold_ = t; }
+
  private:
   struct Loop {
     size_t n = 0;
@@ -72,6 +77,7 @@ class ThreadPool {
   Loop* loop_ = nullptr;
   unsigned long generation_ = 0;
   bool stopping_ = false;
+  std::chrono::nanoseconds wake_threshold_ = std::chrono::microseconds(50);
 };
 
 }  // namespace kiln

@@ -111,6 +111,7 @@ TEST(ThreadPoolTest, ExceptionReachesTheCallerAndPoolStaysUsable) {
 
 TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
   ThreadPool pool(4);
+  pool.set_wake_threshold(std::chrono::nanoseconds(0));
   std::mutex mu;
   std::set<std::thread::id> seen;
   pool.ParallelFor(
@@ -126,6 +127,9 @@ TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
 
 TEST(ThreadPoolTest, QuickLoopsStayOnTheCallingThread) {
   ThreadPool pool(4);
+  // "Quick" is relative to the wake-up threshold; pinning it high keeps a descheduled or
+  // sanitizer-slowed first range from flipping the decision.
+  pool.set_wake_threshold(std::chrono::hours(1));
   std::mutex mu;
   std::set<std::thread::id> seen;
   pool.ParallelFor(
