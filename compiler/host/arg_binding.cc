@@ -125,24 +125,65 @@ class Binder {
     }
     std::vector<std::string> keys;
     for (const ArgSlot& slot : policy_.args)
-      if (!slot.decl->from_flag) keys.push_back(slot.decl->conf_key);
+      if (!slot.decl->from_flag && !slot.decl->from_prefix) keys.push_back(slot.decl->conf_key);
     for (const auto& [key, value] : option_.arguments) {
-      auto it = std::find_if(policy_.args.begin(), policy_.args.end(), [&](const ArgSlot& s) {
-        return !s.decl->from_flag && s.decl->conf_key == key;
-      });
-      if (it == policy_.args.end()) {
-        return Error{fmt::format("plugin `{}`: unknown argument `{}`{}", option_.name, key,
-                                 DidYouMean(key, keys)),
-                     value.where.line > 0 ? value.where : option_.where};
-      }
       arg_ = key;
-      Status s = Write(block + it->offset, it->decl->declared.resolved, value);
-      if (!s.ok()) return s;
+      auto it = std::find_if(policy_.args.begin(), policy_.args.end(), [&](const ArgSlot& s) {
+        return !s.decl->from_flag && !s.decl->from_prefix && s.decl->conf_key == key;
+      });
+      if (it != policy_.args.end()) {
+        Status s = Write(block + it->offset, it->decl->declared.resolved, value);
+        if (!s.ok()) return s;
+        continue;
+      }
+      if (const ArgSlot* prefixed = FindPrefixArg(key)) {
+        Status s = WritePrefixed(block + prefixed->offset, prefixed->decl->declared.resolved,
+                                 key.substr(prefixed->decl->conf_key.size()), value);
+        if (!s.ok()) return s;
+        continue;
+      }
+      return Error{fmt::format("plugin `{}`: unknown argument `{}`{}", option_.name, key,
+                               DidYouMean(key, keys)),
+                   value.where.line > 0 ? value.where : option_.where};
     }
     return Status::Ok();
   }
 
  private:
+  // The `from prefix` argument that collects `key`: the longest prefix wins, so a policy may
+  // collect "a." and "a.b." separately. A key equal to the prefix names no entry and stays
+  // unknown.
+  const ArgSlot* FindPrefixArg(const std::string& key) const {
+    const ArgSlot* best = nullptr;
+    for (const ArgSlot& slot : policy_.args) {
+      const std::string& prefix = slot.decl->conf_key;
+      if (!slot.decl->from_prefix || key.size() <= prefix.size() ||
+          key.compare(0, prefix.size(), prefix) != 0)
+        continue;
+      if (!best || prefix.size() > best->decl->conf_key.size()) best = &slot;
+    }
+    return best;
+  }
+
+  // Adds `entry` (the key after the prefix) to the map argument at `at`. The map was created by
+  // the argument's default (a map's zero value is an empty map), so declared default entries
+  // survive unless the conf names them again.
+  Status WritePrefixed(char* at, const Type* t, const std::string& entry, const ConfValue& v) {
+    void* map = nullptr;
+    std::memcpy(&map, at, sizeof(map));
+    if (!map) {
+      Arena* prev = SetCurrentArena(&arena_);
+      map = kiln_rt_map_new(1, static_cast<int32_t>(NativeLayout(t->elem).size));
+      SetCurrentArena(prev);
+      std::memcpy(at, &map, sizeof(map));
+    }
+    bool inserted = false;
+    char* slot = static_cast<char*>(
+        kiln_rt_map_slot_s(map, entry.data(), static_cast<int64_t>(entry.size()), &inserted));
+    WriteDefault(slot, t->elem);
+    return Write(slot, t->elem, v);
+  }
+
   Error Bad(const ConfValue& v, const std::string& what) {
     std::string shown = v.text.empty() ? Describe(v) : fmt::format("\"{}\"", v.text);
     return Error{fmt::format("plugin `{}`: argument `{}`: expected {}, got {}", option_.name, arg_,

@@ -1,0 +1,1 @@
+simulate tests/cli/simulate/data/binpack-prefix-bad-weight.yaml
