@@ -1,7 +1,9 @@
 // The readable form of a simulation: one block per session.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
+#include <string_view>
 
 #include "runtime/cli/output_format.h"
 
@@ -43,19 +45,47 @@ std::string Quote(std::string_view s) {
 std::string FormatTable(const SimulationResult& result) {
   std::string out = fmt::format("scenario: {}\n", result.scenario);
   for (const SessionResult& s : result.sessions) {
-    out += fmt::format("\nsession {} at {} ({} µs)\n", s.index, FormatTime(s.time), s.duration_micros);
+    // One column width per session, so pods line up across the sections.
+    size_t width = 24;
+    auto widen = [&width](const std::string& key) { width = std::max(width, key.size()); };
+    for (const auto& [pod, node] : s.binds) widen(pod);
+    for (const auto& [pod, node] : s.pipelined) widen(pod);
+    for (const auto& [job, phase] : s.pod_group_phases) widen(job);
+    width = std::min<size_t>(width, 56);
+
+    out += fmt::format("\nsession {} at {} ({} µs): {} bound, {} pipelined, {} evicted, {} unschedulable\n",
+                       s.index, FormatTime(s.time), s.duration_micros, s.binds.size(),
+                       s.pipelined.size(), s.evictions.size(), s.unschedulable.size());
     out += fmt::format("  binds: {}\n", s.binds.size());
     for (const std::string& pod : s.bind_order)
-      out += fmt::format("    {:<40} -> {}\n", pod, s.binds.at(pod));
+      out += fmt::format("    {:<{}} -> {}\n", pod, width, s.binds.at(pod));
+    // Pipelined pods hold resources that are still being released; a later session binds them.
+    // The ones that evicted pods for their place keep the node as their nominated node.
     out += fmt::format("  pipelined: {}\n", s.pipelined.size());
-    for (const auto& [pod, node] : s.pipelined) out += fmt::format("    {:<40} -> {}\n", pod, node);
+    for (const auto& [pod, node] : s.pipelined) {
+      out += fmt::format("    {:<{}} -> {}", pod, width, node);
+      if (s.nominated.count(pod)) out += "  (nominated after evictions)";
+      out += "\n";
+    }
     out += fmt::format("  evictions: {}\n", s.evictions.size());
     for (const auto& pod : s.evictions) out += fmt::format("    {}\n", pod);
-    out += fmt::format("  podGroup phases: {}\n", s.pod_group_phases.size());
-    for (const auto& [job, phase] : s.pod_group_phases)
-      out += fmt::format("    {:<40} {}\n", job, phase);
     out += fmt::format("  unschedulable: {}\n", s.unschedulable.size());
     for (const auto& [pod, reason] : s.unschedulable) out += fmt::format("    {}: {}\n", pod, reason);
+    // Under each PodGroup, the Unschedulable condition this session gave it: gang's count of the
+    // tasks still missing. Its "Origin reason" tail repeats a pod's reason listed above.
+    out += fmt::format("  podGroup phases: {}\n", s.pod_group_phases.size());
+    for (const auto& [job, phase] : s.pod_group_phases) {
+      out += fmt::format("    {:<{}} {}\n", job, width, phase);
+      auto it = s.conditions.find(job);
+      if (it == s.conditions.end()) continue;
+      for (const PodGroupCondition& c : it->second) {
+        if (c.type != "Unschedulable" || c.status != "True" || c.last_transition_time != s.time)
+          continue;
+        std::string_view message = c.message.empty() ? c.reason : c.message;
+        message = message.substr(0, message.find(". Origin reason is"));
+        out += fmt::format("      {}\n", message);
+      }
+    }
     if (!s.faults.empty()) {
       out += fmt::format("  policy faults: {}\n", s.faults.size());
       for (const auto& f : s.faults) out += fmt::format("    {}\n", f);
