@@ -2,6 +2,7 @@
 // Native, its implementation in natives.cc); the checker and codegen pick it up from the row.
 #include "stdlib/library.h"
 
+#include "stdlib/k8s_natives.h"
 #include "stdlib/natives.h"
 
 namespace kiln::stdlib {
@@ -78,6 +79,33 @@ const Function kFunctions[] = {
     {"strings", "parse_json_resource_map", "", "(string) -> map<string, Resource>?",
      HOST(kiln_host_parse_json_resource_map),
      "a JSON object of Kubernetes ResourceLists (nodegroup limits); none otherwise"},
+
+    // ---- Kubernetes matching (stdlib/k8s_natives.h; apimachinery / component-helpers rules) ----
+    {"k8s", "requirement_matches", "", "(SelectorRequirement, map<string, string>) -> bool",
+     NATIVE(kiln_std_requirement_matches),
+     "one selector requirement: In, NotIn (absent label passes), Exists, DoesNotExist, Gt, Lt"},
+    {"k8s", "selector_matches", "", "(LabelSelector, map<string, string>) -> bool",
+     NATIVE(kiln_std_selector_matches),
+     "a LabelSelector: all matchLabels and matchExpressions; empty selector matches all"},
+    {"k8s", "selector_matches_task", "", "(LabelSelector, Task) -> bool",
+     NATIVE(kiln_std_selector_matches_task),
+     "selector_matches against the pod's labels, read in place (no map copy)"},
+    {"k8s", "term_matches_node", "", "(NodeSelectorTerm, Node) -> bool",
+     NATIVE(kiln_std_term_matches_node),
+     "a NodeSelectorTerm: expressions on labels, matchFields on metadata.name; empty term: false"},
+    {"k8s", "required_node_affinity_matches", "", "(Task, Node) -> bool",
+     NATIVE(kiln_std_required_node_affinity_matches),
+     "the pod's nodeSelector and required node affinity (terms ORed) admit the node"},
+    {"k8s", "term_matches_pod", "", "(PodAffinityTerm, Task, Task) -> bool",
+     NATIVE(kiln_std_term_matches_pod),
+     "term_matches_pod(term, owner, pod): namespaces (owner's by default) and labelSelector"},
+    {"k8s", "tolerates", "", "(Toleration, Taint) -> bool", NATIVE(kiln_std_tolerates),
+     "Toleration.ToleratesTaint: effect, key (empty = any), Equal/Exists"},
+    {"k8s", "task_tolerates", "", "(Task, Taint) -> bool", NATIVE(kiln_std_task_tolerates),
+     "some toleration of the pod tolerates the taint"},
+    {"k8s", "task_tolerates_taint", "", "(Task, string, string, string) -> bool",
+     NATIVE(kiln_std_task_tolerates_taint),
+     "task_tolerates_taint(task, key, value, effect): the same for a taint given by its parts"},
 
     // ---- task status sets (Volcano's api helpers) ----
     {"status", "allocated_status", "", "(TaskStatus) -> bool", INTRINSIC,

@@ -46,8 +46,13 @@ const Type* ParseType(Cursor& c, TypeContext& t) {
     out = t.Map(k, v);
   } else {
     TypeKind kind;
-    if (!LookupScalarTypeName(w, &kind)) return nullptr;
-    out = t.Get(kind);
+    if (LookupScalarTypeName(w, &kind)) {
+      out = t.Get(kind);
+    } else {
+      // Kubernetes shapes (LabelSelector, Toleration, ...) for the stdlib's matching helpers.
+      out = t.Shape(w);
+      if (!out) return nullptr;
+    }
   }
   if (c.Eat('?')) out = t.Optional(out);
   return out;
