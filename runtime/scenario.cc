@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -37,6 +38,9 @@ namespace {
 
 constexpr std::string_view kDefaultNow = "2025-01-01T00:00:00Z";
 constexpr double kDefaultMaxPods = 110;  // kubelet's default --max-pods
+
+template <typename Out>
+struct Field;
 
 class Loader {
  public:
@@ -138,6 +142,10 @@ class Loader {
   Status ReadNodeImages(const YAML::Node& n, std::string_view what,
                         std::map<std::string, int64_t, std::less<>>& out);
   Result<NodeGroupAffinity> ReadNodeGroupAffinity(const YAML::Node& n, std::string_view what);
+  // Reads a named object whose keys are `fields` (plus `name`); returns "<kind> `<name>`".
+  template <typename Out>
+  Result<std::string> ReadFields(const YAML::Node& n, std::string_view kind,
+                                 const std::vector<Field<Out>>& fields, Out& out);
 
   // ---- scenario objects ----
   Status ReadPriorityClass(const YAML::Node& n, PriorityClassSpec& out);
@@ -507,328 +515,262 @@ Result<NodeGroupAffinity> Loader::ReadNodeGroupAffinity(const YAML::Node& n, std
 // ------------------------------------------------------------------------------------------
 // Scenario objects
 
-Status Loader::ReadPriorityClass(const YAML::Node& n, PriorityClassSpec& out) {
-  TRY(r_.ExpectMap(n, "priority class",
-                   {"name", "value", "globalDefault", "preemptionPolicy", "description"}));
-  out.where = yaml::Where(n, r_.file());
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "priority class"));
-  std::string what = fmt::format("priority class `{}`", out.name);
-  bool has_value = false;
+// Each object is a table of its keys: the key as the contract spells it and how its value is
+// read into the spec. The table is also the list of allowed keys, so the two cannot drift apart.
+
+// Stores a reader's value into `dst`, or passes its error on.
+template <typename T, typename U>
+Status Store(T& dst, Result<U> r) {
+  if (!r) return r.error();
+  dst = std::move(*r);
+  return Status::Ok();
+}
+
+template <typename Out>
+struct Field {
+  std::string_view key;
+  // (value, "`key` of <object>" for messages, the spec being filled)
+  std::function<Status(const YAML::Node&, const std::string&, Out&)> read;
+};
+
+template <typename Out>
+Result<std::string> Loader::ReadFields(const YAML::Node& n, std::string_view kind,
+                                       const std::vector<Field<Out>>& fields, Out& out) {
+  std::vector<std::string_view> keys = {"name"};
+  for (const Field<Out>& f : fields) keys.push_back(f.key);
+  if (Status s = r_.ExpectMap(n, kind, keys); !s) return s.error();
+  ASSIGN_OR_RETURN(out.name, ObjectName(n, kind));
+  std::string what = fmt::format("{} `{}`", kind, out.name);
   for (const auto& kv : n) {
     const std::string& k = kv.first.Scalar();
-    if (k == "value") {
-      ASSIGN_OR_RETURN(out.value, ReadInt32(kv.second, fmt::format("`value` of {}", what)));
-      has_value = true;
-    } else if (k == "globalDefault") {
-      ASSIGN_OR_RETURN(out.global_default, r_.Bool(kv.second, fmt::format("`globalDefault` of {}", what)));
-    } else if (k == "preemptionPolicy") {
-      ASSIGN_OR_RETURN(out.preemption_policy,
-                       ReadPreemptionPolicy(kv.second, fmt::format("`preemptionPolicy` of {}", what)));
-    } else if (k == "description") {
-      ASSIGN_OR_RETURN(auto ignored, Str(kv.second, "`description`"));
-      (void)ignored;
-    }
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const Field<Out>& x) { return x.key == k; });
+    if (f == fields.end()) continue;
+    if (Status s = f->read(kv.second, fmt::format("`{}` of {}", k, what), out); !s) return s.error();
   }
-  if (!has_value) return r_.Fail(n, fmt::format("{} has no `value`", what));
+  return what;
+}
+
+Status Loader::ReadPriorityClass(const YAML::Node& n, PriorityClassSpec& out) {
+  using O = PriorityClassSpec;
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "priority class", {
+      {"value", [&](auto& v, auto& f, O& o) { return Store(o.value, ReadInt32(v, f)); }},
+      {"globalDefault", [&](auto& v, auto& f, O& o) { return Store(o.global_default, r_.Bool(v, f)); }},
+      {"preemptionPolicy",
+       [&](auto& v, auto& f, O& o) { return Store(o.preemption_policy, ReadPreemptionPolicy(v, f)); }},
+      {"description", [&](auto& v, auto& f, O&) -> Status {  // accepted, not used
+         auto text = Str(v, f);
+         return text ? Status::Ok() : Status(text.error());
+       }},
+  }, out));
+  if (!n["value"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `value`", what));
   return Status::Ok();
 }
 
 Status Loader::ReadQueue(const YAML::Node& n, QueueSpec& out) {
-  TRY(r_.ExpectMap(n, "queue",
-                   {"name", "weight", "capability", "deserved", "guarantee", "parent", "priority",
-                    "reclaimable", "state", "annotations", "labels", "affinity",
-                    "creationTimestamp"}));
+  using O = QueueSpec;
   out.where = yaml::Where(n, r_.file());
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "queue"));
-  std::string what = fmt::format("queue `{}`", out.name);
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "weight") {
-      ASSIGN_OR_RETURN(out.weight, r_.Int(v, field));
-      if (out.weight < 1) return r_.Fail(v, fmt::format("{} must be at least 1, got {}", field, out.weight));
-    } else if (k == "capability") {
-      ASSIGN_OR_RETURN(out.capability, ReadResources(v, field));
-    } else if (k == "deserved") {
-      ASSIGN_OR_RETURN(out.deserved, ReadResources(v, field));
-    } else if (k == "guarantee") {
-      ASSIGN_OR_RETURN(out.guarantee, ReadResources(v, field));
-    } else if (k == "parent") {
-      ASSIGN_OR_RETURN(out.parent, Str(v, field));
-    } else if (k == "priority") {
-      ASSIGN_OR_RETURN(out.priority, r_.Int(v, field));
-    } else if (k == "reclaimable") {
-      ASSIGN_OR_RETURN(out.reclaimable, r_.Bool(v, field));
-    } else if (k == "state") {
-      ASSIGN_OR_RETURN(auto s, Str(v, field));
-      auto st = ParseQueueState(s);
-      if (!st || s.empty())
-        return r_.Fail(v, fmt::format("{} must be Open, Closed, Closing or Unknown, got `{}`", field, s));
-      out.state = *st;
-    } else if (k == "annotations") {
-      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
-    } else if (k == "labels") {
-      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
-    } else if (k == "affinity") {
-      TRY(r_.ExpectMap(v, field, {"nodeGroupAffinity", "nodeGroupAntiAffinity"}, true));
-      if (!v.IsNull()) {
-        for (const auto& a : v) {
-          if (a.first.Scalar() == "nodeGroupAffinity") {
-            ASSIGN_OR_RETURN(out.node_group_affinity, ReadNodeGroupAffinity(a.second, "`nodeGroupAffinity`"));
-          } else {
-            ASSIGN_OR_RETURN(out.node_group_anti_affinity,
-                             ReadNodeGroupAffinity(a.second, "`nodeGroupAntiAffinity`"));
-          }
-        }
-      }
-    } else if (k == "creationTimestamp") {
-      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
-    }
-  }
-  return Status::Ok();
+  auto what = ReadFields<O>(n, "queue", {
+      {"weight", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(Store(o.weight, r_.Int(v, f)));
+         if (o.weight < 1) return r_.Fail(v, fmt::format("{} must be at least 1, got {}", f, o.weight));
+         return Status::Ok();
+       }},
+      {"capability", [&](auto& v, auto& f, O& o) { return Store(o.capability, ReadResources(v, f)); }},
+      {"deserved", [&](auto& v, auto& f, O& o) { return Store(o.deserved, ReadResources(v, f)); }},
+      {"guarantee", [&](auto& v, auto& f, O& o) { return Store(o.guarantee, ReadResources(v, f)); }},
+      {"parent", [&](auto& v, auto& f, O& o) { return Store(o.parent, Str(v, f)); }},
+      {"priority", [&](auto& v, auto& f, O& o) { return Store(o.priority, r_.Int(v, f)); }},
+      {"reclaimable", [&](auto& v, auto& f, O& o) { return Store(o.reclaimable, r_.Bool(v, f)); }},
+      {"state", [&](auto& v, auto& f, O& o) -> Status {
+         ASSIGN_OR_RETURN(auto s, Str(v, f));
+         auto st = ParseQueueState(s);
+         if (!st || s.empty())
+           return r_.Fail(v, fmt::format("{} must be Open, Closed, Closing or Unknown, got `{}`", f, s));
+         o.state = *st;
+         return Status::Ok();
+       }},
+      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
+      {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
+      {"affinity", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectMap(v, f, {"nodeGroupAffinity", "nodeGroupAntiAffinity"}, true));
+         if (v.IsNull()) return Status::Ok();
+         for (const auto& a : v) {
+           const std::string& k = a.first.Scalar();
+           TRY(Store(k == "nodeGroupAffinity" ? o.node_group_affinity : o.node_group_anti_affinity,
+                     ReadNodeGroupAffinity(a.second, fmt::format("`{}`", k))));
+         }
+         return Status::Ok();
+       }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+  }, out);
+  return what ? Status::Ok() : Status(what.error());
 }
 
 Status Loader::ReadNode(const YAML::Node& n, NodeSpec& out) {
-  TRY(r_.ExpectMap(n, "node",
-                   {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                    "images", "unschedulable", "usage", "creationTimestamp"}));
+  using O = NodeSpec;
   out.where = yaml::Where(n, r_.file());
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "node"));
-  std::string what = fmt::format("node `{}`", out.name);
-  bool has_allocatable = false, has_capacity = false;
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "allocatable") {
-      ASSIGN_OR_RETURN(out.allocatable, ReadResources(v, field));
-      has_allocatable = true;
-    } else if (k == "capacity") {
-      ASSIGN_OR_RETURN(out.capacity, ReadResources(v, field));
-      has_capacity = true;
-    } else if (k == "labels") {
-      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
-    } else if (k == "annotations") {
-      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
-    } else if (k == "taints") {
-      ASSIGN_OR_RETURN(out.taints, ReadTaints(v, field));
-    } else if (k == "images") {
-      TRY(ReadNodeImages(v, field, out.images));
-    } else if (k == "unschedulable") {
-      ASSIGN_OR_RETURN(out.unschedulable, r_.Bool(v, field));
-    } else if (k == "usage") {
-      TRY(r_.ExpectMap(v, field, {"cpu", "memory", "metricsTime"}));
-      NodeUsageSpec u;
-      for (const auto& f : v) {
-        const std::string& uk = f.first.Scalar();
-        std::string ufield = fmt::format("usage `{}` of {}", uk, what);
-        if (uk == "metricsTime") {
-          ASSIGN_OR_RETURN(u.metrics_time, ReadTime(f.second, ufield));
-        } else {
-          ASSIGN_OR_RETURN(double pct, r_.Number(f.second, ufield));
-          if (pct < 0 || pct > 100)
-            return r_.Fail(f.second, fmt::format("{} is a percentage (0-100), got {}", ufield, f.second.Scalar()));
-          (uk == "cpu" ? u.cpu : u.memory) = pct;
-        }
-      }
-      out.usage = u;
-    } else if (k == "creationTimestamp") {
-      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
-    }
-  }
-  if (!has_allocatable) return r_.Fail(n, fmt::format("{} has no `allocatable`", what));
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "node", {
+      {"allocatable", [&](auto& v, auto& f, O& o) { return Store(o.allocatable, ReadResources(v, f)); }},
+      {"capacity", [&](auto& v, auto& f, O& o) { return Store(o.capacity, ReadResources(v, f)); }},
+      {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
+      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
+      {"taints", [&](auto& v, auto& f, O& o) { return Store(o.taints, ReadTaints(v, f)); }},
+      {"images", [&](auto& v, auto& f, O& o) { return ReadNodeImages(v, f, o.images); }},
+      {"unschedulable", [&](auto& v, auto& f, O& o) { return Store(o.unschedulable, r_.Bool(v, f)); }},
+      {"usage", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectMap(v, f, {"cpu", "memory", "metricsTime"}));
+         NodeUsageSpec u;
+         for (const auto& kv : v) {
+           const std::string& k = kv.first.Scalar();
+           std::string field = fmt::format("usage `{}` of node `{}`", k, o.name);
+           if (k == "metricsTime") {
+             TRY(Store(u.metrics_time, ReadTime(kv.second, field)));
+             continue;
+           }
+           ASSIGN_OR_RETURN(double pct, r_.Number(kv.second, field));
+           if (pct < 0 || pct > 100)
+             return r_.Fail(kv.second, fmt::format("{} is a percentage (0-100), got {}", field,
+                                                   kv.second.Scalar()));
+           (k == "cpu" ? u.cpu : u.memory) = pct;
+         }
+         o.usage = u;
+         return Status::Ok();
+       }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+  }, out));
+  if (!n["allocatable"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `allocatable`", what));
   ResourceId pods = kPods;
   if (!out.allocatable.Has(pods)) out.allocatable.Set(pods, kDefaultMaxPods);
-  if (!has_capacity) out.capacity = out.allocatable;
+  if (!n["capacity"].IsDefined()) out.capacity = out.allocatable;
   else if (!out.capacity.Has(pods)) out.capacity.Set(pods, out.allocatable.Get(pods));
   return Status::Ok();
 }
 
 Status Loader::ReadPodGroup(const YAML::Node& n, PodGroupSpec& out) {
-  TRY(r_.ExpectMap(n, "podGroup",
-                   {"name", "namespace", "queue", "minMember", "minTaskMember", "minResources",
-                    "priorityClassName", "phase", "annotations", "labels", "creationTimestamp"}));
+  using O = PodGroupSpec;
   out.where = yaml::Where(n, r_.file());
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "podGroup"));
-  std::string what = fmt::format("podGroup `{}`", out.name);
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "namespace") {
-      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
-    } else if (k == "queue") {
-      ASSIGN_OR_RETURN(out.queue, Str(v, field));
-    } else if (k == "minMember") {
-      ASSIGN_OR_RETURN(out.min_member, ReadInt32(v, field, 0));
-    } else if (k == "minTaskMember") {
-      TRY(r_.ExpectAnyMap(v, field));
-      if (!v.IsNull()) {
-        for (const auto& t : v) {
-          ASSIGN_OR_RETURN(int32_t m, ReadInt32(t.second, fmt::format("minTaskMember `{}` of {}",
-                                                                      t.first.Scalar(), what), 0));
-          out.min_task_member[t.first.Scalar()] = m;
-        }
-      }
-    } else if (k == "minResources") {
-      ASSIGN_OR_RETURN(out.min_resources, ReadResources(v, field));
-    } else if (k == "priorityClassName") {
-      ASSIGN_OR_RETURN(out.priority_class_name, Str(v, field));
-    } else if (k == "phase") {
-      ASSIGN_OR_RETURN(auto s, Str(v, field));
-      auto p = ParsePodGroupPhase(s);
-      if (!p)
-        return r_.Fail(v, fmt::format("{} must be Pending, Inqueue, Running, Unknown or Completed, "
-                                      "got `{}`",
-                                      field, s));
-      out.phase = *p;
-    } else if (k == "annotations") {
-      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
-    } else if (k == "labels") {
-      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
-    } else if (k == "creationTimestamp") {
-      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
-    }
-  }
-  return Status::Ok();
+  auto what = ReadFields<O>(n, "podGroup", {
+      {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
+      {"queue", [&](auto& v, auto& f, O& o) { return Store(o.queue, Str(v, f)); }},
+      {"minMember", [&](auto& v, auto& f, O& o) { return Store(o.min_member, ReadInt32(v, f, 0)); }},
+      {"minTaskMember", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectAnyMap(v, f));
+         if (v.IsNull()) return Status::Ok();
+         for (const auto& t : v) {
+           std::string field = fmt::format("minTaskMember `{}` of podGroup `{}`", t.first.Scalar(), o.name);
+           TRY(Store(o.min_task_member[t.first.Scalar()], ReadInt32(t.second, field, 0)));
+         }
+         return Status::Ok();
+       }},
+      {"minResources", [&](auto& v, auto& f, O& o) { return Store(o.min_resources, ReadResources(v, f)); }},
+      {"priorityClassName", [&](auto& v, auto& f, O& o) { return Store(o.priority_class_name, Str(v, f)); }},
+      {"phase", [&](auto& v, auto& f, O& o) -> Status {
+         ASSIGN_OR_RETURN(auto s, Str(v, f));
+         auto p = ParsePodGroupPhase(s);
+         if (!p)
+           return r_.Fail(v, fmt::format("{} must be Pending, Inqueue, Running, Unknown or Completed, "
+                                         "got `{}`",
+                                         f, s));
+         o.phase = *p;
+         return Status::Ok();
+       }},
+      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
+      {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+  }, out);
+  return what ? Status::Ok() : Status(what.error());
 }
 
 Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
-  TRY(r_.ExpectMap(n, "pod",
-                   {"name", "namespace", "group", "task", "requests", "priorityClassName",
-                    "priority", "phase", "node", "nominatedNodeName", "labels", "annotations",
-                    "nodeSelector",
-                    "tolerations", "affinity", "topologySpreadConstraints", "hostPorts", "image",
-                    "preemptionPolicy", "creationTimestamp", "scheduledAt", "deleting",
-                    "duration"}));
+  using O = PodSpec;
   out.where = yaml::Where(n, r_.file());
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "pod"));
-  std::string what = fmt::format("pod `{}`", out.name);
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "namespace") {
-      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
-    } else if (k == "group") {
-      ASSIGN_OR_RETURN(out.group, Str(v, field));
-    } else if (k == "task") {
-      ASSIGN_OR_RETURN(out.task, Str(v, field));
-    } else if (k == "requests") {
-      ASSIGN_OR_RETURN(out.requests, ReadResources(v, field));
-    } else if (k == "priorityClassName") {
-      ASSIGN_OR_RETURN(out.priority_class_name, Str(v, field));
-    } else if (k == "priority") {
-      ASSIGN_OR_RETURN(out.priority, ReadInt32(v, field));
-    } else if (k == "phase") {
-      ASSIGN_OR_RETURN(auto s, Str(v, field));
-      if (s == "Pending") out.phase = PodPhase::Pending;
-      else if (s == "Running") out.phase = PodPhase::Running;
-      else if (s == "Succeeded") out.phase = PodPhase::Succeeded;
-      else if (s == "Failed") out.phase = PodPhase::Failed;
-      else if (s == "Unknown") out.phase = PodPhase::Unknown;
-      else
-        return r_.Fail(v, fmt::format("{} must be Pending, Running, Succeeded, Failed or Unknown, "
-                                      "got `{}`{}",
-                                      field, s,
-                                      yaml::DidYouMean(s, {"Pending", "Running", "Succeeded",
-                                                           "Failed", "Unknown"})));
-    } else if (k == "node") {
-      ASSIGN_OR_RETURN(out.node, Str(v, field));
-    } else if (k == "nominatedNodeName") {
-      ASSIGN_OR_RETURN(out.nominated_node, Str(v, field));
-    } else if (k == "labels") {
-      ASSIGN_OR_RETURN(out.labels, ReadStringMap(v, field));
-    } else if (k == "annotations") {
-      ASSIGN_OR_RETURN(out.annotations, ReadStringMap(v, field));
-    } else if (k == "nodeSelector") {
-      ASSIGN_OR_RETURN(out.node_selector, ReadStringMap(v, field));
-    } else if (k == "tolerations") {
-      ASSIGN_OR_RETURN(out.tolerations, ReadTolerations(v, field));
-    } else if (k == "affinity") {
-      ASSIGN_OR_RETURN(out.affinity, ReadAffinity(v, field));
-    } else if (k == "topologySpreadConstraints") {
-      ASSIGN_OR_RETURN(out.topology_spread_constraints, ReadSpread(v, field));
-    } else if (k == "hostPorts") {
-      ASSIGN_OR_RETURN(out.host_ports, ReadHostPorts(v, field));
-    } else if (k == "image") {
-      ASSIGN_OR_RETURN(out.image, Str(v, field));
-    } else if (k == "preemptionPolicy") {
-      ASSIGN_OR_RETURN(out.preemption_policy, ReadPreemptionPolicy(v, field));
-    } else if (k == "creationTimestamp") {
-      ASSIGN_OR_RETURN(out.creation_time, ReadTime(v, field));
-    } else if (k == "scheduledAt") {
-      ASSIGN_OR_RETURN(out.scheduled_at, ReadTime(v, field));
-    } else if (k == "deleting") {
-      ASSIGN_OR_RETURN(out.deleting, r_.Bool(v, field));
-    } else if (k == "duration") {
-      ASSIGN_OR_RETURN(auto text, Str(v, field));
-      auto d = ParseGoDuration(text);
-      if (!d) return r_.Fail(v, fmt::format("{}: {}", field, d.error().message));
-      if (*d <= 0) return r_.Fail(v, fmt::format("{} must be positive, got `{}`", field, text));
-      out.duration = *d;
-    }
-  }
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "pod", {
+      {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
+      {"group", [&](auto& v, auto& f, O& o) { return Store(o.group, Str(v, f)); }},
+      {"task", [&](auto& v, auto& f, O& o) { return Store(o.task, Str(v, f)); }},
+      {"requests", [&](auto& v, auto& f, O& o) { return Store(o.requests, ReadResources(v, f)); }},
+      {"priorityClassName", [&](auto& v, auto& f, O& o) { return Store(o.priority_class_name, Str(v, f)); }},
+      {"priority", [&](auto& v, auto& f, O& o) { return Store(o.priority, ReadInt32(v, f)); }},
+      {"phase", [&](auto& v, auto& f, O& o) -> Status {
+         static constexpr std::pair<std::string_view, PodPhase> kPhases[] = {
+             {"Pending", PodPhase::Pending}, {"Running", PodPhase::Running},
+             {"Succeeded", PodPhase::Succeeded}, {"Failed", PodPhase::Failed},
+             {"Unknown", PodPhase::Unknown}};
+         ASSIGN_OR_RETURN(auto s, Str(v, f));
+         for (const auto& [name, phase] : kPhases)
+           if (s == name) {
+             o.phase = phase;
+             return Status::Ok();
+           }
+         return r_.Fail(v, fmt::format("{} must be Pending, Running, Succeeded, Failed or Unknown, "
+                                       "got `{}`{}",
+                                       f, s,
+                                       yaml::DidYouMean(s, {"Pending", "Running", "Succeeded",
+                                                            "Failed", "Unknown"})));
+       }},
+      {"node", [&](auto& v, auto& f, O& o) { return Store(o.node, Str(v, f)); }},
+      {"nominatedNodeName", [&](auto& v, auto& f, O& o) { return Store(o.nominated_node, Str(v, f)); }},
+      {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
+      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
+      {"nodeSelector", [&](auto& v, auto& f, O& o) { return Store(o.node_selector, ReadStringMap(v, f)); }},
+      {"tolerations", [&](auto& v, auto& f, O& o) { return Store(o.tolerations, ReadTolerations(v, f)); }},
+      {"affinity", [&](auto& v, auto& f, O& o) { return Store(o.affinity, ReadAffinity(v, f)); }},
+      {"topologySpreadConstraints",
+       [&](auto& v, auto& f, O& o) { return Store(o.topology_spread_constraints, ReadSpread(v, f)); }},
+      {"hostPorts", [&](auto& v, auto& f, O& o) { return Store(o.host_ports, ReadHostPorts(v, f)); }},
+      {"image", [&](auto& v, auto& f, O& o) { return Store(o.image, Str(v, f)); }},
+      {"preemptionPolicy",
+       [&](auto& v, auto& f, O& o) { return Store(o.preemption_policy, ReadPreemptionPolicy(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+      {"scheduledAt", [&](auto& v, auto& f, O& o) { return Store(o.scheduled_at, ReadTime(v, f)); }},
+      {"deleting", [&](auto& v, auto& f, O& o) { return Store(o.deleting, r_.Bool(v, f)); }},
+      {"duration", [&](auto& v, auto& f, O& o) -> Status {
+         ASSIGN_OR_RETURN(auto text, Str(v, f));
+         auto d = ParseGoDuration(text);
+         if (!d) return r_.Fail(v, fmt::format("{}: {}", f, d.error().message));
+         if (*d <= 0) return r_.Fail(v, fmt::format("{} must be positive, got `{}`", f, text));
+         o.duration = *d;
+         return Status::Ok();
+       }},
+  }, out));
   if (out.phase == PodPhase::Running && out.node.empty())
     return r_.Fail(n, fmt::format("{} is Running but has no `node`", what));
   return Status::Ok();
 }
 
 Status Loader::ReadPdb(const YAML::Node& n, PodDisruptionBudget& out) {
-  TRY(r_.ExpectMap(n, "pdb",
-                   {"name", "namespace", "minAvailable", "maxUnavailable", "selector",
-                    "disruptionsAllowed", "disruptedPods"}));
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "pdb"));
+  using O = PodDisruptionBudget;
   out.namespace_ = "default";
-  std::string what = fmt::format("pdb `{}`", out.name);
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "namespace") {
-      ASSIGN_OR_RETURN(out.namespace_, Str(v, field));
-    } else if (k == "minAvailable") {
-      ASSIGN_OR_RETURN(out.min_available, Str(v, field));
-    } else if (k == "maxUnavailable") {
-      ASSIGN_OR_RETURN(out.max_unavailable, Str(v, field));
-    } else if (k == "selector") {
-      // Either a LabelSelector or, as the contract's short form, a plain matchLabels map.
-      TRY(r_.ExpectAnyMap(v, field));
-      bool full = !v.IsNull() && (v["matchLabels"].IsDefined() || v["matchExpressions"].IsDefined());
-      if (full) {
-        ASSIGN_OR_RETURN(out.selector, ReadLabelSelector(v, field));
-      } else {
-        ASSIGN_OR_RETURN(out.selector.match_labels, ReadStringMap(v, field));
-      }
-    } else if (k == "disruptionsAllowed") {
-      ASSIGN_OR_RETURN(out.disruptions_allowed, ReadInt32(v, field, 0));
-    } else if (k == "disruptedPods") {
-      ASSIGN_OR_RETURN(out.disrupted_pods, ReadStringList(v, field));
-    }
-  }
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "pdb", {
+      {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
+      {"minAvailable", [&](auto& v, auto& f, O& o) { return Store(o.min_available, Str(v, f)); }},
+      {"maxUnavailable", [&](auto& v, auto& f, O& o) { return Store(o.max_unavailable, Str(v, f)); }},
+      {"selector", [&](auto& v, auto& f, O& o) -> Status {
+         // Either a LabelSelector or, as the contract's short form, a plain matchLabels map.
+         TRY(r_.ExpectAnyMap(v, f));
+         bool full = !v.IsNull() && (v["matchLabels"].IsDefined() || v["matchExpressions"].IsDefined());
+         if (full) return Store(o.selector, ReadLabelSelector(v, f));
+         return Store(o.selector.match_labels, ReadStringMap(v, f));
+       }},
+      {"disruptionsAllowed",
+       [&](auto& v, auto& f, O& o) { return Store(o.disruptions_allowed, ReadInt32(v, f, 0)); }},
+      {"disruptedPods", [&](auto& v, auto& f, O& o) { return Store(o.disrupted_pods, ReadStringList(v, f)); }},
+  }, out));
   if (out.min_available && out.max_unavailable)
     return r_.Fail(n, fmt::format("{} sets both `minAvailable` and `maxUnavailable`", what));
   return Status::Ok();
 }
 
 Status Loader::ReadResourceQuota(const YAML::Node& n, ResourceQuota& out) {
-  TRY(r_.ExpectMap(n, "resource quota", {"name", "namespace", "hard", "used"}));
-  ASSIGN_OR_RETURN(out.name, ObjectName(n, "resource quota"));
+  using O = ResourceQuota;
   out.namespace_ = "default";
-  std::string what = fmt::format("resource quota `{}`", out.name);
-  for (const auto& kv : n) {
-    const std::string& k = kv.first.Scalar();
-    std::string field = fmt::format("`{}` of {}", k, what);
-    if (k == "namespace") {
-      ASSIGN_OR_RETURN(out.namespace_, Str(kv.second, field));
-    } else if (k == "hard") {
-      ASSIGN_OR_RETURN(out.hard, ReadResources(kv.second, field));
-    } else if (k == "used") {
-      ASSIGN_OR_RETURN(out.used, ReadResources(kv.second, field));
-    }
-  }
-  return Status::Ok();
+  auto what = ReadFields<O>(n, "resource quota", {
+      {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
+      {"hard", [&](auto& v, auto& f, O& o) { return Store(o.hard, ReadResources(v, f)); }},
+      {"used", [&](auto& v, auto& f, O& o) { return Store(o.used, ReadResources(v, f)); }},
+  }, out);
+  return what ? Status::Ok() : Status(what.error());
 }
 
 template <typename T, typename F>
