@@ -12,7 +12,7 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
   DiagnosticList& diags = result.diagnostics;
 
   // 1. Text → AST: size limit, lexing, nesting pre-scan, parse, tree building.
-  result.policy = ParsePolicy(source, limits, diags);
+  result.policy = ParsePolicy(source, limits, diags, &result.timings);
   if (!result.policy) {
     diags.Sort();
     return result;
@@ -21,15 +21,19 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
   // 2. Semantic passes. Each marks what it cannot make sense of with the Error type, so later
   //    passes stay quiet about it instead of cascading.
   passes::PassContext ctx{*result.policy, diags, {}};
-  passes::DeclareGlobals(ctx);    // top-level names, duplicates, capabilities
-  passes::ResolveTypes(ctx);      // written types → Types
-  passes::ResolveNames(ctx);      // names → locals/consts/args/state/stdlib; calls → targets
-  passes::CheckTypes(ctx);        // expression types, assignments, returns, methods
-  passes::CheckHandlers(ctx);     // handlers against kExtensionPoints
-  passes::CheckArgSchema(ctx);    // argument types, constant defaults, conf keys
-  passes::CheckRecursion(ctx);    // no call-graph cycles
-  passes::CheckLoopBounds(ctx);   // loops only over finite collections / bounded ranges
-  passes::CheckControlFlow(ctx);  // returns on every path, no unreachable code
+  auto run = [&](std::string_view name, void (*pass)(passes::PassContext&)) {
+    PhaseTimer timer(&result.timings, name);
+    pass(ctx);
+  };
+  run("declare-globals", passes::DeclareGlobals);       // top-level names, duplicates, capabilities
+  run("resolve-types", passes::ResolveTypes);           // written types → Types
+  run("resolve-names", passes::ResolveNames);           // names → locals/consts/args/...; calls
+  run("check-types", passes::CheckTypes);               // expressions, assignments, returns, methods
+  run("check-handlers", passes::CheckHandlers);         // handlers against kExtensionPoints
+  run("check-arg-schema", passes::CheckArgSchema);      // argument types, defaults, conf keys
+  run("check-recursion", passes::CheckRecursion);       // no call-graph cycles
+  run("check-loop-bounds", passes::CheckLoopBounds);    // loops only over finite collections
+  run("check-control-flow", passes::CheckControlFlow);  // returns on every path, no dead code
 
   diags.Sort();
   return result;

@@ -8,6 +8,7 @@
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
 #include "compiler/source.h"
+#include "compiler/timings.h"
 
 namespace kiln {
 
@@ -22,6 +23,7 @@ struct FrontendResult {
   // `diagnostics.HasErrors()`, the tree may be partial and must not be lowered.
   std::unique_ptr<ast::Policy> policy;
   DiagnosticList diagnostics;  // sorted by position
+  PhaseTimings timings;        // lex, parse, build-ast, then one entry per pass
   bool ok() const { return policy && !diagnostics.HasErrors(); }
 };
 

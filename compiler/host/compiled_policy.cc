@@ -1,17 +1,21 @@
 #include "compiler/host/compiled_policy.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend.h"
 #include "compiler/host/host_symbols.h"
 #include "compiler/jit/kiln_jit.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln {
 
@@ -33,8 +37,10 @@ uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
-Result<std::unique_ptr<ast::Policy>> Front(const SourceFile& source) {
+Result<std::unique_ptr<ast::Policy>> Front(const SourceFile& source,
+                                           PhaseTimings* timings = nullptr) {
   FrontendResult fe = RunFrontend(source);
+  if (timings) timings->Append(fe.timings);
   if (!fe.ok()) {
     std::string text = FormatDiagnostics(fe.diagnostics, source);
     if (!text.empty() && text.back() == '\n') text.pop_back();
@@ -56,7 +62,12 @@ struct PolicyCompiler::Impl {
   // path → (version, policy). A new version of a path replaces the entry; the old code is
   // dropped once the last session/provider using it lets go.
   std::map<std::string, std::pair<uint64_t, std::shared_ptr<const CompiledPolicy>>> cache;
-  uint64_t units = 0;
+  // Compiles under way, by path: a second request for the same version waits for the first.
+  std::map<std::string, std::pair<uint64_t, std::shared_future<CompileResult>>> in_flight;
+  std::atomic<uint64_t> units = 0;
+
+  // Front end → codegen → JIT; touches no shared state but the (thread-safe) JIT.
+  CompileResult CompileUncached(const SourceFile& source, uint64_t version);
 };
 
 PolicyCompiler::PolicyCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -88,16 +99,50 @@ size_t PolicyCompiler::CachedCount() {
 
 Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const SourceFile& source) {
   uint64_t version = Fnv1a(source.text);
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (auto it = impl_->cache.find(source.path);
-      it != impl_->cache.end() && it->second.first == version)
-    return it->second.second;
+  std::promise<CompileResult> promise;
+  {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    if (auto it = impl_->cache.find(source.path);
+        it != impl_->cache.end() && it->second.first == version)
+      return it->second.second;
+    if (auto it = impl_->in_flight.find(source.path);
+        it != impl_->in_flight.end() && it->second.first == version) {
+      std::shared_future<CompileResult> pending = it->second.second;
+      lock.unlock();
+      return pending.get();
+    }
+    impl_->in_flight[source.path] = {version, promise.get_future().share()};
+  }
+  CompileResult result = impl_->CompileUncached(source, version);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (result.ok()) impl_->cache[source.path] = {version, *result};
+    if (auto it = impl_->in_flight.find(source.path);
+        it != impl_->in_flight.end() && it->second.first == version)
+      impl_->in_flight.erase(it);
+  }
+  promise.set_value(result);
+  return result;
+}
 
+std::vector<PolicyCompiler::CompileResult> PolicyCompiler::CompileAll(
+    const std::vector<SourceFile>& sources) {
+  std::vector<CompileResult> results(sources.size(), Error{"not compiled", {}});
+  ThreadPool::Default().ParallelFor(
+      sources.size(), [&](size_t i) { results[i] = Compile(sources[i]); }, /*grain=*/1);
+  return results;
+}
+
+PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const SourceFile& source,
+                                                                    uint64_t version) {
   auto start = std::chrono::steady_clock::now();
-  auto policy = Front(source);
+  PhaseTimings timings;
+  auto policy = Front(source, &timings);
   if (!policy.ok()) return policy.error();
-  auto lowered = LowerPolicy(**policy, impl_->jit->DataLayout());
+  PhaseTimer codegen_timer(&timings, "codegen");
+  auto lowered = LowerPolicy(**policy, jit->DataLayout());
   if (!lowered.ok()) return lowered.error();
+  codegen_timer.Stop();
 
   auto compiled = std::make_shared<CompiledPolicy>();
   compiled->name = (*policy)->name;
@@ -108,8 +153,8 @@ Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const Sour
   compiled->args = lowered->args;
   std::vector<ExtensionPoint> points = lowered->points;
 
-  std::string unit_name = fmt::format("{}@{:016x}#{}", compiled->name, version, ++impl_->units);
-  auto unit = impl_->jit->AddModule(
+  std::string unit_name = fmt::format("{}@{:016x}#{}", compiled->name, version, ++units);
+  auto unit = jit->AddModule(
       llvm::orc::ThreadSafeModule(std::move(lowered->module), std::move(lowered->context)),
       unit_name);
   if (!unit) {
@@ -117,8 +162,12 @@ Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const Sour
                  SourceLocation{source.path, 0, 0}};
   }
   auto shared_unit = std::make_shared<JitUnit>(std::move(*unit));
-  KilnJit* jit = impl_->jit.get();
-  compiled->release = [jit, shared_unit] { llvm::consumeError(jit->Remove(*shared_unit)); };
+  // The first lookup materialises the unit on this thread: O2, then machine code and linking.
+  double o2_before = KilnJit::OptimizeMsOnThisThread();
+  auto jit_start = std::chrono::steady_clock::now();
+  compiled->release = [jit = jit.get(), shared_unit] {
+    llvm::consumeError(jit->Remove(*shared_unit));
+  };
 
   auto lookup = [&](const std::string& symbol) -> Result<void*> {
     auto addr = jit->Lookup(*shared_unit, symbol);
@@ -138,13 +187,25 @@ Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const Sour
   auto defaults = lookup(kArgsDefaultSymbol);
   if (!defaults.ok()) return defaults.error();
   compiled->args_default = reinterpret_cast<void (*)(void*, PolicyContext*)>(*defaults);
+  double o2_ms = KilnJit::OptimizeMsOnThisThread() - o2_before;
+  timings.Add("o2", o2_ms);
+  timings.Add("machine-code", std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - jit_start)
+                                      .count() -
+                                  o2_ms);
   compiled->ast = std::move(*policy);
   compiled->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (TimingsRequested()) {
+    fmt::print(stderr, "kiln: compiled {} in {:.2f} ms: {}\n", source.path, compiled->compile_ms,
+               timings.Format());
+  } else {
+    spdlog::debug("compiled {} in {:.2f} ms: {}", source.path, compiled->compile_ms,
+                  timings.Format());
+  }
+  compiled->timings = std::move(timings);
 
-  std::shared_ptr<const CompiledPolicy> result = std::move(compiled);
-  impl_->cache[source.path] = {version, result};
-  return result;
+  return std::shared_ptr<const CompiledPolicy>(std::move(compiled));
 }
 
 Result<std::string> PolicyCompiler::EmitIr(const SourceFile& source) {

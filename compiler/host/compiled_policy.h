@@ -20,6 +20,7 @@
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
 #include "compiler/source.h"
+#include "compiler/timings.h"
 #include "runtime/conf.h"
 #include "runtime/extension_points.h"
 #include "runtime/status.h"
@@ -39,6 +40,7 @@ struct CompiledPolicy {
   uint64_t args_align = 8;
   std::vector<ArgSlot> args;
   double compile_ms = 0;  // front end + codegen + JIT, for the benchmark and logs
+  PhaseTimings timings;   // its phases (compiler/timings.h): front end, codegen, o2, machine-code
 
   CompiledPolicy() = default;
   ~CompiledPolicy();
@@ -68,9 +70,18 @@ class PolicyCompiler {
   // The process-wide compiler (creates the JIT on first use).
   static Result<PolicyCompiler*> Global();
 
+  using CompileResult = Result<std::shared_ptr<const CompiledPolicy>>;
+
   // Front end → codegen → JIT, cached by (path, text). Front-end diagnostics come back as one
-  // Error whose message holds them formatted (file:line:col, source line, caret).
-  Result<std::shared_ptr<const CompiledPolicy>> Compile(const SourceFile& source);
+  // Error whose message holds them formatted (file:line:col, source line, caret). Thread-safe:
+  // different policies compile in parallel; a second request for a policy being compiled waits
+  // for the first.
+  CompileResult Compile(const SourceFile& source);
+
+  // Compile() for each source, several at once on the default thread pool (each policy has its
+  // own LLVM context and JIT unit); results in the order of `sources`. A conf's policies compile
+  // in about the time of the slowest one instead of the sum.
+  std::vector<CompileResult> CompileAll(const std::vector<SourceFile>& sources);
 
   // Optimised IR of a policy, as the JIT would compile it (`kiln compile --emit=llvm`).
   static Result<std::string> EmitIr(const SourceFile& source);

@@ -2,7 +2,9 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -10,6 +12,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -25,8 +28,19 @@ void InitializeNativeTargetOnce() {
 
 namespace {
 
+thread_local double o2_ms_on_thread = 0;
+
 // The new-PassManager O2 pipeline, tuned for the host (TTI decides vector widths and costs).
 llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
+  auto start = std::chrono::steady_clock::now();
+  struct Account {
+    std::chrono::steady_clock::time_point start;
+    ~Account() {
+      o2_ms_on_thread +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+    }
+  } account{start};
   if (llvm::verifyModule(module, &llvm::errs()))
     return llvm::make_error<llvm::StringError>("invalid IR in module " + module.getName().str(),
                                                llvm::inconvertibleErrorCode());
@@ -53,6 +67,66 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
   return jtmb->createTargetMachine();
 }
 
+// TargetMachines are not thread-safe, and creating one costs about as much as compiling a small
+// function; several policies may be optimised and compiled at once (PolicyCompiler::CompileAll),
+// so each compile borrows one from this pool and returns it.
+class TargetMachinePool {
+ public:
+  class Lease {
+   public:
+    Lease(TargetMachinePool* pool, std::unique_ptr<llvm::TargetMachine> tm)
+        : pool_(pool), tm_(std::move(tm)) {}
+    ~Lease() {
+      std::lock_guard<std::mutex> lock(pool_->mu_);
+      pool_->idle_.push_back(std::move(tm_));
+    }
+    llvm::TargetMachine* get() const { return tm_.get(); }
+
+   private:
+    TargetMachinePool* pool_;
+    std::unique_ptr<llvm::TargetMachine> tm_;
+  };
+
+  explicit TargetMachinePool(llvm::orc::JITTargetMachineBuilder jtmb) : jtmb_(std::move(jtmb)) {}
+
+  llvm::Expected<std::unique_ptr<Lease>> Borrow() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        auto tm = std::move(idle_.back());
+        idle_.pop_back();
+        return std::make_unique<Lease>(this, std::move(tm));
+      }
+    }
+    auto tm = jtmb_.createTargetMachine();
+    if (!tm) return tm.takeError();
+    return std::make_unique<Lease>(this, std::move(*tm));
+  }
+
+ private:
+  llvm::orc::JITTargetMachineBuilder jtmb_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> idle_;
+};
+
+// Machine code for a module, with a pooled TargetMachine so compiles may run concurrently
+// (LLJIT's default compiler owns a single TargetMachine).
+class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+ public:
+  explicit PooledIrCompiler(llvm::orc::JITTargetMachineBuilder jtmb)
+      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
+        pool_(std::move(jtmb)) {}
+
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    auto lease = pool_.Borrow();
+    if (!lease) return lease.takeError();
+    return llvm::orc::SimpleCompiler(*(*lease)->get())(m);
+  }
+
+ private:
+  TargetMachinePool pool_;
+};
+
 // Calls LLVM may emit on its own (struct copies, zero-initialisation, libm folds); JIT'd code
 // gets them from here rather than from a process-wide symbol search.
 std::vector<HostSymbol> CompilerRuntimeSymbols() {
@@ -70,23 +144,29 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
   InitializeNativeTargetOnce();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return jtmb.takeError();
-  auto lljit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  auto lljit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(*jtmb)
+          .setCompileFunctionCreator(
+              [](llvm::orc::JITTargetMachineBuilder jtmb)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                return std::make_unique<PooledIrCompiler>(std::move(jtmb));
+              })
+          .create();
   if (!lljit) return lljit.takeError();
   std::unique_ptr<KilnJit> jit(new KilnJit(std::move(*lljit)));
 
-  auto tm = HostTargetMachine();
-  if (!tm) return tm.takeError();
-  // The transform owns the TargetMachine; the mutex keeps it safe if ORC ever compiles on
-  // several threads.
-  auto shared_tm = std::shared_ptr<llvm::TargetMachine>(std::move(*tm));
-  auto tm_mutex = std::make_shared<std::mutex>();
+  // O2 as the IR transform, with the same pooled TargetMachines (tuned as HostTargetMachine).
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Default);
+  auto o2_machines = std::make_shared<TargetMachinePool>(std::move(*jtmb));
   jit->jit_->getIRTransformLayer().setTransform(
-      [shared_tm, tm_mutex](llvm::orc::ThreadSafeModule tsm,
-                            const llvm::orc::MaterializationResponsibility&)
+      [o2_machines](llvm::orc::ThreadSafeModule tsm,
+                    const llvm::orc::MaterializationResponsibility&)
           -> llvm::Expected<llvm::orc::ThreadSafeModule> {
-        std::lock_guard<std::mutex> lock(*tm_mutex);
+        auto lease = o2_machines->Borrow();
+        if (!lease) return lease.takeError();
         llvm::Error err = tsm.withModuleDo(
-            [&](llvm::Module& m) { return RunO2(m, shared_tm.get()); });
+            [&](llvm::Module& m) { return RunO2(m, (*lease)->get()); });
         if (err) return std::move(err);
         return std::move(tsm);
       });
@@ -147,6 +227,8 @@ llvm::Error KilnJit::Remove(JitUnit& unit) {
   unit.tracker = nullptr;
   return llvm::joinErrors(std::move(err), std::move(err2));
 }
+
+double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
 
 const llvm::DataLayout& KilnJit::DataLayout() const { return jit_->getDataLayout(); }
 

@@ -54,6 +54,10 @@ class KilnJit {
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);
 
+  // Milliseconds the O2 pipeline has run on the calling thread so far. Units materialise on the
+  // thread that looks them up, so the difference around a first Lookup is that unit's O2 time.
+  static double OptimizeMsOnThisThread();
+
  private:
   explicit KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit);
 

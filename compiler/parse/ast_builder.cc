@@ -5,14 +5,15 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "PolicyParser.h"
+#include "PolicyFastParser.h"
 #include "compiler/parse/literals.h"
 
 namespace kiln {
 
 namespace {
 
-using P = grammar::PolicyParser;
+// The tree comes from the left-factored parser (grammar/PolicyFastParser.g4).
+using P = grammar::PolicyFastParser;
 using namespace ast;
 
 SourcePos StartOf(antlr4::Token* t) {
@@ -260,10 +261,10 @@ class Builder {
   // ---- expressions ----
   ExprPtr Expr(P::ExprContext* c) {
     DepthGuard g(this, RangeOf(c));
-    if (auto* e = dynamic_cast<P::ConditionalOpContext*>(c))
-      return std::make_unique<Conditional>(RangeOf(c), Coalesce(e->cond), Expr(e->then),
-                                           Expr(e->otherwise));
-    return Coalesce(dynamic_cast<P::PlainExprContext*>(c)->value);
+    if (c->then)
+      return std::make_unique<Conditional>(RangeOf(c), Coalesce(c->cond), Expr(c->then),
+                                           Expr(c->otherwise));
+    return Coalesce(c->cond);
   }
 
   ExprPtr Bin(antlr4::ParserRuleContext* c, BinaryOp op, ExprPtr l, ExprPtr r) {
@@ -272,9 +273,8 @@ class Builder {
 
   ExprPtr Coalesce(P::CoalesceContext* c) {
     DepthGuard g(this, RangeOf(c));
-    if (auto* e = dynamic_cast<P::CoalesceOpContext*>(c))
-      return Bin(c, BinaryOp::Coalesce, Or(e->left), Coalesce(e->right));
-    return Or(dynamic_cast<P::PlainCoalesceContext*>(c)->value);
+    if (c->right) return Bin(c, BinaryOp::Coalesce, Or(c->left), Coalesce(c->right));
+    return Or(c->left);
   }
 
   ExprPtr Or(P::OrExprContext* c) {
@@ -299,8 +299,8 @@ class Builder {
 
   ExprPtr Relation(P::RelationContext* c) {
     DepthGuard g(this, RangeOf(c));
-    if (auto* e = dynamic_cast<P::CompareContext*>(c)) {
-      std::string op = e->op->getText();
+    if (c->right) {
+      std::string op = c->op->getText();
       BinaryOp b = op == "==" ? BinaryOp::Eq
                    : op == "!=" ? BinaryOp::Ne
                    : op == "<"  ? BinaryOp::Lt
@@ -308,9 +308,9 @@ class Builder {
                    : op == ">"  ? BinaryOp::Gt
                    : op == ">=" ? BinaryOp::Ge
                                 : BinaryOp::In;
-      return Bin(c, b, Additive(e->left), Additive(e->right));
+      return Bin(c, b, Additive(c->left), Additive(c->right));
     }
-    return Additive(dynamic_cast<P::PlainRelationContext*>(c)->value);
+    return Additive(c->left);
   }
 
   ExprPtr Additive(P::AdditiveContext* c) {
@@ -377,7 +377,7 @@ class Builder {
       diags_.Error(RangeOf(e->callee), "only named functions and methods can be called");
       return std::make_unique<NoneLit>(r);
     }
-    if (auto* g = dynamic_cast<P::GeneratorArgContext*>(e->args)) {
+    if (e->args && e->args->gen) {
       Aggregate agg;
       if (name == "sum") agg = Aggregate::Sum;
       else if (name == "count") agg = Aggregate::Count;
@@ -394,12 +394,12 @@ class Builder {
         return std::make_unique<NoneLit>(r);
       }
       if (receiver) diags_.Error(name_range, fmt::format("`{}` is not a method", name));
-      return Comprehend(r, agg, g->element, g->gen);
+      return Comprehend(r, agg, e->args->args.front(), e->args->gen);
     }
     auto call = std::make_unique<ast::Call>(r, name, name_range);
     call->receiver = std::move(receiver);
-    if (auto* a = dynamic_cast<P::PositionalArgsContext*>(e->args))
-      for (auto* x : a->args) call->args.push_back(Expr(x));
+    if (e->args)
+      for (auto* x : e->args->args) call->args.push_back(Expr(x));
     return call;
   }
 
@@ -464,9 +464,8 @@ class Builder {
       auto inner = Expr(e->inner);
       return inner;
     }
-    if (auto* e = dynamic_cast<P::ListComprehensionContext*>(c))
-      return Comprehend(r, Aggregate::List, e->element, e->gen);
     if (auto* e = dynamic_cast<P::ListLitContext*>(c)) {
+      if (e->gen) return Comprehend(r, Aggregate::List, e->elements.front(), e->gen);
       auto out = std::make_unique<ListLit>(r);
       for (auto* x : e->elements) out->elements.push_back(Expr(x));
       return out;

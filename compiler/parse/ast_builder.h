@@ -8,9 +8,6 @@
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
 
-namespace kiln::grammar {
-class PolicyParser;
-}
 
 namespace kiln {
 
@@ -19,7 +16,8 @@ struct AstBuildOptions {
   int reported_limit = 256;   // the source-level limit named in the diagnostic
 };
 
-// `tree` is a PolicyParser::PolicyFileContext*. Returns null when the depth limit was exceeded.
+// `tree` is a PolicyFastParser::PolicyFileContext* (grammar/PolicyFastParser.g4). Returns null
+// when the depth limit was exceeded.
 std::unique_ptr<ast::Policy> BuildAst(void* tree, const std::string& path,
                                       const AstBuildOptions& options, DiagnosticList& diags);
 

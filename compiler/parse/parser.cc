@@ -1,4 +1,5 @@
-// Parsing: size limit → lexing → nesting pre-scan → ANTLR parse with our error listener → AST.
+// Parsing: size limit → lexing → nesting pre-scan → fast parse → AST; on a syntax error, the
+// reference parse with our error listener reports it.
 //
 // ANTLR's generated parser recurses once per grammar rule, so `((((...))))` 100,000 deep would
 // overflow the stack before any rule could object. The pre-scan walks the token stream (flat, no
@@ -8,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <vector>
 
+#include "PolicyFastParser.h"
 #include "PolicyLexer.h"
 #include "PolicyParser.h"
 #include "antlr4-runtime.h"
@@ -162,14 +165,26 @@ bool CheckUtf8(std::string_view text, DiagnosticList& diags) {
 
 namespace {
 std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
-                                          DiagnosticList& diags);
+                                          DiagnosticList& diags, PhaseTimings* timings);
+}  // namespace
+
+// Parsers of one grammar share its DFA cache, and the ANTLR 4.9 runtime is not known to be safe
+// when several threads grow it at once; policies compile in parallel (PolicyCompiler::
+// CompileAll), so parses take turns. A parse is a millisecond or two; the rest of a compile runs
+// concurrently.
+namespace {
+std::mutex& ParserMutex() {
+  static std::mutex mu;
+  return mu;
+}
 }  // namespace
 
 std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
-                                         DiagnosticList& diags) {
+                                         DiagnosticList& diags, PhaseTimings* timings) {
+  std::lock_guard<std::mutex> lock(ParserMutex());
   // The ANTLR runtime reports some conditions by throwing; none may escape the front end.
   try {
-    return ParseChecked(source, limits, diags);
+    return ParseChecked(source, limits, diags, timings);
   } catch (const std::exception& e) {
     diags.Error({{1, 1}, {1, 1}}, fmt::format("the parser failed on this input: {}", e.what()));
     return nullptr;
@@ -177,14 +192,34 @@ std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const Fronten
 }
 
 namespace {
+// Parses with the left-factored grammar: SLL first, full LL only when SLL fails, both bailing
+// out at the first syntax error without reporting it. Null when the input has a syntax error.
+grammar::PolicyFastParser::PolicyFileContext* FastParse(grammar::PolicyFastParser& parser,
+                                                        antlr4::CommonTokenStream& tokens) {
+  parser.removeErrorListeners();
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  auto* atn = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
+  for (auto mode : {antlr4::atn::PredictionMode::SLL, antlr4::atn::PredictionMode::LL}) {
+    atn->setPredictionMode(mode);
+    try {
+      return parser.policyFile();
+    } catch (const antlr4::ParseCancellationException&) {
+      tokens.seek(0);
+      parser.reset();
+    }
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
-                                          DiagnosticList& diags) {
+                                          DiagnosticList& diags, PhaseTimings* timings) {
   if (source.text.size() > limits.max_source_bytes) {
     diags.Error({{1, 1}, {1, 1}},
                 fmt::format("file is too large ({} bytes; the limit is {} bytes)",
                             source.text.size(), limits.max_source_bytes));
     return nullptr;
   }
+  PhaseTimer lex_timer(timings, "lex");
   if (!CheckUtf8(source.text, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text);
   grammar::PolicyLexer lexer(&input);
@@ -194,11 +229,31 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   if (!ScanNesting(tokens.getTokens(), limits.max_nesting, diags)) return nullptr;
+  lex_timer.Stop();
 
+  AstBuildOptions options;
+  options.max_depth = limits.max_nesting * 16;
+  options.reported_limit = limits.max_nesting;
+
+  // 1. The fast grammar (grammar/PolicyFastParser.g4): same language, decisions of a token or
+  //    two. A file it accepts has no syntax errors.
+  PhaseTimer parse_timer(timings, "parse");
+  if (listener.count() == 0) {
+    grammar::PolicyFastParser fast(&tokens);
+    if (auto* tree = FastParse(fast, tokens)) {
+      parse_timer.Stop();
+      PhaseTimer build_timer(timings, "build-ast");
+      return BuildAst(tree, source.path, options, diags);
+    }
+  }
+
+  // 2. The input has a syntax error: the reference grammar finds and reports it, so diagnostics
+  //    are exactly Policy.g4's. Two-stage parsing again: SLL first, full LL only when SLL fails
+  //    (as cel-cpp does).
+  tokens.seek(0);
   grammar::PolicyParser parser(&tokens);
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);
-  // Two-stage parsing: the fast SLL mode first, full LL only when SLL fails (as cel-cpp does).
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::SLL);
   auto bail = std::make_shared<antlr4::BailErrorStrategy>();
@@ -218,11 +273,35 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
     tree = parser.policyFile();
   }
   if (listener.count() > 0 || parser.getNumberOfSyntaxErrors() > 0) return nullptr;
-  AstBuildOptions options;
-  options.max_depth = limits.max_nesting * 16;
-  options.reported_limit = limits.max_nesting;
-  return BuildAst(tree, source.path, options, diags);
+  // Only reachable if the two grammars disagree about the language (FrontendFastParser.* tests
+  // that they do not).
+  diags.Error({{1, 1}, {1, 1}},
+              "internal compiler error: grammar/PolicyFastParser.g4 rejects this file but "
+              "grammar/Policy.g4 accepts it; the two grammars are out of step");
+  return nullptr;
 }
 }  // namespace
+
+GrammarVerdicts ParseWithBothGrammars(std::string_view text) {
+  std::lock_guard<std::mutex> lock(ParserMutex());
+  GrammarVerdicts verdicts;
+  DiagnosticList ignored;
+  if (!CheckUtf8(text, ignored)) return verdicts;
+  antlr4::ANTLRInputStream input(text.data(), text.size());
+  grammar::PolicyLexer lexer(&input);
+  lexer.removeErrorListeners();
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  grammar::PolicyFastParser fast(&tokens);
+  verdicts.fast = FastParse(fast, tokens) != nullptr;
+  tokens.seek(0);
+  grammar::PolicyParser reference(&tokens);
+  reference.removeErrorListeners();
+  reference.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  reference.policyFile();
+  verdicts.reference = reference.getNumberOfSyntaxErrors() == 0;
+  return verdicts;
+}
 
 }  // namespace kiln

@@ -1,0 +1,130 @@
+// Compile time of the shipped policies, by phase and in total (issue #4: every built-in compiled
+// and JIT'd together well under a second). Run on a quiet machine, or compare CPU times:
+//   kiln_bench --benchmark_filter='Frontend|Compile' --benchmark_repetitions=5 \
+//              --benchmark_report_aggregates_only=true
+// KILN_TIMINGS=1 additionally prints each compile's phases (lex, parse, passes, codegen, o2,
+// machine code) to stderr.
+//
+// Every iteration compiles under a fresh path so the compile cache never answers; the ANTLR DFA
+// cache and LLVM's one-time initialisation stay warm after the first iteration, as in a
+// long-running scheduler (the first compile of a process pays for them once; `kiln simulate`
+// start-up does).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "compiler/builtin_policies.h"
+#include "compiler/frontend.h"
+#include "compiler/host/compiled_policy.h"
+
+namespace kiln {
+namespace {
+
+std::atomic<int> fresh{0};
+
+SourceFile Fresh(const BuiltinPolicy& b) {
+  return SourceFile{"compile-bench/" + std::to_string(fresh++) + "/" + std::string(b.path),
+                    std::string(b.text)};
+}
+
+// The plugins of Volcano's default scheduler.conf (examples/conf/volcano-default.conf).
+const std::vector<std::string> kVolcanoDefault = {"priority", "gang",       "conformance",
+                                                  "overcommit", "drf",      "predicates",
+                                                  "proportion", "nodeorder"};
+
+std::vector<SourceFile> FreshSources(const std::vector<std::string>& names) {
+  std::vector<SourceFile> out;
+  for (const std::string& n : names) out.push_back(Fresh(*FindBuiltinPolicy(n)));
+  return out;
+}
+
+std::vector<std::string> AllBuiltinNames() {
+  std::vector<std::string> out;
+  for (const auto& b : BuiltinPolicies()) out.emplace_back(b.name);
+  return out;
+}
+
+void BM_Frontend(benchmark::State& state, std::string name) {
+  const BuiltinPolicy* b = FindBuiltinPolicy(name);
+  SourceFile source{std::string(b->path), std::string(b->text)};
+  for (auto _ : state) {
+    FrontendResult r = RunFrontend(source);
+    if (!r.ok()) state.SkipWithError("front end failed");
+    benchmark::DoNotOptimize(r.policy.get());
+  }
+}
+
+void BM_Compile(benchmark::State& state, std::string name) {
+  auto* compiler = *PolicyCompiler::Global();
+  const BuiltinPolicy* b = FindBuiltinPolicy(name);
+  for (auto _ : state) {
+    auto p = compiler->Compile(Fresh(*b));
+    if (!p.ok()) state.SkipWithError(p.error().message.c_str());
+  }
+}
+
+// One after the other, as a conf's plugins are prepared today.
+void BM_CompileSequential(benchmark::State& state, std::vector<std::string> names) {
+  auto* compiler = *PolicyCompiler::Global();
+  for (auto _ : state) {
+    for (const SourceFile& s : FreshSources(names)) {
+      auto p = compiler->Compile(s);
+      if (!p.ok()) state.SkipWithError(p.error().message.c_str());
+    }
+  }
+  state.counters["policies"] = static_cast<double>(names.size());
+}
+
+// All at once on the default thread pool (KILN_THREADS sets its size).
+void BM_CompileAll(benchmark::State& state, std::vector<std::string> names) {
+  auto* compiler = *PolicyCompiler::Global();
+  for (auto _ : state) {
+    for (auto& p : compiler->CompileAll(FreshSources(names)))
+      if (!p.ok()) state.SkipWithError(p.error().message.c_str());
+  }
+  state.counters["policies"] = static_cast<double>(names.size());
+}
+
+#define KILN_POLICY_BENCH(policy)                                                            \
+  BENCHMARK_CAPTURE(BM_Frontend, policy, std::string(#policy))->Unit(benchmark::kMillisecond); \
+  BENCHMARK_CAPTURE(BM_Compile, policy, std::string(#policy))                                 \
+      ->Unit(benchmark::kMillisecond)                                                         \
+      ->Iterations(5)
+
+KILN_POLICY_BENCH(gang);
+KILN_POLICY_BENCH(priority);
+KILN_POLICY_BENCH(conformance);
+KILN_POLICY_BENCH(cdp);
+KILN_POLICY_BENCH(drf);
+KILN_POLICY_BENCH(proportion);
+KILN_POLICY_BENCH(nodeorder);
+KILN_POLICY_BENCH(predicates);
+KILN_POLICY_BENCH(binpack);
+KILN_POLICY_BENCH(overcommit);
+BENCHMARK_CAPTURE(BM_Frontend, resource_strategy_fit, std::string("resource-strategy-fit"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Compile, resource_strategy_fit, std::string("resource-strategy-fit"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+BENCHMARK_CAPTURE(BM_CompileSequential, volcano_default, kVolcanoDefault)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAll, volcano_default, kVolcanoDefault)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileSequential, all_builtins, AllBuiltinNames())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAll, all_builtins, AllBuiltinNames())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kiln
