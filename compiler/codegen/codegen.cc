@@ -18,6 +18,7 @@
 
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
+#include "compiler/passes/walk.h"
 #include "runtime/abi.h"
 #include "runtime/model.h"
 #include "runtime/resource.h"
@@ -630,23 +631,44 @@ class Lowering {
     if (const auto* index = ast::As<ast::Index>(&target)) {
       const Type* mt = index->operand->type;
       if (!IsKind(mt, TypeKind::Map)) Fail(&a, "indexed assignment into a non-map");
-      Value* map = Emit(*index->operand);
+      Value* map = EmitMapForWrite(*index->operand);
       Value* key = Emit(*index->index);
       const Type* vt = mt->elem;
       llvm::Type* vty = Ty(vt);
       Value* old = nullptr;
-      if (a.op != ast::AssignOp::Set)
-        old = b_.CreateLoad(vty, MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt));
+      Value* slot = nullptr;
+      if (a.op != ast::AssignOp::Set) {
+        slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
+        old = b_.CreateLoad(vty, slot);
+      }
       Value* nv = combine(old, vt);
       // A slot pointer moves when its map grows, and evaluating the right-hand side may grow this
-      // map (a nested index that inserts, a policy function writing state). So the slot is looked
-      // up only after the right-hand side is evaluated, right before the store.
-      Value* slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
+      // map (a policy function writing state inserts). Then the slot is looked up again after the
+      // right-hand side, right before the store; otherwise the first lookup is still valid.
+      if (!slot || CallsPolicyFunction(*a.value))
+        slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
       bool into_state = RootIsState(*index->operand);
       b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
       return;
     }
     Fail(&a, "unsupported assignment target");
+  }
+
+  // The map an indexed assignment writes into: `m` itself, or for `m[a][b] = v` the inner map
+  // `m[a]`, inserted empty when missing, so that the write lands in `m` and not in a temporary
+  // zero value. An inner map created under state lives in the session arena, like its root.
+  Value* EmitMapForWrite(const ast::Expr& e) {
+    const auto* inner = ast::As<ast::Index>(&e);
+    if (!inner || !IsKind(inner->operand->type, TypeKind::Map)) return Emit(e);
+    Value* outer = EmitMapForWrite(*inner->operand);
+    Value* key = Emit(*inner->index);
+    bool in_state = RootIsState(e);
+    Value* prev = in_state ? CallRt("kiln_rt_set_arena", ptr_, {CtxField(kCtxSessionArena, ptr_)})
+                           : nullptr;
+    Value* slot = MapSlot(inner->operand->type, outer, key, inner->index->type, /*insert=*/true,
+                          e.type);
+    if (prev) CallRt("kiln_rt_set_arena", ptr_, {prev});
+    return b_.CreateLoad(ptr_, slot);
   }
 
   bool RootIsState(const ast::Expr& e) {
@@ -655,24 +677,108 @@ class Lowering {
     return false;
   }
 
+  // Whether evaluating `e` may call a policy function (which may insert into a state map and so
+  // move the slots of that map). Standard-library natives never write policy maps.
+  static bool CallsPolicyFunction(const ast::Expr& e) {
+    bool calls = false;
+    passes::Walker w;
+    w.on_expr = [&](ast::Expr* x) {
+      if (const auto* c = ast::As<ast::Call>(x); c && c->call == ast::CallKind::Function)
+        calls = true;
+    };
+    w.Expr(const_cast<ast::Expr*>(&e));
+    return calls;
+  }
+
+  // `kiln.map.find_i(map, key, value_size)`: the value slot of an int key, or null. Small maps
+  // (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
+  // past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
+  // value size folds to a constant.
+  Function* MapFindIntFn() {
+    if (map_find_i_) return map_find_i_;
+    auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                                Function::InternalLinkage, "kiln.map.find_i", m_);
+    fn->addFnAttr(llvm::Attribute::AlwaysInline);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> b(ctx_);
+    Value* map = fn->getArg(0);
+    Value* key = fn->getArg(1);
+    Value* value_size = fn->getArg(2);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* scan = BasicBlock::Create(ctx_, "scan", fn);
+    auto* loop = BasicBlock::Create(ctx_, "loop", fn);
+    auto* body = BasicBlock::Create(ctx_, "body", fn);
+    auto* next = BasicBlock::Create(ctx_, "next", fn);
+    auto* found = BasicBlock::Create(ctx_, "found", fn);
+    auto* missing = BasicBlock::Create(ctx_, "missing", fn);
+    auto* hashed = BasicBlock::Create(ctx_, "hashed", fn);
+    b.SetInsertPoint(entry);
+    Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
+    b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
+    b.SetInsertPoint(hashed);
+    llvm::FunctionCallee host = m_.getOrInsertFunction(
+        "kiln_rt_map_find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_}, false));
+    b.CreateRet(b.CreateCall(host, {map, key}));
+    b.SetInsertPoint(scan);
+    Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2);
+    i->addIncoming(b.getInt64(0), scan);
+    b.CreateCondBr(b.CreateICmpSLT(i, size), body, missing);
+    b.SetInsertPoint(body);
+    Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, i));
+    b.CreateCondBr(b.CreateICmpEQ(k, key), found, next);
+    b.SetInsertPoint(next);
+    Value* i1 = b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    i->addIncoming(i1, next);
+    b.CreateBr(loop);
+    b.SetInsertPoint(found);
+    Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
+    b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(i, value_size)));
+    b.SetInsertPoint(missing);
+    b.CreateRet(llvm::ConstantPointerNull::get(ptr_));
+    map_find_i_ = fn;
+    return fn;
+  }
+
   // Slot of `key` in a map (inserting the value type's zero value when asked), or null.
   Value* MapSlot(const Type* mt, Value* map, Value* key, const Type* key_type, bool insert,
                  const Type* vt) {
     bool string_key = IsKind(mt->key, TypeKind::String);
+    Value* value_size = b_.getInt64(static_cast<int64_t>(SizeOf(Ty(vt))));
     if (!insert) {
       if (string_key)
         return CallRt("kiln_rt_map_find_s", ptr_,
                       {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1})});
-      return CallRt("kiln_rt_map_find_i", ptr_, {map, KeyInt(key, key_type)});
+      return b_.CreateCall(MapFindIntFn(), {map, KeyInt(key, key_type), value_size});
     }
     Value* inserted = Alloca(i8_);
-    Value* slot =
-        string_key
-            ? CallRt("kiln_rt_map_slot_s", ptr_,
-                     {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1}),
-                      inserted},
-                     true)
-            : CallRt("kiln_rt_map_slot_i", ptr_, {map, KeyInt(key, key_type), inserted}, true);
+    Value* slot = nullptr;
+    if (string_key) {
+      slot = CallRt("kiln_rt_map_slot_s", ptr_,
+                    {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1}),
+                     inserted},
+                    true);
+    } else {
+      // Found inline, or inserted by the host (which may grow the map, so it allocates).
+      Value* k = KeyInt(key, key_type);
+      Value* found = b_.CreateCall(MapFindIntFn(), {map, k, value_size});
+      b_.CreateStore(b_.getInt8(0), inserted);
+      BasicBlock* pre = b_.GetInsertBlock();
+      BasicBlock* miss = BasicBlock::Create(ctx_, "map.insert", fn_);
+      BasicBlock* join = BasicBlock::Create(ctx_, "map.slot", fn_);
+      b_.CreateCondBr(b_.CreateIsNull(found), miss, join);
+      b_.SetInsertPoint(miss);
+      Value* added = CallRt("kiln_rt_map_slot_i", ptr_, {map, k, inserted}, true);
+      BasicBlock* miss_end = b_.GetInsertBlock();
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      llvm::PHINode* phi = b_.CreatePHI(ptr_, 2);
+      phi->addIncoming(found, pre);
+      phi->addIncoming(added, miss_end);
+      slot = phi;
+    }
     // Zero-filled bytes are the zero value of every type except those with a non-null zero.
     if (vt->kind == TypeKind::Resource || vt->kind == TypeKind::Map ||
         vt->kind == TypeKind::TaskStatus || vt->kind == TypeKind::Validation ||
@@ -2098,9 +2204,70 @@ class Lowering {
   }
 
   void MarkSelected(Value* items, Value* n, Value* chosen, Value* selected) {
-    CallRt("kiln_host_mark_selected", b_.getVoidTy(),
-           {items, n, b_.CreateExtractValue(chosen, {0}), b_.CreateExtractValue(chosen, {1}),
-            selected});
+    b_.CreateCall(MarkSelectedFn(), {items, n, b_.CreateExtractValue(chosen, {0}),
+                                     b_.CreateExtractValue(chosen, {1}), selected});
+  }
+
+  // `kiln.mark_selected(items, n, chosen, m, selected)`: selected[i] = 1 for every candidate in
+  // the chosen list. Chosen lists are almost always built in candidate order (a filter, or an
+  // append loop over the candidates), so one merge pass marks them without a host call or a hash
+  // set; when the list is not an ordered subsequence, the host marks the rest (marking twice is
+  // harmless).
+  Function* MarkSelectedFn() {
+    if (mark_selected_) return mark_selected_;
+    auto* fn = Function::Create(
+        llvm::FunctionType::get(b_.getVoidTy(), {ptr_, i64_, ptr_, i64_, ptr_}, false),
+        Function::InternalLinkage, "kiln.mark_selected", m_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> b(ctx_);
+    Value* items = fn->getArg(0);
+    Value* n = fn->getArg(1);
+    Value* chosen = fn->getArg(2);
+    Value* m = fn->getArg(3);
+    Value* selected = fn->getArg(4);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* loop = BasicBlock::Create(ctx_, "loop", fn);
+    auto* check = BasicBlock::Create(ctx_, "check", fn);
+    auto* mark = BasicBlock::Create(ctx_, "mark", fn);
+    auto* next = BasicBlock::Create(ctx_, "next", fn);
+    auto* done = BasicBlock::Create(ctx_, "done", fn);
+    auto* rest = BasicBlock::Create(ctx_, "rest", fn);
+    auto* out = BasicBlock::Create(ctx_, "out", fn);
+    b.SetInsertPoint(entry);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2);
+    llvm::PHINode* j = b.CreatePHI(i64_, 2);
+    i->addIncoming(b.getInt64(0), entry);
+    j->addIncoming(b.getInt64(0), entry);
+    b.CreateCondBr(b.CreateAnd(b.CreateICmpSLT(i, n), b.CreateICmpSLT(j, m)), check, done);
+    b.SetInsertPoint(check);
+    Value* c = b.CreateLoad(ptr_, b.CreateGEP(ptr_, items, i));
+    Value* want = b.CreateLoad(ptr_, b.CreateGEP(ptr_, chosen, j));
+    b.CreateCondBr(b.CreateICmpEQ(c, want), mark, next);
+    b.SetInsertPoint(mark);
+    b.CreateStore(b.getInt8(1), b.CreateGEP(i8_, selected, i));
+    Value* j_marked = b.CreateAdd(j, b.getInt64(1));
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    llvm::PHINode* j2 = b.CreatePHI(i64_, 2);
+    j2->addIncoming(j, check);
+    j2->addIncoming(j_marked, mark);
+    i->addIncoming(b.CreateAdd(i, b.getInt64(1)), next);
+    j->addIncoming(j2, next);
+    b.CreateBr(loop);
+    b.SetInsertPoint(done);
+    b.CreateCondBr(b.CreateICmpSLT(j, m), rest, out);
+    b.SetInsertPoint(rest);
+    llvm::FunctionCallee host = m_.getOrInsertFunction(
+        "kiln_host_mark_selected",
+        llvm::FunctionType::get(b.getVoidTy(), {ptr_, i64_, ptr_, i64_, ptr_}, false));
+    b.CreateCall(host, {items, n, chosen, m, selected});
+    b.CreateBr(out);
+    b.SetInsertPoint(out);
+    b.CreateRetVoid();
+    mark_selected_ = fn;
+    return fn;
   }
 
   // "kiln.state_init"(ctx): state in the session arena, initialised in declaration order.
@@ -2156,6 +2323,8 @@ class Lowering {
   llvm::StructType* state_ty_ = nullptr;
   llvm::StructType* args_ty_ = nullptr;
   llvm::GlobalVariable* empty_resource_ = nullptr;
+  Function* map_find_i_ = nullptr;
+  Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;
   std::map<const ast::StateDecl*, unsigned> state_index_;
   std::map<const ast::ArgDecl*, unsigned> arg_index_;

@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -18,76 +21,148 @@
 
 namespace kiln {
 
-// Insertion-ordered map from int or string keys to fixed-size value slots. Slots live in one
-// growing byte vector; the returned slot pointer is valid until the next insertion. Policy maps
-// are usually tiny (one entry per job or queue touched by a call), so lookups scan the key vector
-// until the map outgrows kLinearLimit and only then build a hash index.
+// Insertion-ordered map from int or string keys to fixed-size value slots, living entirely in
+// the arena it was created in (keys, values and index are arena memory: no malloc per call, no
+// destructor, and a call's maps count against its memory budget). The returned slot pointer is
+// valid until the next insertion. Policy maps are usually tiny (one entry per job or queue a call
+// touches), so lookups scan the keys until the map outgrows kLinearLimit and only then build an
+// open-addressing index.
+//
+// JIT'd code scans small int-keyed maps inline (codegen's `kiln.map.find_i`): it reads `size`,
+// `int_keys` and `values` at the offsets asserted below, and calls kiln_rt_map_find_i only when
+// size > kLinearLimit.
 struct KMap {
-  static constexpr size_t kLinearLimit = 16;
+  static constexpr int64_t kLinearLimit = kMapLinearLimit;
 
-  MapKeyKind key_kind;
-  int32_t value_size;
-  std::vector<int64_t> int_keys;
-  std::vector<std::string> str_keys;
-  std::vector<char> values;
-  std::unordered_map<int64_t, int64_t> int_index;
-  std::unordered_map<std::string_view, int64_t> str_index;  // views into str_keys' strings
+  int64_t size = 0;
+  int64_t* int_keys = nullptr;  // Int maps
+  char* values = nullptr;       // size * value_size bytes
+  KStr* str_keys = nullptr;     // String maps: copies in `arena`
+  int64_t capacity = 0;
+  int32_t* index = nullptr;     // entry + 1 per bucket (0 = empty); null while size ≤ kLinearLimit
+  int64_t index_mask = 0;
+  Arena* arena = nullptr;
+  MapKeyKind key_kind = MapKeyKind::Int;
+  int32_t value_size = 0;
 
-  int64_t size() const {
-    return key_kind == MapKeyKind::Int ? static_cast<int64_t>(int_keys.size())
-                                       : static_cast<int64_t>(str_keys.size());
+  void* slot(int64_t i) { return values + i * value_size; }
+
+  static uint64_t HashInt(int64_t key) {
+    // Keys are often pointers (views): multiply-shift spreads their aligned low bits.
+    uint64_t x = static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull;
+    return x ^ (x >> 29);
   }
-  void* slot(int64_t i) { return values.data() + i * value_size; }
-  int64_t Append() {
-    values.resize(values.size() + value_size, 0);
-    return size() - 1;
+  static uint64_t HashStr(std::string_view key) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+  }
+  uint64_t HashOf(int64_t i) const {
+    return key_kind == MapKeyKind::Int
+               ? HashInt(int_keys[i])
+               : HashStr(std::string_view(str_keys[i].data, str_keys[i].size));
   }
 
   int64_t FindInt(int64_t key) const {
-    if (int_keys.size() <= kLinearLimit) {
-      for (size_t i = 0; i < int_keys.size(); ++i)
-        if (int_keys[i] == key) return static_cast<int64_t>(i);
+    if (!index) {
+      for (int64_t i = 0; i < size; ++i)
+        if (int_keys[i] == key) return i;
       return -1;
     }
-    auto it = int_index.find(key);
-    return it == int_index.end() ? -1 : it->second;
+    for (uint64_t b = HashInt(key) & index_mask;; b = (b + 1) & index_mask) {
+      int32_t e = index[b];
+      if (e == 0) return -1;
+      if (int_keys[e - 1] == key) return e - 1;
+    }
   }
   int64_t FindStr(std::string_view key) const {
-    if (str_keys.size() <= kLinearLimit) {
-      for (size_t i = 0; i < str_keys.size(); ++i)
-        if (str_keys[i] == key) return static_cast<int64_t>(i);
+    auto eq = [&](int64_t i) {
+      return str_keys[i].size == key.size() &&
+             (key.empty() || std::memcmp(str_keys[i].data, key.data(), key.size()) == 0);
+    };
+    if (!index) {
+      for (int64_t i = 0; i < size; ++i)
+        if (eq(i)) return i;
       return -1;
     }
-    auto it = str_index.find(key);
-    return it == str_index.end() ? -1 : it->second;
+    for (uint64_t b = HashStr(key) & index_mask;; b = (b + 1) & index_mask) {
+      int32_t e = index[b];
+      if (e == 0) return -1;
+      if (eq(e - 1)) return e - 1;
+    }
+  }
+
+  // Room for one more entry: arrays double in the arena (the old ones are abandoned there).
+  void Reserve() {
+    if (size < capacity) return;
+    int64_t cap = capacity == 0 ? 4 : capacity * 2;
+    if (cap > std::numeric_limits<int32_t>::max() - 1) throw std::length_error("map too large");
+    auto grow = [&](auto*& array, size_t elem) {
+      using T = std::remove_reference_t<decltype(*array)>;
+      auto* fresh = static_cast<T*>(arena->Allocate(static_cast<size_t>(cap) * elem, 16));
+      if (size > 0) std::memcpy(fresh, array, static_cast<size_t>(size) * elem);
+      array = fresh;
+    };
+    if (key_kind == MapKeyKind::Int)
+      grow(int_keys, sizeof(int64_t));
+    else
+      grow(str_keys, sizeof(KStr));
+    if (value_size > 0) {
+      grow(values, static_cast<size_t>(value_size));
+    } else if (!values) {
+      values = static_cast<char*>(arena->Allocate(1, 16));
+    }
+    capacity = cap;
+  }
+  void IndexEntry(int64_t i) {
+    uint64_t b = HashOf(i) & index_mask;
+    while (index[b] != 0) b = (b + 1) & index_mask;
+    index[b] = static_cast<int32_t>(i + 1);
+  }
+  // Keeps the index at most half full once the map is past the linear limit.
+  void MaybeReindex() {
+    if (size <= kLinearLimit) return;
+    if (index && size * 2 <= index_mask + 1) {
+      IndexEntry(size - 1);
+      return;
+    }
+    int64_t buckets = 64;
+    while (buckets < size * 4) buckets *= 2;
+    index = static_cast<int32_t*>(arena->Allocate(static_cast<size_t>(buckets) * sizeof(int32_t), 16));
+    std::memset(index, 0, static_cast<size_t>(buckets) * sizeof(int32_t));
+    index_mask = buckets - 1;
+    for (int64_t i = 0; i < size; ++i) IndexEntry(i);
   }
   int64_t InsertInt(int64_t key) {
-    int_keys.push_back(key);
-    int64_t i = Append();
-    if (int_keys.size() > kLinearLimit) {
-      if (int_index.empty())
-        for (size_t k = 0; k < int_keys.size(); ++k) int_index.emplace(int_keys[k], k);
-      else
-        int_index.emplace(key, i);
-    }
-    return i;
+    Reserve();
+    int_keys[size] = key;
+    if (value_size > 0) std::memset(slot(size), 0, static_cast<size_t>(value_size));
+    ++size;
+    MaybeReindex();
+    return size - 1;
   }
   int64_t InsertStr(std::string_view key) {
-    // std::string keys may move when str_keys grows (SSO), so the index is rebuilt then.
-    size_t cap = str_keys.capacity();
-    str_keys.emplace_back(key);
-    int64_t i = Append();
-    if (str_keys.size() > kLinearLimit) {
-      if (str_index.empty() || str_keys.capacity() != cap) {
-        str_index.clear();
-        for (size_t k = 0; k < str_keys.size(); ++k) str_index.emplace(str_keys[k], k);
-      } else {
-        str_index.emplace(str_keys.back(), i);
-      }
+    Reserve();
+    KStr copy{nullptr, 0};
+    if (!key.empty()) {
+      char* p = static_cast<char*>(arena->Allocate(key.size(), 1));
+      std::memcpy(p, key.data(), key.size());
+      copy = KStr{p, key.size()};
     }
-    return i;
+    str_keys[size] = copy;
+    if (value_size > 0) std::memset(slot(size), 0, static_cast<size_t>(value_size));
+    ++size;
+    MaybeReindex();
+    return size - 1;
   }
 };
+
+static_assert(offsetof(KMap, size) == kMapSizeOffset && offsetof(KMap, int_keys) == kMapIntKeysOffset &&
+              offsetof(KMap, values) == kMapValuesOffset);
+static_assert(std::is_trivially_destructible_v<KMap>);
 
 namespace {
 
@@ -179,14 +254,14 @@ void* Arena::Allocate(size_t size, size_t align) {
 }
 
 KMap* Arena::NewMap(int32_t key_kind, int32_t value_size) {
-  auto* m = new KMap{static_cast<MapKeyKind>(key_kind), value_size, {}, {}, {}, {}, {}};
-  maps_.push_back(m);
+  auto* m = new (Allocate(sizeof(KMap), alignof(KMap))) KMap();
+  m->arena = this;
+  m->key_kind = static_cast<MapKeyKind>(key_kind);
+  m->value_size = value_size;
   return m;
 }
 
 void Arena::Reset() {
-  for (KMap* m : maps_) delete m;
-  maps_.clear();
   // Keep the first block: a handler that allocates a little per call never touches malloc.
   for (size_t i = 1; i < blocks_.size(); ++i) std::free(blocks_[i].data);
   if (blocks_.size() > 1) blocks_.resize(1);
@@ -412,15 +487,14 @@ void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted
   });
 }
 
-int64_t kiln_rt_map_size(const void* map) { return static_cast<const KMap*>(map)->size(); }
+int64_t kiln_rt_map_size(const void* map) { return static_cast<const KMap*>(map)->size; }
 
 int64_t kiln_rt_map_key_i(const void* map, int64_t index) {
-  return static_cast<const KMap*>(map)->int_keys[static_cast<size_t>(index)];
+  return static_cast<const KMap*>(map)->int_keys[index];
 }
 
 void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out) {
-  const std::string& k = static_cast<const KMap*>(map)->str_keys[static_cast<size_t>(index)];
-  *out = KStr{k.data(), k.size()};
+  *out = static_cast<const KMap*>(map)->str_keys[index];
 }
 
 void* kiln_rt_map_value_at(void* map, int64_t index) {
@@ -432,11 +506,14 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
     const auto* src = static_cast<const KMap*>(map);
     KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
                                                    src->value_size);
-    *dst = *src;
-    // The copied index would point at the source's strings.
-    dst->str_index.clear();
-    if (dst->str_keys.size() > KMap::kLinearLimit)
-      for (size_t k = 0; k < dst->str_keys.size(); ++k) dst->str_index.emplace(dst->str_keys[k], k);
+    for (int64_t i = 0; i < src->size; ++i) {
+      int64_t at = src->key_kind == MapKeyKind::Int
+                       ? dst->InsertInt(src->int_keys[i])
+                       : dst->InsertStr(std::string_view(src->str_keys[i].data, src->str_keys[i].size));
+      if (src->value_size > 0)
+        std::memcpy(dst->slot(at), src->values + i * src->value_size,
+                    static_cast<size_t>(src->value_size));
+    }
     return dst;
   });
 }

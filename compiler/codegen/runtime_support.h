@@ -52,6 +52,7 @@ class Arena {
   // Throws std::length_error beyond the limit (set_limit), std::bad_alloc when malloc fails.
   void* Allocate(size_t size, size_t align = 16);
   void set_limit(size_t bytes) { limit_ = bytes; }
+  // A map whose keys, values and index live in this arena (and grow in it).
   KMap* NewMap(int32_t key_kind, int32_t value_size);
   // Frees everything (keeps the first block for reuse).
   void Reset();
@@ -67,7 +68,6 @@ class Arena {
   size_t offset_ = 0;
   size_t used_total_ = 0;
   size_t limit_ = SIZE_MAX;
-  std::vector<KMap*> maps_;
 };
 
 // Memory one handler call may allocate in its call arena (default 1 GiB). A call that needs more
@@ -84,6 +84,13 @@ Arena& ThreadCallArena();
 
 // Key kinds of KMap.
 enum class MapKeyKind : int32_t { Int = 0, String = 1 };
+
+// The KMap header fields JIT'd code reads to scan a small int-keyed map inline
+// (runtime_support.cc asserts them): i64 size, i64* keys, char* values (value_size per entry).
+inline constexpr int64_t kMapLinearLimit = 16;
+inline constexpr int kMapSizeOffset = 0;
+inline constexpr int kMapIntKeysOffset = 8;
+inline constexpr int kMapValuesOffset = 16;
 
 // Every intrinsic below, by name, for the JIT's host dylib.
 std::vector<HostSymbol> RuntimeSupportSymbols();

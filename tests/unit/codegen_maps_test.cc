@@ -1,0 +1,197 @@
+// Maps and victim marking after the call-overhead work (issue #4): arena-resident KMaps, the
+// inline scan of small int-keyed maps, the switch to the hashed index past kMapLinearLimit
+// entries, one slot lookup for `m[k] op= simple`, and the inline merge that marks victims.
+// Each test crosses the boundary its fast path stops at, so a wrong fast path or a wrong
+// fallback both fail.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/host/compiled_policy.h"
+#include "runtime/session.h"
+
+namespace kiln {
+namespace {
+
+struct Loaded {
+  std::shared_ptr<const CompiledPolicy> policy;
+  std::shared_ptr<const BoundArgs> args;
+  PolicyContext ctx;
+  Arena arena;
+
+  template <ExtensionPoint P>
+  HandlerFn<P> Fn() const {
+    for (const auto& [point, fn] : policy->handlers)
+      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    return nullptr;
+  }
+};
+
+std::unique_ptr<Loaded> Load(const std::string& text) {
+  static std::atomic<int> n{0};
+  auto compiler = PolicyCompiler::Global();
+  EXPECT_TRUE(compiler.ok());
+  auto compiled = (*compiler)->Compile(
+      SourceFile{"test/codegen_maps_" + std::to_string(n++) + ".policy", text});
+  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
+  if (!compiled.ok()) return nullptr;
+  PluginOption option{};
+  option.name = (*compiled)->name;
+  auto bound = BindArguments(*compiled, option);
+  EXPECT_TRUE(bound.ok());
+  if (!bound.ok()) return nullptr;
+  auto l = std::make_unique<Loaded>();
+  l->policy = *compiled;
+  l->args = *bound;
+  l->ctx.args = l->args->data;
+  l->ctx.session_arena = &l->arena;
+  l->policy->state_init(&l->ctx);
+  return l;
+}
+
+// Runs `on node_order` with `body`; -12345 when the call was abandoned (a fault).
+double EvalFloat(const std::string& body, const std::string& prelude = "") {
+  auto l = Load("policy eval;\n" + prelude + "\non node_order(task: Task, node: Node) -> float {\n" +
+                body + "\n}\n");
+  if (!l) return std::nan("");
+  Task task;
+  Node node;
+  double score = -12345;
+  EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
+  return score;
+}
+
+TEST(CodegenMaps, IntKeysAcrossTheLinearLimit) {
+  // 100 keys: the first 16 are found by the inline scan, the rest through the hashed index.
+  // Σ_{i<100} i = 4950 read back by key; a missing key reads 0 and is not `in` the map.
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "for i in range(0, 100) { m[i * 7] += i; }\n"
+                      "var total = 0;\n"
+                      "for i in range(0, 100) { total += m[i * 7]; }\n"
+                      "if 5 in m or not (693 in m) { return -1.0; }\n"
+                      "return float(total * 1000 + len(m) + m[5]);"),
+            4950.0 * 1000 + 100);
+  // Insertion order survives the index: the first key iterated is the first inserted.
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "for i in range(0, 40) { m[1000 - i] = i; }\n"
+                      "for k, v in m { return float(k * 100 + v); }\n"
+                      "return -1.0;"),
+            100000.0);
+}
+
+TEST(CodegenMaps, StringKeysAcrossTheLinearLimit) {
+  EXPECT_EQ(EvalFloat("var m: map<string, int> = {};\n"
+                      "for i in range(0, 50) { m[\"k\" + string(i)] += i + 1; }\n"
+                      "m[\"k49\"] += 100;\n"
+                      "return float(m[\"k0\"] + m[\"k17\"] + m[\"k49\"] + m[\"nope\"] + len(m));"),
+            1.0 + 18 + 150 + 0 + 50);
+}
+
+TEST(CodegenMaps, CompoundAssignmentWithAPolicyCallLooksTheSlotUpAgain) {
+  // bump() inserts 30 keys into the state map while `s[0] += bump()` is evaluated: the slot of
+  // key 0 moves when the map grows, so the store must use a fresh lookup.
+  EXPECT_EQ(EvalFloat("s[0] += 1;\n"
+                      "s[0] += bump();\n"
+                      "return float(s[0] * 1000 + len(s));",
+                      "state s: map<int, int>;\n"
+                      "fn bump() -> int {\n"
+                      "  for i in range(1, 31) { s[i] = i; }\n"
+                      "  return 5;\n"
+                      "}\n"),
+            6.0 * 1000 + 31);
+}
+
+TEST(CodegenMaps, StateMapPastTheLimitPersistsAcrossCalls) {
+  auto l = Load(R"(policy persist;
+state seen: map<Job, int>;
+on allocate(task: Task) {
+  seen[task.job] += 1;
+}
+on job_order(l: Job, r: Job) -> int {
+  return seen[l] - seen[r];
+}
+)");
+  ASSERT_TRUE(l);
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<std::unique_ptr<Task>> tasks;
+  for (int j = 0; j < 40; ++j) {
+    jobs.push_back(std::make_unique<Job>());
+    for (int t = 0; t <= j % 5; ++t) {
+      tasks.push_back(std::make_unique<Task>());
+      tasks.back()->job = jobs.back().get();
+      l->Fn<ExtensionPoint::OnAllocate>()(&l->ctx, tasks.back().get());
+    }
+  }
+  auto order = l->Fn<ExtensionPoint::JobOrder>();
+  EXPECT_EQ(order(&l->ctx, jobs[4].get(), jobs[0].get()), 1);   // 5 vs 1
+  EXPECT_EQ(order(&l->ctx, jobs[35].get(), jobs[39].get()), -1);  // 1 vs 5
+  EXPECT_EQ(order(&l->ctx, jobs[2].get(), jobs[37].get()), 0);   // 3 vs 3
+}
+
+// Victims chosen per job like gang's rule (keep 2 per job), over more jobs than the linear limit,
+// and the same set returned in reverse order (not a subsequence of the candidates: the host
+// marks it).
+TEST(CodegenMaps, VictimsFromAPerJobMapAreMarkedInAnyOrder) {
+  auto l = Load(R"(policy perjob;
+on preemptable(preemptor: Task, candidates: list<Task>) -> Victims {
+  var kept: map<Job, int> = {};
+  var chosen: list<Task> = [];
+  for c in candidates {
+    kept[c.job] += 1;
+    if kept[c.job] > 2 { chosen = chosen + [c]; }
+  }
+  return victims(chosen);
+}
+on reclaimable(reclaimer: Task, candidates: list<Task>) -> Victims {
+  var kept: map<Job, int> = {};
+  var chosen: list<Task> = [];
+  for c in candidates {
+    kept[c.job] += 1;
+    if kept[c.job] > 2 { chosen = [c] + chosen; }
+  }
+  return victims(chosen);
+}
+)");
+  ASSERT_TRUE(l);
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<std::unique_ptr<Task>> tasks;
+  for (int j = 0; j < 24; ++j) jobs.push_back(std::make_unique<Job>());
+  std::vector<const Task*> candidates;
+  // Round-robin over the jobs, 4 tasks each: the 3rd and 4th round are victims.
+  for (int round = 0; round < 4; ++round)
+    for (auto& job : jobs) {
+      tasks.push_back(std::make_unique<Task>());
+      tasks.back()->job = job.get();
+      candidates.push_back(tasks.back().get());
+    }
+  for (auto point : {ExtensionPoint::Preemptable, ExtensionPoint::Reclaimable}) {
+    auto fn = point == ExtensionPoint::Preemptable ? l->Fn<ExtensionPoint::Preemptable>()
+                                                   : l->Fn<ExtensionPoint::Reclaimable>();
+    std::vector<uint8_t> selected(candidates.size(), 0);
+    EXPECT_EQ(fn(&l->ctx, candidates[0], candidates.data(), candidates.size(), selected.data()), 1);
+    for (size_t i = 0; i < candidates.size(); ++i)
+      EXPECT_EQ(selected[i], i >= 48 ? 1 : 0) << Info(point).handler << " candidate " << i;
+  }
+}
+
+TEST(CodegenMaps, MapGrowthCountsAgainstTheCallMemoryBudget) {
+  size_t budget = PolicyCallMemoryBudget();
+  SetPolicyCallMemoryBudget(256 << 10);
+  // 100k int entries need ~2.6 MB of keys, values and index: the call is abandoned.
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "for i in range(0, 100000) { m[i] = i; }\n"
+                      "return float(len(m));"),
+            -12345.0);
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "for i in range(0, 1000) { m[i] = i; }\n"
+                      "return float(len(m));"),
+            1000.0);
+  SetPolicyCallMemoryBudget(budget);
+}
+
+}  // namespace
+}  // namespace kiln
