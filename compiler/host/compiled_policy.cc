@@ -113,7 +113,14 @@ Result<std::shared_ptr<const CompiledPolicy>> PolicyCompiler::Compile(const Sour
     }
     impl_->in_flight[source.path] = {version, promise.get_future().share()};
   }
-  CompileResult result = impl_->CompileUncached(source, version);
+  // Waiters on this compile must always get an answer, so nothing may escape before set_value.
+  CompileResult result = Error{"not compiled", {}};
+  try {
+    result = impl_->CompileUncached(source, version);
+  } catch (const std::exception& e) {
+    result = Error{fmt::format("policy {}: internal compiler error: {}", source.path, e.what()),
+                   SourceLocation{source.path, 0, 0}};
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (result.ok()) impl_->cache[source.path] = {version, *result};
