@@ -57,6 +57,7 @@ class PolicyProvider {
 // What `kiln simulate` passes to the policy host when it asks for a provider.
 struct PolicyProviderOptions {
   std::vector<std::string> policy_dirs;  // --policy-dir: user policies beside the built-ins
+  bool allow_builtin_override = false;   // a user policy may replace the built-in of its name
 };
 
 // The hook for the policy host (compiler/host). It implements

@@ -125,13 +125,13 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     for (const auto& path : files) {
       std::string name = path.stem().string();
       if (FindBuiltinPolicy(name) && !options.allow_builtin_override)
-        return Error{fmt::format("{}: user policy `{}` has the name of a built-in policy; "
-                                 "rename it or allow overriding built-ins explicitly",
-                                 path.string(), name),
+        return Error{fmt::format("user policy `{}` has the name of a built-in policy; rename it "
+                                 "or allow overriding built-ins explicitly "
+                                 "(--allow-builtin-override)",
+                                 name),
                      SourceLocation{path.string(), 0, 0}};
       if (auto it = user.find(name); it != user.end())
-        return Error{fmt::format("{}: policy `{}` is also defined by {}", path.string(), name,
-                                 it->second),
+        return Error{fmt::format("policy `{}` is also defined by {}", name, it->second),
                      SourceLocation{path.string(), 0, 0}};
       user[name] = path.string();
     }
@@ -142,7 +142,8 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     const PolicyProviderOptions& options) {
-  return MakeCompiledPolicyProvider(CompiledPolicyOptions{options.policy_dirs, false});
+  return MakeCompiledPolicyProvider(
+      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override});
 }
 
 }  // namespace kiln

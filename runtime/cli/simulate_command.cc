@@ -1,5 +1,5 @@
 // `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
-//                     [--policy-dir DIR]...`
+//                     [--policy-dir DIR]... [--allow-builtin-override]`
 //
 // Exit codes: 0 ok, 1 the first session differs from the scenario's `expect` (--check),
 // 2 bad input (scenario, conf, arguments, or a plugin that cannot be provided).
@@ -38,6 +38,7 @@ struct SimulateOptions {
   int cycles = 1;
   std::string period = "1s";
   std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
 };
 
 // "file:line:col: error: message", then the offending source line with a caret under the column.
@@ -66,6 +67,7 @@ void PrintError(const Error& e) {
 Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts) {
   PolicyProviderOptions options;
   options.policy_dirs = opts.policy_dirs;
+  options.allow_builtin_override = opts.allow_builtin_override;
 #ifdef KILN_HAVE_POLICY_HOST
   return MakeCompiledPolicyProvider(options);
 #else
@@ -167,6 +169,8 @@ void AddSimulateCommand(CLI::App& app) {
                   "simulated time between cycles, a Go duration (default 1s, Volcano's "
                   "schedule-period)");
   cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
+                "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->callback([opts] {
     int code = RunSimulate(*opts);
     if (code != kExitOk) throw CLI::RuntimeError(code);

@@ -411,9 +411,10 @@ TEST(HostProvider, UserPolicyWithABuiltinNameIsRejectedUnlessAllowed) {
   dir.Write("gang.policy", "policy gang;\non job_order(l: Job, r: Job) -> int { return 0; }\n");
   auto rejected = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, false});
   ASSERT_FALSE(rejected.ok());
-  EXPECT_EQ(rejected.error().message,
-            dir.path() + "/gang.policy: user policy `gang` has the name of a built-in policy; "
-                         "rename it or allow overriding built-ins explicitly");
+  EXPECT_EQ(rejected.error().Format(),
+            dir.path() + "/gang.policy: error: user policy `gang` has the name of a built-in "
+                         "policy; rename it or allow overriding built-ins explicitly "
+                         "(--allow-builtin-override)");
   auto allowed = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, true});
   ASSERT_TRUE(allowed.ok());
 }
