@@ -203,6 +203,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(ScenarioSpec spec, Schedule
   std::unique_ptr<Simulator> sim(new Simulator(std::move(spec), std::move(conf), options));
   std::vector<std::string> names = provider.Names();
   std::vector<std::string_view> name_views(names.begin(), names.end());
+  std::vector<std::string> wanted;
+  for (const Tier& tier : sim->conf_.tiers)
+    for (const PluginOption& option : tier.plugins) wanted.push_back(option.name);
+  provider.Prefetch(wanted);
   for (const Tier& tier : sim->conf_.tiers) {
     for (const PluginOption& option : tier.plugins) {
       auto builder = provider.Prepare(option);

@@ -52,6 +52,9 @@ class PolicyProvider {
   // An Error when the plugin exists but cannot serve this entry (e.g. a compile error in its
   // policy, or `arguments` its schema rejects); it should name `option.where`.
   virtual Result<const PluginBuilder*> Prepare(const PluginOption& option) = 0;
+  // A hint that Prepare will be asked for each of `names`: a provider may get them ready together
+  // (the policy host compiles them concurrently). Errors are left for Prepare to report.
+  virtual void Prefetch(const std::vector<std::string>& names) { (void)names; }
 };
 
 // What `kiln simulate` passes to the policy host when it asks for a provider.

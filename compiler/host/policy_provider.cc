@@ -63,6 +63,16 @@ class CompiledPolicyProvider : public PolicyProvider {
     return names;
   }
 
+  void Prefetch(const std::vector<std::string>& names) override {
+    std::vector<SourceFile> sources;
+    for (const std::string& name : names) {
+      auto source = Source(name);
+      if (source.ok() && *source) sources.push_back(**source);
+    }
+    // The results land in the compiler's cache, where Prepare finds them (errors included).
+    if (sources.size() > 1) (void)compiler_->CompileAll(sources);
+  }
+
   Result<const PluginBuilder*> Prepare(const PluginOption& option) override {
     auto source = Source(option.name);
     if (!source.ok()) return source.error();
