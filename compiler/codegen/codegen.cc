@@ -801,17 +801,29 @@ class Lowering {
     return k;
   }
 
+  // The built-in `range(n)` / `range(a, b)`, or null.
+  static const ast::Call* RangeCall(const ast::Expr& e) {
+    const auto* call = ast::As<ast::Call>(&e);
+    if (!call || call->callee != "range" || call->receiver || call->call != ast::CallKind::Builtin)
+      return nullptr;
+    return call->args.size() == 1 || call->args.size() == 2 ? call : nullptr;
+  }
+  // {first value, count}: `range(n)` is 0..n-1, `range(a, b)` is a..b-1; empty when b <= a.
+  std::pair<Value*, Value*> RangeBounds(const ast::Call& call) {
+    Value* lo = call.args.size() == 2 ? Emit(*call.args[0]) : b_.getInt64(0);
+    Value* hi = Emit(*call.args.back());
+    Value* n = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateSub(hi, lo), b_.getInt64(0));
+    return {lo, n};
+  }
+
   // Iterates a collection: `body(first, second)` gets the element (list) or key/value (map).
   void EmitIterate(const ast::Expr& source,
                    const std::function<void(Value*, Value*)>& body, BasicBlock** continue_to,
                    BasicBlock** break_to) {
     const Type* st = source.type;
-    // `range(a, b)`
-    if (const auto* call = ast::As<ast::Call>(&source); call && call->callee == "range" &&
-                                                          !call->receiver && call->args.size() == 2) {
-      Value* lo = Emit(*call->args[0]);
-      Value* hi = Emit(*call->args[1]);
-      Value* n = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateSub(hi, lo), b_.getInt64(0));
+    // `range(n)`, `range(a, b)`: counted without building the list.
+    if (const ast::Call* call = RangeCall(source)) {
+      auto [lo, n] = RangeBounds(*call);
       LoopN(n, [&](Value* i) { body(b_.CreateAdd(lo, i), nullptr); }, continue_to, break_to);
       return;
     }
@@ -1663,6 +1675,16 @@ class Lowering {
     auto arg = [&](size_t i) { return Emit(*args.at(i)); };
     auto argf = [&](size_t i) { return Coerce(Emit(*args.at(i)), args.at(i)->type, FloatType()); };
     auto at = [&](size_t i) { return args.at(i)->type; };
+    if (name == "range") {
+      // As a value (outside `for` and comprehension sources, which count without a list).
+      auto [lo, n] = RangeBounds(c);
+      Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(8))}, true);
+      ForRange(n, [&](Value* i) {
+        b_.CreateStore(b_.CreateAdd(lo, i), b_.CreateGEP(i64_, items, i));
+      });
+      Value* list = b_.CreateInsertValue(llvm::UndefValue::get(list_), items, {0});
+      return b_.CreateInsertValue(list, n, {1});
+    }
     if (name == "len") {
       const ast::Expr& x = *args.at(0);
       if (const AbiFieldInfo* f = StringMapField(x)) {
@@ -1978,12 +2000,7 @@ class Lowering {
   }
 
   Value* SourceSize(const ast::Expr& source) {
-    if (const auto* call = ast::As<ast::Call>(&source); call && call->callee == "range" &&
-                                                          !call->receiver && call->args.size() == 2) {
-      Value* lo = Emit(*call->args[0]);
-      Value* hi = Emit(*call->args[1]);
-      return b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateSub(hi, lo), b_.getInt64(0));
-    }
+    if (const ast::Call* call = RangeCall(source)) return RangeBounds(*call).second;
     if (const AbiFieldInfo* f = StringMapField(source)) {
       Value* obj = Emit(*ast::As<ast::Select>(&source)->operand);
       return CallRt(std::string(f->host) + "_size", i64_, {obj});
