@@ -2059,11 +2059,15 @@ class Lowering {
     Value* items = fn->getArg(2);
     Value* n = fn->getArg(3);
     Value* selected = fn->getArg(4);
+    // The session's mask is its own buffer, never a view's memory: stores to it do not clobber
+    // the fields the filter reads, so loop-invariant loads (the preemptor's fields) are hoisted.
+    fn->getArg(4)->addAttr(llvm::Attribute::NoAlias);
     ForRange(n, [&](Value* i) {
       Value* c = b_.CreateLoad(ptr_, b_.CreateGEP(ptr_, items, i));
       b_.CreateStore(c, LocalSlot(comp->first.get()));
       Value* keep = comp->filter ? Emit(*comp->filter) : static_cast<Value*>(b_.getTrue());
-      b_.CreateStore(b_.CreateZExt(keep, i8_), b_.CreateGEP(i8_, selected, i));
+      // The session zeroes the mask, so only victims are written: no store per spared candidate.
+      EmitIfElse(keep, [&] { b_.CreateStore(b_.getInt8(1), b_.CreateGEP(i8_, selected, i)); }, {});
     });
     b_.CreateRet(b_.getInt32(1));
     bool calls_allocating = false;
