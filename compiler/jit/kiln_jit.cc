@@ -6,6 +6,8 @@
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/InstrTypes.h>
+#include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -15,6 +17,8 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <string_view>
 
 namespace kiln {
 
@@ -30,6 +34,42 @@ namespace {
 
 thread_local double o2_ms_on_thread = 0;
 
+// Code that runs once per session (session_open/close, state and argument initialisation) is
+// compiled without optimisation: it is a large share of some policies' IR (proportion's
+// water-filling, drf's hierarchy) and of their compile time, and a session spends little time in
+// it. So are the policy functions only it calls; anything a per-task handler also calls keeps O2.
+void MarkOncePerSessionCode(llvm::Module& module) {
+  static constexpr std::string_view kOnce[] = {
+      "kiln.on.session_open", "kiln.on.session_close", "handler.session_open",
+      "handler.session_close", "kiln.state_init", "kiln.args_default"};
+  std::set<const llvm::Function*> once;
+  for (llvm::Function& f : module)
+    for (std::string_view n : kOnce)
+      if (!f.isDeclaration() && f.getName() == llvm::StringRef(n.data(), n.size())) once.insert(&f);
+  // An internal function is once-per-session when every use is a call from such code.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (llvm::Function& f : module) {
+      if (f.isDeclaration() || !f.hasLocalLinkage() || once.count(&f) || f.use_empty()) continue;
+      bool only_once_callers = true;
+      for (const llvm::User* u : f.users()) {
+        const auto* call = llvm::dyn_cast<llvm::CallBase>(u);
+        if (!call || call->getCalledFunction() != &f || !once.count(call->getFunction())) {
+          only_once_callers = false;
+          break;
+        }
+      }
+      if (only_once_callers) grew = once.insert(&f).second || grew;
+    }
+  }
+  for (const llvm::Function* cf : once) {
+    auto* f = const_cast<llvm::Function*>(cf);
+    if (f->hasFnAttribute(llvm::Attribute::AlwaysInline)) continue;
+    f->addFnAttr(llvm::Attribute::OptimizeNone);
+    f->addFnAttr(llvm::Attribute::NoInline);
+  }
+}
+
 // The new-PassManager O2 pipeline, tuned for the host (TTI decides vector widths and costs).
 llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   auto start = std::chrono::steady_clock::now();
@@ -44,6 +84,7 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   if (llvm::verifyModule(module, &llvm::errs()))
     return llvm::make_error<llvm::StringError>("invalid IR in module " + module.getName().str(),
                                                llvm::inconvertibleErrorCode());
+  MarkOncePerSessionCode(module);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
