@@ -122,6 +122,8 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     n.allocatable = ns.allocatable;
     n.capacity = ns.capacity;
     n.labels = ns.labels;
+    // The kubelet always labels its node with the hostname; topology keys rely on it.
+    n.labels.try_emplace("kubernetes.io/hostname", ns.name);
     n.annotations = ns.annotations;
     n.taints = ns.taints;
     n.images = ns.images;
