@@ -13,45 +13,14 @@
 
 #include "compiler/host/compiled_policy.h"
 #include "runtime/session.h"
+#include "tests/unit/jit_test_util.h"
 
 namespace kiln {
 namespace {
 
-struct Loaded {
-  std::shared_ptr<const CompiledPolicy> policy;
-  std::shared_ptr<const BoundArgs> args;
-  PolicyContext ctx;
-  Arena arena;
+using Loaded = testing::LoadedPolicy;
 
-  template <ExtensionPoint P>
-  HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy->handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-    return nullptr;
-  }
-};
-
-std::unique_ptr<Loaded> Load(const std::string& text) {
-  static std::atomic<int> n{0};
-  auto compiler = PolicyCompiler::Global();
-  EXPECT_TRUE(compiler.ok());
-  auto compiled = (*compiler)->Compile(
-      SourceFile{"test/codegen_maps_" + std::to_string(n++) + ".policy", text});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
-  if (!compiled.ok()) return nullptr;
-  PluginOption option{};
-  option.name = (*compiled)->name;
-  auto bound = BindArguments(*compiled, option);
-  EXPECT_TRUE(bound.ok());
-  if (!bound.ok()) return nullptr;
-  auto l = std::make_unique<Loaded>();
-  l->policy = *compiled;
-  l->args = *bound;
-  l->ctx.args = l->args->data;
-  l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
-  return l;
-}
+std::unique_ptr<Loaded> Load(const std::string& text) { return testing::LoadPolicy(text, "test/codegen_maps_"); }
 
 // Runs `on node_order` with `body`; -12345 when the call was abandoned (a fault).
 double EvalFloat(const std::string& body, const std::string& prelude = "") {

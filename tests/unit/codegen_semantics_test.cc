@@ -12,49 +12,16 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 #include "runtime/session.h"
+#include "tests/unit/jit_test_util.h"
 
 namespace kiln {
 namespace {
 
 // A compiled policy with its arguments bound (no conf arguments) and per-session state open.
-struct Loaded {
-  std::shared_ptr<const CompiledPolicy> policy;
-  std::shared_ptr<const BoundArgs> args;
-  PolicyContext ctx;
-  Arena arena;
-
-  template <ExtensionPoint P>
-  HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy->handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-    return nullptr;
-  }
-};
-
-std::string UniquePath() {
-  static std::atomic<int> n{0};
-  return "test/codegen_" + std::to_string(n++) + ".policy";
-}
+using Loaded = testing::LoadedPolicy;
 
 std::unique_ptr<Loaded> Load(const std::string& text, int64_t now = 0) {
-  auto compiler = PolicyCompiler::Global();
-  EXPECT_TRUE(compiler.ok());
-  auto compiled = (*compiler)->Compile(SourceFile{UniquePath(), text});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
-  if (!compiled.ok()) return nullptr;
-  PluginOption option{};
-  option.name = (*compiled)->name;
-  auto bound = BindArguments(*compiled, option);
-  EXPECT_TRUE(bound.ok()) << bound.error().Format();
-  if (!bound.ok()) return nullptr;
-  auto l = std::make_unique<Loaded>();
-  l->policy = *compiled;
-  l->args = *bound;
-  l->ctx.args = l->args->data;
-  l->ctx.now = now;
-  l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
-  return l;
+  return testing::LoadPolicy(text, "test/codegen_", now);
 }
 
 // Evaluates a float expression inside `on node_order(task, node)`; `prelude` adds declarations.

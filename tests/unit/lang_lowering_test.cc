@@ -5,51 +5,26 @@
 //  * `range(n)` and `range(a, b)` as loop sources, comprehension sources and values.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <string>
 
-#include "compiler/host/compiled_policy.h"
-#include "runtime/session.h"
+#include "tests/unit/jit_test_util.h"
 
 namespace kiln {
 namespace {
 
-struct Loaded {
-  std::shared_ptr<const CompiledPolicy> policy;
-  std::shared_ptr<const BoundArgs> args;
-  PolicyContext ctx;
-  Arena arena;
-};
-
 // Calls the compiled `node_order` `calls` times in one session and returns the last score.
 double Eval(const std::string& prelude, const std::string& body, int calls = 1) {
-  static std::atomic<int> n{0};
-  auto compiler = PolicyCompiler::Global();
-  EXPECT_TRUE(compiler.ok());
-  std::string text = "policy eval;\n" + prelude +
-                     "\non node_order(task: Task, node: Node) -> float {\n" + body + "\n}\n";
-  auto compiled = (*compiler)->Compile(
-      SourceFile{"test/lowering_" + std::to_string(n++) + ".policy", text});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
-  if (!compiled.ok()) return std::nan("");
-  PluginOption option{};
-  option.name = (*compiled)->name;
-  auto bound = BindArguments(*compiled, option);
-  EXPECT_TRUE(bound.ok());
-  Loaded l;
-  l.policy = *compiled;
-  l.args = *bound;
-  l.ctx.args = l.args->data;
-  l.ctx.session_arena = &l.arena;
-  l.policy->state_init(&l.ctx);
-  HandlerFn<ExtensionPoint::NodeOrder> fn = nullptr;
-  for (const auto& [point, f] : l.policy->handlers)
-    if (point == ExtensionPoint::NodeOrder) fn = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(f);
+  auto l = testing::LoadPolicy("policy eval;\n" + prelude +
+                                   "\non node_order(task: Task, node: Node) -> float {\n" + body +
+                                   "\n}\n",
+                               "test/lowering_");
+  if (!l) return std::nan("");
   Task task;
   Node node;
   double score = -1;
-  for (int i = 0; i < calls; ++i) EXPECT_EQ(fn(&l.ctx, &task, &node, &score), 0);
+  for (int i = 0; i < calls; ++i)
+    EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
   return score;
 }
 

@@ -10,6 +10,7 @@
 
 #include "compiler/host/compiled_policy.h"
 #include "runtime/session.h"
+#include "tests/unit/jit_test_util.h"
 #include "stdlib/k8s_natives.h"
 
 namespace kiln {
@@ -168,34 +169,9 @@ TEST(StdlibK8s, RequiredNodeAffinityIsSelectorAndAnyTerm) {
 
 // ---- through the JIT: the policy-facing names, signatures and C ABI ----
 
-struct Loaded {
-  std::shared_ptr<const CompiledPolicy> policy;
-  std::shared_ptr<const BoundArgs> args;
-  PolicyContext ctx;
-  Arena arena;
-};
+using Loaded = testing::LoadedPolicy;
 
-std::unique_ptr<Loaded> Load(const std::string& text) {
-  static std::atomic<int> n{0};
-  auto compiler = PolicyCompiler::Global();
-  EXPECT_TRUE(compiler.ok());
-  auto compiled = (*compiler)->Compile(
-      SourceFile{"test/stdlib_k8s_" + std::to_string(n++) + ".policy", text});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
-  if (!compiled.ok()) return nullptr;
-  PluginOption option{};
-  option.name = (*compiled)->name;
-  auto bound = BindArguments(*compiled, option);
-  EXPECT_TRUE(bound.ok()) << bound.error().Format();
-  if (!bound.ok()) return nullptr;
-  auto l = std::make_unique<Loaded>();
-  l->policy = *compiled;
-  l->args = *bound;
-  l->ctx.args = l->args->data;
-  l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
-  return l;
-}
+std::unique_ptr<Loaded> Load(const std::string& text) { return testing::LoadPolicy(text, "test/stdlib_k8s_"); }
 
 // Runs `body` as node_order(task, node) and returns its score.
 double Score(const std::string& body, Task& task, Node& node) {

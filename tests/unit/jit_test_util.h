@@ -1,0 +1,61 @@
+#pragma once
+// Compiling a policy text for a test and calling its handlers through the same C ABI the
+// session uses (runtime/session.h HandlerFn<P>), without a session: arguments bound from an
+// empty plugin entry (every default), per-session state open in the policy's own arena.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "compiler/host/compiled_policy.h"
+#include "runtime/session.h"
+
+namespace kiln::testing {
+
+struct LoadedPolicy {
+  std::shared_ptr<const CompiledPolicy> policy;
+  std::shared_ptr<const BoundArgs> args;
+  PolicyContext ctx;
+  Arena arena;
+
+  // The compiled handler for P, or null when the policy has none.
+  template <ExtensionPoint P>
+  HandlerFn<P> Fn() const {
+    for (const auto& [point, fn] : policy->handlers)
+      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    return nullptr;
+  }
+};
+
+// Compiles `text` (under a fresh path, so the compile cache never answers) and opens its state;
+// null with a test failure naming the diagnostics when it does not compile.
+inline std::unique_ptr<LoadedPolicy> LoadPolicy(const std::string& text,
+                                                std::string_view path_prefix = "test/policy_",
+                                                int64_t now = 0) {
+  static std::atomic<int> n{0};
+  auto compiler = PolicyCompiler::Global();
+  EXPECT_TRUE(compiler.ok());
+  if (!compiler.ok()) return nullptr;
+  auto compiled = (*compiler)->Compile(
+      SourceFile{std::string(path_prefix) + std::to_string(n++) + ".policy", text});
+  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
+  if (!compiled.ok()) return nullptr;
+  PluginOption option{};
+  option.name = (*compiled)->name;
+  auto bound = BindArguments(*compiled, option);
+  EXPECT_TRUE(bound.ok()) << bound.error().Format();
+  if (!bound.ok()) return nullptr;
+  auto l = std::make_unique<LoadedPolicy>();
+  l->policy = *compiled;
+  l->args = *bound;
+  l->ctx.args = l->args->data;
+  l->ctx.now = now;
+  l->ctx.session_arena = &l->arena;
+  l->policy->state_init(&l->ctx);
+  return l;
+}
+
+}  // namespace kiln::testing
