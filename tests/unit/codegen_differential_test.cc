@@ -15,45 +15,18 @@
 #include "tests/oracles/cdp_oracle.h"
 #include "tests/oracles/gang_oracle.h"
 #include "tests/oracles/priority_oracle.h"
+#include "tests/unit/jit_test_util.h"
 
 namespace kiln {
 namespace {
 
-struct Loaded {
-  std::shared_ptr<const CompiledPolicy> policy;
-  std::shared_ptr<const BoundArgs> args;
-  PolicyContext ctx;
-  Arena arena;
-
-  template <ExtensionPoint P>
-  HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy->handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-    ADD_FAILURE() << policy->name << " has no handler for " << Info(P).handler;
-    return nullptr;
-  }
-};
+using Loaded = testing::LoadedPolicy;
 
 std::unique_ptr<Loaded> LoadBuiltin(std::string_view name, TimeNs now = 0) {
   const BuiltinPolicy* b = FindBuiltinPolicy(name);
   EXPECT_NE(b, nullptr);
-  auto compiler = PolicyCompiler::Global();
-  EXPECT_TRUE(compiler.ok());
-  auto compiled = (*compiler)->Compile(SourceFile{std::string(b->path), std::string(b->text)});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
-  if (!compiled.ok()) return nullptr;
-  PluginOption option{};
-  option.name = std::string(name);
-  auto bound = BindArguments(*compiled, option);
-  EXPECT_TRUE(bound.ok());
-  auto l = std::make_unique<Loaded>();
-  l->policy = *compiled;
-  l->args = *bound;
-  l->ctx.args = l->args->data;
-  l->ctx.now = now;
-  l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
-  return l;
+  if (b == nullptr) return nullptr;
+  return testing::LoadSource(SourceFile{std::string(b->path), std::string(b->text)}, now);
 }
 
 constexpr TaskStatus kStatuses[] = {

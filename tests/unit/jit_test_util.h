@@ -21,26 +21,23 @@ struct LoadedPolicy {
   PolicyContext ctx;
   Arena arena;
 
-  // The compiled handler for P, or null when the policy has none.
+  // The compiled handler for P; a test failure (and null) when the policy has none.
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
     for (const auto& [point, fn] : policy->handlers)
       if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    ADD_FAILURE() << policy->name << " has no handler for " << Info(P).handler;
     return nullptr;
   }
 };
 
-// Compiles `text` (under a fresh path, so the compile cache never answers) and opens its state;
-// null with a test failure naming the diagnostics when it does not compile.
-inline std::unique_ptr<LoadedPolicy> LoadPolicy(const std::string& text,
-                                                std::string_view path_prefix = "test/policy_",
-                                                int64_t now = 0) {
-  static std::atomic<int> n{0};
+// Compiles `source` and opens its state; null with a test failure naming the diagnostics when it
+// does not compile.
+inline std::unique_ptr<LoadedPolicy> LoadSource(const SourceFile& source, int64_t now = 0) {
   auto compiler = PolicyCompiler::Global();
   EXPECT_TRUE(compiler.ok());
   if (!compiler.ok()) return nullptr;
-  auto compiled = (*compiler)->Compile(
-      SourceFile{std::string(path_prefix) + std::to_string(n++) + ".policy", text});
+  auto compiled = (*compiler)->Compile(source);
   EXPECT_TRUE(compiled.ok()) << compiled.error().Format();
   if (!compiled.ok()) return nullptr;
   PluginOption option{};
@@ -56,6 +53,15 @@ inline std::unique_ptr<LoadedPolicy> LoadPolicy(const std::string& text,
   l->ctx.session_arena = &l->arena;
   l->policy->state_init(&l->ctx);
   return l;
+}
+
+// LoadSource for a policy text, under a fresh path so the compile cache never answers.
+inline std::unique_ptr<LoadedPolicy> LoadPolicy(const std::string& text,
+                                                std::string_view path_prefix = "test/policy_",
+                                                int64_t now = 0) {
+  static std::atomic<int> n{0};
+  return LoadSource(SourceFile{std::string(path_prefix) + std::to_string(n++) + ".policy", text},
+                    now);
 }
 
 }  // namespace kiln::testing
