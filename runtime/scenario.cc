@@ -573,7 +573,8 @@ Status Loader::ReadQueue(const YAML::Node& n, QueueSpec& out) {
   auto what = ReadFields<O>(n, "queue", {
       {"weight", [&](auto& v, auto& f, O& o) -> Status {
          TRY(Store(o.weight, r_.Int(v, f)));
-         if (o.weight < 1) return r_.Fail(v, fmt::format("{} must be at least 1, got {}", f, o.weight));
+         // 0 is allowed: proportion gives such a queue nothing beyond its guarantee.
+         if (o.weight < 0) return r_.Fail(v, fmt::format("{} must not be negative, got {}", f, o.weight));
          return Status::Ok();
        }},
       {"capability", [&](auto& v, auto& f, O& o) { return Store(o.capability, ReadResources(v, f)); }},

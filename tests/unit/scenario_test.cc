@@ -258,6 +258,9 @@ TEST(ScenarioTest, BadQuantityNamesValueAndLine) {
 TEST(ScenarioTest, WrongTypes) {
   Error w = MustFail("cluster:\n  queues: [{name: q, weight: heavy}]\n");
   EXPECT_EQ(w.Format(), "s.yaml:2:30: error: `weight` of queue `q` must be an integer, got `heavy`");
+  Error neg = MustFail("cluster:\n  queues: [{name: q, weight: -1}]\n");
+  EXPECT_EQ(neg.message, "`weight` of queue `q` must not be negative, got -1");
+  EXPECT_EQ(MustParse("cluster:\n  queues: [{name: q, weight: 0}]\n").cluster.queues[0].weight, 0);
   Error b = MustFail("cluster:\n  nodes: [{name: n, allocatable: {}, unschedulable: maybe}]\n");
   EXPECT_EQ(b.message, "`unschedulable` of node `n` must be true or false, got `maybe`");
   Error phase = MustFail("cluster:\n  pods: [{name: p, phase: Runing}]\n");
