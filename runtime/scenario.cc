@@ -721,6 +721,17 @@ Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
        [&](auto& v, auto& f, O& o) { return Store(o.topology_spread_constraints, ReadSpread(v, f)); }},
       {"hostPorts", [&](auto& v, auto& f, O& o) { return Store(o.host_ports, ReadHostPorts(v, f)); }},
       {"image", [&](auto& v, auto& f, O& o) { return Store(o.image, Str(v, f)); }},
+      {"schedulingGates", [&](auto& v, auto& f, O& o) -> Status {
+         // Kubernetes' shape: [{name: example.com/gate}, ...]
+         TRY(r_.ExpectList(v, f));
+         for (const auto& gate : v) {
+           TRY(r_.ExpectMap(gate, "a scheduling gate", {"name"}));
+           if (!gate["name"]) return r_.Fail(gate, fmt::format("a gate in {} has no `name`", f));
+           ASSIGN_OR_RETURN(std::string name, Str(gate["name"], "`name` of a scheduling gate"));
+           o.scheduling_gates.push_back(std::move(name));
+         }
+         return Status::Ok();
+       }},
       {"preemptionPolicy",
        [&](auto& v, auto& f, O& o) { return Store(o.preemption_policy, ReadPreemptionPolicy(v, f)); }},
       {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},

@@ -123,6 +123,7 @@ struct PodSpec {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
   std::string image;  // the single container's image ("" = none given)
+  std::vector<std::string> scheduling_gates;  // spec.schedulingGates names
   std::optional<PreemptionPolicy> preemption_policy;
   TimeNs creation_time = kUnsetTime;
   TimeNs scheduled_at = 0;  // 0 = no PodScheduled condition

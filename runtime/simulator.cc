@@ -191,6 +191,8 @@ Result<Cluster> BuildCluster(const ScenarioSpec& spec) {
     t.topology_spread_constraints = ps.topology_spread_constraints;
     t.host_ports = ps.host_ports;
     if (!ps.image.empty()) t.images = {ps.image};
+    // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
+    t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
     t.SetRequests(ps.requests);
   }
   if (Status s = cluster.Link(); !s) return s.error();

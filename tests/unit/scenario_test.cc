@@ -299,6 +299,7 @@ TEST(ScenarioTest, NodeImagesAndPodImage) {
   EXPECT_EQ(images.at("redis:7"), 30000000);
   ASSERT_EQ(s.cluster.pods.size(), 1u);
   EXPECT_EQ(s.cluster.pods[0].image, "nginx:1.25");
+  EXPECT_TRUE(s.cluster.pods[0].scheduling_gates.empty());
 
   Error size = MustFail(
       "cluster:\n  nodes:\n  - name: n\n    allocatable: {}\n    images: [{names: [a]}]\n");
@@ -307,6 +308,14 @@ TEST(ScenarioTest, NodeImagesAndPodImage) {
   Error key = MustFail(
       "cluster:\n  nodes:\n  - name: n\n    allocatable: {}\n    images: [{name: [a], sizeBytes: 1}]\n");
   EXPECT_EQ(key.message, "unknown key `name` in a node image; did you mean `names`?");
+}
+
+TEST(ScenarioTest, SchedulingGates) {
+  ScenarioSpec s = MustParse(
+      "cluster:\n  pods:\n  - {name: p, schedulingGates: [{name: a.io/x}, {name: b.io/y}]}\n");
+  EXPECT_EQ(s.cluster.pods[0].scheduling_gates, (std::vector<std::string>{"a.io/x", "b.io/y"}));
+  Error e = MustFail("cluster:\n  pods:\n  - {name: p, schedulingGates: [{gate: x}]}\n");
+  EXPECT_EQ(e.Format(), "s.yaml:3:34: error: unknown key `gate` in a scheduling gate");
 }
 
 TEST(ScenarioTest, CrossReferenceErrors) {
