@@ -1476,22 +1476,7 @@ class Lowering {
         list = b_.CreateInsertValue(list, items, {0});
         return b_.CreateInsertValue(list, n, {1});
       }
-      case FieldKind::IntMap: {
-        Value* map = CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(1), b_.getInt32(8)}, true);
-        Value* n = CallRt(fn + "_size", i64_, {obj});
-        ForRange(n, [&](Value* i) {
-          Value* k = Alloca(str_);
-          Value* v = Alloca(i64_);
-          CallRt(fn + "_at", b_.getVoidTy(), {obj, i, k, v});
-          Value* key = b_.CreateLoad(str_, k);
-          Value* inserted = Alloca(i8_);
-          Value* slot = CallRt("kiln_rt_map_slot_s", ptr_,
-                               {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1}),
-                                inserted}, true);
-          b_.CreateStore(b_.CreateLoad(i64_, v), slot);
-        });
-        return map;
-      }
+      case FieldKind::IntMap: return MaterializeHostMap(fn, obj, i64_);
       default: break;
     }
     Fail(at, fmt::format("field {}.{} has no host accessor", f.owner, f.name));
@@ -1499,18 +1484,25 @@ class Lowering {
 
   // A view's string map as a policy map<string, string> (when used as a whole value).
   Value* MaterializeStringMap(const std::string& fn, Value* obj) {
-    Value* map = CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(1), b_.getInt32(SizeOf(str_))}, true);
+    return MaterializeHostMap(fn, obj, str_);
+  }
+
+  // A view's string-keyed host map (`fn`_size / `fn`_at accessors) copied into a policy map whose
+  // values have type `vty`.
+  Value* MaterializeHostMap(const std::string& fn, Value* obj, llvm::Type* vty) {
+    auto value_size = static_cast<int32_t>(SizeOf(vty));
+    Value* map = CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(1), b_.getInt32(value_size)}, true);
     Value* n = CallRt(fn + "_size", i64_, {obj});
     ForRange(n, [&](Value* i) {
       Value* k = Alloca(str_);
-      Value* v = Alloca(str_);
+      Value* v = Alloca(vty);
       CallRt(fn + "_at", b_.getVoidTy(), {obj, i, k, v});
       Value* key = b_.CreateLoad(str_, k);
       Value* inserted = Alloca(i8_);
       Value* slot = CallRt("kiln_rt_map_slot_s", ptr_,
                            {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1}),
                             inserted}, true);
-      b_.CreateStore(b_.CreateLoad(str_, v), slot);
+      b_.CreateStore(b_.CreateLoad(vty, v), slot);
     });
     return map;
   }

@@ -18,6 +18,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -46,7 +47,7 @@ void MarkOncePerSessionCode(llvm::Module& module) {
   static constexpr std::string_view kOnce[] = {
       "kiln.on.session_open", "kiln.on.session_close", "handler.session_open",
       "handler.session_close", "kiln.state_init", "kiln.args_default"};
-  std::set<const llvm::Function*> once;
+  std::set<llvm::Function*> once;
   for (llvm::Function& f : module)
     for (std::string_view n : kOnce)
       if (!f.isDeclaration() && f.getName() == llvm::StringRef(n.data(), n.size())) once.insert(&f);
@@ -55,19 +56,17 @@ void MarkOncePerSessionCode(llvm::Module& module) {
     grew = false;
     for (llvm::Function& f : module) {
       if (f.isDeclaration() || !f.hasLocalLinkage() || once.count(&f) || f.use_empty()) continue;
-      bool only_once_callers = true;
-      for (const llvm::User* u : f.users()) {
-        const auto* call = llvm::dyn_cast<llvm::CallBase>(u);
-        if (!call || call->getCalledFunction() != &f || !once.count(call->getFunction())) {
-          only_once_callers = false;
-          break;
-        }
+      bool only_once_callers = std::all_of(f.user_begin(), f.user_end(), [&](llvm::User* u) {
+        auto* call = llvm::dyn_cast<llvm::CallBase>(u);
+        return call && call->getCalledFunction() == &f && once.count(call->getFunction());
+      });
+      if (only_once_callers) {
+        once.insert(&f);
+        grew = true;
       }
-      if (only_once_callers) grew = once.insert(&f).second || grew;
     }
   }
-  for (const llvm::Function* cf : once) {
-    auto* f = const_cast<llvm::Function*>(cf);
+  for (llvm::Function* f : once) {
     if (f->hasFnAttribute(llvm::Attribute::AlwaysInline)) continue;
     f->addFnAttr(llvm::Attribute::OptimizeNone);
     f->addFnAttr(llvm::Attribute::NoInline);
