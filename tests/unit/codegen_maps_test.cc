@@ -20,18 +20,13 @@ namespace {
 
 using Loaded = testing::LoadedPolicy;
 
-std::unique_ptr<Loaded> Load(const std::string& text) { return testing::LoadPolicy(text, "test/codegen_maps_"); }
+std::unique_ptr<Loaded> Load(const std::string& text) {
+  return testing::LoadPolicy(text, "test/codegen_maps_");
+}
 
 // Runs `on node_order` with `body`; -12345 when the call was abandoned (a fault).
 double EvalFloat(const std::string& body, const std::string& prelude = "") {
-  auto l = Load("policy eval;\n" + prelude + "\non node_order(task: Task, node: Node) -> float {\n" +
-                body + "\n}\n");
-  if (!l) return std::nan("");
-  Task task;
-  Node node;
-  double score = -12345;
-  EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
-  return score;
+  return testing::EvalNodeOrder(body, prelude, "test/codegen_maps_eval_");
 }
 
 TEST(CodegenMaps, IntKeysAcrossTheLinearLimit) {

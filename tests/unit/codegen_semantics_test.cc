@@ -26,14 +26,7 @@ std::unique_ptr<Loaded> Load(const std::string& text, int64_t now = 0) {
 
 // Evaluates a float expression inside `on node_order(task, node)`; `prelude` adds declarations.
 double EvalFloat(const std::string& body, const std::string& prelude = "") {
-  auto l = Load("policy eval;\n" + prelude + "\non node_order(task: Task, node: Node) -> float {\n" +
-                body + "\n}\n");
-  if (!l) return std::nan("");
-  Task task;
-  Node node;
-  double score = -12345;
-  EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
-  return score;
+  return testing::EvalNodeOrder(body, prelude, "test/codegen_eval_");
 }
 
 TEST(CodegenSemantics, IntegerDivisionAndRemainderByZeroAreZero) {

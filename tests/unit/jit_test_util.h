@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,6 +63,28 @@ inline std::unique_ptr<LoadedPolicy> LoadPolicy(const std::string& text,
   static std::atomic<int> n{0};
   return LoadSource(SourceFile{std::string(path_prefix) + std::to_string(n++) + ".policy", text},
                     now);
+}
+
+// Compiles `prelude` plus `on node_order(task, node) -> float { body }`, calls it `calls` times in
+// one session on `task` and `node`, and returns the last score: NaN when it does not compile,
+// -12345 when the call was abandoned (a fault) before writing one.
+inline double EvalNodeOrder(const std::string& body, const std::string& prelude,
+                            std::string_view path_prefix, const Task& task, const Node& node,
+                            int calls = 1) {
+  auto l = LoadPolicy("policy eval;\n" + prelude +
+                          "\non node_order(task: Task, node: Node) -> float {\n" + body + "\n}\n",
+                      path_prefix);
+  if (!l) return std::nan("");
+  double score = -12345;
+  for (int i = 0; i < calls; ++i)
+    EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
+  return score;
+}
+
+// The same on empty Task and Node views.
+inline double EvalNodeOrder(const std::string& body, const std::string& prelude,
+                            std::string_view path_prefix, int calls = 1) {
+  return EvalNodeOrder(body, prelude, path_prefix, Task{}, Node{}, calls);
 }
 
 }  // namespace kiln::testing

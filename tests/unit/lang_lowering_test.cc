@@ -15,17 +15,7 @@ namespace {
 
 // Calls the compiled `node_order` `calls` times in one session and returns the last score.
 double Eval(const std::string& prelude, const std::string& body, int calls = 1) {
-  auto l = testing::LoadPolicy("policy eval;\n" + prelude +
-                                   "\non node_order(task: Task, node: Node) -> float {\n" + body +
-                                   "\n}\n",
-                               "test/lowering_");
-  if (!l) return std::nan("");
-  Task task;
-  Node node;
-  double score = -1;
-  for (int i = 0; i < calls; ++i)
-    EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
-  return score;
+  return testing::EvalNodeOrder(body, prelude, "test/lowering_", calls);
 }
 
 TEST(LangNestedUpdate, LocalMapOfMaps) {

@@ -169,24 +169,9 @@ TEST(StdlibK8s, RequiredNodeAffinityIsSelectorAndAnyTerm) {
 
 // ---- through the JIT: the policy-facing names, signatures and C ABI ----
 
-using Loaded = testing::LoadedPolicy;
-
-std::unique_ptr<Loaded> Load(const std::string& text) { return testing::LoadPolicy(text, "test/stdlib_k8s_"); }
-
 // Runs `body` as node_order(task, node) and returns its score.
 double Score(const std::string& body, Task& task, Node& node) {
-  auto l = Load("policy k8s_eval;\non node_order(task: Task, node: Node) -> float {\n" + body +
-                "\n}\n");
-  if (!l) return std::nan("");
-  for (const auto& [point, fn] : l->policy->handlers) {
-    if (point != ExtensionPoint::NodeOrder) continue;
-    double score = -1;
-    EXPECT_EQ(reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(fn)(&l->ctx, &task, &node,
-                                                                        &score),
-              0);
-    return score;
-  }
-  return std::nan("");
+  return testing::EvalNodeOrder(body, "", "test/stdlib_k8s_eval_", task, node);
 }
 
 TEST(StdlibK8s, PoliciesCallTheHelpersOnViewsAndLabelMaps) {
