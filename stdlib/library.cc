@@ -176,12 +176,12 @@ const Constant kConstants[] = {
 };
 
 const SessionField kSessionFields[] = {
-    {"jobs", "list<Job>", "kiln_session_jobs", "every job of the session"},
-    {"queues", "list<Queue>", "kiln_session_queues", "every queue"},
-    {"nodes", "list<Node>", "kiln_session_nodes", "every node"},
-    {"affinity_nodes", "list<Node>", "kiln_session_affinity_nodes",
+    {"jobs", "list<Job>", "kiln_host_session_jobs", "every job of the session"},
+    {"queues", "list<Queue>", "kiln_host_session_queues", "every queue"},
+    {"nodes", "list<Node>", "kiln_host_session_nodes", "every node"},
+    {"affinity_nodes", "list<Node>", "kiln_host_session_affinity_nodes",
      "the nodes holding a pod with pod (anti-)affinity terms, in no particular order"},
-    {"total", "Resource", "kiln_session_total", "Σ node allocatable"},
+    {"total", "Resource", "kiln_host_session_total", "Σ node allocatable"},
 };
 
 }  // namespace

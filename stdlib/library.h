@@ -59,7 +59,7 @@ inline constexpr std::string_view kGenericBuiltins[] = {
 struct SessionField {
   std::string_view name;
   std::string_view type;
-  std::string_view symbol;
+  std::string_view symbol;  // host function (const void* ctx) → the value (KList / Resource*)
   std::string_view doc;
 };
 std::span<const SessionField> SessionFields();

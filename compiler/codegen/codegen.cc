@@ -1508,13 +1508,13 @@ class Lowering {
   }
 
   Value* EmitSessionField(const ast::Select& s) {
-    if (s.field == "jobs") return CallRt("kiln_host_session_jobs", list_, {ictx_});
-    if (s.field == "queues") return CallRt("kiln_host_session_queues", list_, {ictx_});
-    if (s.field == "nodes") return CallRt("kiln_host_session_nodes", list_, {ictx_});
-    if (s.field == "affinity_nodes")
-      return CallRt("kiln_host_session_affinity_nodes", list_, {ictx_});
-    if (s.field == "total") return CallRt("kiln_host_session_total", ptr_, {ictx_});
     if (s.field == "now") return CtxField(kCtxNow, i64_);
+    // The rest come from the stdlib's session table: lists by value, the Resource by pointer.
+    for (const stdlib::SessionField& f : stdlib::SessionFields())
+      if (f.name == s.field)
+        return CallRt(std::string(f.symbol),
+                      IsKind(s.type, TypeKind::List) ? static_cast<llvm::Type*>(list_) : ptr_,
+                      {ictx_});
     Fail(&s, fmt::format("cannot lower session.{}", s.field));
   }
 
