@@ -42,6 +42,26 @@ KList List(const std::vector<T*>& v) {
 
 }  // namespace
 
+bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job) {
+  auto member = [&](size_t offset) {
+    int64_t v;
+    std::memcpy(&v, reinterpret_cast<const char*>(&job) + offset, sizeof v);
+    return v;
+  };
+  int64_t sum = 0;
+  for (size_t t : d.terms)
+    if (t != DerivedJobBool::kNoTerm) sum += member(t);
+  int64_t min = member(kJobMinAvailableOffset);
+  bool skipped = min < member(kJobTaskMinAvailableTotalOffset);
+  switch (d.rule) {
+    case DerivedJobBool::SumAtLeastMin: return sum >= min;
+    case DerivedJobBool::SumBelowMin: return sum < min;
+    case DerivedJobBool::NoRoleShort: return skipped || sum == 0;
+    case DerivedJobBool::SomeRoleShort: return skipped || sum != 0;
+  }
+  return false;
+}
+
 const AbiFieldInfo* FindAbiField(std::string_view owner, std::string_view name) {
   for (const auto& f : kAbiFields)
     if (f.owner == owner && f.name == name) return &f;
@@ -151,21 +171,6 @@ KStr kiln_job_priority_class_name(const Job* j) { return kiln::Str(j->priority_c
 void kiln_job_elastic_resources(const Job* j, kiln::Resource* out) {
   *out = j->GetElasticResources();
 }
-int64_t kiln_job_task_count(const Job* j) { return j->TaskCount(); }
-int64_t kiln_job_ready_task_num(const Job* j) { return j->ReadyTaskNum(); }
-int64_t kiln_job_waiting_task_num(const Job* j) { return j->WaitingTaskNum(); }
-int64_t kiln_job_valid_task_num(const Job* j) { return j->ValidTaskNum(); }
-int64_t kiln_job_pending_best_effort_task_num(const Job* j) {
-  return j->PendingBestEffortTaskNum();
-}
-int64_t kiln_job_task_min_available_total(const Job* j) { return j->task_min_available_total; }
-bool kiln_job_is_ready(const Job* j) { return j->IsReady(); }
-bool kiln_job_is_pipelined(const Job* j) { return j->IsPipelined(); }
-bool kiln_job_is_starving(const Job* j) { return j->IsStarving(); }
-bool kiln_job_check_task_valid(const Job* j) { return j->CheckTaskValid(); }
-bool kiln_job_check_task_ready(const Job* j) { return j->CheckTaskReady(); }
-bool kiln_job_check_task_pipelined(const Job* j) { return j->CheckTaskPipelined(); }
-bool kiln_job_check_task_starving(const Job* j) { return j->CheckTaskStarving(); }
 KList kiln_job_tasks(const Job* j) { return kiln::List(j->tasks); }
 KILN_MAP_FN(kiln_job_annotation, Job, annotations)
 KILN_MAP_FN(kiln_job_label, Job, labels)

@@ -10,7 +10,10 @@
 //   Access  Field → a direct member: load `Kind`'s C type at offsetof(Owner, member)
 //                  (for Resource the member IS the embedded Resource; take its address)
 //           Host  → call the extern "C" host function named in the last column
-//   target  the member name (Field) or host function (Host)
+//           Derived → a Bool computed inline from Int members of the same Job (no call): the
+//                  last column names its DerivedJobBool formula (below); Job's C++ accessor of
+//                  the same name is the reference the formula is tested against
+//   target  the member name (Field), host function (Host) or formula (Derived)
 //
 // C types by kind for Field access (checked by static_asserts at the end of this file):
 //   Int int64_t · Float double · Bool bool (1 byte) · Time/Duration int64_t nanoseconds
@@ -51,7 +54,48 @@ enum class FieldKind : uint8_t {
   OptionalInt,     // int?
 };
 
-enum class FieldAccess : uint8_t { Field, Host };
+enum class FieldAccess : uint8_t { Field, Host, Derived };
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+// A Derived Bool field of Job, from the job's O(1) counters (runtime/model.h):
+//   SumAtLeastMin  Σ terms >= min_available            SumBelowMin  Σ terms < min_available
+//   NoRoleShort    min_available < task_min_available_total  or  terms[0] == 0
+//   SomeRoleShort  min_available < task_min_available_total  or  terms[0] != 0
+// terms are offsets of int64_t members of Job; unused ones are kNoTerm.
+struct DerivedJobBool {
+  enum Rule : uint8_t { SumAtLeastMin, SumBelowMin, NoRoleShort, SomeRoleShort };
+  static constexpr size_t kNoTerm = SIZE_MAX;
+  Rule rule;
+  size_t terms[3];
+};
+inline constexpr size_t kJobMinAvailableOffset = offsetof(Job, min_available);
+inline constexpr size_t kJobTaskMinAvailableTotalOffset = offsetof(Job, task_min_available_total);
+inline constexpr DerivedJobBool kJobIsReady{
+    DerivedJobBool::SumAtLeastMin,
+    {offsetof(Job, ready_num), offsetof(Job, pending_best_effort), DerivedJobBool::kNoTerm}};
+inline constexpr DerivedJobBool kJobIsPipelined{
+    DerivedJobBool::SumAtLeastMin,
+    {offsetof(Job, waiting_num), offsetof(Job, ready_num), offsetof(Job, pending_best_effort)}};
+inline constexpr DerivedJobBool kJobIsStarving{
+    DerivedJobBool::SumBelowMin,
+    {offsetof(Job, waiting_num), offsetof(Job, ready_num), DerivedJobBool::kNoTerm}};
+inline constexpr DerivedJobBool kJobCheckTaskValid{
+    DerivedJobBool::NoRoleShort,
+    {offsetof(Job, roles_short_valid), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+inline constexpr DerivedJobBool kJobCheckTaskReady{
+    DerivedJobBool::NoRoleShort,
+    {offsetof(Job, roles_short_ready), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+inline constexpr DerivedJobBool kJobCheckTaskPipelined{
+    DerivedJobBool::NoRoleShort,
+    {offsetof(Job, roles_short_pipelined), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+inline constexpr DerivedJobBool kJobCheckTaskStarving{
+    DerivedJobBool::SomeRoleShort,
+    {offsetof(Job, roles_short_starving), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+#pragma GCC diagnostic pop
+
+// The formula evaluated in C++ over a job (what codegen lowers inline), for tests and tools.
+bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job);
 
 // clang-format off
 #define KILN_ABI_FIELDS(X)                                                                     \
@@ -99,19 +143,19 @@ enum class FieldAccess : uint8_t { Field, Host };
   X(Job,   "total_request",       Resource,     Field, total_request)                          \
   X(Job,   "min_resources",       Resource,     Field, min_resources)                          \
   X(Job,   "elastic_resources",   Resource,     Host,  kiln_job_elastic_resources)             \
-  X(Job,   "task_count",          Int,          Host,  kiln_job_task_count)                    \
-  X(Job,   "ready_task_num",      Int,          Host,  kiln_job_ready_task_num)                \
-  X(Job,   "waiting_task_num",    Int,          Host,  kiln_job_waiting_task_num)              \
-  X(Job,   "valid_task_num",      Int,          Host,  kiln_job_valid_task_num)                \
-  X(Job,   "pending_best_effort_task_num", Int, Host,  kiln_job_pending_best_effort_task_num)  \
-  X(Job,   "task_min_available_total", Int,     Host,  kiln_job_task_min_available_total)      \
-  X(Job,   "is_ready",            Bool,         Host,  kiln_job_is_ready)                      \
-  X(Job,   "is_pipelined",        Bool,         Host,  kiln_job_is_pipelined)                  \
-  X(Job,   "is_starving",         Bool,         Host,  kiln_job_is_starving)                   \
-  X(Job,   "check_task_valid",    Bool,         Host,  kiln_job_check_task_valid)              \
-  X(Job,   "check_task_ready",    Bool,         Host,  kiln_job_check_task_ready)              \
-  X(Job,   "check_task_pipelined",Bool,         Host,  kiln_job_check_task_pipelined)          \
-  X(Job,   "check_task_starving", Bool,         Host,  kiln_job_check_task_starving)           \
+  X(Job,   "task_count",          Int,          Field, task_num)                    \
+  X(Job,   "ready_task_num",      Int,          Field, ready_num)                \
+  X(Job,   "waiting_task_num",    Int,          Field, waiting_num)              \
+  X(Job,   "valid_task_num",      Int,          Field, valid_num)                \
+  X(Job,   "pending_best_effort_task_num", Int, Field, pending_best_effort)  \
+  X(Job,   "task_min_available_total", Int,     Field, task_min_available_total)      \
+  X(Job,   "is_ready",            Bool,         Derived, kJobIsReady)                      \
+  X(Job,   "is_pipelined",        Bool,         Derived, kJobIsPipelined)                  \
+  X(Job,   "is_starving",         Bool,         Derived, kJobIsStarving)                   \
+  X(Job,   "check_task_valid",    Bool,         Derived, kJobCheckTaskValid)              \
+  X(Job,   "check_task_ready",    Bool,         Derived, kJobCheckTaskReady)              \
+  X(Job,   "check_task_pipelined",Bool,         Derived, kJobCheckTaskPipelined)          \
+  X(Job,   "check_task_starving", Bool,         Derived, kJobCheckTaskStarving)           \
   X(Job,   "tasks",               TaskList,     Host,  kiln_job_tasks)                         \
   X(Job,   "annotations",         StringMap,    Host,  kiln_job_annotation)                    \
   X(Job,   "labels",              StringMap,    Host,  kiln_job_label)                         \
@@ -239,6 +283,7 @@ struct AbiFieldInfo {
                                 // whose functions are a _size/_at pair: nullptr (see
                                 // AbiShapeHostSymbols)
   std::string_view elem = {};   // record type of RecordList/Record/OptionalRecord fields
+  const DerivedJobBool* derived = nullptr;  // Derived access: the formula
 };
 
 // A host function's symbol and address (for absoluteSymbols).
@@ -276,6 +321,7 @@ typedef struct KList {
 #define KILN_X_DECL_QueueList(owner, fn) KList fn(const kiln::owner*);
 #define KILN_X_DECL_Field(kind, owner, fn)
 #define KILN_X_DECL_Host(kind, owner, fn) KILN_X_DECL_##kind(owner, fn)
+#define KILN_X_DECL_Derived(kind, owner, fn)
 #define KILN_X(owner, name, kind, access, target) KILN_X_DECL_##access(kind, owner, target)
 KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X
@@ -323,10 +369,16 @@ namespace kiln {
 
 #define KILN_X_OFFSET_Field(owner, member) offsetof(owner, member)
 #define KILN_X_OFFSET_Host(owner, member) 0
+#define KILN_X_OFFSET_Derived(owner, member) 0
 #define KILN_X_HOSTNAME_Field(target) std::string_view{}
 #define KILN_X_HOSTNAME_Host(target) std::string_view{#target}
+#define KILN_X_HOSTNAME_Derived(target) std::string_view{}
 #define KILN_X_HOSTFN_Field(target) nullptr
 #define KILN_X_HOSTFN_Host(target) reinterpret_cast<const void*>(&target)
+#define KILN_X_HOSTFN_Derived(target) nullptr
+#define KILN_X_DERIVED_Field(target) nullptr
+#define KILN_X_DERIVED_Host(target) nullptr
+#define KILN_X_DERIVED_Derived(target) &target
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
@@ -335,7 +387,7 @@ inline const AbiFieldInfo kAbiFields[] = {
 #define KILN_X(owner, name, kind, access, target)                                              \
   AbiFieldInfo{#owner, name, FieldKind::kind, FieldAccess::access,                             \
                KILN_X_OFFSET_##access(owner, target), KILN_X_HOSTNAME_##access(target),         \
-               KILN_X_HOSTFN_##access(target)},
+               KILN_X_HOSTFN_##access(target), {}, KILN_X_DERIVED_##access(target)},
     KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X
 };
@@ -361,6 +413,9 @@ template <> struct FieldCType<FieldKind::QueueState> { using type = QueueState; 
   static_assert(std::is_same_v<decltype(owner::member), FieldCType<FieldKind::kind>::type>,    \
                 #owner "." #member " does not have the C type of kind " #kind);
 #define KILN_X_CHECK_Host(owner, kind, member)
+#define KILN_X_CHECK_Derived(owner, kind, formula)                                             \
+  static_assert(std::is_same_v<owner, Job> && FieldKind::kind == FieldKind::Bool,               \
+                "Derived fields are Bool fields of Job");
 #define KILN_X(owner, name, kind, access, target) KILN_X_CHECK_##access(owner, kind, target)
 KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X

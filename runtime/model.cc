@@ -116,63 +116,30 @@ int32_t SumStatus(const std::array<int32_t, kTaskStatusCount>& counts, uint32_t 
     if (mask & (1u << i)) n += counts[i];
   return n;
 }
+
+// Which of the four per-role checks a role currently fails (bit per check).
+enum : uint32_t { kShortValid = 1, kShortReady = 2, kShortPipelined = 4, kShortStarving = 8 };
+
+uint32_t ShortChecks(const Job::Role& r) {
+  if (r.min_available == 0) return 0;
+  uint32_t bits = 0;
+  if (SumStatus(r.status_count, kValidMask) < r.min_available) bits |= kShortValid;
+  if (SumStatus(r.status_count, kReadyMask) + r.pending_empty_init < r.min_available)
+    bits |= kShortReady;
+  int32_t occupied = SumStatus(r.status_count, kOccupiedMask);
+  if (occupied + r.pending_empty_init < r.min_available) bits |= kShortPipelined;
+  if (occupied < r.min_available) bits |= kShortStarving;
+  return bits;
+}
+
+// Adds (sign 1) or removes (sign -1) a role's failed checks from the job's counts.
+void CountShortChecks(Job& j, uint32_t bits, int sign) {
+  if (bits & kShortValid) j.roles_short_valid += sign;
+  if (bits & kShortReady) j.roles_short_ready += sign;
+  if (bits & kShortPipelined) j.roles_short_pipelined += sign;
+  if (bits & kShortStarving) j.roles_short_starving += sign;
+}
 }  // namespace
-
-int32_t Job::ReadyTaskNum() const {
-  return Count(TaskStatus::Bound) + Count(TaskStatus::Binding) + Count(TaskStatus::Running) +
-         Count(TaskStatus::Allocated) + Count(TaskStatus::Succeeded);
-}
-
-int32_t Job::WaitingTaskNum() const { return Count(TaskStatus::Pipelined); }
-
-int32_t Job::ValidTaskNum() const {
-  int32_t n = 0;
-  for (int i = 0; i < kTaskStatusCount; ++i)
-    if (kValidMask & (1u << i)) n += static_cast<int32_t>(by_status[i].size());
-  return n;
-}
-
-bool Job::IsReady() const { return ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available; }
-
-bool Job::IsPipelined() const {
-  return WaitingTaskNum() + ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available;
-}
-
-bool Job::IsStarving() const { return WaitingTaskNum() + ReadyTaskNum() < min_available; }
-
-// The per-role checks are skipped (pass) when minMember is below the sum of minTaskMember,
-// exactly as Volcano does.
-bool Job::CheckTaskValid() const {
-  if (min_available < task_min_available_total) return true;
-  for (const Role& r : roles) {
-    if (r.min_available == 0) continue;
-    if (SumStatus(r.status_count, kValidMask) < r.min_available) return false;
-  }
-  return true;
-}
-
-bool Job::CheckTaskReady() const {
-  if (min_available < task_min_available_total) return true;
-  for (const Role& r : roles)
-    if (SumStatus(r.status_count, kReadyMask) + r.pending_empty_init < r.min_available)
-      return false;
-  return true;
-}
-
-bool Job::CheckTaskPipelined() const {
-  if (min_available < task_min_available_total) return true;
-  for (const Role& r : roles)
-    if (SumStatus(r.status_count, kOccupiedMask) + r.pending_empty_init < r.min_available)
-      return false;
-  return true;
-}
-
-bool Job::CheckTaskStarving() const {
-  if (min_available < task_min_available_total) return true;
-  for (const Role& r : roles)
-    if (SumStatus(r.status_count, kOccupiedMask) < r.min_available) return true;
-  return false;
-}
 
 int32_t Job::RoleSlot(std::string_view role) {
   for (size_t i = 0; i < roles.size(); ++i)
@@ -181,21 +148,39 @@ int32_t Job::RoleSlot(std::string_view role) {
   r.name = std::string(role);
   auto it = task_min_available.find(role);
   r.min_available = it == task_min_available.end() ? 0 : it->second;
+  CountShortChecks(*this, ShortChecks(r), 1);
   roles.push_back(std::move(r));
   return static_cast<int32_t>(roles.size() - 1);
 }
 
 namespace {
+// The job's status counters for one task entering (sign 1) or leaving (sign -1) a status.
+void CountTask(Job& j, TaskStatus status, int sign) {
+  uint32_t bit = static_cast<uint32_t>(status);
+  if (bit & kReadyMask) j.ready_num += sign;
+  if (status == TaskStatus::Pipelined) j.waiting_num += sign;
+  if (bit & kValidMask) j.valid_num += sign;
+}
+
+void UpdateShortChecks(Job& j, uint32_t before, uint32_t after) {
+  if (before == after) return;
+  CountShortChecks(j, before, -1);
+  CountShortChecks(j, after, 1);
+}
+
 void IndexInsert(Job& j, Task* t) {
   auto& list = j.by_status[StatusSlot(t->status)];
   t->job_status_pos = static_cast<int32_t>(list.size());
   list.push_back(t);
   Job::Role& role = j.roles[t->role_slot];
+  uint32_t short_before = ShortChecks(role);
   ++role.status_count[StatusSlot(t->status)];
+  CountTask(j, t->status, 1);
   if (t->status == TaskStatus::Pending && t->best_effort) {
     ++j.pending_best_effort;
     ++role.pending_empty_init;
   }
+  UpdateShortChecks(j, short_before, ShortChecks(role));
   if (AllocatedStatus(t->status)) j.allocated.Add(t->resreq);
 }
 
@@ -209,11 +194,14 @@ void IndexErase(Job& j, Task* t) {
   list.pop_back();
   t->job_status_pos = -1;
   Job::Role& role = j.roles[t->role_slot];
+  uint32_t short_before = ShortChecks(role);
   --role.status_count[StatusSlot(t->status)];
+  CountTask(j, t->status, -1);
   if (t->status == TaskStatus::Pending && t->best_effort) {
     --j.pending_best_effort;
     --role.pending_empty_init;
   }
+  UpdateShortChecks(j, short_before, ShortChecks(role));
   if (AllocatedStatus(t->status)) j.allocated.SubUnchecked(t->resreq);
 }
 }  // namespace
@@ -222,6 +210,7 @@ void Job::AddTask(Task* t) {
   t->job = this;
   t->role_slot = RoleSlot(t->role);
   tasks.push_back(t);
+  ++task_num;
   total_request.Add(t->resreq);
   IndexInsert(*this, t);
 }
@@ -509,7 +498,10 @@ Status Cluster::Link() {
     j->tasks.clear();
     for (auto& list : j->by_status) list.clear();
     j->roles.clear();
+    j->task_num = j->ready_num = j->waiting_num = j->valid_num = 0;
     j->pending_best_effort = 0;
+    j->roles_short_valid = j->roles_short_ready = j->roles_short_pipelined = 0;
+    j->roles_short_starving = 0;
     j->allocated = Resource{};
     j->total_request = Resource{};
     j->task_min_available_total = 0;

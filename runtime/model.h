@@ -303,13 +303,26 @@ struct Job {
   StringMap annotations;
   StringMap labels;
   std::map<std::string, int32_t, std::less<>> task_min_available;  // minTaskMember
-  int32_t task_min_available_total = 0;
+  int64_t task_min_available_total = 0;  // Σ minTaskMember
   std::vector<PodGroupCondition> conditions;
   std::vector<Task*> tasks;  // every task, in cluster order
   // Volcano's TaskStatusIndex: tasks by status slot (unordered within a slot).
   std::array<std::vector<Task*>, kTaskStatusCount> by_status;
   std::vector<Role> roles;
-  int32_t pending_best_effort = 0;
+
+  // ---- counters, kept by AddTask/UpdateTaskStatus (and Cluster::Link); policies load them
+  // directly (runtime/abi.h), so they are plain int64 members ----
+  int64_t task_num = 0;             // tasks.size()
+  int64_t ready_num = 0;            // Bound+Binding+Running+Allocated+Succeeded
+  int64_t waiting_num = 0;          // Pipelined
+  int64_t valid_num = 0;            // AllocatedStatus ∪ Succeeded ∪ Pipelined ∪ Pending
+  int64_t pending_best_effort = 0;  // Pending tasks whose InitResreq is empty
+  // Roles short of their minTaskMember, one count per check (CheckTaskValid, CheckTaskReady,
+  // CheckTaskPipelined, CheckTaskStarving): a check passes while its count is 0.
+  int64_t roles_short_valid = 0;
+  int64_t roles_short_ready = 0;
+  int64_t roles_short_pipelined = 0;
+  int64_t roles_short_starving = 0;
   // Per task index: the nodes that rejected it in this session (allocate fills, close reads).
   std::unordered_map<int64_t, FitErrors> nodes_fit_errors;
   std::string job_fit_error;  // JobFitErrors
@@ -317,19 +330,25 @@ struct Job {
 
   // ---- counters (O(1)) ----
   int32_t Count(TaskStatus s) const { return static_cast<int32_t>(by_status[StatusSlot(s)].size()); }
-  int32_t TaskCount() const { return static_cast<int32_t>(tasks.size()); }
-  int32_t ReadyTaskNum() const;    // Bound+Binding+Running+Allocated+Succeeded
-  int32_t WaitingTaskNum() const;  // Pipelined
-  int32_t ValidTaskNum() const;    // AllocatedStatus ∪ Succeeded ∪ Pipelined ∪ Pending
-  int32_t PendingBestEffortTaskNum() const { return pending_best_effort; }
-  bool IsReady() const;      // Ready + PendingBestEffort >= MinAvailable
-  bool IsPipelined() const;  // Waiting + Ready + PendingBestEffort >= MinAvailable
-  bool IsStarving() const;   // Waiting + Ready < MinAvailable
+  int64_t TaskCount() const { return task_num; }
+  int64_t ReadyTaskNum() const { return ready_num; }
+  int64_t WaitingTaskNum() const { return waiting_num; }
+  int64_t ValidTaskNum() const { return valid_num; }
+  int64_t PendingBestEffortTaskNum() const { return pending_best_effort; }
+  // Ready + PendingBestEffort >= MinAvailable
+  bool IsReady() const { return ready_num + pending_best_effort >= min_available; }
+  // Waiting + Ready + PendingBestEffort >= MinAvailable
+  bool IsPipelined() const { return waiting_num + ready_num + pending_best_effort >= min_available; }
+  // Waiting + Ready < MinAvailable
+  bool IsStarving() const { return waiting_num + ready_num < min_available; }
   bool IsPending() const { return phase == PodGroupPhase::Pending; }
-  bool CheckTaskValid() const;
-  bool CheckTaskReady() const;
-  bool CheckTaskPipelined() const;
-  bool CheckTaskStarving() const;
+  // The per-role (minTaskMember) checks. Each is skipped (passes; for starving: holds) when
+  // minMember is below the sum of the role minima, exactly as Volcano does.
+  bool RoleChecksSkipped() const { return min_available < task_min_available_total; }
+  bool CheckTaskValid() const { return RoleChecksSkipped() || roles_short_valid == 0; }
+  bool CheckTaskReady() const { return RoleChecksSkipped() || roles_short_ready == 0; }
+  bool CheckTaskPipelined() const { return RoleChecksSkipped() || roles_short_pipelined == 0; }
+  bool CheckTaskStarving() const { return RoleChecksSkipped() || roles_short_starving != 0; }
   const Resource& GetMinResources() const { return min_resources; }
   Resource GetElasticResources() const { return allocated.ExceededPart(min_resources); }
   const std::vector<Task*>& TasksWith(TaskStatus s) const { return by_status[StatusSlot(s)]; }

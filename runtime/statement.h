@@ -65,7 +65,7 @@ class Statement {
     Job* job;
     std::array<size_t, kTaskStatusCount> counts;
     Resource allocated;
-    int32_t pending_best_effort;
+    int64_t pending_best_effort;
   };
 
   Session* ssn_;

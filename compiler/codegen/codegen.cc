@@ -1404,7 +1404,37 @@ class Lowering {
     return b_.CreateLoad(f64_, p);
   }
 
+  // A Derived Bool of Job (runtime/abi.h DerivedJobBool): loads of the job's counters and one
+  // comparison, no call.
+  Value* LoadDerived(const DerivedJobBool& d, Value* job) {
+    auto member = [&](size_t offset) {
+      return b_.CreateLoad(i64_, b_.CreateConstGEP1_64(i8_, job, offset));
+    };
+    Value* sum = nullptr;
+    for (size_t t : d.terms) {
+      if (t == DerivedJobBool::kNoTerm) continue;
+      Value* v = member(t);
+      // Counters are non-negative task counts: their sum cannot wrap.
+      sum = sum ? b_.CreateAdd(sum, v, "", /*HasNUW=*/true, /*HasNSW=*/true) : v;
+    }
+    Value* min = member(kJobMinAvailableOffset);
+    switch (d.rule) {
+      case DerivedJobBool::SumAtLeastMin: return b_.CreateICmpSGE(sum, min);
+      case DerivedJobBool::SumBelowMin: return b_.CreateICmpSLT(sum, min);
+      case DerivedJobBool::NoRoleShort:
+      case DerivedJobBool::SomeRoleShort: {
+        Value* skipped = b_.CreateICmpSLT(min, member(kJobTaskMinAvailableTotalOffset));
+        Value* zero = b_.getInt64(0);
+        Value* holds = d.rule == DerivedJobBool::NoRoleShort ? b_.CreateICmpEQ(sum, zero)
+                                                              : b_.CreateICmpNE(sum, zero);
+        return b_.CreateOr(skipped, holds);
+      }
+    }
+    Fail(nullptr, "unknown derived field rule");
+  }
+
   Value* LoadField(const AbiFieldInfo& f, Value* obj, const Type* want, const ast::Node* at) {
+    if (f.access == FieldAccess::Derived) return LoadDerived(*f.derived, obj);
     if (f.access == FieldAccess::Field) {
       Value* p = b_.CreateConstGEP1_64(i8_, obj, f.offset);
       switch (f.kind) {

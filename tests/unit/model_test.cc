@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <random>
 #include <cstring>
 
 #include "runtime/abi.h"
+#include "tests/oracles/gang_oracle.h"
 #include "tests/unit/core_test_util.h"
 
 namespace kiln {
@@ -305,6 +308,69 @@ TEST(Job, BestEffortPendingCountsAsReadyForRole) {
   Job* job = f.b.cluster.FindJob("ns/pg");
   EXPECT_TRUE(job->CheckTaskReady());
   EXPECT_TRUE(job->IsReady());
+}
+
+// The counters Job keeps incrementally (and the Derived ABI formulas codegen lowers inline over
+// them) against a recount from job.tasks, through random status changes, minima and role minima.
+TEST(Job, IncrementalCountersAndDerivedFormulasMatchARecount) {
+  std::mt19937 rng(11);
+  const TaskStatus statuses[] = {TaskStatus::Pending,   TaskStatus::Allocated, TaskStatus::Pipelined,
+                                 TaskStatus::Binding,   TaskStatus::Bound,     TaskStatus::Running,
+                                 TaskStatus::Releasing, TaskStatus::Succeeded, TaskStatus::Failed};
+  const char* roles[] = {"", "ps", "worker"};
+  for (int round = 0; round < 200; ++round) {
+    Job job;
+    job.min_available = static_cast<int64_t>(rng() % 6);
+    for (int r = 1; r < 3; ++r)
+      if (rng() % 2) {
+        job.task_min_available[roles[r]] = static_cast<int32_t>(rng() % 3);
+        job.task_min_available_total += job.task_min_available[roles[r]];
+        job.RoleSlot(roles[r]);  // as Cluster::Link does for every minTaskMember role
+      }
+    std::vector<std::unique_ptr<Task>> tasks;
+    for (int i = 0, n = static_cast<int>(rng() % 8); i < n; ++i) {
+      auto t = std::make_unique<Task>();
+      t->role = roles[rng() % 3];
+      t->status = statuses[rng() % std::size(statuses)];
+      t->SetRequests(rng() % 3 == 0 ? Res(0, 0) : Res(100, 0));
+      job.AddTask(t.get());
+      tasks.push_back(std::move(t));
+    }
+    for (int step = 0; step < 12; ++step) {
+      SCOPED_TRACE(::testing::Message() << "round " << round << " step " << step);
+      EXPECT_EQ(job.TaskCount(), static_cast<int64_t>(job.tasks.size()));
+      EXPECT_EQ(job.ReadyTaskNum(), oracles::gang::ReadyTaskNum(job));
+      EXPECT_EQ(job.WaitingTaskNum(), oracles::gang::WaitingTaskNum(job));
+      EXPECT_EQ(job.ValidTaskNum(), oracles::gang::ValidTaskNum(job));
+      EXPECT_EQ(job.PendingBestEffortTaskNum(), oracles::gang::PendingBestEffortTaskNum(job));
+      EXPECT_EQ(job.IsReady(), oracles::gang::IsReady(job));
+      EXPECT_EQ(job.IsPipelined(), oracles::gang::IsPipelined(job));
+      EXPECT_EQ(job.CheckTaskValid(), oracles::gang::CheckTaskValid(job));
+      EXPECT_EQ(job.CheckTaskReady(), oracles::gang::CheckTaskReady(job));
+      EXPECT_EQ(job.CheckTaskPipelined(), oracles::gang::CheckTaskPipelined(job));
+      // Every Derived field's formula agrees with Job's accessor of the same meaning.
+      const std::pair<const char*, bool> accessors[] = {
+          {"is_ready", job.IsReady()},
+          {"is_pipelined", job.IsPipelined()},
+          {"is_starving", job.IsStarving()},
+          {"check_task_valid", job.CheckTaskValid()},
+          {"check_task_ready", job.CheckTaskReady()},
+          {"check_task_pipelined", job.CheckTaskPipelined()},
+          {"check_task_starving", job.CheckTaskStarving()}};
+      for (const auto& [name, want] : accessors) {
+        const AbiFieldInfo* f = FindAbiField("Job", name);
+        ASSERT_NE(f, nullptr) << name;
+        ASSERT_EQ(f->access, FieldAccess::Derived) << name;
+        EXPECT_EQ(EvalDerivedJobBool(*f->derived, job), want) << name;
+      }
+      if (!tasks.empty() && rng() % 4 != 0) {
+        Task* t = tasks[rng() % tasks.size()].get();
+        job.UpdateTaskStatus(t, statuses[rng() % std::size(statuses)]);
+      } else {
+        job.min_available = static_cast<int64_t>(rng() % 6);  // read live, never cached
+      }
+    }
+  }
 }
 
 TEST(Job, ElasticResourcesAndConditions) {

@@ -28,7 +28,7 @@ NodeState Snap(const Node* n) { return {n->idle, n->used, n->releasing, n->pipel
 struct JobState {
   std::array<int32_t, kTaskStatusCount> counts;
   double allocated_cpu;
-  int32_t pending_best_effort;
+  int64_t pending_best_effort;
   bool operator==(const JobState&) const = default;
 };
 JobState Snap(const Job* j) {
