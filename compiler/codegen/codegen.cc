@@ -699,7 +699,11 @@ class Lowering {
     auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
                                 Function::InternalLinkage, "kiln.map.find_i", m_);
     fn->addFnAttr(llvm::Attribute::AlwaysInline);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    // A pure read: the optimiser may merge repeated lookups of one key in one map while nothing
+    // writes memory in between (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE).
+    fn->setDoesNotThrow();
+    fn->setOnlyReadsMemory();
+    fn->setWillReturn();
     llvm::IRBuilder<> b(ctx_);
     Value* map = fn->getArg(0);
     Value* key = fn->getArg(1);
@@ -718,6 +722,11 @@ class Lowering {
     b.SetInsertPoint(hashed);
     llvm::FunctionCallee host = m_.getOrInsertFunction(
         "kiln_rt_map_find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_}, false));
+    if (auto* decl = llvm::dyn_cast<Function>(host.getCallee())) {
+      decl->setDoesNotThrow();
+      decl->setOnlyReadsMemory();
+      decl->setWillReturn();
+    }
     b.CreateRet(b.CreateCall(host, {map, key}));
     b.SetInsertPoint(scan);
     Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));

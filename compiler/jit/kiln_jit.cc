@@ -15,6 +15,7 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -98,6 +99,13 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  // Before anything is inlined: merge repeated pure calls — chiefly codegen's map lookups
+  // (`kiln.map.find_i`), which a policy repeats for one key (`if m[k] > x { m[k] -= 1; }`) and
+  // which, once inlined as scan loops, nothing downstream can merge. MemorySSA lets the merge
+  // cross blocks that do not write memory.
+  pb.registerPipelineStartEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::EarlyCSEPass(/*UseMemorySSA=*/true)));
+  });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(module, mam);
   return llvm::Error::success();
