@@ -7,7 +7,7 @@
 //
 // C ABI as stdlib/library.h: shapes arrive as pointers to the runtime's structs (runtime/model.h),
 // views as `const kiln::Task*` / `const kiln::Node*`, `map<string, string>` as the codegen's KMap
-// (null is treated as empty), strings as KStr by value.
+// (null is treated as empty), strings as (data, size) pairs.
 
 #include <cstddef>
 
@@ -42,10 +42,7 @@ bool kiln_std_tolerates(const kiln::Toleration* tol, const kiln::Taint* taint);
 // Some toleration of the pod tolerates the taint.
 bool kiln_std_task_tolerates(const kiln::Task* task, const kiln::Taint* taint);
 // The same for a taint given by its parts (for taints no node carries, such as the one
-// NodeUnschedulable checks: node.kubernetes.io/unschedulable:NoSchedule). The strings arrive as
-// (data, size) pairs, which is how codegen passes a KStr: declared as three KStr structs, the
-// last would be expected wholly on the stack once only one argument register is left, while
-// the caller passes its data pointer in that register.
+// NodeUnschedulable checks: node.kubernetes.io/unschedulable:NoSchedule).
 bool kiln_std_task_tolerates_taint(const kiln::Task* task, const char* key, size_t key_size,
                                    const char* value, size_t value_size, const char* effect,
                                    size_t effect_size);

@@ -15,7 +15,10 @@
 // itself and listed in kGenericBuiltins for documentation and name lookup.
 //
 // C ABI conventions (shared with codegen): int → int64_t, float → double, bool → bool,
-// duration/time → int64_t nanoseconds, quantity → double, string → KStr (by value), Resource →
+// duration/time → int64_t nanoseconds, quantity → double, string parameter → two parameters
+// (const char* data, size_t size) — never a KStr by value: the C ABI moves a 16-byte struct to
+// the stack when only one register is left, while codegen passes the two halves separately —
+// string result → KStr (returned in two registers), Resource →
 // `const kiln::Resource*` in / `kiln::Resource*` out (last parameter), T? result → bool return
 // with the payload through a trailing out-pointer. Missing → int32_t (0 Zero, 1 Infinity).
 

@@ -11,7 +11,7 @@
 #include "runtime/resource.h"
 
 namespace {
-std::string_view View(KStr s) { return {s.data ? s.data : "", s.data ? s.size : 0}; }
+std::string_view View(const char* data, size_t size) { return {data ? data : "", data ? size : 0}; }
 kiln::DimensionDefault Mode(int32_t m) {
   return m == 1 ? kiln::DimensionDefault::Infinity : kiln::DimensionDefault::Zero;
 }
@@ -78,31 +78,33 @@ void kiln_std_max_dims(const kiln::Resource* a, const kiln::Resource* b, kiln::R
 }
 void kiln_std_infinite_resource(kiln::Resource* out) { *out = kiln::Resource::Infinite(); }
 bool kiln_std_resource_is_empty(const kiln::Resource* r) { return r->IsEmpty(); }
-bool kiln_std_resource_has(const kiln::Resource* r, KStr name) {
-  auto id = kiln::ResourceNames::Find(View(name));
+bool kiln_std_resource_has(const kiln::Resource* r, const char* name, size_t name_size) {
+  auto id = kiln::ResourceNames::Find(View(name, name_size));
   return id && r->Has(*id);
 }
-double kiln_std_resource_get(const kiln::Resource* r, KStr name) {
-  auto id = kiln::ResourceNames::Find(View(name));
+double kiln_std_resource_get(const kiln::Resource* r, const char* name, size_t name_size) {
+  auto id = kiln::ResourceNames::Find(View(name, name_size));
   return id ? r->Get(*id) : 0.0;
 }
 
-bool kiln_std_parse_duration(KStr s, int64_t* out) {
+bool kiln_std_parse_duration(const char* s, size_t s_size, int64_t* out) {
   // Go's time.ParseDuration: no `d` unit.
-  auto v = kiln::ParseDurationText(View(s), /*allow_days=*/false);
+  auto v = kiln::ParseDurationText(View(s, s_size), /*allow_days=*/false);
   if (!v) return false;
   *out = *v;
   return true;
 }
-double kiln_std_quantity(KStr s) { return kiln::ParseQuantityText(View(s)).value_or(0.0); }
-bool kiln_std_parse_quantity(KStr s, double* out) {
-  auto v = kiln::ParseQuantityText(View(s));
+double kiln_std_quantity(const char* s, size_t s_size) {
+  return kiln::ParseQuantityText(View(s, s_size)).value_or(0.0);
+}
+bool kiln_std_parse_quantity(const char* s, size_t s_size, double* out) {
+  auto v = kiln::ParseQuantityText(View(s, s_size));
   if (!v) return false;
   *out = *v;
   return true;
 }
-bool kiln_std_parse_int(KStr s, int64_t* out) {
-  std::string text(View(s));
+bool kiln_std_parse_int(const char* s, size_t s_size, int64_t* out) {
+  std::string text(View(s, s_size));
   if (text.empty()) return false;
   errno = 0;
   char* end = nullptr;
@@ -111,8 +113,8 @@ bool kiln_std_parse_int(KStr s, int64_t* out) {
   *out = v;
   return true;
 }
-bool kiln_std_parse_float(KStr s, double* out) {
-  std::string text(View(s));
+bool kiln_std_parse_float(const char* s, size_t s_size, double* out) {
+  std::string text(View(s, s_size));
   if (text.empty()) return false;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
@@ -120,9 +122,9 @@ bool kiln_std_parse_float(KStr s, double* out) {
   *out = v;
   return true;
 }
-bool kiln_std_parse_bool(KStr s, bool* out) {
+bool kiln_std_parse_bool(const char* s, size_t s_size, bool* out) {
   // Go's strconv.ParseBool.
-  std::string_view v = View(s);
+  std::string_view v = View(s, s_size);
   if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") {
     *out = true;
     return true;
@@ -133,14 +135,18 @@ bool kiln_std_parse_bool(KStr s, bool* out) {
   }
   return false;
 }
-bool kiln_std_contains(KStr s, KStr sub) { return View(s).find(View(sub)) != std::string_view::npos; }
-bool kiln_std_starts_with(KStr s, KStr p) { return View(s).substr(0, View(p).size()) == View(p); }
-bool kiln_std_ends_with(KStr s, KStr p) {
-  auto a = View(s), b = View(p);
+bool kiln_std_contains(const char* s, size_t s_size, const char* sub, size_t sub_size) {
+  return View(s, s_size).find(View(sub, sub_size)) != std::string_view::npos;
+}
+bool kiln_std_starts_with(const char* s, size_t s_size, const char* p, size_t p_size) {
+  return View(s, s_size).substr(0, View(p, p_size).size()) == View(p, p_size);
+}
+bool kiln_std_ends_with(const char* s, size_t s_size, const char* p, size_t p_size) {
+  auto a = View(s, s_size), b = View(p, p_size);
   return a.size() >= b.size() && a.substr(a.size() - b.size()) == b;
 }
-KStr kiln_std_trim(KStr s) {
-  std::string_view v = View(s);
+KStr kiln_std_trim(const char* s, size_t s_size) {
+  std::string_view v = View(s, s_size);
   size_t b = v.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return KStr{v.data(), 0};
   size_t e = v.find_last_not_of(" \t\r\n");

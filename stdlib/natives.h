@@ -36,19 +36,19 @@ void kiln_std_min_dims(const kiln::Resource* a, const kiln::Resource* b, int32_t
 void kiln_std_max_dims(const kiln::Resource* a, const kiln::Resource* b, kiln::Resource* out);
 void kiln_std_infinite_resource(kiln::Resource* out);
 bool kiln_std_resource_is_empty(const kiln::Resource* r);
-bool kiln_std_resource_has(const kiln::Resource* r, KStr name);
-double kiln_std_resource_get(const kiln::Resource* r, KStr name);
+bool kiln_std_resource_has(const kiln::Resource* r, const char* name, size_t name_size);
+double kiln_std_resource_get(const kiln::Resource* r, const char* name, size_t name_size);
 
 // Parsing and strings.
-bool kiln_std_parse_duration(KStr s, int64_t* out);
-double kiln_std_quantity(KStr s);
-bool kiln_std_parse_quantity(KStr s, double* out);
-bool kiln_std_parse_int(KStr s, int64_t* out);
-bool kiln_std_parse_float(KStr s, double* out);
-bool kiln_std_parse_bool(KStr s, bool* out);
-bool kiln_std_contains(KStr s, KStr sub);
-bool kiln_std_starts_with(KStr s, KStr prefix);
-bool kiln_std_ends_with(KStr s, KStr suffix);
-KStr kiln_std_trim(KStr s);  // a view into `s`
+bool kiln_std_parse_duration(const char* s, size_t s_size, int64_t* out);
+double kiln_std_quantity(const char* s, size_t s_size);
+bool kiln_std_parse_quantity(const char* s, size_t s_size, double* out);
+bool kiln_std_parse_int(const char* s, size_t s_size, int64_t* out);
+bool kiln_std_parse_float(const char* s, size_t s_size, double* out);
+bool kiln_std_parse_bool(const char* s, size_t s_size, bool* out);
+bool kiln_std_contains(const char* s, size_t s_size, const char* sub, size_t sub_size);
+bool kiln_std_starts_with(const char* s, size_t s_size, const char* prefix, size_t prefix_size);
+bool kiln_std_ends_with(const char* s, size_t s_size, const char* suffix, size_t suffix_size);
+KStr kiln_std_trim(const char* s, size_t s_size);  // a view into `s`
 
 }  // extern "C"

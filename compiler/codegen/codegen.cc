@@ -1851,8 +1851,8 @@ class Lowering {
     Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
   }
 
-  // Standard-library natives (stdlib/library.h C ABI): scalars by value, KStr by value (two
-  // registers, the same as (ptr, len)), Resource results through a trailing out pointer, T?
+  // Standard-library natives (stdlib/library.h C ABI): scalars by value, a string as two
+  // parameters (data, size), Resource results through a trailing out pointer, T?
   // results as a bool return with the payload through a trailing out pointer.
   Value* EmitStdNative(const ast::Call& c, const std::string& sym,
                        const std::vector<const ast::Expr*>& args, bool with_ctx = false) {

@@ -31,8 +31,8 @@ void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, 
                              size_t reason_len, const char* message, size_t message_len);
 // stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
 // a bool with the map through `out`.
-bool kiln_host_parse_json_number_map(KStr text, void** out);
-bool kiln_host_parse_json_resource_map(KStr text, void** out);
+bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
+bool kiln_host_parse_json_resource_map(const char* text, size_t text_size, void** out);
 // selected[i] = 1 for every candidates[i] that appears in chosen (victim lists → session masks).
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
                              int64_t m, uint8_t* selected);

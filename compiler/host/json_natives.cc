@@ -14,11 +14,13 @@
 namespace kiln {
 namespace {
 
-std::string_view View(KStr s) { return s.size ? std::string_view(s.data, s.size) : std::string_view(); }
+std::string_view View(const char* data, size_t size) {
+  return size ? std::string_view(data, size) : std::string_view();
+}
 
 // Parses `text` as a JSON object; null on anything else.
-bool ParseObject(KStr text, nlohmann::json* out) {
-  *out = nlohmann::json::parse(View(text), nullptr, /*allow_exceptions=*/false);
+bool ParseObject(const char* text, size_t text_size, nlohmann::json* out) {
+  *out = nlohmann::json::parse(View(text, text_size), nullptr, /*allow_exceptions=*/false);
   return !out->is_discarded() && out->is_object();
 }
 
@@ -34,10 +36,10 @@ void* Slot(void* map, const std::string& key) {
 
 extern "C" {
 
-bool kiln_host_parse_json_number_map(KStr text, void** out) {
+bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out) {
   try {
     nlohmann::json j;
-    if (!kiln::ParseObject(text, &j)) return false;
+    if (!kiln::ParseObject(text, text_size, &j)) return false;
     for (const auto& [key, value] : j.items())
       if (!value.is_number()) return false;
     void* map = kiln::NewStringKeyMap(sizeof(double));
@@ -52,10 +54,10 @@ bool kiln_host_parse_json_number_map(KStr text, void** out) {
   }
 }
 
-bool kiln_host_parse_json_resource_map(KStr text, void** out) {
+bool kiln_host_parse_json_resource_map(const char* text, size_t text_size, void** out) {
   try {
     nlohmann::json j;
-    if (!kiln::ParseObject(text, &j)) return false;
+    if (!kiln::ParseObject(text, text_size, &j)) return false;
     void* map = kiln::NewStringKeyMap(sizeof(kiln::Resource*));
     for (const auto& [key, list] : j.items()) {
       if (!list.is_object()) return false;

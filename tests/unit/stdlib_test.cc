@@ -12,7 +12,8 @@
 namespace kiln {
 namespace {
 
-KStr S(std::string_view s) { return KStr{s.data(), s.size()}; }
+// A string literal as the (data, size) pair natives take for a string parameter.
+#define S(literal) std::string_view(literal).data(), std::string_view(literal).size()
 
 TEST(Stdlib, EveryFunctionRowIsWellFormed) {
   TypeContext t;
