@@ -121,6 +121,7 @@ class Lowering {
     validation_ = llvm::StructType::get(ctx_, {i1_, str_, str_});
     victims_ = llvm::StructType::get(ctx_, {i1_, list_});
     ctx_ty_ = llvm::StructType::get(ctx_, {ptr_, ptr_, i64_, ptr_, ptr_});
+    builder_ty_ = llvm::StructType::get(ctx_, {ptr_, i64_, i64_});  // KListBuilder
   }
 
   void Run(LoweredPolicy& out) {
@@ -594,6 +595,10 @@ class Lowering {
     if (const auto* name = ast::As<ast::NameRef>(&target)) {
       const Type* t = target.type;
       if (name->ref == ast::NameKind::Local) {
+        if (const ast::Expr* elem = AppendedElement(a, name->local)) {
+          EmitLocalAppend(name->local, *elem);
+          return;
+        }
         Value* slot = LocalSlot(name->local);
         Value* old = a.op == ast::AssignOp::Set ? nullptr : b_.CreateLoad(Ty(t), slot);
         b_.CreateStore(combine(old, t), slot);
@@ -652,6 +657,70 @@ class Lowering {
       return;
     }
     Fail(&a, "unsupported assignment target");
+  }
+
+  // The element `e` of `x = x + [e]` or `x += [e]` when `x` is the local list `local`, else null.
+  static const ast::Expr* AppendedElement(const ast::Assign& a, const ast::Local* local) {
+    if (!IsKind(a.target->type, TypeKind::List)) return nullptr;
+    const ast::Expr* list = a.value.get();
+    if (a.op == ast::AssignOp::Set) {
+      const auto* bin = ast::As<ast::Binary>(list);
+      if (!bin || bin->op != ast::BinaryOp::Add) return nullptr;
+      const auto* self = ast::As<ast::NameRef>(bin->left.get());
+      if (!self || self->ref != ast::NameKind::Local || self->local != local) return nullptr;
+      list = bin->right.get();
+    } else if (a.op != ast::AssignOp::Add) {
+      return nullptr;
+    }
+    const auto* one = ast::As<ast::ListLit>(list);
+    return one && one->elements.size() == 1 ? one->elements[0].get() : nullptr;
+  }
+
+  // `x = x + [e]` on a local list: x's builder (items, length, capacity — the buffer x last grew
+  // into and how far) lets the append store in place, without a call, while x still holds exactly
+  // what its last append made of that buffer. Any other list value sharing the buffer is a shorter
+  // prefix of it, so writing past the builder's length changes nothing anyone can see; a local
+  // assigned anything else no longer matches its builder and grows into a fresh buffer.
+  void EmitLocalAppend(const ast::Local* local, const ast::Expr& elem) {
+    const Type* lt = local->type;
+    llvm::Type* et = Ty(lt->elem);
+    Value* slot = LocalSlot(local);
+    Value* builder = ListBuilder(local);
+    Value* cur = b_.CreateLoad(list_, slot);
+    Value* items = b_.CreateExtractValue(cur, {0});
+    Value* n = b_.CreateExtractValue(cur, {1});
+    Value* e = Coerce(Emit(elem), elem.type, lt->elem);
+    Value* own_items = b_.CreateLoad(ptr_, b_.CreateStructGEP(builder_ty_, builder, 0));
+    Value* own_n = b_.CreateLoad(i64_, b_.CreateStructGEP(builder_ty_, builder, 1));
+    Value* cap = b_.CreateLoad(i64_, b_.CreateStructGEP(builder_ty_, builder, 2));
+    Value* in_place = b_.CreateAnd(b_.CreateAnd(b_.CreateICmpEQ(items, own_items), b_.CreateICmpEQ(n, own_n)),
+                                   b_.CreateICmpSLT(n, cap));
+    Value* n1 = b_.CreateAdd(n, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    EmitIfElse(
+        in_place,
+        [&] {
+          b_.CreateStore(e, b_.CreateGEP(et, items, n));
+          b_.CreateStore(n1, b_.CreateStructGEP(builder_ty_, builder, 1));
+          b_.CreateStore(b_.CreateInsertValue(cur, n1, {1}), slot);
+        },
+        [&] {
+          Value* tmp = Alloca(et);
+          b_.CreateStore(e, tmp);
+          Value* out = Alloca(list_);
+          CallRt("kiln_rt_list_grow", b_.getVoidTy(),
+                 {items, n, tmp, b_.getInt64(SizeOf(et)), builder, out}, true);
+          b_.CreateStore(b_.CreateLoad(list_, out), slot);
+        });
+  }
+
+  // The builder of a local list in this function: zeroed at entry, so it matches no list.
+  Value* ListBuilder(const ast::Local* local) {
+    Value*& b = list_builders_[{fn_, local}];
+    if (b) return b;
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    b = entry.CreateAlloca(builder_ty_);
+    entry.CreateStore(llvm::Constant::getNullValue(builder_ty_), b);
+    return b;
   }
 
   // The map an indexed assignment writes into: `m` itself, or for `m[a][b] = v` the inner map
@@ -2371,7 +2440,7 @@ class Lowering {
   llvm::PointerType* ptr_;
   llvm::IntegerType *i1_, *i8_, *i32_, *i64_;
   llvm::Type* f64_;
-  llvm::StructType *str_, *list_, *fit_, *validation_, *victims_, *ctx_ty_;
+  llvm::StructType *str_, *list_, *fit_, *validation_, *victims_, *ctx_ty_, *builder_ty_;
   llvm::StructType* state_ty_ = nullptr;
   llvm::StructType* args_ty_ = nullptr;
   llvm::GlobalVariable* empty_resource_ = nullptr;
@@ -2390,6 +2459,7 @@ class Lowering {
   Value* ictx_ = nullptr;
   bool allocates_ = false;
   std::vector<Value*> locals_;
+  std::map<std::pair<Function*, const ast::Local*>, Value*> list_builders_;  // EmitLocalAppend
   std::vector<std::pair<BasicBlock*, BasicBlock*>> loops_;  // (continue, break)
 };
 

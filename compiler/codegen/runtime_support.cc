@@ -314,7 +314,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
       KILN_SYM(kiln_rt_res_less),       KILN_SYM(kiln_rt_res_equal),
       KILN_SYM(kiln_rt_res_is_empty),   KILN_SYM(kiln_rt_res_names),
-      KILN_SYM(kiln_rt_sort),           KILN_SYM(kiln_rt_list_append),           KILN_SYM(kiln_rt_now),
+      KILN_SYM(kiln_rt_sort),           KILN_SYM(kiln_rt_list_append),  KILN_SYM(kiln_rt_list_grow),           KILN_SYM(kiln_rt_now),
       KILN_SYM(kiln_rt_set_now),        KILN_SYM(kiln_rt_fault),
   };
 #undef KILN_SYM
@@ -619,6 +619,19 @@ void kiln_rt_list_append(const void* items, int64_t n, const void* elem, int64_t
     if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
     std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
     buf = {fresh, bytes + elem_size, capacity};
+    return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
+  });
+}
+
+void kiln_rt_list_grow(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                       KListBuilder* builder, KList* out) {
+  *out = Guard<KList>(KList{nullptr, 0}, [&] {
+    int64_t bytes = n * elem_size;
+    int64_t capacity = std::max<int64_t>(8, 2 * (n + 1));
+    char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(capacity * elem_size)));
+    if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
+    std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
+    *builder = KListBuilder{fresh, n + 1, capacity};
     return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
   });
 }

@@ -166,6 +166,17 @@ void kiln_rt_res_names(const kiln::Resource* r, KList* out);  // list<string>: i
 // copies into a new buffer with room to grow. Amortised O(1) for the `v = v + [e]` loop idiom.
 void kiln_rt_list_append(const void* items, int64_t n, const void* elem, int64_t elem_size,
                          KList* out);
+// The growth state of one local list variable (codegen's EmitLocalAppend): the buffer the
+// variable last grew into, how many elements of it the variable holds, and the buffer's capacity.
+typedef struct KListBuilder {
+  const void* items;
+  int64_t size;
+  int64_t capacity;
+} KListBuilder;
+// `x = x + [e]` when x's builder cannot append in place: copies x's `n` items and `elem` into a
+// new buffer (of the current arena) with room to grow, and makes it the builder's buffer.
+void kiln_rt_list_grow(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                       KListBuilder* builder, KList* out);
 // Stable sort of `n` elements of `elem_size` bytes by parallel keys. key_kind 0: double keys,
 // 1: KStr keys. `keys` is permuted along.
 void kiln_rt_sort(void* elems, int64_t n, int64_t elem_size, void* keys, int32_t key_kind,
