@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -89,7 +90,18 @@ Result<PolicyCompiler*> PolicyCompiler::Global() {
   impl->jit = std::move(*jit);
   // Deliberately never destroyed: compiled policies may be released during static destruction.
   global = new PolicyCompiler(std::move(impl));
+  if (const char* dir = std::getenv("KILN_COMPILE_CACHE"); dir && *dir)
+    global->SetCompileCacheDir(dir);
   return global;
+}
+
+void PolicyCompiler::SetCompileCacheDir(const std::string& dir) {
+  impl_->jit->SetObjectCache(dir.empty() ? nullptr : std::make_shared<ObjectCache>(dir));
+}
+
+ObjectCacheStats PolicyCompiler::CompileCacheStats() {
+  std::shared_ptr<ObjectCache> cache = impl_->jit->GetObjectCache();
+  return cache ? cache->Stats() : ObjectCacheStats{};
 }
 
 size_t PolicyCompiler::CachedCount() {

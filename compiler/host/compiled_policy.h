@@ -19,6 +19,7 @@
 #include "compiler/ast.h"
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
+#include "compiler/jit/object_cache.h"
 #include "compiler/source.h"
 #include "compiler/timings.h"
 #include "runtime/conf.h"
@@ -67,8 +68,18 @@ Result<std::shared_ptr<const BoundArgs>> BindArguments(
 
 class PolicyCompiler {
  public:
-  // The process-wide compiler (creates the JIT on first use).
+  // The process-wide compiler (creates the JIT on first use). Its compile cache starts in
+  // $KILN_COMPILE_CACHE when that is set and not empty.
   static Result<PolicyCompiler*> Global();
+
+  // Native code of later compiles is cached on disk in `dir` (compiler/jit/object_cache.h) and
+  // reused across processes when the policy, the target and the Kiln binary are unchanged; an
+  // empty `dir` turns the cache off. A directory that cannot be used only logs a warning: the
+  // cache never makes a compile fail.
+  void SetCompileCacheDir(const std::string& dir);
+
+  // Hits, misses and stores of the compile cache since it was last set (zeros when it is off).
+  ObjectCacheStats CompileCacheStats();
 
   using CompileResult = Result<std::shared_ptr<const CompiledPolicy>>;
 

@@ -1,9 +1,11 @@
 #include "compiler/jit/kiln_jit.h"
 
 #include "compiler/codegen/near_code_memory.h"
+#include "compiler/jit/object_cache.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
@@ -11,6 +13,7 @@
 #include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/InstrTypes.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -22,11 +25,96 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string_view>
 
 namespace kiln {
+
+// The compile cache's side of the JIT, shared by the IR transform (which keys the unoptimised
+// module and, on a hit, skips O2) and the compiler (which returns the cached object for such a
+// module, or stores the object it compiled). The two talk through a named metadata tag on the
+// module: {key} after a miss, {key, ticket} after a hit, the ticket naming the object parked here.
+struct ObjectCacheHooks {
+  static constexpr const char* kTag = "kiln.object_cache";
+
+  ObjectCacheTarget target;
+  mutable std::mutex mu;
+  std::shared_ptr<ObjectCache> cache;  // null: no cache
+  std::map<uint64_t, std::unique_ptr<llvm::MemoryBuffer>> parked;
+  uint64_t next_ticket = 0;
+
+  std::shared_ptr<ObjectCache> Cache() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return cache;
+  }
+
+  // Keys `m` (before any optimisation) and tags it; true when its object is in the cache.
+  bool KeyAndTag(llvm::Module& m, ObjectCache& from) {
+    llvm::SmallVector<char, 0> bitcode;
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(m, os);
+    ObjectCacheTarget t = target;
+    t.triple = m.getTargetTriple();
+    ObjectCacheKey key = MakeObjectCacheKey(std::string_view(bitcode.data(), bitcode.size()), t);
+    std::vector<llvm::Metadata*> fields{llvm::MDString::get(m.getContext(), key.Hex())};
+    std::optional<std::string> object = from.Lookup(key);
+    if (object) {
+      std::lock_guard<std::mutex> lock(mu);
+      uint64_t ticket = next_ticket++;
+      parked[ticket] = llvm::MemoryBuffer::getMemBufferCopy(*object, m.getModuleIdentifier());
+      fields.push_back(llvm::MDString::get(m.getContext(), std::to_string(ticket)));
+    }
+    m.getOrInsertNamedMetadata(kTag)->addOperand(llvm::MDNode::get(m.getContext(), fields));
+    return object.has_value();
+  }
+
+  struct Tag {
+    std::optional<ObjectCacheKey> key;
+    bool hit = false;
+    std::unique_ptr<llvm::MemoryBuffer> object;  // set on a hit
+  };
+
+  // Reads and removes the tag KeyAndTag left on `m` (none when the cache was off).
+  Tag TakeTag(llvm::Module& m) {
+    Tag tag;
+    llvm::NamedMDNode* md = m.getNamedMetadata(kTag);
+    if (!md) return tag;
+    if (md->getNumOperands() == 1) {
+      llvm::MDNode* node = md->getOperand(0);
+      auto text = [&](unsigned i) -> llvm::StringRef {
+        auto* s = i < node->getNumOperands()
+                      ? llvm::dyn_cast<llvm::MDString>(node->getOperand(i).get())
+                      : nullptr;
+        return s ? s->getString() : llvm::StringRef();
+      };
+      llvm::StringRef hex = text(0);
+      if (hex.size() == 64) {
+        ObjectCacheKey key;
+        bool ok = true;
+        for (size_t i = 0; i < 32 && ok; ++i) {
+          unsigned byte = 0;
+          ok = !hex.substr(2 * i, 2).getAsInteger(16, byte);
+          key.bytes[i] = static_cast<uint8_t>(byte);
+        }
+        if (ok) tag.key = key;
+      }
+      uint64_t ticket = 0;
+      if (node->getNumOperands() > 1 && !text(1).getAsInteger(10, ticket)) {
+        tag.hit = true;
+        std::lock_guard<std::mutex> lock(mu);
+        if (auto it = parked.find(ticket); it != parked.end()) {
+          tag.object = std::move(it->second);
+          parked.erase(it);
+        }
+      }
+    }
+    m.eraseNamedMetadata(md);
+    return tag;
+  }
+};
 
 void InitializeNativeTargetOnce() {
   static std::once_flag once;
@@ -170,20 +258,39 @@ class TargetMachinePool {
 
 // Machine code for a module, with a pooled TargetMachine so compiles may run concurrently
 // (LLJIT's default compiler owns a single TargetMachine).
+// With the compile cache on, a module the transform found in the cache arrives unoptimised and
+// tagged, and its cached object is returned instead; any other module is compiled and, when the
+// transform keyed it, its object is stored.
 class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
  public:
-  explicit PooledIrCompiler(llvm::orc::JITTargetMachineBuilder jtmb)
+  PooledIrCompiler(llvm::orc::JITTargetMachineBuilder jtmb,
+                   std::shared_ptr<ObjectCacheHooks> cache_hooks)
       : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
-        pool_(std::move(jtmb)) {}
+        pool_(std::move(jtmb)),
+        cache_hooks_(std::move(cache_hooks)) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    ObjectCacheHooks::Tag tag = cache_hooks_->TakeTag(m);
+    if (tag.object) return std::move(tag.object);
     auto lease = pool_.Borrow();
     if (!lease) return lease.takeError();
-    return llvm::orc::SimpleCompiler(*(*lease)->get())(m);
+    if (tag.hit) {
+      // Tagged as a hit but its object is gone (cannot happen while the transform and this run
+      // in one materialisation): the module skipped O2, so give it O2 here and compile.
+      if (auto err = RunO2(m, (*lease)->get())) return std::move(err);
+    }
+    auto object = llvm::orc::SimpleCompiler(*(*lease)->get())(m);
+    if (object && tag.key && !tag.hit) {
+      if (std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache())
+        cache->Store(*tag.key, std::string_view((*object)->getBufferStart(),
+                                                (*object)->getBufferSize()));
+    }
+    return object;
   }
 
  private:
   TargetMachinePool pool_;
+  std::shared_ptr<ObjectCacheHooks> cache_hooks_;
 };
 
 // Calls LLVM may emit on its own (struct copies, zero-initialisation, libm folds); JIT'd code
@@ -203,6 +310,9 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
   InitializeNativeTargetOnce();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return jtmb.takeError();
+  auto cache_hooks = std::make_shared<ObjectCacheHooks>();
+  cache_hooks->target = {jtmb->getTargetTriple().str(), jtmb->getCPU(),
+                         jtmb->getFeatures().getString()};
   auto lljit =
       llvm::orc::LLJITBuilder()
           .setJITTargetMachineBuilder(*jtmb)
@@ -215,21 +325,27 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
             });
           })
           .setCompileFunctionCreator(
-              [](llvm::orc::JITTargetMachineBuilder jtmb)
+              [cache_hooks](llvm::orc::JITTargetMachineBuilder jtmb)
                   -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                return std::make_unique<PooledIrCompiler>(std::move(jtmb));
+                return std::make_unique<PooledIrCompiler>(std::move(jtmb), cache_hooks);
               })
           .create();
   if (!lljit) return lljit.takeError();
-  std::unique_ptr<KilnJit> jit(new KilnJit(std::move(*lljit)));
+  std::unique_ptr<KilnJit> jit(new KilnJit(std::move(*lljit), cache_hooks));
 
   // O2 as the IR transform, with the same pooled TargetMachines (tuned as HostTargetMachine).
   jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Default);
   auto o2_machines = std::make_shared<TargetMachinePool>(std::move(*jtmb));
   jit->jit_->getIRTransformLayer().setTransform(
-      [o2_machines](llvm::orc::ThreadSafeModule tsm,
-                    const llvm::orc::MaterializationResponsibility&)
+      [o2_machines, cache_hooks](llvm::orc::ThreadSafeModule tsm,
+                                 const llvm::orc::MaterializationResponsibility&)
           -> llvm::Expected<llvm::orc::ThreadSafeModule> {
+        // Keyed before O2, so a hit skips it; the compiler then hands out the cached object.
+        if (std::shared_ptr<ObjectCache> cache = cache_hooks->Cache()) {
+          bool hit = tsm.withModuleDo(
+              [&](llvm::Module& m) { return cache_hooks->KeyAndTag(m, *cache); });
+          if (hit) return std::move(tsm);
+        }
         auto lease = o2_machines->Borrow();
         if (!lease) return lease.takeError();
         llvm::Error err = tsm.withModuleDo(
@@ -253,7 +369,9 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
   return jit;
 }
 
-KilnJit::KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit) : jit_(std::move(jit)) {}
+KilnJit::KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit,
+                 std::shared_ptr<ObjectCacheHooks> cache_hooks)
+    : jit_(std::move(jit)), cache_hooks_(std::move(cache_hooks)) {}
 
 KilnJit::~KilnJit() = default;
 
@@ -294,6 +412,13 @@ llvm::Error KilnJit::Remove(JitUnit& unit) {
   unit.tracker = nullptr;
   return llvm::joinErrors(std::move(err), std::move(err2));
 }
+
+void KilnJit::SetObjectCache(std::shared_ptr<ObjectCache> cache) {
+  std::lock_guard<std::mutex> lock(cache_hooks_->mu);
+  cache_hooks_->cache = std::move(cache);
+}
+
+std::shared_ptr<ObjectCache> KilnJit::GetObjectCache() const { return cache_hooks_->Cache(); }
 
 double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
 

@@ -21,6 +21,9 @@
 
 namespace kiln {
 
+class ObjectCache;
+struct ObjectCacheHooks;
+
 // One policy version's code: its own dylib and tracker.
 struct JitUnit {
   std::string name;
@@ -51,6 +54,12 @@ class KilnJit {
   const llvm::DataLayout& DataLayout() const;
   const llvm::Triple& TargetTriple() const;
 
+  // Units materialised from now on look their object up in `cache` (keyed by the unoptimised
+  // module, so a hit skips both O2 and machine code) and store it there after a miss; null turns
+  // the cache off. Thread-safe; a unit being materialised keeps the cache it started with.
+  void SetObjectCache(std::shared_ptr<ObjectCache> cache);
+  std::shared_ptr<ObjectCache> GetObjectCache() const;
+
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);
 
@@ -59,9 +68,10 @@ class KilnJit {
   static double OptimizeMsOnThisThread();
 
  private:
-  explicit KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit);
+  KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit, std::shared_ptr<ObjectCacheHooks> cache_hooks);
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::shared_ptr<ObjectCacheHooks> cache_hooks_;  // shared with the transform and the compiler
   llvm::orc::JITDylib* host_ = nullptr;
 };
 

@@ -1,0 +1,84 @@
+#pragma once
+// An on-disk cache of compiled policy objects, so a scheduler restart (or another `kiln simulate`)
+// reuses the native code of an unchanged policy instead of running O2 and the code generator
+// again (compiler-internal; LLVM-free so that compiled_policy.h can expose the stats).
+//
+// Keys: SHA-256 over the policy's *unoptimised* module bitcode, the target (triple, CPU name,
+// CPU features), the LLVM version, the build id of the Kiln binary and kCacheFormat — everything
+// the object depends on, so a hit returns exactly what compiling would have produced.
+//
+// The files are code that will be executed, so the cache trusts nothing it reads:
+//   <dir>/<64 hex digits of the key>.kobj = header (magic, format, key, payload length,
+//   SHA-256 of the payload) + the relocatable object.
+// A file whose header, key, length or checksum does not match is a miss (logged at debug level)
+// and is overwritten by the next store. Writes go to a unique temporary name and are rename()d
+// into place, so concurrent processes and threads never see half a file. The directory is
+// created 0700 and is not used when another user owns it or others may write to it. No I/O
+// error ever fails a compile: a lookup that cannot read is a miss, a store that cannot write is
+// dropped.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+// Bump when anything that shapes the object but is not in the key changes meaning (the header
+// layout, the O2 pipeline when the binary's build id is unavailable).
+inline constexpr uint32_t kCacheFormat = 1;
+
+struct ObjectCacheKey {
+  std::array<uint8_t, 32> bytes{};
+  std::string Hex() const;
+  bool operator==(const ObjectCacheKey&) const = default;
+};
+
+// The target a module is compiled for; part of every key.
+struct ObjectCacheTarget {
+  std::string triple;
+  std::string cpu;
+  std::string features;
+};
+
+ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
+                                  const ObjectCacheTarget& target);
+
+struct ObjectCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;          // includes `rejected`
+  uint64_t rejected = 0;        // a file was there but failed verification
+  uint64_t stores = 0;          // objects written
+  uint64_t store_failures = 0;  // objects that could not be written (dropped)
+};
+
+class ObjectCache {
+ public:
+  // Creates `dir` (mode 0700, parents as needed) when missing. Never fails: when the directory
+  // cannot be created or is not safe to use, a warning is logged and the cache is disabled
+  // (every lookup misses, every store is dropped).
+  explicit ObjectCache(std::string dir);
+
+  // The verified object stored under `key`; nullopt on a miss.
+  std::optional<std::string> Lookup(const ObjectCacheKey& key);
+
+  // Writes `object` under `key` (atomically replacing any previous file).
+  void Store(const ObjectCacheKey& key, std::string_view object);
+
+  ObjectCacheStats Stats() const;
+  const std::string& dir() const { return dir_; }
+  bool enabled() const { return enabled_; }
+
+  // The file a key is stored in (for tests that corrupt it).
+  std::string PathFor(const ObjectCacheKey& key) const;
+
+ private:
+  std::string dir_;
+  bool enabled_ = false;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, rejected_{0}, stores_{0}, store_failures_{0};
+  std::atomic<uint64_t> temp_serial_{0};
+};
+
+}  // namespace kiln

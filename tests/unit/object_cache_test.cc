@@ -1,0 +1,277 @@
+// The on-disk compile cache (compiler/jit/object_cache.h): a policy compiled with a cache
+// directory leaves its object there; a later compile of the same policy (under another path, so
+// the in-memory cache of PolicyCompiler does not answer) loads it instead of running O2 and the
+// code generator, and its handlers answer as the compiled ones did. A changed policy misses; a
+// damaged file is rejected, recompiled and replaced; a cache that cannot be written never fails
+// a compile.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compiler/builtin_policies.h"
+#include "compiler/host/compiled_policy.h"
+#include "compiler/jit/object_cache.h"
+#include "tests/unit/jit_test_util.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A handler with a loop, a branch and an argument, so O2 and the code generator have work to do
+// and a wrong object would give a wrong number: Σ_{i<60, 3|i} i × weight = 570 × 2.5 = 1425.
+std::string PolicyText(const std::string& weight = "2.5") {
+  return "policy cached;\n"
+         "arg weight: float = " +
+         weight +
+         " from \"cached.weight\";\n"
+         "on node_order(task: Task, node: Node) -> float {\n"
+         "  var s = 0.0;\n"
+         "  for i in range(0, 60) { if i % 3 == 0 { s += float(i) * weight; } }\n"
+         "  return s;\n"
+         "}\n";
+}
+
+double NodeOrder(testing::LoadedPolicy& l) {
+  Task task;
+  Node node;
+  double score = -1;
+  EXPECT_EQ(l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &task, &node, &score), 0);
+  return score;
+}
+
+std::vector<fs::path> CacheFiles(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".kobj") out.push_back(e.path());
+  return out;
+}
+
+class ObjectCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> n{0};
+    dir_ = fs::path(::testing::TempDir()) /
+           ("kiln-object-cache-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(dir_);
+    auto compiler = PolicyCompiler::Global();
+    ASSERT_TRUE(compiler.ok());
+    compiler_ = *compiler;
+  }
+  void TearDown() override {
+    compiler_->SetCompileCacheDir("");
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, ec);
+    fs::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<testing::LoadedPolicy> Load(const std::string& text) {
+    return testing::LoadPolicy(text, "test/object_cache_");
+  }
+
+  fs::path dir_;
+  PolicyCompiler* compiler_ = nullptr;
+};
+
+TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObjectAndAnswersTheSame) {
+  compiler_->SetCompileCacheDir(dir_.string());
+  auto first = Load(PolicyText());
+  ASSERT_TRUE(first);
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.stores, 1u);
+  ASSERT_EQ(CacheFiles(dir_).size(), 1u);
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // The same text under another path: PolicyCompiler's in-memory cache does not answer, the
+  // front end and codegen run again, and the JIT takes the object from disk.
+  auto second = Load(PolicyText());
+  ASSERT_TRUE(second);
+  s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.stores, 1u);
+  EXPECT_EQ(CacheFiles(dir_).size(), 1u);
+  EXPECT_EQ(NodeOrder(*first), 1425.0);
+  EXPECT_EQ(NodeOrder(*second), 1425.0);
+}
+
+TEST_F(ObjectCacheTest, ChangedPolicyMisses) {
+  compiler_->SetCompileCacheDir(dir_.string());
+  auto a = Load(PolicyText("2.5"));
+  auto b = Load(PolicyText("4.0"));
+  ASSERT_TRUE(a && b);
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.stores, 2u);
+  EXPECT_EQ(CacheFiles(dir_).size(), 2u);
+  EXPECT_EQ(NodeOrder(*a), 1425.0);
+  EXPECT_EQ(NodeOrder(*b), 2280.0);
+}
+
+// Damage done to the one cache file before the second compile.
+struct Damage {
+  const char* name;
+  void (*apply)(const fs::path& file);
+};
+
+void FlipPayloadByte(const fs::path& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-10, std::ios::end);
+  char c;
+  f.get(c);
+  f.seekp(-10, std::ios::end);
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+void Truncate(const fs::path& file) { fs::resize_file(file, fs::file_size(file) / 2); }
+void TruncateIntoHeader(const fs::path& file) { fs::resize_file(file, 20); }
+void OtherFormatVersion(const fs::path& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(8);  // after the magic: the format version
+  f.put(static_cast<char>(kCacheFormat + 1));
+}
+void Empty(const fs::path& file) { fs::resize_file(file, 0); }
+
+class ObjectCacheDamageTest : public ObjectCacheTest,
+                              public ::testing::WithParamInterface<Damage> {};
+
+TEST_P(ObjectCacheDamageTest, DamagedFileIsRejectedRecompiledAndReplaced) {
+  compiler_->SetCompileCacheDir(dir_.string());
+  ASSERT_TRUE(Load(PolicyText()));
+  auto files = CacheFiles(dir_);
+  ASSERT_EQ(files.size(), 1u);
+  GetParam().apply(files[0]);
+
+  auto recompiled = Load(PolicyText());
+  ASSERT_TRUE(recompiled);
+  EXPECT_EQ(NodeOrder(*recompiled), 1425.0);
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.rejected, 1u);
+  EXPECT_EQ(s.stores, 2u);
+
+  // The recompile replaced the file: the next compile hits it.
+  auto third = Load(PolicyText());
+  ASSERT_TRUE(third);
+  EXPECT_EQ(NodeOrder(*third), 1425.0);
+  EXPECT_EQ(compiler_->CompileCacheStats().hits, 1u);
+  EXPECT_EQ(CacheFiles(dir_).size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Damages, ObjectCacheDamageTest,
+                         ::testing::Values(Damage{"FlippedPayloadByte", FlipPayloadByte},
+                                           Damage{"Truncated", Truncate},
+                                           Damage{"TruncatedIntoHeader", TruncateIntoHeader},
+                                           Damage{"OtherFormatVersion", OtherFormatVersion},
+                                           Damage{"Empty", Empty}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(ObjectCacheTest, FileOfAnotherKeyIsRejected) {
+  // A valid file renamed to another key's name: its header names the wrong key.
+  ObjectCache cache(dir_.string());
+  ASSERT_TRUE(cache.enabled());
+  ObjectCacheTarget target{"x86_64-unknown-linux-gnu", "cpu", "+sse2"};
+  ObjectCacheKey a = MakeObjectCacheKey("bitcode a", target);
+  ObjectCacheKey b = MakeObjectCacheKey("bitcode b", target);
+  ASSERT_FALSE(a == b);
+  cache.Store(a, "object of a");
+  ASSERT_EQ(cache.Lookup(a), std::optional<std::string>("object of a"));
+  fs::rename(cache.PathFor(a), cache.PathFor(b));
+  EXPECT_EQ(cache.Lookup(b), std::nullopt);
+  ObjectCacheStats s = cache.Stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.rejected, 1u);
+}
+
+TEST_F(ObjectCacheTest, KeyCoversTheTarget) {
+  ObjectCacheTarget host{"x86_64-unknown-linux-gnu", "skylake", "+avx2"};
+  ObjectCacheTarget other_cpu{"x86_64-unknown-linux-gnu", "znver3", "+avx2"};
+  ObjectCacheTarget other_features{"x86_64-unknown-linux-gnu", "skylake", "-avx2"};
+  ObjectCacheKey k = MakeObjectCacheKey("bc", host);
+  EXPECT_EQ(k, MakeObjectCacheKey("bc", host));
+  EXPECT_FALSE(k == MakeObjectCacheKey("bc", other_cpu));
+  EXPECT_FALSE(k == MakeObjectCacheKey("bc", other_features));
+  EXPECT_FALSE(k == MakeObjectCacheKey("bd", host));
+}
+
+TEST_F(ObjectCacheTest, UncreatableDirStillCompiles) {
+  // The cache "directory" lies under a regular file: it can never be created (even by root).
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "not a directory";
+  compiler_->SetCompileCacheDir((dir_ / "file" / "cache").string());
+  auto l = Load(PolicyText());
+  ASSERT_TRUE(l);
+  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.stores, 0u);
+}
+
+TEST_F(ObjectCacheTest, ReadOnlyDirStillCompiles) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes into a read-only directory";
+  fs::create_directories(dir_);
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  compiler_->SetCompileCacheDir(dir_.string());
+  auto l = Load(PolicyText());
+  ASSERT_TRUE(l);
+  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.stores, 0u);
+  EXPECT_EQ(s.store_failures, 1u);
+  EXPECT_TRUE(CacheFiles(dir_).empty());
+}
+
+TEST_F(ObjectCacheTest, DirectoryOthersMayWriteIsNotUsed) {
+  // Whoever can write there could plant code: the cache is disabled and the compile goes on.
+  fs::create_directories(dir_);
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_all | fs::perms::others_all);
+  compiler_->SetCompileCacheDir(dir_.string());
+  auto l = Load(PolicyText());
+  ASSERT_TRUE(l);
+  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  EXPECT_EQ(compiler_->CompileCacheStats().stores, 0u);
+  EXPECT_TRUE(CacheFiles(dir_).empty());
+}
+
+TEST_F(ObjectCacheTest, AllBuiltinsCompiledTogetherHitTheSecondTime) {
+  // CompileAll's parallel compiles store and load concurrently.
+  compiler_->SetCompileCacheDir(dir_.string());
+  auto sources = [](int round) {
+    std::vector<SourceFile> out;
+    for (const auto& b : BuiltinPolicies())
+      out.push_back(SourceFile{"test/object_cache_all/" + std::to_string(::getpid()) + "/" +
+                                   std::to_string(round) + "/" + std::string(b.path),
+                               std::string(b.text)});
+    return out;
+  };
+  size_t n = BuiltinPolicies().size();
+  for (auto& r : compiler_->CompileAll(sources(0))) ASSERT_TRUE(r.ok()) << r.error().Format();
+  EXPECT_EQ(compiler_->CompileCacheStats().stores, n);
+  EXPECT_EQ(CacheFiles(dir_).size(), n);
+  auto warm = compiler_->CompileAll(sources(1));
+  for (auto& r : warm) {
+    ASSERT_TRUE(r.ok()) << r.error().Format();
+    EXPECT_FALSE((*r)->handlers.empty());
+  }
+  ObjectCacheStats s = compiler_->CompileCacheStats();
+  EXPECT_EQ(s.hits, n);
+  EXPECT_EQ(s.misses, n);
+  EXPECT_EQ(s.stores, n);
+}
+
+}  // namespace
+}  // namespace kiln
