@@ -122,6 +122,8 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     const CompiledPolicyOptions& options) {
   auto compiler = PolicyCompiler::Global();
   if (!compiler.ok()) return compiler.error();
+  if (!options.compile_cache_dir.empty())
+    (*compiler)->SetCompileCacheDir(options.compile_cache_dir);
   std::map<std::string, std::string> user;
   for (const std::string& dir : options.policy_dirs) {
     std::error_code ec;
@@ -153,7 +155,7 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     const PolicyProviderOptions& options) {
   return MakeCompiledPolicyProvider(
-      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override});
+      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override, {}});
 }
 
 }  // namespace kiln

@@ -21,6 +21,9 @@ namespace kiln {
 struct CompiledPolicyOptions {
   std::vector<std::string> policy_dirs;
   bool allow_builtin_override = false;
+  // --compile-cache: where the process-wide compiler caches native code (overrides
+  // $KILN_COMPILE_CACHE); empty leaves the compiler's cache as it is.
+  std::string compile_cache_dir;
 };
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(

@@ -1,5 +1,5 @@
 // `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
-//                     [--policy-dir DIR]... [--allow-builtin-override]`
+//                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]`
 //
 // Exit codes: 0 ok, 1 the first session differs from the scenario's `expect` (--check),
 // 2 bad input (scenario, conf, arguments, or a plugin that cannot be provided).
@@ -39,6 +39,7 @@ struct SimulateOptions {
   std::string period = "1s";
   std::vector<std::string> policy_dirs;
   bool allow_builtin_override = false;
+  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
 };
 
 // "file:line:col: error: message", then the offending source line with a caret under the column.
@@ -65,12 +66,15 @@ void PrintError(const Error& e) {
 }
 
 Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts) {
-  PolicyProviderOptions options;
+#ifdef KILN_HAVE_POLICY_HOST
+  CompiledPolicyOptions options;
   options.policy_dirs = opts.policy_dirs;
   options.allow_builtin_override = opts.allow_builtin_override;
-#ifdef KILN_HAVE_POLICY_HOST
+  options.compile_cache_dir = opts.compile_cache;
   return MakeCompiledPolicyProvider(options);
 #else
+  PolicyProviderOptions options;
+  options.policy_dirs = opts.policy_dirs;
   if (!options.policy_dirs.empty())
     return Error{"--policy-dir: this build of kiln has no policy host", SourceLocation{}};
   return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
@@ -171,6 +175,9 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
   cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
                 "let a --policy-dir policy replace the built-in policy of the same name");
+  cmd->add_option("--compile-cache", opts->compile_cache,
+                  "reuse policies' native code across runs from this directory (created 0700; "
+                  "default $KILN_COMPILE_CACHE, unset: no cache)");
   cmd->callback([opts] {
     int code = RunSimulate(*opts);
     if (code != kExitOk) throw CLI::RuntimeError(code);
