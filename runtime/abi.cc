@@ -159,6 +159,9 @@ KStr kiln_task_priority_class_name(const Task* t) { return kiln::Str(t->priority
 bool kiln_task_preempt_never(const Task* t) {
   return t->preemption_policy == kiln::PreemptionPolicy::Never;
 }
+uint32_t kiln_task_transaction_status(const Task* t) {
+  return static_cast<uint32_t>(t->has_last_transaction ? t->last_transaction_status : t->status);
+}
 KILN_MAP_FN(kiln_task_label, Task, labels)
 KILN_MAP_FN(kiln_task_annotation, Task, annotations)
 KILN_MAP_FN(kiln_task_node_selector, Task, node_selector)

@@ -24,6 +24,7 @@
 // Host function signatures by kind:
 //   Int       int64_t fn(const Owner*)          Bool  bool fn(const Owner*)
 //   Float     double fn(const Owner*)           String KStr fn(const Owner*)
+//   TaskStatus uint32_t fn(const Owner*)        (Volcano's bit flag value)
 //   Resource  void fn(const Owner*, Resource* out)
 //   StringMap bool fn(const Owner*, const char* key, size_t len, KStr* out)   (true = present)
 //             plus <fn>_size(const Owner*) → size_t and <fn>_at(const Owner*, size_t i,
@@ -114,6 +115,7 @@ bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job);
   X(Task,  "eviction_occurred",   Bool,         Field, eviction_occurred)                      \
   X(Task,  "deleting",            Bool,         Field, deleting)                               \
   X(Task,  "preempt_never",       Bool,         Host,  kiln_task_preempt_never)                \
+  X(Task,  "transaction_status",  TaskStatus,   Host,  kiln_task_transaction_status)           \
   X(Task,  "creation_time",       Time,         Field, creation_time)                          \
   X(Task,  "scheduled_at",        Time,         Field, scheduled_at)                           \
   X(Task,  "job",                 Job,          Field, job)                                    \
@@ -311,6 +313,7 @@ typedef struct KList {
 #define KILN_X_DECL_Int(owner, fn) int64_t fn(const kiln::owner*);
 #define KILN_X_DECL_Bool(owner, fn) bool fn(const kiln::owner*);
 #define KILN_X_DECL_Float(owner, fn) double fn(const kiln::owner*);
+#define KILN_X_DECL_TaskStatus(owner, fn) uint32_t fn(const kiln::owner*);
 #define KILN_X_DECL_Resource(owner, fn) void fn(const kiln::owner*, kiln::Resource* out);
 #define KILN_X_DECL_StringMap(owner, fn)                                        \
   bool fn(const kiln::owner*, const char* key, size_t len, KStr* out);          \

@@ -702,6 +702,8 @@ Status Session::Evict(Task* t, std::string_view reason) {
 
 void Session::UpdatePodGroupCondition(Job* j, PodGroupCondition c) { j->SetCondition(std::move(c)); }
 
+void Session::SetJobFitError(Job* j, std::string message) { j->job_fit_error = std::move(message); }
+
 void Session::RecordFitErrors(Task* t, FitErrors errors) {
   if (t->job == nullptr) return;
   t->job->nodes_fit_errors[t->index] = std::move(errors);

@@ -281,6 +281,9 @@ class Session {
   // Immediate eviction (shuffle): recorded, task → Releasing, DeallocateFunc.
   Status Evict(Task* t, std::string_view reason);
   void UpdatePodGroupCondition(Job* j, PodGroupCondition c);
+  // Volcano's job.JobFitErrors (gang sets it at close): what a pending task of the job without
+  // fit errors of its own reports as its unschedulable reason.
+  void SetJobFitError(Job* j, std::string message);
   // Records that nodes rejected t (job.nodes_fit_errors[t]), replacing an earlier record.
   void RecordFitErrors(Task* t, FitErrors errors);
   // Node names rejected with UnschedulableAndUnresolvable for t earlier in this session.

@@ -135,6 +135,9 @@ const Function kFunctions[] = {
      "the session clock (never the wall clock)"},
     {"session", "set_condition", "", "(Job, string, string, string, string)", HOST(kiln_host_set_condition),
      "set_condition(job, type, status, reason, message): replace/append a PodGroup condition"},
+    {"session", "set_fit_error", "", "(Job, string)", HOST(kiln_host_set_fit_error),
+     "set_fit_error(job, message): the job's fit error (Volcano's JobFitErrors), the reason its "
+     "pending tasks without a node fit error report at close"},
 
     // ---- http (extender only) ----
     {"http", "http_post", "", "(string, string, duration) -> string?", HOST(kiln_host_http_post),

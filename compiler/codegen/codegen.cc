@@ -1551,6 +1551,10 @@ class Lowering {
       case FieldKind::Int: return CallRt(fn, i64_, {obj});
       case FieldKind::Bool: return CallRt(fn, i1_, {obj});
       case FieldKind::Float: return CallRt(fn, f64_, {obj});
+      case FieldKind::TaskStatus: {
+        Value* v = CallRt(fn, i32_, {obj});
+        return Ty(want) == i64_ ? b_.CreateZExt(v, i64_) : v;
+      }
       case FieldKind::Resource: {
         Value* out = CallRt("kiln_rt_res_new", ptr_, {}, true);
         CallRt(fn, b_.getVoidTy(), {obj, out});
@@ -1912,6 +1916,7 @@ class Lowering {
         return EmitStdNative(c, std::string(row.symbol), args);
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
+    if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
     // Host helpers without session access (JSON parsing) use the native ABI as is.
     for (const stdlib::Function& row : fns)
       if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&

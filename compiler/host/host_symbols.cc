@@ -37,6 +37,7 @@ std::vector<HostSymbol> AllHostSymbols() {
 #define KILN_SYM_KIND_Int KILN_SYM_HOST_Other
 #define KILN_SYM_KIND_Bool KILN_SYM_HOST_Other
 #define KILN_SYM_KIND_Float KILN_SYM_HOST_Other
+#define KILN_SYM_KIND_TaskStatus KILN_SYM_HOST_Other
 #define KILN_SYM_KIND_Resource KILN_SYM_HOST_Other
 #define KILN_SYM_KIND_TaskList KILN_SYM_HOST_Other
 #define KILN_SYM_KIND_JobList KILN_SYM_HOST_Other
@@ -57,6 +58,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
+  add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
   add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
   add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
@@ -112,6 +114,20 @@ void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, 
     c->session->UpdatePodGroupCondition(const_cast<kiln::Job*>(job), std::move(cond));
   } catch (const std::exception& e) {
     std::string msg = std::string("set_condition: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
+
+void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
+                             size_t message_len) {
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session || !job) return;
+  try {
+    // As for conditions: the session owns the job and lets plugins record its fit error.
+    c->session->SetJobFitError(const_cast<kiln::Job*>(job),
+                               std::string(message ? message : "", message ? message_len : 0));
+  } catch (const std::exception& e) {
+    std::string msg = std::string("set_fit_error: ") + e.what();
     kiln_policy_fault(msg.data(), msg.size());
   }
 }

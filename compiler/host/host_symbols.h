@@ -29,6 +29,9 @@ const kiln::Resource* kiln_host_session_total(const void* ctx);
 void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
                              const char* status, size_t status_len, const char* reason,
                              size_t reason_len, const char* message, size_t message_len);
+// set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).
+void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
+                             size_t message_len);
 // stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
 // a bool with the map through `out`.
 bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
