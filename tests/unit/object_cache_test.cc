@@ -221,18 +221,18 @@ TEST_F(ObjectCacheTest, UncreatableDirStillCompiles) {
   EXPECT_EQ(s.stores, 0u);
 }
 
-TEST_F(ObjectCacheTest, ReadOnlyDirStillCompiles) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes into a read-only directory";
-  fs::create_directories(dir_);
-  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+TEST_F(ObjectCacheTest, StoreThatCannotWriteStillCompiles) {
+  // The directory is fine when the cache opens it, then turns into a regular file: every write
+  // fails (even for root, which a read-only mode would not stop).
   compiler_->SetCompileCacheDir(dir_.string());
+  fs::remove_all(dir_);
+  std::ofstream(dir_) << "not a directory any more";
   auto l = Load(PolicyText());
   ASSERT_TRUE(l);
   EXPECT_EQ(NodeOrder(*l), 1425.0);
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.stores, 0u);
   EXPECT_EQ(s.store_failures, 1u);
-  EXPECT_TRUE(CacheFiles(dir_).empty());
 }
 
 TEST_F(ObjectCacheTest, DirectoryOthersMayWriteIsNotUsed) {
