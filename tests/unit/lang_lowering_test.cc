@@ -102,6 +102,22 @@ TEST(LangListAppend, AnotherBufferOfTheSameLength) {
             78.0);
 }
 
+TEST(LangListAppend, ListBuiltLocallyOutlivesTheCallInState) {
+  // Built in the call arena by in-place appends, kept in state, read in later calls after the
+  // call arena was reset and refilled by another local list.
+  EXPECT_EQ(Eval("state keep: list<int>;",
+                 "if len(keep) == 0 {\n"
+                 "  var l: list<int> = [];\n"
+                 "  for i in range(5) { l = l + [i]; }\n"
+                 "  keep = l;\n"
+                 "}\n"
+                 "var junk: list<int> = [];\n"
+                 "for i in range(100) { junk = junk + [99]; }\n"
+                 "return float(sum(k for k in keep) * 1000 + len(junk));",
+                 3),
+            10100.0);
+}
+
 TEST(LangListAppend, ReassignedInsideALoop) {
   // Each iteration appends to xs, then replaces xs by an older prefix plus another element: the
   // in-place path must never fire on the replaced value.
