@@ -256,6 +256,19 @@ TEST_F(SessionTest, PrePredicateSharesThePredicateFlag) {
   EXPECT_EQ(st->code, StatusCode::UnschedulableAndUnresolvable);
 }
 
+TEST_F(SessionTest, PrePredicateIsOffWithEnablePredicateFalse) {
+  // Volcano gates PrePredicateFn with the plugin's enablePredicate, like PredicateFn.
+  AddPlugin(reg, "pp", [&](Session& s, PluginHandle h) {
+    s.On<EP::PrePredicate>(h, [](const Task*, KStatusOut*) -> int32_t { return 3; });
+  });
+  conf = MakeConf({{"pp"}});
+  conf.tiers[0].plugins[0].flags[static_cast<int>(PluginFlag::enablePredicate)] = false;
+  ASSERT_TRUE(b.cluster.Link().ok());
+  ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
+  ASSERT_TRUE(ssn->Open(reg).ok());
+  EXPECT_FALSE(ssn->PrePredicateFn(T("ns-a-1")).has_value());
+}
+
 TEST_F(SessionTest, NodeOrderSumsAndErrorsAbort) {
   AddPlugin(reg, "s1", [&](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* out) -> int32_t {
