@@ -7,7 +7,11 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/SHA256.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <vector>
 #include <cstring>
 #include <elf.h>
 #include <fcntl.h>
@@ -158,7 +162,42 @@ ObjectCache::ObjectCache(std::string dir) : dir_(std::move(dir)) {
       error = fmt::format("{} is writable by other users (mode {:o})", dir_, st.st_mode & 0777);
   }
   enabled_ = error.empty();
-  if (!enabled_) spdlog::warn("compile cache disabled: {}", error);
+  if (!enabled_) {
+    spdlog::warn("compile cache disabled: {}", error);
+    return;
+  }
+  Prune();
+}
+
+// Keeps the kCacheMaxEntries most recently used objects and drops temporary files older than an
+// hour (a writer that crashed between create and rename). Errors are ignored: at worst the
+// directory stays larger than intended.
+void ObjectCache::Prune() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> objects;
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    std::error_code entry_ec;
+    if (!e.is_regular_file(entry_ec)) continue;
+    std::string name = e.path().filename().string();
+    fs::file_time_type mtime = e.last_write_time(entry_ec);
+    if (entry_ec) continue;
+    if (name.find(".kobj.tmp.") != std::string::npos) {
+      if (now - mtime > std::chrono::hours(1) && fs::remove(e.path(), entry_ec)) ++pruned_;
+    } else if (name.size() == 64 + 5 && name.ends_with(".kobj")) {
+      objects.emplace_back(mtime, e.path());
+    }
+  }
+  if (objects.size() <= kCacheMaxEntries) return;
+  std::sort(objects.begin(), objects.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });  // newest first
+  for (size_t i = kCacheMaxEntries; i < objects.size(); ++i) {
+    std::error_code rm_ec;
+    if (fs::remove(objects[i].second, rm_ec)) ++pruned_;
+  }
+  spdlog::debug("compile cache: removed {} least recently used objects from {}",
+                objects.size() - kCacheMaxEntries, dir_);
 }
 
 std::string ObjectCache::PathFor(const ObjectCacheKey& key) const {
@@ -217,6 +256,7 @@ std::optional<std::string> ObjectCache::Lookup(const ObjectCacheKey& key) {
   auto sum = Sha256(payload);
   if (std::memcmp(h + 56, sum.data(), sum.size()) != 0) return miss(true, "payload checksum");
   ++hits_;
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used (see Prune)
   spdlog::debug("compile cache hit {}", key.Hex());
   return std::string(payload);
 }
@@ -262,7 +302,7 @@ void ObjectCache::Store(const ObjectCacheKey& key, std::string_view object) {
 
 ObjectCacheStats ObjectCache::Stats() const {
   return ObjectCacheStats{hits_.load(), misses_.load(), rejected_.load(), stores_.load(),
-                          store_failures_.load()};
+                          store_failures_.load(), pruned_.load()};
 }
 
 }  // namespace kiln

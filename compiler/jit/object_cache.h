@@ -16,6 +16,10 @@
 // created 0700 and is not used when another user owns it or others may write to it. No I/O
 // error ever fails a compile: a lookup that cannot read is a miss, a store that cannot write is
 // dropped.
+//
+// The directory does not grow without bound: opening the cache keeps the kCacheMaxEntries most
+// recently used objects (a hit refreshes the file's modification time) and removes temporary
+// files a crashed writer left behind.
 
 #include <array>
 #include <atomic>
@@ -29,6 +33,11 @@ namespace kiln {
 // Bump when anything that shapes the object but is not in the key changes meaning (the header
 // layout, the O2 pipeline when the binary's build id is unavailable).
 inline constexpr uint32_t kCacheFormat = 1;
+
+// Objects kept when the cache is opened (least recently used ones beyond this are removed). A
+// conf has about a dozen policies and each rebuild of Kiln changes every key, so this holds
+// many versions.
+inline constexpr size_t kCacheMaxEntries = 256;
 
 struct ObjectCacheKey {
   std::array<uint8_t, 32> bytes{};
@@ -52,6 +61,7 @@ struct ObjectCacheStats {
   uint64_t rejected = 0;        // a file was there but failed verification
   uint64_t stores = 0;          // objects written
   uint64_t store_failures = 0;  // objects that could not be written (dropped)
+  uint64_t pruned = 0;          // files removed when the cache was opened
 };
 
 class ObjectCache {
@@ -77,7 +87,10 @@ class ObjectCache {
  private:
   std::string dir_;
   bool enabled_ = false;
+  void Prune();
+
   std::atomic<uint64_t> hits_{0}, misses_{0}, rejected_{0}, stores_{0}, store_failures_{0};
+  std::atomic<uint64_t> pruned_{0};
   std::atomic<uint64_t> temp_serial_{0};
 };
 

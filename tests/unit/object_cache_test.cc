@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -194,6 +195,37 @@ TEST_F(ObjectCacheTest, FileOfAnotherKeyIsRejected) {
   ObjectCacheStats s = cache.Stats();
   EXPECT_EQ(s.hits, 1u);
   EXPECT_EQ(s.rejected, 1u);
+}
+
+TEST_F(ObjectCacheTest, OpeningKeepsTheMostRecentlyUsedObjects) {
+  ObjectCacheTarget target{"x86_64-unknown-linux-gnu", "cpu", "+sse2"};
+  const auto now = fs::file_time_type::clock::now();
+  std::vector<ObjectCacheKey> keys;
+  {
+    ObjectCache cache(dir_.string());
+    ASSERT_TRUE(cache.enabled());
+    // kCacheMaxEntries + 20 objects, key i last used i minutes after the oldest.
+    for (size_t i = 0; i < kCacheMaxEntries + 20; ++i) {
+      keys.push_back(MakeObjectCacheKey("bitcode " + std::to_string(i), target));
+      cache.Store(keys.back(), "object " + std::to_string(i));
+      fs::last_write_time(cache.PathFor(keys.back()),
+                          now - std::chrono::hours(48) + std::chrono::minutes(i));
+    }
+    // The oldest one is used again: a hit makes it the most recent.
+    ASSERT_EQ(cache.Lookup(keys[0]), std::optional<std::string>("object 0"));
+  }
+  std::ofstream(dir_ / (keys[1].Hex() + ".kobj.tmp.1.0")) << "left by a crashed writer";
+  fs::last_write_time(dir_ / (keys[1].Hex() + ".kobj.tmp.1.0"), now - std::chrono::hours(2));
+  std::ofstream(dir_ / (keys[2].Hex() + ".kobj.tmp.2.0")) << "being written right now";
+
+  ObjectCache reopened(dir_.string());
+  EXPECT_EQ(reopened.Stats().pruned, 21u) << "20 least recently used objects and the stale temp file";
+  EXPECT_EQ(CacheFiles(dir_).size(), kCacheMaxEntries);
+  EXPECT_TRUE(fs::exists(reopened.PathFor(keys[0]))) << "refreshed by its hit";
+  for (size_t i = 1; i <= 20; ++i) EXPECT_FALSE(fs::exists(reopened.PathFor(keys[i]))) << i;
+  EXPECT_TRUE(fs::exists(reopened.PathFor(keys[21])));
+  EXPECT_FALSE(fs::exists(dir_ / (keys[1].Hex() + ".kobj.tmp.1.0")));
+  EXPECT_TRUE(fs::exists(dir_ / (keys[2].Hex() + ".kobj.tmp.2.0")));
 }
 
 TEST_F(ObjectCacheTest, KeyCoversTheTarget) {
