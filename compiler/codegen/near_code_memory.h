@@ -20,13 +20,12 @@
 
 #include <llvm/ExecutionEngine/SectionMemoryManager.h>
 
+#include "compiler/codegen/near_code.h"
+
 namespace kiln {
 
 // Process-wide, thread-safe; never destroyed (JIT memory may be released during static
 // destruction).
 llvm::SectionMemoryManager::MemoryMapper& NearHostCodeMapper();
-
-// Whether `p` lies within rel32 reach (±2 GiB) of the host binary's code.
-bool IsNearHostCode(const void* p);
 
 }  // namespace kiln

@@ -318,7 +318,8 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
           .setJITTargetMachineBuilder(*jtmb)
           // Code within rel32 reach of the binary: the session's calls into handlers and the
           // handlers' calls into the runtime cost ~0.8 ns less each than from a far mapping
-          // (tests/bench/jit_bench.cc, JitNear rows). Falls back to LLVM's placement when full.
+          // (measured when this was introduced; see near_code_memory.h). Falls back to LLVM's
+          // placement when full.
           .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
             return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(es, [] {
               return std::make_unique<llvm::SectionMemoryManager>(&NearHostCodeMapper());

@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "compiler/builtin_policies.h"
-#include "compiler/codegen/near_jit.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/parse/literals.h"
 #include "runtime/session.h"
@@ -84,43 +83,6 @@ Loaded& Builtin(std::string_view name, TimeNs now = 600'000'000'000) {
   l->ctx.now = now;
   l->ctx.session_arena = &l->arena;
   l->policy->state_init(&l->ctx);
-  return *cache.emplace(std::string(name), std::move(l)).first->second;
-}
-
-// The same policy, lowered and optimised exactly as PolicyCompiler does, but linked by a JIT
-// whose code memory comes from NearHostCodeMapper (compiler/codegen/near_jit.h): the handlers sit
-// within rel32 reach of the binary instead of in a far anonymous mapping. `JitNear*` vs `Jit*`
-// measures only that placement; it is what the process-wide JIT gives once its object layer
-// uses the mapper.
-struct NearLoaded {
-  NearJitPolicy policy;
-  PolicyContext ctx;
-  Arena arena;
-
-  template <ExtensionPoint P>
-  HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy.handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-    return nullptr;
-  }
-};
-
-NearLoaded& BuiltinNear(std::string_view name, TimeNs now = 600'000'000'000) {
-  static std::map<std::string, std::unique_ptr<NearLoaded>, std::less<>> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return *it->second;
-  const BuiltinPolicy* b = FindBuiltinPolicy(name);
-  auto compiled = CompileNearHostForMeasurement(SourceFile{std::string(b->path), std::string(b->text)});
-  if (!compiled.ok()) {
-    fprintf(stderr, "%s\n", compiled.error().Format().c_str());
-    std::abort();
-  }
-  if (!compiled->near) fprintf(stderr, "near JIT: %s was not placed near the binary\n", std::string(b->name).c_str());
-  auto l = std::make_unique<NearLoaded>();
-  l->policy = std::move(*compiled);
-  l->ctx.now = now;
-  l->ctx.session_arena = &l->arena;
-  l->policy.state_init(&l->ctx);
   return *cache.emplace(std::string(name), std::move(l)).first->second;
 }
 
@@ -373,59 +335,24 @@ void BM_OracleCdpPreemptable64(benchmark::State& s) {
   RunVictims(s, &OracleCdpPreemptable, &NativeCtx());
 }
 
-void BM_JitNearPriorityJobOrder(benchmark::State& s) {
-  auto& l = BuiltinNear("priority");
-  Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
-}
-void BM_JitNearPriorityTaskOrder(benchmark::State& s) {
-  auto& l = BuiltinNear("priority");
-  Run(s, l.Fn<ExtensionPoint::TaskOrder>(), &l.ctx, F().candidates[0], F().candidates[1]);
-}
-void BM_JitNearGangJobOrder(benchmark::State& s) {
-  auto& l = BuiltinNear("gang");
-  Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
-}
-void BM_JitNearGangJobReady(benchmark::State& s) {
-  auto& l = BuiltinNear("gang");
-  Run(s, l.Fn<ExtensionPoint::JobReady>(), &l.ctx, static_cast<const Job*>(F().jobs[0].get()));
-}
-void BM_JitNearPriorityPreemptable64(benchmark::State& s) {
-  auto& l = BuiltinNear("priority");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
-void BM_JitNearGangPreemptable64(benchmark::State& s) {
-  auto& l = BuiltinNear("gang");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
-void BM_JitNearCdpPreemptable64(benchmark::State& s) {
-  auto& l = BuiltinNear("cdp");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
 
 BENCHMARK(BM_JitPriorityJobOrder);
-BENCHMARK(BM_JitNearPriorityJobOrder);
 BENCHMARK(BM_NativePriorityJobOrder);
 BENCHMARK(BM_JitPriorityTaskOrder);
-BENCHMARK(BM_JitNearPriorityTaskOrder);
 BENCHMARK(BM_NativePriorityTaskOrder);
 BENCHMARK(BM_JitGangJobOrder);
-BENCHMARK(BM_JitNearGangJobOrder);
 BENCHMARK(BM_NativeGangJobOrder);
 BENCHMARK(BM_OracleGangJobOrder);
 BENCHMARK(BM_JitGangJobReady);
-BENCHMARK(BM_JitNearGangJobReady);
 BENCHMARK(BM_NativeGangJobReady);
 BENCHMARK(BM_OracleGangJobReady);
 BENCHMARK(BM_JitPriorityPreemptable64);
-BENCHMARK(BM_JitNearPriorityPreemptable64);
 BENCHMARK(BM_NativePriorityPreemptable64);
 BENCHMARK(BM_JitGangPreemptable64);
-BENCHMARK(BM_JitNearGangPreemptable64);
 BENCHMARK(BM_NativeGangPreemptable64);
 BENCHMARK(BM_NativeFlatGangPreemptable64);
 BENCHMARK(BM_OracleGangPreemptable64);
 BENCHMARK(BM_JitCdpPreemptable64);
-BENCHMARK(BM_JitNearCdpPreemptable64);
 BENCHMARK(BM_NativeCdpPreemptable64);
 BENCHMARK(BM_OracleCdpPreemptable64);
 

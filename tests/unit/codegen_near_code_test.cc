@@ -1,58 +1,52 @@
-// JIT code placed near the binary (compiler/codegen/near_code_memory.h, near_jit.h): the policy
-// compiled through the near mapper lands within rel32 reach of the binary and still answers
-// exactly as the process-wide JIT's copy does.
+// JIT code placed near the binary (compiler/codegen/near_code_memory.h): the process-wide JIT's
+// handlers land within rel32 reach of the binary, so the session's calls into them and their
+// calls into the runtime are near calls, and they answer as the policy says.
 #include <gtest/gtest.h>
 
 #include <tuple>
 
 #include "compiler/builtin_policies.h"
-#include "compiler/codegen/near_jit.h"
+#include "compiler/codegen/near_code.h"
 #include "compiler/host/compiled_policy.h"
 #include "runtime/session.h"
 
 namespace kiln {
 namespace {
 
-template <ExtensionPoint P>
-HandlerFn<P> Find(const std::vector<std::pair<ExtensionPoint, void (*)()>>& handlers) {
-  for (const auto& [point, fn] : handlers)
-    if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-  return nullptr;
+TEST(CodegenNearCode, BuiltinHandlersLandNearTheBinary) {
+  for (std::string_view name : {"priority", "gang", "predicates", "nodeorder"}) {
+    const BuiltinPolicy* b = FindBuiltinPolicy(name);
+    ASSERT_NE(b, nullptr) << name;
+    auto compiled =
+        (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
+    ASSERT_FALSE((*compiled)->handlers.empty()) << name;
+    for (const auto& [point, fn] : (*compiled)->handlers)
+      EXPECT_TRUE(IsNearHostCode(reinterpret_cast<const void*>(fn)))
+          << name << " " << Info(point).handler;
+  }
 }
 
-TEST(CodegenNearCode, PriorityLandsNearTheBinaryAndOrdersLikeTheJit) {
+TEST(CodegenNearCode, PriorityOrdersJobsFromNearCode) {
   const BuiltinPolicy* b = FindBuiltinPolicy("priority");
   ASSERT_NE(b, nullptr);
-  SourceFile source{std::string(b->path), std::string(b->text)};
-  auto near = CompileNearHostForMeasurement(source);
-  ASSERT_TRUE(near.ok()) << near.error().Format();
-  EXPECT_TRUE(near->near);
-  auto compiled = (*PolicyCompiler::Global())->Compile(source);
+  auto compiled =
+      (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
   ASSERT_TRUE(compiled.ok());
-
+  HandlerFn<ExtensionPoint::JobOrder> order = nullptr;
+  for (const auto& [point, fn] : (*compiled)->handlers)
+    if (point == ExtensionPoint::JobOrder) order = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>(fn);
+  ASSERT_NE(order, nullptr);
   Arena arena;
   PolicyContext ctx;
   ctx.session_arena = &arena;
-  near->state_init(&ctx);
-  auto near_order = Find<ExtensionPoint::JobOrder>(near->handlers);
-  auto jit_order = Find<ExtensionPoint::JobOrder>((*compiled)->handlers);
-  ASSERT_NE(near_order, nullptr);
-  ASSERT_NE(jit_order, nullptr);
+  (*compiled)->state_init(&ctx);
   Job low, high, same;
   low.priority = 1;
   high.priority = 5;
   same.priority = 5;
-  for (auto [l, r, want] : {std::tuple{&high, &low, -1}, {&low, &high, 1}, {&high, &same, 0}}) {
-    EXPECT_EQ(near_order(&ctx, l, r), want);
-    EXPECT_EQ(jit_order(&ctx, l, r), want);
-  }
-}
-
-TEST(CodegenNearCode, PoliciesWithArgumentsAreRefused) {
-  const BuiltinPolicy* b = FindBuiltinPolicy("binpack");
-  ASSERT_NE(b, nullptr);
-  auto near = CompileNearHostForMeasurement(SourceFile{std::string(b->path), std::string(b->text)});
-  EXPECT_FALSE(near.ok());
+  for (auto [l, r, want] : {std::tuple{&high, &low, -1}, {&low, &high, 1}, {&high, &same, 0}})
+    EXPECT_EQ(order(&ctx, l, r), want);
 }
 
 }  // namespace
