@@ -35,6 +35,13 @@ struct CompiledPolicy {
   std::unique_ptr<ast::Policy> ast;  // kept for the argument schema
   // The C-ABI handler per served point (HandlerFn<point>, runtime/session.h).
   std::vector<std::pair<ExtensionPoint, void (*)()>> handlers;
+  // The handler for `point` (cast it to HandlerFn<point>), or null when the policy has none.
+  using RawHandler = void (*)();
+  RawHandler Handler(ExtensionPoint point) const {
+    for (const auto& [p, fn] : handlers)
+      if (p == point) return fn;
+    return nullptr;
+  }
   void (*state_init)(PolicyContext*) = nullptr;
   void (*args_default)(void* args, PolicyContext*) = nullptr;
   uint64_t args_size = 0;

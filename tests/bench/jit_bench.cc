@@ -57,9 +57,7 @@ struct Loaded {
 
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy->handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
-    return nullptr;
+    return reinterpret_cast<HandlerFn<P>>(policy->Handler(P));
   }
 };
 

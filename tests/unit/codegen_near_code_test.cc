@@ -33,9 +33,8 @@ TEST(CodegenNearCode, PriorityOrdersJobsFromNearCode) {
   auto compiled =
       (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
   ASSERT_TRUE(compiled.ok());
-  HandlerFn<ExtensionPoint::JobOrder> order = nullptr;
-  for (const auto& [point, fn] : (*compiled)->handlers)
-    if (point == ExtensionPoint::JobOrder) order = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>(fn);
+  auto order = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>(
+      (*compiled)->Handler(ExtensionPoint::JobOrder));
   ASSERT_NE(order, nullptr);
   Arena arena;
   PolicyContext ctx;

@@ -83,15 +83,14 @@ Result<double> WeightedScore(const PolicyDir& dir, const PluginOption& option) {
   ctx.args = (*bound)->data;
   ctx.session_arena = &arena;
   (*compiled)->state_init(&ctx);
-  for (const auto& [point, fn] : (*compiled)->handlers) {
-    if (point != ExtensionPoint::NodeOrder) continue;
-    Task task;
-    Node node;
-    double score = 0;
-    reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(fn)(&ctx, &task, &node, &score);
-    return score;
-  }
-  return Error{"no node_order", {}};
+  auto node_order = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(
+      (*compiled)->Handler(ExtensionPoint::NodeOrder));
+  if (!node_order) return Error{"no node_order", {}};
+  Task task;
+  Node node;
+  double score = 0;
+  node_order(&ctx, &task, &node, &score);
+  return score;
 }
 
 TEST(HostArguments, DefaultsApplyWhenTheConfSetsNothing) {
@@ -351,12 +350,8 @@ TEST(HostArguments, BinpackCountsTheWeightOfAResourceTheNodeLacks) {
   ctx.args = (*bound)->data;
   ctx.session_arena = &arena;
   (*compiled)->state_init(&ctx);
-  void (*open)() = nullptr;
-  void (*order)() = nullptr;
-  for (const auto& [point, fn] : (*compiled)->handlers) {
-    if (point == ExtensionPoint::SessionOpen) open = fn;
-    if (point == ExtensionPoint::NodeOrder) order = fn;
-  }
+  auto open = (*compiled)->Handler(ExtensionPoint::SessionOpen);
+  auto order = (*compiled)->Handler(ExtensionPoint::NodeOrder);
   ASSERT_NE(open, nullptr);
   ASSERT_NE(order, nullptr);
   reinterpret_cast<HandlerFn<ExtensionPoint::SessionOpen>>(open)(&ctx);

@@ -25,8 +25,7 @@ struct LoadedPolicy {
   // The compiled handler for P; a test failure (and null) when the policy has none.
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
-    for (const auto& [point, fn] : policy->handlers)
-      if (point == P) return reinterpret_cast<HandlerFn<P>>(fn);
+    if (auto fn = policy->Handler(P)) return reinterpret_cast<HandlerFn<P>>(fn);
     ADD_FAILURE() << policy->name << " has no handler for " << Info(P).handler;
     return nullptr;
   }
