@@ -177,6 +177,19 @@ struct AppendBuffer {
 };
 thread_local AppendBuffer t_append;
 
+// `n` items and then `elem` copied into a new buffer of the current arena with room for
+// `*capacity` (set here) items: at least 8, else twice the new length. Throws when the arena
+// cannot grow (the callers' Guard turns that into a fault).
+KList CopyAppend(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                 int64_t* capacity) {
+  int64_t bytes = n * elem_size;
+  *capacity = std::max<int64_t>(8, 2 * (n + 1));
+  char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(*capacity * elem_size)));
+  if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
+  std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
+  return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
+}
+
 // The handler entry to return to when an intrinsic faults (set by kiln_rt_enter, cleared by
 // kiln_rt_leave). JIT'd code after a failed intrinsic would run on a null result, so the fault
 // abandons the whole handler call instead: the session then counts the fault and treats the
@@ -614,25 +627,20 @@ void kiln_rt_list_append(const void* items, int64_t n, const void* elem, int64_t
     return;
   }
   *out = Guard<KList>(KList{nullptr, 0}, [&] {
-    int64_t capacity = std::max<int64_t>(8 * elem_size, 2 * (bytes + elem_size));
-    char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(capacity)));
-    if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
-    std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
-    buf = {fresh, bytes + elem_size, capacity};
-    return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
+    int64_t capacity = 0;
+    KList grown = kiln::CopyAppend(items, n, elem, elem_size, &capacity);
+    buf = {grown.items, bytes + elem_size, capacity * elem_size};
+    return grown;
   });
 }
 
 void kiln_rt_list_grow(const void* items, int64_t n, const void* elem, int64_t elem_size,
                        KListBuilder* builder, KList* out) {
   *out = Guard<KList>(KList{nullptr, 0}, [&] {
-    int64_t bytes = n * elem_size;
-    int64_t capacity = std::max<int64_t>(8, 2 * (n + 1));
-    char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(capacity * elem_size)));
-    if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
-    std::memcpy(fresh + bytes, elem, static_cast<size_t>(elem_size));
-    *builder = KListBuilder{fresh, n + 1, capacity};
-    return KList{reinterpret_cast<const void* const*>(fresh), static_cast<size_t>(n + 1)};
+    int64_t capacity = 0;
+    KList grown = kiln::CopyAppend(items, n, elem, elem_size, &capacity);
+    *builder = KListBuilder{grown.items, n + 1, capacity};
+    return grown;
   });
 }
 
