@@ -3,7 +3,6 @@
 
 #include "runtime/abi.h"
 
-#include <cstring>
 #include <iterator>
 
 namespace kiln {
@@ -41,26 +40,6 @@ KList List(const std::vector<T*>& v) {
 }
 
 }  // namespace
-
-bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job) {
-  auto member = [&](size_t offset) {
-    int64_t v;
-    std::memcpy(&v, reinterpret_cast<const char*>(&job) + offset, sizeof v);
-    return v;
-  };
-  int64_t sum = 0;
-  for (size_t t : d.terms)
-    if (t != DerivedJobBool::kNoTerm) sum += member(t);
-  int64_t min = member(kJobMinAvailableOffset);
-  bool skipped = min < member(kJobTaskMinAvailableTotalOffset);
-  switch (d.rule) {
-    case DerivedJobBool::SumAtLeastMin: return sum >= min;
-    case DerivedJobBool::SumBelowMin: return sum < min;
-    case DerivedJobBool::NoRoleShort: return skipped || sum == 0;
-    case DerivedJobBool::SomeRoleShort: return skipped || sum != 0;
-  }
-  return false;
-}
 
 const AbiFieldInfo* FindAbiField(std::string_view owner, std::string_view name) {
   for (const auto& f : kAbiFields)

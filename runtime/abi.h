@@ -95,9 +95,6 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
     {offsetof(Job, roles_short_starving), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
 #pragma GCC diagnostic pop
 
-// The formula evaluated in C++ over a job (what codegen lowers inline), for tests and tools.
-bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job);
-
 // clang-format off
 #define KILN_ABI_FIELDS(X)                                                                     \
   /* ---- Task ---- */                                                                         \

@@ -310,6 +310,28 @@ TEST(Job, BestEffortPendingCountsAsReadyForRole) {
   EXPECT_TRUE(job->IsReady());
 }
 
+// A Derived formula evaluated over a job the way codegen lowers it (loads of the counters at
+// their offsets, one comparison).
+bool EvalDerivedJobBool(const DerivedJobBool& d, const Job& job) {
+  auto member = [&](size_t offset) {
+    int64_t v;
+    std::memcpy(&v, reinterpret_cast<const char*>(&job) + offset, sizeof v);
+    return v;
+  };
+  int64_t sum = 0;
+  for (size_t t : d.terms)
+    if (t != DerivedJobBool::kNoTerm) sum += member(t);
+  int64_t min = member(kJobMinAvailableOffset);
+  bool skipped = min < member(kJobTaskMinAvailableTotalOffset);
+  switch (d.rule) {
+    case DerivedJobBool::SumAtLeastMin: return sum >= min;
+    case DerivedJobBool::SumBelowMin: return sum < min;
+    case DerivedJobBool::NoRoleShort: return skipped || sum == 0;
+    case DerivedJobBool::SomeRoleShort: return skipped || sum != 0;
+  }
+  return false;
+}
+
 // The counters Job keeps incrementally (and the Derived ABI formulas codegen lowers inline over
 // them) against a recount from job.tasks, through random status changes, minima and role minima.
 TEST(Job, IncrementalCountersAndDerivedFormulasMatchARecount) {
