@@ -71,26 +71,32 @@ std::unique_ptr<PolicyProvider> Provider(const std::string& dir, bool allow_over
   return p.ok() ? std::move(*p) : nullptr;
 }
 
-// Binds `option` against the `weighted` policy and evaluates node_order.
-Result<double> WeightedScore(const PolicyDir& dir, const PluginOption& option) {
-  auto compiled = (*PolicyCompiler::Global())
-                      ->Compile(SourceFile{dir.path() + "/weighted.policy", kWeighted});
-  if (!compiled.ok()) return compiled.error();
-  auto bound = BindArguments(*compiled, option);
+// Binds `option` against a compiled policy, initialises its state and evaluates node_order.
+Result<double> NodeOrderScore(const std::shared_ptr<const CompiledPolicy>& compiled,
+                              const PluginOption& option) {
+  auto bound = BindArguments(compiled, option);
   if (!bound.ok()) return bound.error();
   PolicyContext ctx;
   Arena arena;
   ctx.args = (*bound)->data;
   ctx.session_arena = &arena;
-  (*compiled)->state_init(&ctx);
+  compiled->state_init(&ctx);
   auto node_order = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(
-      (*compiled)->Handler(ExtensionPoint::NodeOrder));
+      compiled->Handler(ExtensionPoint::NodeOrder));
   if (!node_order) return Error{"no node_order", {}};
   Task task;
   Node node;
-  double score = 0;
+  double score = -1;
   node_order(&ctx, &task, &node, &score);
   return score;
+}
+
+// Binds `option` against the `weighted` policy and evaluates node_order.
+Result<double> WeightedScore(const PolicyDir& dir, const PluginOption& option) {
+  auto compiled = (*PolicyCompiler::Global())
+                      ->Compile(SourceFile{dir.path() + "/weighted.policy", kWeighted});
+  if (!compiled.ok()) return compiled.error();
+  return NodeOrderScore(*compiled, option);
 }
 
 TEST(HostArguments, DefaultsApplyWhenTheConfSetsNothing) {
@@ -191,19 +197,9 @@ on node_order(task: Task, node: Node) -> float {
     SCOPED_TRACE(yaml);
     auto conf = Conf(yaml);
     ASSERT_TRUE(conf.ok()) << conf.error().Format();
-    auto bound = BindArguments(*compiled, conf->tiers[0].plugins[0]);
-    ASSERT_TRUE(bound.ok()) << bound.error().Format();
-    PolicyContext ctx;
-    Arena arena;
-    ctx.args = (*bound)->data;
-    ctx.session_arena = &arena;
-    (*compiled)->state_init(&ctx);
-    Task task;
-    Node node;
-    double score = -1;
-    reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>((*compiled)->handlers[0].second)(
-        &ctx, &task, &node, &score);
-    EXPECT_EQ(score, want);
+    auto score = NodeOrderScore(*compiled, conf->tiers[0].plugins[0]);
+    ASSERT_TRUE(score.ok()) << score.error().Format();
+    EXPECT_EQ(*score, want);
   }
 }
 
@@ -233,19 +229,7 @@ Result<double> PrefixedScore(const std::string& plugin_yaml) {
   if (!compiled.ok()) return compiled.error();
   auto conf = Conf(plugin_yaml);
   if (!conf.ok()) return conf.error();
-  auto bound = BindArguments(*compiled, conf->tiers[0].plugins[0]);
-  if (!bound.ok()) return bound.error();
-  PolicyContext ctx;
-  Arena arena;
-  ctx.args = (*bound)->data;
-  ctx.session_arena = &arena;
-  (*compiled)->state_init(&ctx);
-  Task task;
-  Node node;
-  double score = -1;
-  reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>((*compiled)->handlers[0].second)(
-      &ctx, &task, &node, &score);
-  return score;
+  return NodeOrderScore(*compiled, conf->tiers[0].plugins[0]);
 }
 
 TEST(HostArguments, FromPrefixCollectsEveryKeyUnderThePrefix) {
