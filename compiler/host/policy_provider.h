@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/simulator.h"
+#include "runtime/policy_provider.h"
 #include "runtime/status.h"
 
 namespace kiln {

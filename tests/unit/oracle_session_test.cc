@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "runtime/scenario.h"
-#include "runtime/simulator.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
 #include "tests/oracles/oracle_plugins.h"
 
 namespace kiln::oracles {

@@ -1,13 +1,13 @@
-// The readable table `kiln simulate` prints (runtime/cli/output_table.cc): the facts a reader of
+// The readable table `kiln simulate` prints (cli/output_table.cc): the facts a reader of
 // scripts/demo needs beyond the JSON contract — which pipelined pods evicted others, and the
 // PodGroup condition the session just set.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "runtime/cli/output_format.h"
+#include "cli/output_format.h"
 #include "runtime/quantity.h"
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace kiln {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "compiler/host/policy_provider.h"
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 #include "runtime/session.h"
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace kiln {
 namespace {
@@ -38,7 +38,7 @@ class PolicySession {
         if (builder.ok() && *builder && !registry_.Find(option.name))
           EXPECT_TRUE(registry_.Register(option.name, **builder).ok());
       }
-    auto cluster = BuildCluster(*spec);
+    auto cluster = BuildCluster(spec->cluster);
     EXPECT_TRUE(cluster.ok()) << (cluster.ok() ? "" : cluster.error().Format());
     if (!cluster.ok()) return;
     session_ = std::make_unique<Session>(std::move(*cluster), *conf_, spec->now);

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/quantity.h"
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 
 namespace kiln {
 namespace {

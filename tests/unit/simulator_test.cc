@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "runtime/cli/output_format.h"
+#include "cli/output_format.h"
 #include "runtime/quantity.h"
 #include "runtime/session.h"
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace kiln {
 namespace {
@@ -75,7 +75,7 @@ cluster:
   - {name: done, namespace: c1, group: pg, requests: {cpu: "1"}, phase: Succeeded, node: n1}
   - {name: wait, namespace: c1, group: pg, task: worker, requests: {cpu: "1"}, annotations: {volcano.sh/preemptable: "false"}}
 )");
-  auto cluster = BuildCluster(spec);
+  auto cluster = BuildCluster(spec.cluster);
   ASSERT_TRUE(cluster.ok()) << cluster.error().Format();
   Node* n1 = cluster->FindNode("n1");
   ASSERT_NE(n1, nullptr);

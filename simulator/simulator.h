@@ -33,76 +33,17 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cluster.h"
+#include "runtime/cluster_spec.h"
 #include "runtime/conf.h"
 #include "runtime/model.h"
 #include "runtime/plugin.h"
-#include "runtime/scenario.h"
+#include "runtime/policy_provider.h"
+#include "runtime/scheduler.h"
+#include "simulator/scenario.h"
 #include "runtime/status.h"
 
 namespace kiln {
-
-// Resolves plugin names of a conf into plugin builders. The policy host (compiler/host)
-// implements it over compiled policies; tests implement it over C++ test plugins.
-class PolicyProvider {
- public:
-  virtual ~PolicyProvider() = default;
-  // Every plugin name this provider can build (for "did you mean" in errors).
-  virtual std::vector<std::string> Names() const = 0;
-  // The builder for `option.name`; nullptr when this provider has no plugin of that name.
-  // An Error when the plugin exists but cannot serve this entry (e.g. a compile error in its
-  // policy, or `arguments` its schema rejects); it should name `option.where`.
-  virtual Result<const PluginBuilder*> Prepare(const PluginOption& option) = 0;
-  // A hint that Prepare will be asked for each of `names`: a provider may get them ready together
-  // (the policy host compiles them concurrently). Errors are left for Prepare to report.
-  virtual void Prefetch(const std::vector<std::string>& names) { (void)names; }
-};
-
-// What `kiln simulate` passes to the policy host when it asks for a provider.
-struct PolicyProviderOptions {
-  std::vector<std::string> policy_dirs;  // --policy-dir: user policies beside the built-ins
-  bool allow_builtin_override = false;   // a user policy may replace the built-in of its name
-};
-
-// The hook for the policy host (compiler/host). It implements
-//
-//   Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
-//       const PolicyProviderOptions& options);   // in namespace kiln
-//
-// declared in `compiler/host/policy_provider.h`; `kiln simulate` uses it as soon as that header
-// exists (until then it runs with no plugins, so a conf naming one fails with "unknown plugin").
-
-// A provider over a fixed registry (C++ test plugins; an empty registry for plugin-free runs).
-class RegistryPolicyProvider : public PolicyProvider {
- public:
-  RegistryPolicyProvider() = default;
-  explicit RegistryPolicyProvider(PluginRegistry registry) : registry_(std::move(registry)) {}
-  PluginRegistry& registry() { return registry_; }
-  std::vector<std::string> Names() const override { return registry_.Names(); }
-  Result<const PluginBuilder*> Prepare(const PluginOption& option) override {
-    return registry_.Find(option.name);
-  }
-
- private:
-  PluginRegistry registry_;
-};
-
-// What one session decided, keyed the way the scenario format prints it.
-struct SessionResult {
-  int index = 0;
-  TimeNs time = 0;
-  std::map<std::string, std::string> binds;            // pod <ns>/<name> → node
-  std::vector<std::string> bind_order;                 // pod keys in the order they were bound
-  std::set<std::string> evictions;                     // pod keys
-  std::map<std::string, std::string> pipelined;        // pod key → node
-  std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
-  std::map<std::string, std::string> unschedulable;    // pod key → reason
-  std::vector<std::string> faults;                     // policy faults, as the session logged
-  // Written back to the simulated cluster (not printed): pods pipelined after evicting others
-  // get status.nominatedNodeName; PodGroups keep the conditions the session set.
-  std::map<std::string, std::string> nominated;                        // pod key → node
-  std::map<std::string, std::vector<PodGroupCondition>> conditions;    // job uid → conditions
-  int64_t duration_micros = 0;
-};
 
 struct SimulationResult {
   std::string scenario;
@@ -114,12 +55,22 @@ struct SimulatorOptions {
   DurationNs period = 1'000'000'000;  // 1s
 };
 
-// The session snapshot of `spec` at time `now` (§1.3, §3.1): task status from pod phase, node and
-// deletion; running pods occupy their nodes; terminated pods occupy nothing.
-Result<Cluster> BuildCluster(const ScenarioSpec& spec);
+// The scenario's cluster as a ClusterBinding: snapshots are built from the scenario objects as
+// they stand, and each session's decisions are applied back the way kubelet and a job controller
+// would (the rules at the top of this file).
+class SimulatedCluster : public ClusterBinding {
+ public:
+  explicit SimulatedCluster(ScenarioSpec spec) : spec_(std::move(spec)) {}
+  // Pods whose `duration` has passed by `now` Succeed first.
+  Result<Cluster> Snapshot(TimeNs now) override;
+  void Apply(const SessionResult& result) override;
+  const ScenarioSpec& state() const { return spec_; }
 
-// Volcano's task status for a pod (§3.1).
-TaskStatus TaskStatusOf(const PodSpec& pod);
+ private:
+  void CompleteFinishedPods(TimeNs now);
+
+  ScenarioSpec spec_;
+};
 
 class Simulator {
  public:
@@ -136,18 +87,15 @@ class Simulator {
   Result<SimulationResult> Run();
 
   // The simulated cluster as it stands (after the cycles run so far).
-  const ScenarioSpec& state() const { return spec_; }
+  const ScenarioSpec& state() const { return cluster_.state(); }
   const SchedulerConf& conf() const { return conf_; }
   int cycles_run() const { return next_index_; }
 
  private:
   Simulator(ScenarioSpec spec, SchedulerConf conf, SimulatorOptions options)
-      : spec_(std::move(spec)), conf_(std::move(conf)), options_(options) {}
+      : cluster_(std::move(spec)), conf_(std::move(conf)), options_(options) {}
 
-  void CompleteFinishedPods(TimeNs now);
-  void Apply(const SessionResult& result);
-
-  ScenarioSpec spec_;
+  SimulatedCluster cluster_;
   SchedulerConf conf_;
   SimulatorOptions options_;
   PluginRegistry registry_;

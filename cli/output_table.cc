@@ -5,7 +5,7 @@
 #include <ctime>
 #include <string_view>
 
-#include "runtime/cli/output_format.h"
+#include "cli/output_format.h"
 
 namespace kiln::cli {
 

@@ -1,18 +1,11 @@
 #pragma once
-// A scenario file (scenario-format.md, a public contract) loaded strictly into plain structs.
+// The cluster as plain objects: what a cluster source (the simulator's scenario, the Kubernetes
+// binding's informer cache) knows about each priority class, queue, node, PodGroup, pod, PDB and
+// ResourceQuota, in Kubernetes/Volcano terms. BuildCluster turns it into the session's model the
+// way Volcano's cache snapshot does (volcano-semantics.md §1.3, §3): both clusters share that one
+// path, so `kiln simulate` and `kiln serve` see the same model for the same objects.
 //
-// The loader checks every key, type, quantity, timestamp and cross reference, and applies the
-// contract's defaults, so the simulator never sees a half-valid cluster:
-//   * queue `default` (weight 1) exists unless the scenario defines it;
-//   * a node whose allocatable omits `pods` gets 110; `capacity` defaults to `allocatable`;
-//   * a pod without `group` gets its own single-member PodGroup, named as Volcano's controller
-//     names it (`podgroup-<pod uid>`), in queue `default`, minResources = the pod's requests;
-//   * a PodGroup without `minMember` gets 1, without `queue` the queue `default`;
-//   * namespaces default to `default`; every `creationTimestamp` defaults to the scenario's `now`
-//     (all equal), and `now` defaults to 2025-01-01T00:00:00Z;
-//   * a pod's priority: `priority` if written, else its priority class's value, else the global
-//     default class's value, else unset (Volcano's TaskInfo then uses 1).
-// UIDs follow the contract: pod `<namespace>-<name>`, job `<namespace>/<podgroup>`.
+// UIDs follow the scenario contract: pod `<namespace>-<name>`, job `<namespace>/<podgroup>`.
 
 #include <cstdint>
 #include <map>
@@ -138,24 +131,6 @@ struct PodSpec {
   std::string JobUid() const { return namespace_ + "/" + group; }
 };
 
-// What the FIRST session must decide. An absent key is not checked.
-struct ExpectSpec {
-  std::optional<std::map<std::string, std::string>> binds;  // pod key -> node
-  std::optional<int64_t> bind_count;
-  std::optional<std::set<std::string>> evictions;
-  std::optional<int64_t> eviction_count;
-  std::optional<std::map<std::string, std::string>> pipelined;
-  std::optional<std::map<std::string, std::string>> pod_group_phases;  // job uid -> phase
-  // Kiln extension: exact map of pod key -> unschedulable reason text.
-  std::optional<std::map<std::string, std::string>> unschedulable;
-  SourceLocation where;
-
-  bool empty() const {
-    return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
-           !pod_group_phases && !unschedulable;
-  }
-};
-
 struct ClusterSpec {
   std::vector<PriorityClassSpec> priority_classes;
   std::vector<QueueSpec> queues;
@@ -166,32 +141,11 @@ struct ClusterSpec {
   std::vector<ResourceQuota> resource_quotas;
 };
 
-struct ScenarioSpec {
-  std::string file;
-  std::string name;
-  std::string conf_text;  // empty when the scenario has no `conf` (the default conf applies)
-  bool has_conf = false;
-  // Where the conf text starts in `file`, so conf errors point into the scenario: line of the
-  // conf's first line and the column its text is indented to (0 when not a block scalar).
-  int conf_first_line = 0;
-  int conf_indent = 0;
-  SourceLocation conf_where;
-  TimeNs now = 0;
-  ClusterSpec cluster;
-  std::optional<ExpectSpec> expect;
-  std::string notes;
-  std::string source;
-};
+// Volcano's task status for a pod (§3.1).
+TaskStatus TaskStatusOf(const PodSpec& pod);
 
-// Loads scenario YAML text. `file` names it in errors.
-Result<ScenarioSpec> ParseScenario(std::string_view text, std::string file);
-// Reads and parses a scenario file.
-Result<ScenarioSpec> LoadScenarioFile(const std::string& path);
-
-// Reads a whole file; Error "cannot read FILE: reason" when it cannot.
-Result<std::string> ReadTextFile(const std::string& path);
-
-// Maps an error in the scenario's embedded conf text to the scenario file's lines and columns.
-Error MapConfError(const ScenarioSpec& spec, Error error);
+// The session snapshot of `cluster` (§1.3, §3.1): task status from pod phase, node and deletion;
+// running pods occupy their nodes; terminated pods occupy nothing.
+Result<Cluster> BuildCluster(const ClusterSpec& cluster);
 
 }  // namespace kiln

@@ -14,7 +14,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
-#include "runtime/cli/commands.h"
+#include "cli/commands.h"
 
 namespace kiln::cli {
 

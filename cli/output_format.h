@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace kiln::cli {
 

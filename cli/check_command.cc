@@ -12,7 +12,7 @@
 
 #include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
-#include "runtime/cli/commands.h"
+#include "cli/commands.h"
 
 namespace kiln::cli {
 

@@ -1,7 +1,7 @@
 // The kiln command: simulate, check, compile.
 #include <CLI/CLI.hpp>
 
-#include "runtime/cli/commands.h"
+#include "cli/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a Volcano-compatible batch scheduler with JIT-compiled policies"};

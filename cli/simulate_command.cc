@@ -10,11 +10,11 @@
 #include <memory>
 #include <sstream>
 
-#include "runtime/cli/commands.h"
-#include "runtime/cli/output_format.h"
+#include "cli/commands.h"
+#include "cli/output_format.h"
 #include "runtime/quantity.h"
-#include "runtime/scenario.h"
-#include "runtime/simulator.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
 
 // The policy host lives in kiln_compiler; builds without it (-DKILN_NO_POLICY_HOST) run plugin-free.
 #if !defined(KILN_NO_POLICY_HOST) && __has_include("compiler/host/policy_provider.h")

@@ -3,7 +3,7 @@
 // Cross references (pod → group/node, group → queue, queue → parent, expect → pods/nodes/groups)
 // are checked after everything is read, so the order objects are listed in does not matter.
 
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 
 #include <fmt/format.h>
 
@@ -1139,17 +1139,6 @@ Status Loader::Load(const YAML::Node& root, std::string_view text, ScenarioSpec&
 }
 
 }  // namespace
-
-std::string_view ToString(PodPhase p) {
-  switch (p) {
-    case PodPhase::Pending: return "Pending";
-    case PodPhase::Running: return "Running";
-    case PodPhase::Succeeded: return "Succeeded";
-    case PodPhase::Failed: return "Failed";
-    case PodPhase::Unknown: return "Unknown";
-  }
-  return "Unknown";
-}
 
 Result<ScenarioSpec> ParseScenario(std::string_view text, std::string file) {
   auto doc = yaml::Load(text, file);

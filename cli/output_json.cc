@@ -1,7 +1,7 @@
 // scenario-format.md's Output section, key for key and in that order.
 #include <nlohmann/json.hpp>
 
-#include "runtime/cli/output_format.h"
+#include "cli/output_format.h"
 
 namespace kiln::cli {
 

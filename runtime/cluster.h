@@ -1,0 +1,54 @@
+#pragma once
+// A cluster the scheduler runs against, and what one session decided.
+//
+// Kiln schedules two kinds of cluster with the same session code: the embedded simulator
+// (simulator/, a scenario file standing in for the API server) and a real Kubernetes cluster
+// (kubernetes/, informer caches fed by the API server). Each is a ClusterBinding: a source of
+// session snapshots (Volcano's cache Snapshot) and a sink for the decisions a session made
+// (Volcano's binder, evictor and status updater). `kiln simulate` and `kiln serve` differ only in
+// which binding they hand to the scheduler (runtime/scheduler.h).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+// What one session decided, keyed the way the scenario format prints it (pods `<ns>/<name>`,
+// jobs `<ns>/<podgroup>`).
+struct SessionResult {
+  int index = 0;
+  TimeNs time = 0;
+  std::map<std::string, std::string> binds;            // pod <ns>/<name> → node
+  std::vector<std::string> bind_order;                 // pod keys in the order they were bound
+  std::set<std::string> evictions;                     // pod keys
+  std::map<std::string, std::string> pipelined;        // pod key → node
+  std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
+  std::map<std::string, std::string> unschedulable;    // pod key → reason
+  std::vector<std::string> faults;                     // policy faults, as the session logged
+  // Pods pipelined after evicting others get status.nominatedNodeName; PodGroups keep the
+  // conditions the session set.
+  std::map<std::string, std::string> nominated;                        // pod key → node
+  std::map<std::string, std::vector<PodGroupCondition>> conditions;    // job uid → conditions
+  int64_t duration_micros = 0;
+};
+
+class ClusterBinding {
+ public:
+  virtual ~ClusterBinding() = default;
+  // The session's view of the cluster at `now`: every object as the binding knows it, built into
+  // the session model (runtime/cluster_spec.h BuildCluster). Called once per session, before
+  // it opens; the binding must not change the returned model afterwards.
+  virtual Result<Cluster> Snapshot(TimeNs now) = 0;
+  // Carries out what a session decided: binds, evictions, nominated nodes, PodGroup status and
+  // unschedulable reasons. The simulator applies them at once; the Kubernetes binding queues the
+  // writes and returns without waiting on the network.
+  virtual void Apply(const SessionResult& result) = 0;
+};
+
+}  // namespace kiln

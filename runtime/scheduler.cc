@@ -1,0 +1,109 @@
+#include "runtime/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <string_view>
+
+#include "runtime/actions/action.h"
+#include "runtime/session.h"
+#include "runtime/yaml_util.h"
+
+namespace kiln {
+
+namespace {
+
+bool IsVolcanoPluginName(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "drf",         "gang",       "deviceshare", "predicates", "priority",
+      "nodeorder",   "conformance", "binpack",    "resource-strategy-fit", "tdm",
+      "overcommit",  "sla",        "task-topology", "numa-aware", "cdp",
+      "rescheduling", "usage",     "pdb",         "nodegroup",  "network-topology-aware",
+      "proportion",  "capacity",   "extender",    "resourcequota"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+}  // namespace
+
+Result<PluginRegistry> ResolvePlugins(const SchedulerConf& conf, PolicyProvider& provider) {
+  PluginRegistry registry;
+  std::vector<std::string> names = provider.Names();
+  std::vector<std::string_view> name_views(names.begin(), names.end());
+  std::vector<std::string> wanted;
+  for (const Tier& tier : conf.tiers)
+    for (const PluginOption& option : tier.plugins) wanted.push_back(option.name);
+  provider.Prefetch(wanted);
+  for (const Tier& tier : conf.tiers) {
+    for (const PluginOption& option : tier.plugins) {
+      auto builder = provider.Prepare(option);
+      if (!builder) return builder.error();
+      if (*builder == nullptr) {
+        if (IsVolcanoPluginName(option.name))
+          return Error{fmt::format("plugin `{}` is a Volcano plugin that Kiln does not provide (no "
+                                   "policy of that name)",
+                                   option.name),
+                       option.where};
+        return Error{fmt::format("unknown plugin `{}`{}", option.name,
+                                 yaml::DidYouMean(option.name, name_views)),
+                     option.where};
+      }
+      if (Status s = registry.Register(option.name, **builder); !s) return s.error();
+    }
+  }
+  // Actions were validated by the conf loader; a conf built in code may still name anything.
+  for (const std::string& action : conf.actions)
+    if (FindAction(action) == nullptr)
+      return Error{fmt::format("unknown action `{}`", action), SourceLocation{conf.source_file}};
+  return registry;
+}
+
+Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
+                                 const PluginRegistry& registry, TimeNs now, int index) {
+  SessionResult result;
+  result.index = index;
+  result.time = now;
+  auto start = std::chrono::steady_clock::now();
+  Session ssn(std::move(cluster), conf, now, fmt::format("session-{}", index));
+  if (Status s = ssn.Open(registry); !s) return s.error();
+  for (const std::string& name : conf.actions) {
+    const Action* action = FindAction(name);
+    assert(action != nullptr);  // checked by ResolvePlugins
+    action->Execute(ssn);
+  }
+  ssn.Close();
+  result.duration_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+
+  const Decisions& d = ssn.decisions();
+  for (const auto& b : d.binds) {
+    result.binds[b.task->Key()] = b.node->name;
+    result.bind_order.push_back(b.task->Key());
+  }
+  for (const auto& e : d.evictions) result.evictions.insert(e.task->Key());
+  for (const auto& p : d.pipelined) {
+    result.pipelined[p.task->Key()] = p.node->name;
+    if (p.task->eviction_occurred) result.nominated[p.task->Key()] = p.node->name;
+  }
+  for (const auto& [task, reason] : d.unschedulable) result.unschedulable[task->Key()] = reason;
+  for (const auto& [job, phase] : d.phases) {
+    result.pod_group_phases[job->uid] = std::string(ToString(phase));
+    if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
+  }
+  result.faults = d.faults;
+  return result;
+}
+
+Result<SessionResult> RunCycle(ClusterBinding& binding, const SchedulerConf& conf,
+                               const PluginRegistry& registry, TimeNs now, int index) {
+  auto cluster = binding.Snapshot(now);
+  if (!cluster) return cluster.error();
+  auto result = RunSession(std::move(*cluster), conf, registry, now, index);
+  if (!result) return result.error();
+  binding.Apply(*result);
+  return result;
+}
+
+}  // namespace kiln
