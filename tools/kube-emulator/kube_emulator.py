@@ -1413,6 +1413,13 @@ class Server(ThreadingHTTPServer):
         self.ssl_ctx = ssl_ctx
         super().__init__(addr, handler)
 
+    def handle_error(self, request, client_address):
+        # Clients (Go's in particular) open spare connections and close them unused; a failed
+        # TLS handshake or a reset is normal traffic, not an emulator error.
+        if isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def continue_token(rv, start):
     raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start + "\u0000"}).encode()
@@ -1667,6 +1674,9 @@ class Handler(BaseHTTPRequestHandler):
         if parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
             self.read_body()
             return self.openapi_v3("/".join(parts[2:]))
+        if path == "/openapi/v2":
+            self.read_body()
+            return self.openapi_v2()
         if parts[0] in ("openapi", "swagger.json", "swaggerapi"):
             self.read_body()
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -1705,6 +1715,28 @@ class Handler(BaseHTTPRequestHandler):
         if len(rest) > 3 or (sub and sub not in res.subresources):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         self.serve_resource(res, ns, name, sub)
+
+    def openapi_v2(self):
+        """An OpenAPI v2 document without paths or definitions. kubectl 1.27 and 1.28 must download
+        one before `apply` (they ask for the protobuf form); finding no schema for a kind, kubectl
+        skips client-side validation and computes patches from its built-in types."""
+        accept = self.headers.get("Accept") or ""
+        if "protobuf" in accept:
+            def field(num, payload):  # a length-delimited protobuf field
+                return bytes([num << 3 | 2, len(payload)]) + payload
+            # openapi_v2.Document{swagger: "2.0" (1), info (2): Info{title (1), version (2)}}
+            info = field(1, b"Kubernetes") + field(2, f"v{self.api.opts.server_version}".encode())
+            data = field(1, b"2.0") + field(2, info)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")  # Go cannot parse the "@v1.0" media type
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self._code = 200
+            return
+        self.send_json(200, {"swagger": "2.0", "info": {"title": "Kubernetes",
+                                                        "version": f"v{self.api.opts.server_version}"},
+                             "paths": {}, "definitions": {}})
 
     def openapi_v3(self, gv_path):
         """Just enough OpenAPI v3 for kubectl: each group-version lists its paths, and the PATCH
