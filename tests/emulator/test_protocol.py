@@ -212,6 +212,16 @@ class Protocol(unittest.TestCase):
         code, out, _ = self.emu.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
         self.assertIn(("a", self.ns), [(p["metadata"]["name"], p["metadata"]["namespace"]) for p in out["items"]])
 
+    def test_delete_collection(self):
+        self.create_pod("a", labels={"app": "x"})
+        self.create_pod("b", labels={"app": "y"})
+        self.create_pod("c", labels={"app": "y"})
+        code, out, _ = self.emu.request("DELETE", f"{self.pods}?labelSelector=app%3Dy")
+        self.assertEqual((code, out["kind"]), (200, "PodList"))
+        self.assertEqual([p["metadata"]["name"] for p in out["items"]], ["b", "c"])
+        code, out, _ = self.emu.get(self.pods)
+        self.assertEqual([p["metadata"]["name"] for p in out["items"]], ["a"])
+
     # ----- WATCH
 
     def test_watch_events_and_bookmarks(self):

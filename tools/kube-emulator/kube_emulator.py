@@ -552,6 +552,9 @@ class Store:
         self.objects = {r.key: {} for r in RESOURCES}
         self.history = {r.key: [] for r in RESOURCES}   # Event lists ordered by rv
         self.history_rvs = {r.key: [] for r in RESOURCES}
+        # Pods the kubelet mode has work on (bound and Pending, terminating, or Running with a
+        # duration), so its loop does not walk every pod of a large cluster.
+        self.kubelet_work = set()
 
     def key_of(self, res, obj):
         md = obj["metadata"]
@@ -571,6 +574,15 @@ class Store:
             self.objects[res.key].pop(key, None)
         else:
             self.objects[res.key][key] = obj
+        if res.plural == "pods" and res.group == "":
+            md, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+            phase = status.get("phase")
+            if type_ != "DELETED" and spec.get("nodeName") and (
+                    md.get("deletionTimestamp") or phase == "Pending" or
+                    (phase == "Running" and "kiln.sh/duration" in (md.get("annotations") or {}))):
+                self.kubelet_work.add(key)
+            else:
+                self.kubelet_work.discard(key)
         self.history[res.key].append(Event(self.rv, type_, obj, prev))
         self.history_rvs[res.key].append(self.rv)
         self.history_len += 1
@@ -716,6 +728,7 @@ class Api:
         self.faults = Faults()
         self.watchers = set()
         self.kubelet_bound_at = {}  # (ns, name) -> time the kubelet first saw it bound
+        self.started = time.time()
         with self.store.cond:
             for ns in DEFAULT_NAMESPACES:
                 self._create_locked(NAMESPACE, "", {"apiVersion": "v1", "kind": "Namespace",
@@ -937,8 +950,10 @@ class Api:
         status_changed = new.get("status") != old.get("status")
         if dry_run:
             return new, True, status_changed
-        if omd.get("deletionTimestamp") and not nmd.get("finalizers") and res is not POD:
-            return st.commit(res, "DELETED", new, old), True, status_changed
+        if omd.get("deletionTimestamp") and not nmd.get("finalizers") and old["metadata"].get("finalizers"):
+            # The last finalizer went: the object goes, unless a kubelet still has to stop the pod.
+            if res is not POD or not (new.get("spec") or {}).get("nodeName"):
+                return st.commit(res, "DELETED", new, old), True, status_changed
         return st.commit(res, "MODIFIED", new, old), True, status_changed
 
     def _check_pod_update(self, old, new):
@@ -1208,7 +1223,7 @@ class Api:
         now = time.time()
         delay = self.opts.kubelet_delay
         with self.store.cond:
-            pods = list(self.store.objects[POD.key].values())
+            pods = [self.store.objects[POD.key][k] for k in sorted(self.store.kubelet_work)]
             for pod in pods:
                 md, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
                 node = spec.get("nodeName")
@@ -1216,6 +1231,8 @@ class Api:
                     continue
                 key = (md["namespace"], md["name"], md.get("uid"))
                 if md.get("deletionTimestamp"):
+                    if md.get("finalizers"):
+                        continue  # held by a finalizer: the kubelet has stopped it, it stays
                     seen = self.kubelet_bound_at.setdefault(("del",) + key, now)
                     deadline = parse_time(md["deletionTimestamp"]) or now
                     if now - seen >= delay or now >= deadline:
@@ -1232,8 +1249,10 @@ class Api:
                         self._kubelet_start_locked(pod)
                 elif phase == "Running":
                     dur = parse_go_duration((md.get("annotations") or {}).get("kiln.sh/duration", ""))
-                    started = parse_time(status.get("startTime"))
-                    if dur is not None and started is not None and now >= started + dur:
+                    # Pods loaded Running (a scenario's clock is in the past) run from the
+                    # emulator's start on.
+                    started = max(parse_time(status.get("startTime")) or now, self.started)
+                    if dur is not None and now >= started + dur:
                         self._kubelet_finish_locked(pod)
 
     def _kubelet_start_locked(self, pod):
@@ -1879,6 +1898,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                         "details": {"name": name, "group": res.group, "kind": res.plural,
                                                     "uid": out["metadata"].get("uid")}})
+        if verb == "deletecollection" and "deletecollection" in res.verbs and not sub:
+            body = self.json_body() or {}
+            if "gracePeriodSeconds" in q:
+                body["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            lsel = parse_label_selector(q.get("labelSelector", ""))
+            fsel = parse_field_selector(res, q.get("fieldSelector", ""))
+            with api.store.cond:
+                victims = [o for k, o in sorted(api.store.objects[res.key].items())
+                           if (not ns or k[0] == ns) and labels_match(lsel, o["metadata"].get("labels"))
+                           and fields_match(fsel, o)]
+                out = [api._delete_locked(res, ns or o["metadata"].get("namespace", ""), o["metadata"]["name"],
+                                          body, dry_run=dry) for o in victims]
+                rv = api.store.rv
+            return self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                                        "metadata": {"resourceVersion": str(rv)}, "items": out})
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     def send_obj(self, code, res, obj):
