@@ -3,6 +3,8 @@
 
 import http.client
 import os
+import subprocess
+import tempfile
 import sys
 import time
 import unittest
@@ -352,6 +354,11 @@ class Protocol(unittest.TestCase):
         code, out, _ = self.bind("c", "n1")
         self.assertEqual((code, out["reason"]), (409, "Conflict"))
         self.assertIn("being deleted", out["message"])
+        # A pod with scheduling gates cannot be bound until they are removed.
+        self.create_pod("gated", schedulingGates=[{"name": "example.com/quota"}])
+        code, out, _ = self.bind("gated", "n1")
+        self.assertEqual((code, out["reason"]), (409, "Conflict"))
+        self.assertIn("schedulingGates", out["message"])
         # The legacy bindings collection binds too.
         self.create_pod("d")
         code, out, _ = self.emu.post(f"/api/v1/namespaces/{self.ns}/bindings",
@@ -544,6 +551,41 @@ class Kubelet(unittest.TestCase):
             self.assertEqual(emu.request("DELETE", f"{PODS}/a")[0], 200)
             self.assertEqual(emu.get(f"{PODS}/a")[0], 200)  # terminating first ...
             wait_until(lambda: emu.get(f"{PODS}/a")[0] == 404, what="pod a removed")  # ... then gone
+
+
+
+class Startup(unittest.TestCase):
+    def test_url_file_plain_http_and_required_token(self):
+        with tempfile.TemporaryDirectory() as d:
+            url_file = os.path.join(d, "url")
+            with Emulator("--url-file", url_file, "--require-token", "--token", "s3cret", tls=False) as emu:
+                with open(url_file) as f:
+                    self.assertEqual(f.read().strip(), emu.url)
+                self.assertTrue(emu.url.startswith("http://127.0.0.1:"))
+                self.assertEqual(emu.token, "s3cret")
+                self.assertEqual(emu.get(PODS, token=False)[0], 401)
+                self.assertEqual(emu.get(PODS)[0], 200)
+
+    def test_given_certificate(self):
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-days", "1", "-subj", "/CN=test", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", key, "-out", cert], check=True, capture_output=True)
+            with Emulator("--cert", cert, "--key", key, tls=False) as emu:
+                self.assertTrue(emu.url.startswith("https://"))
+                with open(cert, "rb") as f, open(emu.ca_file, "rb") as g:
+                    self.assertEqual(f.read(), g.read())  # the kubeconfig carries it as the CA
+                self.assertEqual(emu.get(PODS)[0], 200)
+
+    def test_bad_manifest_stops_the_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.yaml")
+            with open(bad, "w") as f:
+                f.write("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v9\nkind: Gizmo\nmetadata: {name: b}\n")
+            with self.assertRaises(RuntimeError) as err:
+                Emulator(load=[bad])
+            self.assertIn(f"{bad}: object 2 (Gizmo /b): unsupported object kind v9/Gizmo", str(err.exception))
 
 
 if __name__ == "__main__":

@@ -861,7 +861,13 @@ class Api:
         if not loading:
             md.pop("deletionTimestamp", None)
             md.pop("deletionGracePeriodSeconds", None)
+            # The create strategies reset what only controllers and kubelets write.
             if res is POD:
+                obj["status"] = {}
+            elif res is PDB:
+                obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                                 "expectedPods": 0}
+            elif res.plural == "resourcequotas":
                 obj["status"] = {}
             elif "status" in res.subresources and res.crd:
                 obj.pop("status", None)
@@ -1123,6 +1129,8 @@ class Api:
                 raise conflict(POD, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
             if (pod.get("spec") or {}).get("nodeName"):
                 raise conflict(POD, pod_name, f'pod {pod_name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+            if (pod.get("spec") or {}).get("schedulingGates"):
+                raise conflict(POD, pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates")
             self._bind_locked(pod, node, (body.get("metadata") or {}).get("annotations") or {})
         self.stats.inc("bindsOk", key)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
