@@ -311,6 +311,21 @@ class Protocol(unittest.TestCase):
         finally:
             w.close()
 
+    def test_open_watch_survives_compaction(self):
+        code, lst, _ = self.emu.get(self.pods)
+        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}&timeoutSeconds=5")
+        try:
+            self.create_pod("before")  # once its event arrives, the watch is surely open
+            self.assertEqual(w.next()["object"]["metadata"]["name"], "before")
+            for i in range(3):  # other resources move the revision past the watch's
+                self.emu.post("/api/v1/nodes", node_manifest(f"{self.ns}-n{i}"))
+            self.emu.control("compact", {})
+            self.create_pod("after")
+            ev = w.next()
+            self.assertEqual((ev["type"], ev["object"]["metadata"]["name"]), ("ADDED", "after"))
+        finally:
+            w.close()
+
     def test_drop_watches(self):
         for mode in ("close", "reset"):
             w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion=0")

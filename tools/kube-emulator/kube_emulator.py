@@ -555,6 +555,7 @@ class Store:
         # Pods the kubelet mode has work on (bound and Pending, terminating, or Running with a
         # duration), so its loop does not walk every pod of a large cluster.
         self.kubelet_work = set()
+        self.watchers = set()
 
     def key_of(self, res, obj):
         md = obj["metadata"]
@@ -595,6 +596,16 @@ class Store:
     def compact_locked(self, revision):
         revision = min(max(revision, self.compacted), self.rv)
         self.compacted = revision
+        # An open watch survives a compaction, as etcd's do, unless it had not yet taken events
+        # the compaction drops (a slow watcher): that one ends with 410.
+        for w in self.watchers:
+            if w.pos < revision:
+                rvs = self.history_rvs[w.res.key]
+                i = bisect.bisect_right(rvs, w.pos)
+                if i < len(rvs) and rvs[i] <= revision:
+                    w.expired = True
+                else:
+                    w.pos = revision
         total = 0
         for k in self.history:
             i = bisect.bisect_right(self.history_rvs[k], revision)
@@ -715,9 +726,11 @@ class Faults:
 
 
 class Watcher:
-    def __init__(self, res):
+    def __init__(self, res, pos):
         self.res = res
-        self.dropped = None  # None, "close" or "reset"
+        self.pos = pos          # every event of res up to this revision has been taken
+        self.expired = False    # a compaction dropped events it had not taken yet
+        self.dropped = None     # None, "close" or "reset"
 
 
 class Api:
@@ -726,7 +739,7 @@ class Api:
         self.store = Store(opts.history)
         self.stats = Stats()
         self.faults = Faults()
-        self.watchers = set()
+        self.watchers = self.store.watchers
         self.kubelet_bound_at = {}  # (ns, name) -> time the kubelet first saw it bound
         self.started = time.time()
         with self.store.cond:
@@ -2034,7 +2047,6 @@ class Handler(BaseHTTPRequestHandler):
                 md["annotations"] = {"k8s.io/initial-events-end": "true"}
             return line("BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version, "metadata": md})
 
-        watcher = Watcher(res)
         initial = []
         expired = None
         with st.cond:
@@ -2048,6 +2060,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad_request(f'invalid resource version: "{rv_param}"')
                 if pos < st.compacted:
                     expired = pos
+            watcher = Watcher(res, pos)
             api.watchers.add(watcher)
         try:
             self.send_response(200)
@@ -2073,11 +2086,9 @@ class Handler(BaseHTTPRequestHandler):
                 with st.cond:
                     while True:
                         now = time.time()
-                        if watcher.dropped or now >= deadline:
+                        if watcher.dropped or watcher.expired or now >= deadline:
                             break
-                        if pos < st.compacted:
-                            break
-                        events = st.events_after(res, pos)
+                        events = st.events_after(res, watcher.pos)
                         if events:
                             break
                         if bookmarks and now - last_bookmark >= interval:
@@ -2088,17 +2099,20 @@ class Handler(BaseHTTPRequestHandler):
                         st.cond.wait(max(min(wait, 5.0), 0.001))
                     if watcher.dropped:
                         break
-                    if pos < st.compacted:
-                        status = ApiError(410, "Expired", f"too old resource version: {pos} ({st.compacted})").status()
+                    if watcher.expired:
+                        status = ApiError(410, "Expired", f"too old resource version: {watcher.pos} ({st.compacted})").status()
                         self.write_chunk(line("ERROR", status))
                         break
-                    events = st.events_after(res, pos)
-                    current = st.rv
+                    events = st.events_after(res, watcher.pos)
+                    # Taken now, under the lock: a compaction from here on cannot lose them.
+                    # With none left, every event of this resource up to the current revision
+                    # has been seen, which is what a bookmark may report.
+                    watcher.pos = events[-1].rv if events else st.rv
+                    pos = watcher.pos
                 if not events and time.time() >= deadline:
                     break
                 out = []
                 for ev in events:
-                    pos = ev.rv
                     now_match = matches(ev.obj) if ev.type != "DELETED" else False
                     before = matches(ev.prev)
                     if ev.type == "DELETED":
@@ -2119,8 +2133,6 @@ class Handler(BaseHTTPRequestHandler):
                         out.append(ev.line)
                     else:
                         out.append(line(t, ev.obj))
-                if not events:
-                    pos = max(pos, current) if bookmarks else pos
                 if bookmarks and time.time() - last_bookmark >= interval:
                     out.append(bookmark(pos))
                     last_bookmark = time.time()
