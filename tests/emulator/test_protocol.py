@@ -271,6 +271,18 @@ class Protocol(unittest.TestCase):
         finally:
             w.close()
 
+    def test_watch_list_initial_events_end_bookmark(self):
+        self.create_pod("a")
+        w = self.emu.watch(f"{self.pods}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                           f"&allowWatchBookmarks=true&timeoutSeconds=2")
+        try:
+            first, second = w.next(), w.next()
+            self.assertEqual((first["type"], first["object"]["metadata"]["name"]), ("ADDED", "a"))
+            self.assertEqual(second["type"], "BOOKMARK")
+            self.assertEqual(second["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
+        finally:
+            w.close()
+
     def test_watch_selector_transitions(self):
         self.create_pod("a")
         code, lst, _ = self.emu.get(self.pods)
@@ -327,10 +339,11 @@ class Protocol(unittest.TestCase):
             w.close()
 
     def test_drop_watches(self):
+        self.create_pod("a")
         for mode in ("close", "reset"):
             w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion=0")
             try:
-                wait_until(lambda: self.emu.stats()["watches"] >= 1, what="the watch to register")
+                self.assertEqual(w.next()["type"], "ADDED")  # the watch is open
                 self.assertGreaterEqual(self.emu.control("drop-watches", {"mode": mode})["dropped"], 1)
                 # close: a clean end of the chunked stream; reset: the connection is cut
                 # before the final chunk, which a client sees as an incomplete response.
