@@ -12,10 +12,8 @@ import select
 import shutil
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
-import unittest
 import urllib.parse
 
 import yaml

@@ -156,6 +156,18 @@ class Protocol(unittest.TestCase):
         self.assertEqual(out["status"]["conditions"][0]["reason"], "Unschedulable")
         self.assertEqual(self.emu.stats()["podStatusWrites"][f"{self.ns}/a"], 1)
 
+    def test_server_side_apply(self):
+        doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: '1'\n"
+        path = f"/api/v1/namespaces/{self.ns}/configmaps/cm"
+        code, out, _ = self.emu.request("PATCH", path, doc, content_type="application/apply-patch+yaml")
+        self.assertEqual((code, out["reason"]), (400, "BadRequest"))
+        code, out, _ = self.emu.request("PATCH", f"{path}?fieldManager=test", doc,
+                                        content_type="application/apply-patch+yaml")
+        self.assertEqual((code, out["data"]), (201, {"a": "1"}))
+        code, out, _ = self.emu.request("PATCH", f"{path}?fieldManager=test", doc.replace("'1'", "'2'"),
+                                        content_type="application/apply-patch+yaml")
+        self.assertEqual((code, out["data"]), (200, {"a": "2"}))
+
     # ----- LIST
 
     def test_list_paging_is_a_snapshot(self):

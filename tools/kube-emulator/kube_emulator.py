@@ -10,7 +10,6 @@ history of its resource; watches and resourceVersion-exact LISTs are served from
 import argparse
 import base64
 import bisect
-import copy
 import datetime
 import json
 import os
@@ -19,7 +18,6 @@ import re
 import signal
 import socket
 import ssl
-import string
 import subprocess
 import sys
 import tempfile
@@ -1016,6 +1014,8 @@ class Api:
         with self.store.cond:
             old = self.store.get(res, ns, name)
             if ctype == "application/apply-patch+yaml":
+                if not field_manager:
+                    raise bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
                 patch_doc = load_yaml_or_json(body)
                 if old is None:
                     if sub:
