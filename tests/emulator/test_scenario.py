@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from emulator_fixture import (CONVERTER, EMULATOR, KUBECTL_VERSIONS, PYTHON, ROOT,  # noqa: E402
-                              Emulator, kubectl_path)
+                              Emulator, kubectl_path, wait_until)
 
 sys.path.insert(0, os.path.dirname(EMULATOR))
 import kube_emulator  # noqa: E402
@@ -132,6 +132,28 @@ class Scenario(unittest.TestCase):
         p = subprocess.run([PYTHON, CONVERTER, bad], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn(f"{bad}:3: not valid YAML", p.stderr)
+
+    def test_kubelet_mode_runs_a_converted_scenario(self):
+        scenario = os.path.join(self.tmp, "small.yaml")
+        with open(scenario, "w") as f:
+            f.write('''name: small
+now: "2025-01-01T00:00:00Z"
+cluster:
+  nodes: [{name: n1, allocatable: {cpu: "4"}}]
+  pods:
+  - {name: old, node: n1, phase: Running, deleting: true, requests: {cpu: "1"}}
+  - {name: job, duration: 300ms, requests: {cpu: "1"}}
+''')
+        out = os.path.join(self.tmp, "small-manifests.yaml")
+        subprocess.run([PYTHON, CONVERTER, scenario, "-o", out], check=True)
+        with Emulator("--kubelet", "--kubelet-delay", "0.1", load=[out], tls=False) as emu:
+            pod = lambda n: emu.get(f"/api/v1/namespaces/default/pods/{n}")
+            self.assertEqual(pod("job")[1]["metadata"]["annotations"], {"kiln.sh/duration": "300ms"})
+            wait_until(lambda: pod("old")[0] == 404, what="the terminating pod removed")
+            self.assertEqual(emu.post("/api/v1/namespaces/default/pods/job/binding",
+                                      {"target": {"kind": "Node", "name": "n1"}})[0], 201)
+            wait_until(lambda: pod("job")[1]["status"]["phase"] == "Running", what="job Running")
+            wait_until(lambda: pod("job")[1]["status"]["phase"] == "Succeeded", what="job Succeeded")
 
     def test_json_list_output_loads(self):
         out = os.path.join(self.tmp, "list.json")
