@@ -149,11 +149,15 @@ cluster:
         with Emulator("--kubelet", "--kubelet-delay", "0.1", load=[out], tls=False) as emu:
             pod = lambda n: emu.get(f"/api/v1/namespaces/default/pods/{n}")
             self.assertEqual(pod("job")[1]["metadata"]["annotations"], {"kiln.sh/duration": "300ms"})
-            wait_until(lambda: pod("old")[0] == 404, what="the terminating pod removed")
+            wait_until(lambda: pod("old")[0] == 404, timeout=30, what="the terminating pod removed")
             self.assertEqual(emu.post("/api/v1/namespaces/default/pods/job/binding",
                                       {"target": {"kind": "Node", "name": "n1"}})[0], 201)
-            wait_until(lambda: pod("job")[1]["status"]["phase"] == "Running", what="job Running")
-            wait_until(lambda: pod("job")[1]["status"]["phase"] == "Succeeded", what="job Succeeded")
+            # 300 ms of Running can pass between two polls of a loaded machine: wait for the end
+            # and check that it ran (startTime, terminated container) on the way.
+            done = wait_until(lambda: (lambda p: p if p["status"]["phase"] == "Succeeded" else None)(pod("job")[1]),
+                              timeout=30, what="job Succeeded")
+            self.assertTrue(done["status"]["startTime"])
+            self.assertEqual(done["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 0)
 
     def test_json_list_output_loads(self):
         out = os.path.join(self.tmp, "list.json")
