@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/near_code_memory.h"
 #include "compiler/jit/object_cache.h"
+#include "compiler/jit/perf_map.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -321,9 +322,13 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
           // (measured when this was introduced; see near_code_memory.h). Falls back to LLVM's
           // placement when full.
           .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
-            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(es, [] {
+            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(es, [] {
               return std::make_unique<llvm::SectionMemoryManager>(&NearHostCodeMapper());
             });
+            // KILN_PERF_MAP / KILN_PERF_JITDUMP: name policy code for perf (perf_map.h).
+            for (llvm::JITEventListener* listener : PerfListenersFromEnvironment())
+              layer->registerJITEventListener(*listener);
+            return layer;
           })
           .setCompileFunctionCreator(
               [cache_hooks](llvm::orc::JITTargetMachineBuilder jtmb)
