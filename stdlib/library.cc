@@ -139,6 +139,11 @@ const Function kFunctions[] = {
      "set_fit_error(job, message): the job's fit error (Volcano's JobFitErrors), the reason its "
      "pending tasks without a node fit error report at close"},
 
+    {"session", "victim_order", "", "(Task, list<Task>) -> list<Task>",
+     HOST(kiln_host_victim_order),
+     "victim_order(preemptor, tasks): the tasks in the order the session evicts them for the "
+     "preemptor (Volcano's BuildVictimsPriorityQueue: task, job and victim-queue orders)"},
+
     // ---- http (extender only) ----
     {"http", "http_post", "", "(string, string, duration) -> string?", HOST(kiln_host_http_post),
      "POST body to url with a timeout; none on error or timeout", "http"},

@@ -1917,6 +1917,17 @@ class Lowering {
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
     if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
+    if (name == "victim_order") {
+      // The list goes as (items, n) and comes back through an out pointer, like split's.
+      Value* preemptor = arg(0);
+      Value* tasks = arg(1);
+      Value* out = Alloca(list_);
+      CallRt("kiln_host_victim_order", b_.getVoidTy(),
+             {ictx_, preemptor, b_.CreateExtractValue(tasks, {0}),
+              b_.CreateExtractValue(tasks, {1}), out},
+             true);
+      return b_.CreateLoad(list_, out);
+    }
     // Host helpers without session access (JSON parsing) use the native ABI as is.
     for (const stdlib::Function& row : fns)
       if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&

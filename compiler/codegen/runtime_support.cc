@@ -13,11 +13,13 @@
 #include <cstring>
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <numeric>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace kiln {
 
@@ -197,9 +199,40 @@ KList CopyAppend(const void* items, int64_t n, const void* elem, int64_t elem_si
 thread_local jmp_buf t_fault_jmp;
 thread_local bool t_fault_jmp_armed = false;
 
+// Handler calls nest when a host function runs the session's other handlers on behalf of the
+// current one (victim_order runs the session's task, job and queue orders). The inner call gets
+// its own call arena and fault target, so it cannot reset the memory the outer handler is still
+// using, and kiln_rt_leave (or a fault) hands the outer handler's back.
+struct NestedCall {
+  jmp_buf fault_jmp;
+  Arena arena;
+  Arena* outer_arena = nullptr;
+  AppendBuffer outer_append;
+};
+thread_local int t_nesting = 0;  // handler calls in progress beyond the outermost
+thread_local std::vector<std::unique_ptr<NestedCall>> t_nested;
+
+jmp_buf* CurrentFaultTarget() {
+  return t_nesting == 0 ? &t_fault_jmp : &t_nested[t_nesting - 1]->fault_jmp;
+}
+
+// Ends the innermost nested call: the outer handler's arena and append buffer are current again
+// and its fault target is armed.
+void PopNestedCall() {
+  NestedCall& call = *t_nested[t_nesting - 1];
+  SetCurrentArena(call.outer_arena);
+  t_append = call.outer_append;
+  --t_nesting;
+}
+
 [[noreturn]] void AbandonHandler() {
-  t_fault_jmp_armed = false;
-  longjmp(t_fault_jmp, 1);
+  jmp_buf* target = CurrentFaultTarget();
+  if (t_nesting > 0) {
+    PopNestedCall();
+  } else {
+    t_fault_jmp_armed = false;
+  }
+  longjmp(*target, 1);
 }
 
 template <typename R, typename F>
@@ -354,6 +387,19 @@ void* kiln_rt_alloc(int64_t size) {
 }
 
 void* kiln_rt_enter() {
+  if (kiln::t_fault_jmp_armed) {
+    // A handler running inside another one's host call (see NestedCall).
+    if (static_cast<size_t>(kiln::t_nesting) == kiln::t_nested.size())
+      kiln::t_nested.push_back(std::make_unique<kiln::NestedCall>());
+    kiln::NestedCall& call = *kiln::t_nested[kiln::t_nesting++];
+    call.outer_arena = kiln::CurrentArena();
+    call.outer_append = kiln::t_append;
+    kiln::t_append = {};
+    call.arena.Reset();
+    call.arena.set_limit(kiln::PolicyCallMemoryBudget());
+    kiln::SetCurrentArena(&call.arena);
+    return &call.fault_jmp;
+  }
   kiln::t_append = {};
   Arena& arena = kiln::ThreadCallArena();
   arena.Reset();
@@ -363,7 +409,13 @@ void* kiln_rt_enter() {
   return &kiln::t_fault_jmp;
 }
 
-void kiln_rt_leave() { kiln::t_fault_jmp_armed = false; }
+void kiln_rt_leave() {
+  if (kiln::t_nesting > 0) {
+    kiln::PopNestedCall();
+    return;
+  }
+  kiln::t_fault_jmp_armed = false;
+}
 
 void* kiln_rt_set_arena(void* arena) {
   kiln::t_append = {};

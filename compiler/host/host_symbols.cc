@@ -5,6 +5,7 @@
 
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
+#include "runtime/actions/helpers.h"
 #include "runtime/session.h"
 #include "stdlib/library.h"
 
@@ -59,6 +60,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
   add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
+  add("kiln_host_victim_order", &kiln_host_victim_order);
   add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
   add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
@@ -128,6 +130,29 @@ void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* messag
                                std::string(message ? message : "", message ? message_len : 0));
   } catch (const std::exception& e) {
     std::string msg = std::string("set_fit_error: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
+
+void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* const* items,
+                            int64_t n, KList* out) {
+  *out = KList{items, static_cast<size_t>(n > 0 ? n : 0)};
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session || !preemptor || n < 2) return;
+  try {
+    std::vector<kiln::Task*> tasks(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      tasks[i] = static_cast<kiln::Task*>(const_cast<void*>(items[i]));
+    auto queue = kiln::actions::BuildVictimsPriorityQueue(*c->session, tasks, preemptor);
+    // The result lives with the caller's other temporaries (its call arena is current again once
+    // the nested order handlers have returned).
+    auto* ordered = static_cast<const void**>(
+        kiln::CurrentArena()->Allocate(sizeof(void*) * static_cast<size_t>(n), alignof(void*)));
+    size_t k = 0;
+    while (!queue.Empty()) ordered[k++] = queue.Pop();
+    *out = KList{ordered, k};
+  } catch (const std::exception& e) {
+    std::string msg = std::string("victim_order: ") + e.what();
     kiln_policy_fault(msg.data(), msg.size());
   }
 }

@@ -32,6 +32,11 @@ void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, 
 // set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).
 void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
                              size_t message_len);
+// victim_order(preemptor, tasks): the tasks in the order the session evicts them for the
+// preemptor (Volcano's ssn.BuildVictimsPriorityQueue popped to the end). It runs the session's
+// task, job and victim-queue orders, which are other handlers: those calls nest (runtime_support.cc).
+void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* const* items,
+                            int64_t n, KList* out);
 // stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
 // a bool with the map through `out`.
 bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
