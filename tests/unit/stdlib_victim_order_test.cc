@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "compiler/host/policy_provider.h"
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 #include "runtime/session.h"
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace kiln {
 namespace {
