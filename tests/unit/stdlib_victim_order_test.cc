@@ -98,7 +98,7 @@ class VictimOrderTest : public ::testing::Test {
         ASSERT_TRUE(builder.ok() && *builder) << (builder.ok() ? "no builder" : builder.error().Format());
         ASSERT_TRUE(registry_.Register(option.name, **builder).ok());
       }
-    auto cluster = BuildCluster(*spec);
+    auto cluster = BuildCluster(spec->cluster);
     ASSERT_TRUE(cluster.ok()) << cluster.error().Format();
     session_ = std::make_unique<Session>(std::move(*cluster), *conf_, spec->now);
     Status opened = session_->Open(registry_);
