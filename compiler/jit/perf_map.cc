@@ -45,7 +45,7 @@ class PerfMapListener : public llvm::JITEventListener {
     // The debug copy has its sections at their load addresses, so symbol addresses are final.
     llvm::object::OwningBinary<llvm::object::ObjectFile> loaded = info.getObjectForDebug(obj);
     const llvm::object::ObjectFile* view = loaded.getBinary() ? loaded.getBinary() : &obj;
-    std::string_view module = PolicyOf(obj.getFileName().str());
+    const std::string file_name = obj.getFileName().str();
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [symbol, size] : llvm::object::computeSymbolSizes(*view)) {
       auto type = symbol.getType();
@@ -60,7 +60,7 @@ class PerfMapListener : public llvm::JITEventListener {
         if (!address) llvm::consumeError(address.takeError());
         continue;
       }
-      std::string line = PerfSymbolName(module, name->str());
+      std::string line = PerfSymbolName(file_name, name->str());
       std::fprintf(file_, "%llx %llx %s\n", static_cast<unsigned long long>(*address),
                    static_cast<unsigned long long>(size), line.c_str());
     }
