@@ -54,6 +54,14 @@ constexpr std::optional<PluginFlag> GatingFlag(ExtensionPoint point) {
   return Info(point).flag.empty() ? std::nullopt : FindPluginFlag(Info(point).flag);
 }
 
+// A second flag that also enables `point` (OR): enabledAllocatable for Volcano's
+// SimulateAddTask/SimulateRemoveTask, which enablePreemptable enables too.
+constexpr std::optional<PluginFlag> AlternativeGatingFlag(ExtensionPoint point) {
+  if (point == ExtensionPoint::SimulateRemoveTask || point == ExtensionPoint::SimulateAddTask)
+    return PluginFlag::enabledAllocatable;
+  return std::nullopt;
+}
+
 // A plugin argument value as written in YAML, with where it was written, so that a compiled
 // policy's argument schema can report "plugin binpack, argument binpack.weight (line 12): ...".
 struct ConfValue {

@@ -44,11 +44,18 @@ namespace kiln {
   X(JobEnqueueable,   "job_enqueueable",    "enableJobEnqueued",  Vote,             True,              Vote,       Job)                    \
   X(JobEnqueued,      "job_enqueued",       "enableJobEnqueued",  CallAll,          Nothing,           Void,       Job)                    \
   X(JobStarving,      "job_starving",       "enableJobStarving",  FirstTierAll,     False,             Bool,       Job)                    \
+  X(SimulateRemoveTask, "simulate_remove_task", "enablePreemptable", CallAll,        Nothing,           Void,       Task, Task, Node)       \
+  X(SimulateAddTask,  "simulate_add_task",  "enablePreemptable",  CallAll,          Nothing,           Void,       Task, Task, Node)       \
+  X(SimulatePredicate, "simulate_predicate", "enablePredicate",   FirstError,       Pass,              Status,     Task, Node)             \
   X(OnAllocate,       "allocate",           "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
   X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)
 // clang-format on
+
+// simulate_remove_task/simulate_add_task are gated by enablePreemptable OR enabledAllocatable
+// (Volcano's isEnabled(plugin.EnabledPreemptable) || isEnabled(plugin.EnabledAllocatable)); the
+// table names the first, Session::PointEnabled and the handler table add the second.
 
 // Every scheduler.conf plugin flag Volcano accepts, with whether the YAML loader defaults an
 // unset flag to true (volcano-semantics.md §1.1). Flags that gate no point Kiln implements are

@@ -212,7 +212,9 @@ bool Session::PointEnabled(PluginHandle plugin, ExtensionPoint point) const {
   auto flag = GatingFlag(point);
   if (!flag) return true;
   const PluginOption* option = plugins_[plugin.slot].option;
-  return option != nullptr && option->Enabled(*flag);
+  if (option == nullptr) return false;
+  if (auto alt = AlternativeGatingFlag(point); alt && option->Enabled(*alt)) return true;
+  return option->Enabled(*flag);
 }
 
 bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)()) {
@@ -494,6 +496,24 @@ std::optional<PluginStatus> Session::PrePredicateFn(const Task* t) const {
 
 std::optional<FitError> Session::PredicateFn(const Task* t, const Node* n) const {
   auto st = CombineFirstError<ExtensionPoint::Predicate>(t, n);
+  if (!st) return std::nullopt;
+  FitError e;
+  e.task_uid = t->uid;
+  e.node_name = n->name;
+  e.statuses.push_back(std::move(*st));
+  return e;
+}
+
+void Session::SimulateRemoveTask(const Task* preemptor, const Task* victim, const Node* n) const {
+  CombineCallAll<ExtensionPoint::SimulateRemoveTask>(preemptor, victim, n);
+}
+
+void Session::SimulateAddTask(const Task* preemptor, const Task* victim, const Node* n) const {
+  CombineCallAll<ExtensionPoint::SimulateAddTask>(preemptor, victim, n);
+}
+
+std::optional<FitError> Session::SimulatePredicateFn(const Task* t, const Node* n) const {
+  auto st = CombineFirstError<ExtensionPoint::SimulatePredicate>(t, n);
   if (!st) return std::nullopt;
   FitError e;
   e.task_uid = t->uid;

@@ -235,6 +235,12 @@ class Session {
   // The FitError only when it fails for allocate (any non-Success) / for preempt and reclaim
   // (not plain Unschedulable, which eviction may cure) — §2.4.
   std::optional<FitError> PredicateForAllocateAction(const Task* t, const Node* n) const;
+  // Topology-aware preemption's dry run (Volcano's Simulate* points): a victim leaves / comes
+  // back to node n for `preemptor` (plugins update what they precomputed for it, and must leave
+  // it as it was after the matching add), and the predicate on that simulated state.
+  void SimulateRemoveTask(const Task* preemptor, const Task* victim, const Node* n) const;
+  void SimulateAddTask(const Task* preemptor, const Task* victim, const Node* n) const;
+  std::optional<FitError> SimulatePredicateFn(const Task* t, const Node* n) const;
   std::optional<FitError> PredicateForPreemptAction(const Task* t, const Node* n) const;
   // Scoring of feasible nodes (allocate, backfill, preempt). Σ over plugins; an error aborts the
   // scoring of that task with the plugin named.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/conf.h"
+
 namespace kiln::sema {
 
 const Type* TypeOfAbiKind(AbiKind kind, TypeContext& t) {
@@ -66,8 +68,10 @@ std::string ExtensionPointTableMarkdown() {
       "| handler | signature | scheduler.conf flag | how answers of several plugins combine |\n"
       "|---|---|---|---|\n";
   for (const auto& p : kExtensionPoints) {
-    out += fmt::format("| `{}` | `{}` | {} | {} |\n", p.handler, HandlerSignature(p, t),
-                       p.flag.empty() ? std::string("—") : fmt::format("`{}`", p.flag),
+    std::string flag = p.flag.empty() ? std::string("—") : fmt::format("`{}`", p.flag);
+    if (auto alt = AlternativeGatingFlag(p.id))
+      flag += fmt::format(" or `{}`", kPluginFlags[static_cast<int>(*alt)].key);
+    out += fmt::format("| `{}` | `{}` | {} | {} |\n", p.handler, HandlerSignature(p, t), flag,
                        CombineDescription(p.combine));
   }
   return out;

@@ -29,11 +29,14 @@
 //      them and try the next node;
 //   d. topology-aware (enableTopologyAwarePreemption): dry-run victim selection on candidate nodes
 //      in node order until clamp(n·minCandidateNodesPercentage%, minCandidateNodesAbsolute,
-//      maxCandidateNodesAbsolute) nodes have a victim set: remove victims in victim order until
-//      the preemptor fits, then reprieve, in removal order, each victim the preemptor still fits
-//      without; pick the node whose highest victim priority is lowest, then lowest priority sum,
-//      then fewest victims, then latest start of the highest-priority victims, then node order;
-//      evict its victims and pipeline the preemptor there.
+//      maxCandidateNodesAbsolute) nodes have a victim set: remove victims in victim order (with
+//      the plugins' simulate_remove_task) until the preemptor fits — Allocatable, InitResreq ≤
+//      the simulated FutureIdle and simulate_predicate; a node where simulate_predicate still
+//      fails with every victim gone is no candidate; then reprieve, highest priority first, each
+//      victim the preemptor still fits without; pick the node whose highest victim priority is
+//      lowest, then lowest priority sum, then fewest victims, then latest start of the
+//      highest-priority victims, then node order; evict its victims, check
+//      PredicateForPreemptAction once more, and pipeline the preemptor there.
 
 #include <spdlog/spdlog.h>
 
@@ -237,13 +240,20 @@ class PreemptRun {
     return std::min(n, num_nodes);
   }
 
-  // Volcano's SelectVictimsOnNode on a copy of the node. Kiln has no Simulate* extension points,
-  // which Volcano's default answers (allocatable, no predicate failure, no-op add/remove) stand
-  // for; removing or re-adding a Bound/Running victim moves exactly its Resreq in and out of the
-  // node's FutureIdle, so the copy is just that vector.
-  std::optional<std::vector<Task*>> SelectVictimsOnNode(const Task* preemptor, const Node* node,
+  // Volcano's SelectVictimsOnNode, a dry run on one node. Volcano runs it on a clone of the node
+  // and of the preemptor's cycle state; Kiln runs it on the session itself and leaves both as it
+  // found them: a removal is the victim's Resreq added to the node's FutureIdle plus the
+  // plugins' simulate_remove_task (predicates moves the preemptor's inter-pod affinity counts;
+  // the session gates the call by enablePreemptable or enabledAllocatable, so with both off those
+  // counts stay stale, as in Volcano), a give-back is the reverse through simulate_add_task.
+  // The preemptor fits when the queue allows it, its InitResreq ≤ the simulated FutureIdle and
+  // simulate_predicate passes. Victims leave in victim order until it fits; a node where it still
+  // does not pass simulate_predicate with all of them gone is no candidate (evicting there would
+  // not help). Then each victim, highest first, is given back when the preemptor still fits.
+  // The victim set may be empty: the preemptor fits there as it is.
+  std::optional<std::vector<Task*>> SelectVictimsOnNode(Task* preemptor, Node* node,
                                                         const VictimFilter& filter,
-                                                        bool allocatable) const {
+                                                        bool allocatable) {
     std::vector<Task*> all = ssn_.Preemptable(preemptor, Preemptees(node, filter));
     if (!actions::ValidateVictims(preemptor, node, all)) return std::nullopt;
     // Volcano sorts by MoreImportantPod before building the victim heap; the push order decides
@@ -253,30 +263,48 @@ class PreemptRun {
       return StartTime(l) < StartTime(r);
     });
     const Resource base = node->FutureIdle();
-    auto fits_without = [&](const std::vector<Task*>& removed) {
+    std::vector<Task*> removed;
+    auto remove = [&](Task* v) {
+      ssn_.SimulateRemoveTask(preemptor, v, node);
+      removed.push_back(v);
+    };
+    auto give_back = [&](Task* v) {
+      ssn_.SimulateAddTask(preemptor, v, node);
+      removed.erase(std::find(removed.begin(), removed.end(), v));
+    };
+    auto predicate_passes = [&] { return !ssn_.SimulatePredicateFn(preemptor, node).has_value(); };
+    auto fits = [&] {
+      if (!allocatable) return false;
       Resource future = base;
       for (const Task* v : removed) future.Add(v->resreq);
-      return allocatable && preemptor->init_resreq.LessEqual(future, DimensionDefault::Zero);
+      return preemptor->init_resreq.LessEqual(future, DimensionDefault::Zero) && predicate_passes();
     };
+    auto restore = [&] {
+      while (!removed.empty()) give_back(removed.back());
+    };
+
     PriorityQueue<Task*> victim_queue = actions::BuildVictimsPriorityQueue(ssn_, all, preemptor);
     std::vector<Task*> potential;
     while (!victim_queue.Empty()) {
-      potential.push_back(victim_queue.Pop());
-      if (fits_without(potential)) break;
+      Task* v = victim_queue.Pop();
+      potential.push_back(v);
+      remove(v);
+      if (fits()) break;
     }
-    if (potential.empty()) return std::nullopt;
-    // Reprieve: give each potential victim back, keeping it evicted only when the preemptor no
-    // longer fits with it.
-    std::vector<Task*> removed = potential;
+    if (!predicate_passes()) {
+      restore();
+      return std::nullopt;
+    }
+    // Reprieve, highest-priority victims (removed last) first.
     std::vector<Task*> victims;
-    for (Task* p : potential) {
-      removed.erase(std::find(removed.begin(), removed.end(), p));
-      if (!fits_without(removed)) {
-        removed.push_back(p);
-        victims.push_back(p);
+    for (auto it = potential.rbegin(); it != potential.rend(); ++it) {
+      give_back(*it);
+      if (!fits()) {
+        remove(*it);
+        victims.push_back(*it);
       }
     }
-    if (victims.empty()) return std::nullopt;
+    restore();
     return victims;
   }
 
@@ -295,7 +323,8 @@ class PreemptRun {
       return p;
     };
     std::vector<std::function<int64_t(const Candidate&)>> scores = {
-        [&](const Candidate& c) { return -highest_priority(c); },
+        // A node that needs no victim scores 0 here, as in Volcano.
+        [&](const Candidate& c) { return c.victims.empty() ? 0 : -highest_priority(c); },
         [](const Candidate& c) {
           int64_t sum = 0;
           for (const Task* v : c.victims) sum += v->priority + int64_t{INT32_MAX} + 1;
@@ -332,24 +361,11 @@ class PreemptRun {
     const size_t want = static_cast<size_t>(NumCandidates(static_cast<int>(nodes.size())));
     const bool allocatable = ssn_.Allocatable(preemptor->job->queue, preemptor);
     std::vector<Candidate> candidates;
-    // Dry runs in parallel, in blocks; the candidates are the first `want` successes in node
-    // order, whatever the thread timing.
-    std::vector<std::optional<std::vector<Task*>>> slots;
-    size_t next = 0;
-    const size_t min_block = static_cast<size_t>(pool_.size()) * 4;
-    while (next < nodes.size() && candidates.size() < want) {
-      size_t block = std::min(nodes.size() - next, std::max(want - candidates.size(), min_block));
-      slots.assign(block, std::nullopt);
-      pool_.ParallelFor(
-          block,
-          [&](size_t i) {
-            slots[i] = SelectVictimsOnNode(preemptor, nodes[next + i], filter, allocatable);
-          },
-          1);
-      for (size_t i = 0; i < block && candidates.size() < want; ++i)
-        if (slots[i]) candidates.push_back(Candidate{nodes[next + i], std::move(*slots[i])});
-      next += block;
-    }
+    // The dry runs go one node at a time: each moves the plugins' simulation state and puts it
+    // back. Volcano starts at a random node; Kiln in node order, so runs are reproducible.
+    for (size_t i = 0; i < nodes.size() && candidates.size() < want; ++i)
+      if (auto victims = SelectVictimsOnNode(preemptor, nodes[i], filter, allocatable))
+        candidates.push_back(Candidate{nodes[i], std::move(*victims)});
     const Candidate* best = PickCandidate(candidates);
     if (best == nullptr) return false;
 
@@ -361,6 +377,12 @@ class PreemptRun {
         node_stmt.Discard();
         return false;
       }
+    }
+    // Volcano's last check before pipelining: the node must still pass the predicates as the
+    // preempt action reads them (only UnschedulableAndUnresolvable and errors fail).
+    if (ssn_.PredicateForPreemptAction(preemptor, best->node).has_value()) {
+      node_stmt.Discard();
+      return false;
     }
     if (Status s = node_stmt.Pipeline(preemptor, best->node, true); !s.ok())
       spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), best->node->name,

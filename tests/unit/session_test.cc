@@ -269,6 +269,56 @@ TEST_F(SessionTest, PrePredicateIsOffWithEnablePredicateFalse) {
   EXPECT_FALSE(ssn->PrePredicateFn(T("ns-a-1")).has_value());
 }
 
+// Volcano gates SimulateAddTask/SimulateRemoveTask by enablePreemptable OR enabledAllocatable,
+// and SimulatePredicate by enablePredicate.
+TEST_F(SessionTest, SimulatePointsFollowVolcanosGates) {
+  std::vector<std::string> calls;
+  AddPlugin(reg, "sim", [&](Session& s, PluginHandle h) {
+    s.On<EP::SimulateRemoveTask>(h, [&calls](const Task*, const Task* v, const Node* n) {
+      calls.push_back("-" + v->name + "@" + n->name);
+    });
+    s.On<EP::SimulateAddTask>(h, [&calls](const Task*, const Task* v, const Node* n) {
+      calls.push_back("+" + v->name + "@" + n->name);
+    });
+    s.On<EP::SimulatePredicate>(h, [](const Task*, const Node* n, KStatusOut*) -> int32_t {
+      return n->name == "n1" ? 2 : 0;
+    });
+  });
+  auto open = [&](bool preemptable, bool allocatable, bool predicate) {
+    ClusterBuilder copy;
+    copy.AddQueue("default");
+    copy.AddNode("n1", Res(4000, 8192, {{"pods", 110}}));
+    Job& c = copy.AddJob("ns", "c", "default", 1);
+    copy.AddTask(c, "c-0", Res(1000, 0), TaskStatus::Running, "n1");
+    copy.AddTask(c, "c-1", Res(1000, 0));
+    conf = MakeConf({{"sim"}});
+    auto& flags = conf.tiers[0].plugins[0].flags;
+    flags[static_cast<int>(PluginFlag::enablePreemptable)] = preemptable;
+    flags[static_cast<int>(PluginFlag::enabledAllocatable)] = allocatable;
+    flags[static_cast<int>(PluginFlag::enablePredicate)] = predicate;
+    EXPECT_TRUE(copy.cluster.Link().ok());
+    ssn = std::make_unique<Session>(std::move(copy.cluster), conf, 0);
+    EXPECT_TRUE(ssn->Open(reg).ok());
+  };
+  auto run = [&] {
+    calls.clear();
+    ssn->SimulateRemoveTask(T("ns-c-1"), T("ns-c-0"), N("n1"));
+    ssn->SimulateAddTask(T("ns-c-1"), T("ns-c-0"), N("n1"));
+    return calls;
+  };
+  const std::vector<std::string> both = {"-c-0@n1", "+c-0@n1"};
+  open(true, false, true);
+  EXPECT_EQ(run(), both);
+  auto fit = ssn->SimulatePredicateFn(T("ns-c-1"), N("n1"));
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->statuses[0].code, StatusCode::Unschedulable);
+  open(false, true, false);
+  EXPECT_EQ(run(), both);
+  EXPECT_FALSE(ssn->SimulatePredicateFn(T("ns-c-1"), N("n1")).has_value());
+  open(false, false, true);
+  EXPECT_TRUE(run().empty());
+}
+
 TEST_F(SessionTest, NodeOrderSumsAndErrorsAbort) {
   AddPlugin(reg, "s1", [&](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* out) -> int32_t {
