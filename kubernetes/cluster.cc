@@ -303,6 +303,16 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   for (const auto& [k, v] : st.pdbs.items) c.pdbs.push_back(v);
   for (const auto& [k, v] : st.quotas.items) c.resource_quotas.push_back(v);
 
+  // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them).
+  auto prune = [&](auto& m) {
+    std::erase_if(m, [&](const auto& kv) { return !st.pods.items.count(kv.first); });
+  };
+  prune(st.assumed);
+  prune(st.evicting);
+  prune(st.nominated);
+  prune(st.unschedulable_written);
+  prune(st.bind_retry);
+
   bool need_holder = false;
   std::set<std::string> holder_namespaces;
   for (const auto& [key, p] : st.pods.items) {
@@ -520,7 +530,7 @@ void KubernetesCluster::Apply(const SessionResult& result) {
         continue;
       }
       for (const auto& [k, p] : st.pods.items) {
-        if (p.spec.namespace_ != ns || p.spec.group != name) continue;
+        if (p.spec.namespace_ != ns || p.spec.group != name || !Ours(p.scheduler_name)) continue;
         if (p.spec.phase == PodPhase::Running) ++u.running;
         if (p.spec.phase == PodPhase::Succeeded) ++u.succeeded;
         if (p.spec.phase == PodPhase::Failed) ++u.failed;

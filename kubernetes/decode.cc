@@ -483,33 +483,29 @@ Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
       int64_t size = OptInt(images[i], "sizeBytes", p).value_or(0);
       for (auto& name : StrList(images[i], "names", p)) n.images[name] = size;
     }
-    // Kiln's usage annotations (what a metrics source would report for the usage plugin).
-    auto take = [&](std::string_view key) -> std::optional<std::string> {
-      auto it = n.annotations.find(key);
-      if (it == n.annotations.end()) return std::nullopt;
-      std::string v = it->second;
-      n.annotations.erase(it);
-      return v;
-    };
-    auto cpu = take("kiln.sh/usage-cpu"), mem = take("kiln.sh/usage-memory"),
-         when = take("kiln.sh/usage-metrics-time");
-    if (cpu || mem || when) {
-      NodeUsageSpec u;
-      auto pct = [&](const std::optional<std::string>& s, std::string_view key) {
-        if (!s) return 0.0;
-        char* end = nullptr;
-        double v = std::strtod(s->c_str(), &end);
-        if (end == s->c_str() || *end) Fail(fmt::format("metadata.annotations.{}", key), "must be a number");
-        return v;
+    // Kiln's usage annotation (what a metrics source would report to the usage plugin):
+    // {"cpu": percent, "memory": percent, "metricsTime": RFC 3339}.
+    if (auto it = n.annotations.find(kUsageAnnotation); it != n.annotations.end()) {
+      std::string path = "metadata.annotations." + std::string(kUsageAnnotation);
+      json u = json::parse(it->second, nullptr, false);
+      if (u.is_discarded() || !u.is_object()) Fail(path, "must be a JSON object");
+      NodeUsageSpec usage;
+      auto pct = [&](const char* key) {
+        const json* v = Member(u, key);
+        if (!v) return 0.0;
+        if (v->is_number()) return v->get<double>();
+        if (v->is_string()) {
+          char* end = nullptr;
+          double d = std::strtod(v->get_ref<const std::string&>().c_str(), &end);
+          if (end && *end == '\0') return d;
+        }
+        Fail(path + "." + key, "must be a number");
       };
-      u.cpu = pct(cpu, "kiln.sh/usage-cpu");
-      u.memory = pct(mem, "kiln.sh/usage-memory");
-      if (when) {
-        auto t = ParseTimestamp(*when);
-        if (!t) Fail("metadata.annotations.kiln.sh/usage-metrics-time", t.error().message);
-        u.metrics_time = *t;
-      }
-      n.usage = u;
+      usage.cpu = pct("cpu");
+      usage.memory = pct("memory");
+      usage.metrics_time = Time(u, "metricsTime", path, 0);
+      n.usage = usage;
+      n.annotations.erase(it);
     }
     if (meta_out) *meta_out = m;
     return n;
@@ -905,9 +901,9 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
   for (const auto& n : c.nodes) {
     StringMap annotations = n.annotations;
     if (n.usage) {
-      annotations["kiln.sh/usage-cpu"] = fmt::format("{}", n.usage->cpu);
-      annotations["kiln.sh/usage-memory"] = fmt::format("{}", n.usage->memory);
-      if (n.usage->metrics_time) annotations["kiln.sh/usage-metrics-time"] = FormatTimestamp(n.usage->metrics_time);
+      json u = {{"cpu", n.usage->cpu}, {"memory", n.usage->memory}};
+      if (n.usage->metrics_time) u["metricsTime"] = FormatTimestamp(n.usage->metrics_time);
+      annotations[std::string(kUsageAnnotation)] = u.dump();
     }
     json spec = json::object();
     if (n.unschedulable) spec["unschedulable"] = true;
@@ -971,8 +967,8 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
       meta["deletionTimestamp"] = FormatTimestamp(options.now);
       meta["deletionGracePeriodSeconds"] = 30;
     }
-    json container = {{"name", "main"}};
-    if (!p.image.empty()) container["image"] = p.image;
+    // Kubernetes requires an image; a scenario pod without one runs the pause image.
+    json container = {{"name", "main"}, {"image", p.image.empty() ? std::string(kDefaultImage) : p.image}};
     json requests = RequestsJson(p.requests);
     if (!requests.empty()) container["resources"] = {{"requests", requests}};
     if (!p.host_ports.empty()) {

@@ -11,7 +11,10 @@
 //   scheduling.k8s.io/group-name → PodSpec.group      (Volcano's own pod annotation)
 //   volcano.sh/task-spec         → PodSpec.task       (Volcano's own pod annotation)
 //   kiln.sh/duration             → PodSpec.duration   (the emulator's kubelet runs the pod that long)
-//   kiln.sh/usage-cpu, kiln.sh/usage-memory, kiln.sh/usage-metrics-time → NodeSpec.usage
+//   kiln.sh/usage (JSON {cpu, memory, metricsTime}) → NodeSpec.usage
+// (the same mapping as tools/kube-emulator/scenario_to_manifests.py). A scenario pod without an
+// image is written with the pause image, which Kubernetes requires; no scenario node lists it, so
+// image locality scores it as the simulator scores an imageless pod.
 //
 // The cluster's own defaults (queue `default`, one-pod PodGroups for pods without a group,
 // priorities from classes) are NOT applied here: CompleteCluster does that for every source.
@@ -29,6 +32,8 @@ namespace kiln::kube {
 inline constexpr std::string_view kGroupNameAnnotation = "scheduling.k8s.io/group-name";
 inline constexpr std::string_view kTaskSpecAnnotation = "volcano.sh/task-spec";
 inline constexpr std::string_view kDurationAnnotation = "kiln.sh/duration";
+inline constexpr std::string_view kUsageAnnotation = "kiln.sh/usage";
+inline constexpr std::string_view kDefaultImage = "registry.k8s.io/pause:3.9";
 
 // What the cache keeps of an object besides its plain struct.
 struct ObjectMeta {
