@@ -57,8 +57,12 @@ class Emulator:
             if self.proc.poll() is not None:
                 break
         if not line:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(5)
+            err = self.read_stderr()
             self.stop()
-            raise RuntimeError(f"emulator did not start: {self.read_stderr()}")
+            raise RuntimeError(f"emulator did not start: {err}")
         self.url = line
         u = urllib.parse.urlsplit(line)
         self.host, self.port, self.tls = u.hostname, u.port, u.scheme == "https"

@@ -3,6 +3,8 @@
 
 import http.client
 import os
+import subprocess
+import tempfile
 import sys
 import time
 import unittest
@@ -212,6 +214,16 @@ class Protocol(unittest.TestCase):
         code, out, _ = self.emu.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
         self.assertIn(("a", self.ns), [(p["metadata"]["name"], p["metadata"]["namespace"]) for p in out["items"]])
 
+    def test_delete_collection(self):
+        self.create_pod("a", labels={"app": "x"})
+        self.create_pod("b", labels={"app": "y"})
+        self.create_pod("c", labels={"app": "y"})
+        code, out, _ = self.emu.request("DELETE", f"{self.pods}?labelSelector=app%3Dy")
+        self.assertEqual((code, out["kind"]), (200, "PodList"))
+        self.assertEqual([p["metadata"]["name"] for p in out["items"]], ["b", "c"])
+        code, out, _ = self.emu.get(self.pods)
+        self.assertEqual([p["metadata"]["name"] for p in out["items"]], ["a"])
+
     # ----- WATCH
 
     def test_watch_events_and_bookmarks(self):
@@ -259,6 +271,18 @@ class Protocol(unittest.TestCase):
         finally:
             w.close()
 
+    def test_watch_list_initial_events_end_bookmark(self):
+        self.create_pod("a")
+        w = self.emu.watch(f"{self.pods}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                           f"&allowWatchBookmarks=true&timeoutSeconds=2")
+        try:
+            first, second = w.next(), w.next()
+            self.assertEqual((first["type"], first["object"]["metadata"]["name"]), ("ADDED", "a"))
+            self.assertEqual(second["type"], "BOOKMARK")
+            self.assertEqual(second["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
+        finally:
+            w.close()
+
     def test_watch_selector_transitions(self):
         self.create_pod("a")
         code, lst, _ = self.emu.get(self.pods)
@@ -299,11 +323,27 @@ class Protocol(unittest.TestCase):
         finally:
             w.close()
 
+    def test_open_watch_survives_compaction(self):
+        code, lst, _ = self.emu.get(self.pods)
+        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}&timeoutSeconds=5")
+        try:
+            self.create_pod("before")  # once its event arrives, the watch is surely open
+            self.assertEqual(w.next()["object"]["metadata"]["name"], "before")
+            for i in range(3):  # other resources move the revision past the watch's
+                self.emu.post("/api/v1/nodes", node_manifest(f"{self.ns}-n{i}"))
+            self.emu.control("compact", {})
+            self.create_pod("after")
+            ev = w.next()
+            self.assertEqual((ev["type"], ev["object"]["metadata"]["name"]), ("ADDED", "after"))
+        finally:
+            w.close()
+
     def test_drop_watches(self):
+        self.create_pod("a")
         for mode in ("close", "reset"):
             w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion=0")
             try:
-                wait_until(lambda: self.emu.stats()["watches"] >= 1, what="the watch to register")
+                self.assertEqual(w.next()["type"], "ADDED")  # the watch is open
                 self.assertGreaterEqual(self.emu.control("drop-watches", {"mode": mode})["dropped"], 1)
                 # close: a clean end of the chunked stream; reset: the connection is cut
                 # before the final chunk, which a client sees as an incomplete response.
@@ -342,6 +382,11 @@ class Protocol(unittest.TestCase):
         code, out, _ = self.bind("c", "n1")
         self.assertEqual((code, out["reason"]), (409, "Conflict"))
         self.assertIn("being deleted", out["message"])
+        # A pod with scheduling gates cannot be bound until they are removed.
+        self.create_pod("gated", schedulingGates=[{"name": "example.com/quota"}])
+        code, out, _ = self.bind("gated", "n1")
+        self.assertEqual((code, out["reason"]), (409, "Conflict"))
+        self.assertIn("schedulingGates", out["message"])
         # The legacy bindings collection binds too.
         self.create_pod("d")
         code, out, _ = self.emu.post(f"/api/v1/namespaces/{self.ns}/bindings",
@@ -534,6 +579,41 @@ class Kubelet(unittest.TestCase):
             self.assertEqual(emu.request("DELETE", f"{PODS}/a")[0], 200)
             self.assertEqual(emu.get(f"{PODS}/a")[0], 200)  # terminating first ...
             wait_until(lambda: emu.get(f"{PODS}/a")[0] == 404, what="pod a removed")  # ... then gone
+
+
+
+class Startup(unittest.TestCase):
+    def test_url_file_plain_http_and_required_token(self):
+        with tempfile.TemporaryDirectory() as d:
+            url_file = os.path.join(d, "url")
+            with Emulator("--url-file", url_file, "--require-token", "--token", "s3cret", tls=False) as emu:
+                with open(url_file) as f:
+                    self.assertEqual(f.read().strip(), emu.url)
+                self.assertTrue(emu.url.startswith("http://127.0.0.1:"))
+                self.assertEqual(emu.token, "s3cret")
+                self.assertEqual(emu.get(PODS, token=False)[0], 401)
+                self.assertEqual(emu.get(PODS)[0], 200)
+
+    def test_given_certificate(self):
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-days", "1", "-subj", "/CN=test", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", key, "-out", cert], check=True, capture_output=True)
+            with Emulator("--cert", cert, "--key", key, tls=False) as emu:
+                self.assertTrue(emu.url.startswith("https://"))
+                with open(cert, "rb") as f, open(emu.ca_file, "rb") as g:
+                    self.assertEqual(f.read(), g.read())  # the kubeconfig carries it as the CA
+                self.assertEqual(emu.get(PODS)[0], 200)
+
+    def test_bad_manifest_stops_the_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.yaml")
+            with open(bad, "w") as f:
+                f.write("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v9\nkind: Gizmo\nmetadata: {name: b}\n")
+            with self.assertRaises(RuntimeError) as err:
+                Emulator(load=[bad])
+            self.assertIn(f"{bad}: object 2 (Gizmo /b): unsupported object kind v9/Gizmo", str(err.exception))
 
 
 if __name__ == "__main__":

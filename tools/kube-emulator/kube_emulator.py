@@ -552,6 +552,10 @@ class Store:
         self.objects = {r.key: {} for r in RESOURCES}
         self.history = {r.key: [] for r in RESOURCES}   # Event lists ordered by rv
         self.history_rvs = {r.key: [] for r in RESOURCES}
+        # Pods the kubelet mode has work on (bound and Pending, terminating, or Running with a
+        # duration), so its loop does not walk every pod of a large cluster.
+        self.kubelet_work = set()
+        self.watchers = set()
 
     def key_of(self, res, obj):
         md = obj["metadata"]
@@ -571,6 +575,15 @@ class Store:
             self.objects[res.key].pop(key, None)
         else:
             self.objects[res.key][key] = obj
+        if res.plural == "pods" and res.group == "":
+            md, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+            phase = status.get("phase")
+            if type_ != "DELETED" and spec.get("nodeName") and (
+                    md.get("deletionTimestamp") or phase == "Pending" or
+                    (phase == "Running" and "kiln.sh/duration" in (md.get("annotations") or {}))):
+                self.kubelet_work.add(key)
+            else:
+                self.kubelet_work.discard(key)
         self.history[res.key].append(Event(self.rv, type_, obj, prev))
         self.history_rvs[res.key].append(self.rv)
         self.history_len += 1
@@ -583,6 +596,16 @@ class Store:
     def compact_locked(self, revision):
         revision = min(max(revision, self.compacted), self.rv)
         self.compacted = revision
+        # An open watch survives a compaction, as etcd's do, unless it had not yet taken events
+        # the compaction drops (a slow watcher): that one ends with 410.
+        for w in self.watchers:
+            if w.pos < revision:
+                rvs = self.history_rvs[w.res.key]
+                i = bisect.bisect_right(rvs, w.pos)
+                if i < len(rvs) and rvs[i] <= revision:
+                    w.expired = True
+                else:
+                    w.pos = revision
         total = 0
         for k in self.history:
             i = bisect.bisect_right(self.history_rvs[k], revision)
@@ -703,9 +726,11 @@ class Faults:
 
 
 class Watcher:
-    def __init__(self, res):
+    def __init__(self, res, pos):
         self.res = res
-        self.dropped = None  # None, "close" or "reset"
+        self.pos = pos          # every event of res up to this revision has been taken
+        self.expired = False    # a compaction dropped events it had not taken yet
+        self.dropped = None     # None, "close" or "reset"
 
 
 class Api:
@@ -714,8 +739,9 @@ class Api:
         self.store = Store(opts.history)
         self.stats = Stats()
         self.faults = Faults()
-        self.watchers = set()
+        self.watchers = self.store.watchers
         self.kubelet_bound_at = {}  # (ns, name) -> time the kubelet first saw it bound
+        self.started = time.time()
         with self.store.cond:
             for ns in DEFAULT_NAMESPACES:
                 self._create_locked(NAMESPACE, "", {"apiVersion": "v1", "kind": "Namespace",
@@ -848,7 +874,13 @@ class Api:
         if not loading:
             md.pop("deletionTimestamp", None)
             md.pop("deletionGracePeriodSeconds", None)
+            # The create strategies reset what only controllers and kubelets write.
             if res is POD:
+                obj["status"] = {}
+            elif res is PDB:
+                obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                                 "expectedPods": 0}
+            elif res.plural == "resourcequotas":
                 obj["status"] = {}
             elif "status" in res.subresources and res.crd:
                 obj.pop("status", None)
@@ -937,8 +969,10 @@ class Api:
         status_changed = new.get("status") != old.get("status")
         if dry_run:
             return new, True, status_changed
-        if omd.get("deletionTimestamp") and not nmd.get("finalizers") and res is not POD:
-            return st.commit(res, "DELETED", new, old), True, status_changed
+        if omd.get("deletionTimestamp") and not nmd.get("finalizers") and old["metadata"].get("finalizers"):
+            # The last finalizer went: the object goes, unless a kubelet still has to stop the pod.
+            if res is not POD or not (new.get("spec") or {}).get("nodeName"):
+                return st.commit(res, "DELETED", new, old), True, status_changed
         return st.commit(res, "MODIFIED", new, old), True, status_changed
 
     def _check_pod_update(self, old, new):
@@ -1108,6 +1142,8 @@ class Api:
                 raise conflict(POD, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
             if (pod.get("spec") or {}).get("nodeName"):
                 raise conflict(POD, pod_name, f'pod {pod_name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+            if (pod.get("spec") or {}).get("schedulingGates"):
+                raise conflict(POD, pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates")
             self._bind_locked(pod, node, (body.get("metadata") or {}).get("annotations") or {})
         self.stats.inc("bindsOk", key)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
@@ -1208,7 +1244,7 @@ class Api:
         now = time.time()
         delay = self.opts.kubelet_delay
         with self.store.cond:
-            pods = list(self.store.objects[POD.key].values())
+            pods = [self.store.objects[POD.key][k] for k in sorted(self.store.kubelet_work)]
             for pod in pods:
                 md, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
                 node = spec.get("nodeName")
@@ -1216,6 +1252,8 @@ class Api:
                     continue
                 key = (md["namespace"], md["name"], md.get("uid"))
                 if md.get("deletionTimestamp"):
+                    if md.get("finalizers"):
+                        continue  # held by a finalizer: the kubelet has stopped it, it stays
                     seen = self.kubelet_bound_at.setdefault(("del",) + key, now)
                     deadline = parse_time(md["deletionTimestamp"]) or now
                     if now - seen >= delay or now >= deadline:
@@ -1232,8 +1270,10 @@ class Api:
                         self._kubelet_start_locked(pod)
                 elif phase == "Running":
                     dur = parse_go_duration((md.get("annotations") or {}).get("kiln.sh/duration", ""))
-                    started = parse_time(status.get("startTime"))
-                    if dur is not None and started is not None and now >= started + dur:
+                    # Pods loaded Running (a scenario's clock is in the past) run from the
+                    # emulator's start on.
+                    started = max(parse_time(status.get("startTime")) or now, self.started)
+                    if dur is not None and now >= started + dur:
                         self._kubelet_finish_locked(pod)
 
     def _kubelet_start_locked(self, pod):
@@ -1879,6 +1919,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                         "details": {"name": name, "group": res.group, "kind": res.plural,
                                                     "uid": out["metadata"].get("uid")}})
+        if verb == "deletecollection" and "deletecollection" in res.verbs and not sub:
+            body = self.json_body() or {}
+            if "gracePeriodSeconds" in q:
+                body["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            lsel = parse_label_selector(q.get("labelSelector", ""))
+            fsel = parse_field_selector(res, q.get("fieldSelector", ""))
+            with api.store.cond:
+                victims = [o for k, o in sorted(api.store.objects[res.key].items())
+                           if (not ns or k[0] == ns) and labels_match(lsel, o["metadata"].get("labels"))
+                           and fields_match(fsel, o)]
+                out = [api._delete_locked(res, ns or o["metadata"].get("namespace", ""), o["metadata"]["name"],
+                                          body, dry_run=dry) for o in victims]
+                rv = api.store.rv
+            return self.send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                                        "metadata": {"resourceVersion": str(rv)}, "items": out})
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     def send_obj(self, code, res, obj):
@@ -1992,7 +2047,6 @@ class Handler(BaseHTTPRequestHandler):
                 md["annotations"] = {"k8s.io/initial-events-end": "true"}
             return line("BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version, "metadata": md})
 
-        watcher = Watcher(res)
         initial = []
         expired = None
         with st.cond:
@@ -2006,6 +2060,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad_request(f'invalid resource version: "{rv_param}"')
                 if pos < st.compacted:
                     expired = pos
+            watcher = Watcher(res, pos)
             api.watchers.add(watcher)
         try:
             self.send_response(200)
@@ -2031,11 +2086,9 @@ class Handler(BaseHTTPRequestHandler):
                 with st.cond:
                     while True:
                         now = time.time()
-                        if watcher.dropped or now >= deadline:
+                        if watcher.dropped or watcher.expired or now >= deadline:
                             break
-                        if pos < st.compacted:
-                            break
-                        events = st.events_after(res, pos)
+                        events = st.events_after(res, watcher.pos)
                         if events:
                             break
                         if bookmarks and now - last_bookmark >= interval:
@@ -2046,17 +2099,20 @@ class Handler(BaseHTTPRequestHandler):
                         st.cond.wait(max(min(wait, 5.0), 0.001))
                     if watcher.dropped:
                         break
-                    if pos < st.compacted:
-                        status = ApiError(410, "Expired", f"too old resource version: {pos} ({st.compacted})").status()
+                    if watcher.expired:
+                        status = ApiError(410, "Expired", f"too old resource version: {watcher.pos} ({st.compacted})").status()
                         self.write_chunk(line("ERROR", status))
                         break
-                    events = st.events_after(res, pos)
-                    current = st.rv
+                    events = st.events_after(res, watcher.pos)
+                    # Taken now, under the lock: a compaction from here on cannot lose them.
+                    # With none left, every event of this resource up to the current revision
+                    # has been seen, which is what a bookmark may report.
+                    watcher.pos = events[-1].rv if events else st.rv
+                    pos = watcher.pos
                 if not events and time.time() >= deadline:
                     break
                 out = []
                 for ev in events:
-                    pos = ev.rv
                     now_match = matches(ev.obj) if ev.type != "DELETED" else False
                     before = matches(ev.prev)
                     if ev.type == "DELETED":
@@ -2077,8 +2133,6 @@ class Handler(BaseHTTPRequestHandler):
                         out.append(ev.line)
                     else:
                         out.append(line(t, ev.obj))
-                if not events:
-                    pos = max(pos, current) if bookmarks else pos
                 if bookmarks and time.time() - last_bookmark >= interval:
                     out.append(bookmark(pos))
                     last_bookmark = time.time()
