@@ -259,6 +259,11 @@ TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) 
   r.Start();
   ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
   for (std::string mode : {"close", "reset"}) {
+    // Drop only a watch the server has open (the reflector counts a watch when it sends it).
+    ASSERT_TRUE(Eventually([&] {
+      auto rev = emu.client()->Get("/emulator/revision");
+      return rev && rev->ok() && json::parse(rev->body).value("watches", 0) >= 1;
+    }));
     int64_t watches = r.watches();
     emu.Control("drop-watches", {{"resource", "pods"}, {"mode", mode}});
     ASSERT_TRUE(Eventually([&] { return r.watches() > watches; })) << mode;
@@ -290,17 +295,20 @@ TEST(KubernetesEmulator, ReflectorRelistsAfterCompaction) {
   Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
   r.Start();
   ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
-  // The pods watch is at the revision of the last pod event; a node created after it moves the
-  // revision on, and compacting to there leaves the pods watch behind: in-band ERROR 410.
-  ASSERT_TRUE(emu.client()->Post("/api/v1/nodes", json({{"apiVersion", "v1"}, {"kind", "Node"},
-                                                        {"metadata", {{"name", "n9"}}}}).dump())->ok());
+  // While the reflector cannot watch (injected 500s), a pod is created and the history compacted
+  // past it: the re-watch from the old resourceVersion is answered 410 and the reflector lists.
+  emu.Control("faults", {{"verb", "watch"}, {"resource", "pods"}, {"count", 1000}, {"code", 500}});
+  emu.Control("drop-watches", {{"resource", "pods"}});
+  ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("missed").dump())->ok());
   emu.Control("compact");
+  emu.Control("clear-faults");
   EXPECT_TRUE(Eventually([&] { return r.relists() == 1; }));
   // The relisted store is complete, and the watch resumes from the new list.
   ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("fresh").dump())->ok());
   EXPECT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("fresh") > 0; }));
   std::lock_guard l(mu);
-  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(names.size(), 8u);  // six loaded, `missed` (from the relist) and `fresh`
+  EXPECT_EQ(names.count("missed"), 1u);
   r.Stop();
 }
 
