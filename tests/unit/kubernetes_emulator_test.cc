@@ -21,6 +21,11 @@
 #include "kubernetes/cluster.h"
 #include "kubernetes/lease.h"
 #include "kubernetes/reflector.h"
+#include "compiler/host/policy_provider.h"
+#include "runtime/scheduler.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
+#include "tests/unit/cluster_spec_dump.h"
 
 extern char** environ;
 
@@ -68,11 +73,14 @@ class Emulator {
  public:
   // Starts the emulator; false (with a test failure) when it does not come up in time.
   bool Start(const json& manifests, std::vector<std::string> extra = {}) {
+    return StartText(manifests.dump(), "cluster.json", std::move(extra));
+  }
+  bool StartText(const std::string& manifests, const std::string& file, std::vector<std::string> extra = {}) {
     dir_ = std::filesystem::temp_directory_path() / ("kiln-kube-test-" + std::to_string(::getpid()) + "-" +
                                                      std::to_string(counter_++));
     std::filesystem::create_directories(dir_);
-    std::string load = (dir_ / "cluster.json").string();
-    std::ofstream(load) << manifests.dump();
+    std::string load = (dir_ / file).string();
+    std::ofstream(load) << manifests;
     kubeconfig_ = (dir_ / "kubeconfig").string();
     std::vector<std::string> args = {"/usr/bin/python3",
                                      std::string(KILN_SOURCE_DIR) + "/tools/kube-emulator/kube_emulator.py",
@@ -197,6 +205,62 @@ const PodSpec* FindPod(const ClusterSpec& c, std::string_view key) {
   for (const auto& p : c.pods)
     if (p.Key() == key) return &p;
   return nullptr;
+}
+
+// The whole path `kiln serve` takes: a scenario exported as YAML manifests, loaded by the API
+// server, listed by the reflectors, snapshotted by the cache: the same ClusterSpec the scenario
+// loader gives `kiln simulate`.
+TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
+  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().Format();
+  EncodeOptions eo;
+  eo.now = spec->now;
+  Emulator emu;
+  ASSERT_TRUE(emu.StartText(ManifestsToYaml(EncodeCluster(spec->cluster, eo)), "cluster.yaml"));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  ClusterSpec got = cluster.SnapshotSpec(spec->now);
+  ClusterSpec want = spec->cluster;
+  for (auto& p : want.pods)
+    if (p.image.empty()) p.image = std::string(kDefaultImage);
+  // The API server lists in key order (namespace, name), the scenario in file order; and it
+  // labels nodes with their hostname as a kubelet would (BuildCluster adds the same label).
+  for (auto& n : want.nodes) n.labels.try_emplace("kubernetes.io/hostname", n.name);
+  auto sorted = [](auto v) {
+    auto d = kiln::testing::Dumps(v);
+    std::sort(d.begin(), d.end());
+    return d;
+  };
+  EXPECT_EQ(sorted(got.priority_classes), sorted(want.priority_classes));
+  EXPECT_EQ(sorted(got.queues), sorted(want.queues));
+  EXPECT_EQ(sorted(got.nodes), sorted(want.nodes));
+  EXPECT_EQ(sorted(got.pod_groups), sorted(want.pod_groups));
+  EXPECT_EQ(sorted(got.pods), sorted(want.pods));
+  EXPECT_EQ(sorted(got.pdbs), sorted(want.pdbs));
+  EXPECT_EQ(sorted(got.resource_quotas), sorted(want.resource_quotas));
+  // And the first session decides the same on both, whatever order the objects came in.
+  auto model = cluster.Snapshot(spec->now);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto sim_model = BuildCluster(spec->cluster);
+  ASSERT_TRUE(sim_model.ok());
+  auto conf = ResolveScenarioConf(*spec, nullptr, "");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto provider = MakeCompiledPolicyProvider(CompiledPolicyOptions{});
+  ASSERT_TRUE(provider.ok()) << provider.error().message;
+  auto registry = ResolvePlugins(*conf, **provider);
+  ASSERT_TRUE(registry.ok()) << registry.error().message;
+  auto kube_result = RunSession(std::move(*model), *conf, *registry, spec->now, 0);
+  auto sim_result = RunSession(std::move(*sim_model), *conf, *registry, spec->now, 0);
+  ASSERT_TRUE(kube_result.ok() && sim_result.ok());
+  EXPECT_FALSE(sim_result->binds.empty());
+  EXPECT_EQ(kube_result->binds, sim_result->binds);
+  EXPECT_EQ(kube_result->evictions, sim_result->evictions);
+  EXPECT_EQ(kube_result->pipelined, sim_result->pipelined);
+  EXPECT_EQ(kube_result->nominated, sim_result->nominated);
+  EXPECT_EQ(kube_result->pod_group_phases, sim_result->pod_group_phases);
+  EXPECT_EQ(kube_result->unschedulable, sim_result->unschedulable);
+  cluster.Stop();
 }
 
 TEST(KubernetesEmulator, ClientListsInPagesOverTls) {
