@@ -13,6 +13,10 @@ std::string FormatTable(const SimulationResult& result);
 std::string FormatJson(const SimulationResult& result);
 // The session's decisions as a scenario `expect:` block (binds, evictions, pipelined, phases).
 std::string FormatExpectBlock(const SessionResult& session);
+// One line per cluster warning: "warning: FILE:LINE: message".
+std::string FormatWarnings(const std::vector<ClusterWarning>& warnings);
+// The warnings as the `warnings:` entry of an `expect:` block.
+std::string FormatWarningsBlock(const std::vector<ClusterWarning>& warnings);
 // RFC 3339 in UTC with second precision ("2025-01-01T00:00:00Z"); sub-second parts are kept
 // when present ("...00.5Z").
 std::string FormatTime(TimeNs t);

@@ -34,6 +34,17 @@ std::string FormatJson(const SimulationResult& result) {
     sessions.push_back(std::move(j));
   }
   doc["sessions"] = std::move(sessions);
+  // Kiln extension (docs/scenario-extensions.md): references in the cluster that do not resolve.
+  Json warnings = Json::array();
+  for (const ClusterWarning& w : result.warnings) {
+    Json j;
+    j["object"] = w.object;
+    j["message"] = w.message;
+    if (!w.where.file.empty()) j["file"] = w.where.file;
+    if (w.where.line > 0) j["line"] = w.where.line;
+    warnings.push_back(std::move(j));
+  }
+  doc["warnings"] = std::move(warnings);
   return doc.dump(2) + "\n";
 }
 

@@ -42,8 +42,26 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
+std::string FormatWarnings(const std::vector<ClusterWarning>& warnings) {
+  std::string out;
+  for (const ClusterWarning& w : warnings) {
+    std::string at = w.where.file;
+    if (w.where.line > 0) at += fmt::format(":{}", w.where.line);
+    out += fmt::format("warning: {}{}\n", at.empty() ? "" : at + ": ", w.message);
+  }
+  return out;
+}
+
+std::string FormatWarningsBlock(const std::vector<ClusterWarning>& warnings) {
+  if (warnings.empty()) return "  warnings: []\n";
+  std::string out = "  warnings:\n";
+  for (const ClusterWarning& w : warnings) out += fmt::format("  - {}\n", Quote(w.message));
+  return out;
+}
+
 std::string FormatTable(const SimulationResult& result) {
   std::string out = fmt::format("scenario: {}\n", result.scenario);
+  out += FormatWarnings(result.warnings);
   for (const SessionResult& s : result.sessions) {
     // One column width per session, so pods line up across the sections.
     size_t width = 24;

@@ -141,6 +141,9 @@ int RunSimulate(const SimulateOptions& opts) {
   }
   if (opts.check) {
     std::vector<std::string> diffs = CheckExpectations(*spec->expect, result->sessions.front());
+    for (std::string& d : CheckWarnings(*spec->expect, spec->warnings)) diffs.push_back(std::move(d));
+    // The cluster's warnings go to stderr: --check's stdout is the verdict.
+    std::fputs(FormatWarnings(spec->warnings).c_str(), stderr);
     if (diffs.empty()) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
       return kExitOk;
@@ -149,6 +152,7 @@ int RunSimulate(const SimulateOptions& opts) {
     for (const auto& d : diffs) out += "  " + d + "\n";
     out += "actual decisions (paste into the scenario if they are right):\n";
     out += FormatExpectBlock(result->sessions.front());
+    if (spec->expect->warnings) out += FormatWarningsBlock(spec->warnings);
     std::fputs(out.c_str(), stdout);
     return kExitMismatch;
   }

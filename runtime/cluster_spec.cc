@@ -1,6 +1,11 @@
 #include "runtime/cluster_spec.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/yaml_util.h"
 
@@ -33,6 +38,189 @@ std::optional<bool> ParseGoBool(std::string_view t) {
 // Plugins Volcano registers (volcano-semantics.md §1.2): a conf naming one Kiln has no policy for
 // gets its own message, as an action Kiln lacks does.
 }  // namespace
+
+std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOptions& options) {
+  std::vector<ClusterWarning> warnings;
+  auto warn = [&](std::string object, std::string message, const SourceLocation& where) {
+    warnings.push_back(ClusterWarning{std::move(object), std::move(message), where});
+  };
+  auto names_of = [](const auto& set) {
+    return std::vector<std::string_view>(set.begin(), set.end());
+  };
+
+  // Volcano's scheduler creates its default queue at start-up when the cluster lacks it.
+  if (std::none_of(c.queues.begin(), c.queues.end(),
+                   [&](const QueueSpec& q) { return q.name == options.default_queue; })) {
+    QueueSpec q;
+    q.name = options.default_queue;
+    q.implicit = true;
+    c.queues.push_back(std::move(q));
+  }
+
+  // Pods of other schedulers: no task of any job; those on nodes still use them (§7.4). One
+  // warning per scheduler name: a live cluster has many such pods, each one is not news.
+  std::map<std::string, std::vector<std::string>, std::less<>> foreign;
+  for (PodSpec& pod : c.pods) {
+    pod.foreign = std::find(options.scheduler_names.begin(), options.scheduler_names.end(),
+                            pod.scheduler_name) == options.scheduler_names.end();
+    if (pod.foreign) foreign[pod.scheduler_name].push_back(pod.Key());
+  }
+  for (const auto& [scheduler, pods] : foreign) {
+    std::string list;
+    for (size_t i = 0; i < pods.size() && i < 5; ++i) list += (i ? ", " : "") + pods[i];
+    if (pods.size() > 5) list += fmt::format(", and {} more", pods.size() - 5);
+    warn(fmt::format("scheduler {}", scheduler),
+         fmt::format("{} pod{} of scheduler `{}` ({}) {} not scheduled by this scheduler; on a node "
+                     "{} only count{} as node usage",
+                     pods.size(), pods.size() == 1 ? "" : "s", scheduler, list,
+                     pods.size() == 1 ? "is" : "are", pods.size() == 1 ? "it" : "they",
+                     pods.size() == 1 ? "s" : ""),
+         {});
+  }
+
+  // A pod of ours without a group gets the PodGroup Volcano's controller creates for a plain pod
+  // (name podgroup-<pod uid>, minMember 1, minResources = the pod's requests).
+  for (PodSpec& pod : c.pods) {
+    if (pod.creation_time == kUnsetTime) pod.creation_time = options.now;
+    if (!pod.group.empty() || pod.foreign) continue;
+    PodGroupSpec g;
+    g.name = "podgroup-" + pod.Uid();
+    g.namespace_ = pod.namespace_;
+    g.queue = options.default_queue;
+    g.min_member = 1;
+    g.min_resources = pod.requests;
+    g.priority_class_name = pod.priority_class_name;
+    g.creation_time = pod.creation_time;
+    // A pod already running was scheduled before: its group is Running, as the previous
+    // session's close would have left it.
+    g.phase = pod.phase == PodPhase::Running ? PodGroupPhase::Running : PodGroupPhase::Pending;
+    g.implicit = true;
+    g.where = pod.where;
+    pod.group = g.name;
+    c.pod_groups.push_back(std::move(g));
+  }
+  // Objects without a creationTimestamp were all created at `now`: ties then fall back to UIDs.
+  for (auto& q : c.queues)
+    if (q.creation_time == kUnsetTime) q.creation_time = options.now;
+  for (auto& n : c.nodes)
+    if (n.creation_time == kUnsetTime) n.creation_time = options.now;
+  for (auto& g : c.pod_groups)
+    if (g.creation_time == kUnsetTime) g.creation_time = options.now;
+
+  // The global default class: Volcano's cache keeps the last one it sees (§7.5).
+  const PriorityClassSpec* global_default = nullptr;
+  std::unordered_map<std::string_view, const PriorityClassSpec*> classes;
+  for (const auto& pc : c.priority_classes) {
+    classes[pc.name] = &pc;
+    if (!pc.global_default) continue;
+    if (global_default)
+      warn(fmt::format("priority class {}", pc.name),
+           fmt::format("priority classes `{}` and `{}` are both globalDefault; `{}` (the later) is "
+                       "the default",
+                       global_default->name, pc.name, pc.name),
+           pc.where);
+    global_default = &pc;
+  }
+  std::vector<std::string_view> class_names;
+  for (const auto& pc : c.priority_classes) class_names.push_back(pc.name);
+  // Pod priority and preemption policy, as the Priority admission plugin fills them in.
+  for (auto& p : c.pods) {
+    const PriorityClassSpec* cls = nullptr;
+    if (p.priority_class_name.empty()) {
+      cls = global_default;
+    } else if (auto it = classes.find(p.priority_class_name); it != classes.end()) {
+      cls = it->second;
+    } else {
+      warn(fmt::format("pod {}", p.Key()),
+           fmt::format("pod `{}` names priority class `{}`, which does not exist, so its priority "
+                       "is {}{}",
+                       p.Key(), p.priority_class_name,
+                       p.priority ? fmt::format("{} as written", *p.priority)
+                                  : std::string("1 (a pod without spec.priority)"),
+                       yaml::DidYouMean(p.priority_class_name, class_names)),
+           p.where);
+    }
+    if (!p.priority && cls) p.priority = cls->value;
+    if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
+  }
+
+  std::unordered_set<std::string> queues, nodes, groups;
+  for (const auto& q : c.queues) queues.insert(q.name);
+  for (const auto& n : c.nodes) nodes.insert(n.name);
+  for (const auto& g : c.pod_groups) groups.insert(g.Uid());
+  for (auto& q : c.queues) {
+    if (q.parent.empty() || q.parent == "root" || queues.count(q.parent)) continue;
+    warn(fmt::format("queue {}", q.name),
+         fmt::format("queue `{}` names parent `{}`, which does not exist, so it is a root queue{}",
+                     q.name, q.parent, yaml::DidYouMean(q.parent, names_of(queues))),
+         q.where);
+  }
+  // A parent cycle would make hierarchical policies loop forever: the first queue found on a
+  // cycle loses its parent.
+  for (auto& q : c.queues) {
+    std::string cur = q.parent;
+    for (size_t steps = 0; !cur.empty(); ++steps) {
+      if (cur == q.name || steps > c.queues.size()) {
+        warn(fmt::format("queue {}", q.name),
+             fmt::format("queue `{}` is its own ancestor (parent cycle through `{}`); it is a root "
+                         "queue",
+                         q.name, q.parent),
+             q.where);
+        q.parent.clear();
+        break;
+      }
+      std::string next;
+      for (const auto& p : c.queues)
+        if (p.name == cur) next = p.parent;
+      cur = next;
+    }
+  }
+  for (const auto& p : c.pods) {
+    if (!p.foreign && !groups.count(p.JobUid())) {
+      std::vector<std::string_view> same_namespace;
+      for (const auto& g : c.pod_groups)
+        if (g.namespace_ == p.namespace_) same_namespace.push_back(g.name);
+      warn(fmt::format("pod {}", p.Key()),
+           fmt::format("pod `{}` names podGroup `{}`, which does not exist in namespace `{}`, "
+                       "so it is not scheduled{}{}",
+                       p.Key(), p.group, p.namespace_,
+                       p.node.empty() ? "" : " (it still uses its node)",
+                       yaml::DidYouMean(p.group, same_namespace)),
+           p.where);
+    }
+    if (!p.node.empty() && !nodes.count(p.node))
+      warn(fmt::format("pod {}", p.Key()),
+           fmt::format("pod `{}` is on node `{}`, which does not exist, so it uses no node{}",
+                       p.Key(), p.node, yaml::DidYouMean(p.node, names_of(nodes))),
+           p.where);
+    if (!p.nominated_node.empty() && !nodes.count(p.nominated_node))
+      warn(fmt::format("pod {}", p.Key()),
+           fmt::format("pod `{}` names nominated node `{}`, which does not exist, so preempt does "
+                       "not consider the pod{}",
+                       p.Key(), p.nominated_node, yaml::DidYouMean(p.nominated_node, names_of(nodes))),
+           p.where);
+  }
+  for (const auto& g : c.pod_groups) {
+    if (!queues.count(g.queue))
+      warn(fmt::format("podGroup {}", g.Uid()),
+           fmt::format("podGroup `{}` names queue `{}`, which does not exist, so its pods are not "
+                       "scheduled (those on nodes still use them){}",
+                       g.Uid(), g.queue, yaml::DidYouMean(g.queue, names_of(queues))),
+           g.where);
+    // The group made for a plain pod carries the pod's class: the pod's warning says it.
+    if (!g.implicit && !g.priority_class_name.empty() && !classes.count(g.priority_class_name))
+      warn(fmt::format("podGroup {}", g.Uid()),
+           fmt::format("podGroup `{}` names priority class `{}`, which does not exist, so its "
+                       "priority is {}{}",
+                       g.Uid(), g.priority_class_name,
+                       global_default ? fmt::format("{} (global default `{}`)", global_default->value,
+                                                    global_default->name)
+                                      : std::string("0 (no global default class)"),
+                       yaml::DidYouMean(g.priority_class_name, class_names)),
+           g.where);
+  }
+  return warnings;
+}
 
 std::string_view ToString(PodPhase p) {
   switch (p) {
@@ -136,16 +324,34 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     if (const std::string* v = AnnotationOrLabel(gs.annotations, gs.labels, kPreemptableKey))
       j.preemptable = ParseGoBool(*v).value_or(false);
   }
+  // Pods that are no task of the session still use their nodes (§7.2-7.4). Link drops a job whose
+  // queue does not exist together with its tasks but keeps those tasks on their nodes, so such
+  // pods hang off a job with no queue: their own missing PodGroup's uid (Volcano's cache keeps a
+  // job without a PodGroup, the snapshot skips it), or one shared job for other schedulers' pods.
+  std::unordered_set<std::string> groups, nodes, dropped_jobs;
+  for (const auto& gs : c.pod_groups) groups.insert(gs.Uid());
+  for (const auto& ns : c.nodes) nodes.insert(ns.name);
+  auto dropped_job = [&](const std::string& uid) {
+    if (!dropped_jobs.insert(uid).second) return;
+    Job& j = cluster.NewJob();
+    j.uid = uid;
+    j.queue_name.clear();  // no queue: Link drops the job
+  };
   for (const auto& ps : c.pods) {
+    const bool no_group = !ps.foreign && !groups.count(ps.JobUid());
+    if ((ps.foreign || no_group) &&
+        (ps.node.empty() || CompletedStatus(TaskStatusOf(ps)) || !nodes.count(ps.node)))
+      continue;  // not in the session and on no node: nothing to see
     Task& t = cluster.NewTask();
     t.uid = ps.Uid();
     t.name = ps.name;
     t.namespace_ = ps.namespace_;
-    t.job_uid = ps.JobUid();
+    t.job_uid = ps.foreign ? std::string() : ps.JobUid();
+    if (ps.foreign || no_group) dropped_job(t.job_uid);
     t.status = TaskStatusOf(ps);
     // Terminated pods hold no node resources: Volcano's cache adds only non-terminated tasks to
-    // their node.
-    if (!CompletedStatus(t.status)) t.node_name = ps.node;
+    // their node. A node that does not exist is not in the snapshot: the pod uses nothing.
+    if (!CompletedStatus(t.status) && nodes.count(ps.node)) t.node_name = ps.node;
     t.role = ps.task;
     if (t.role.empty())
       if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kTaskSpecKey)) t.role = *v;

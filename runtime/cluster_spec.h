@@ -21,6 +21,9 @@
 
 namespace kiln {
 
+// The scheduler name Volcano answers to by default (its --scheduler-name).
+inline constexpr std::string_view kDefaultSchedulerName = "volcano";
+
 // creationTimestamp not written (the loader then sets the scenario's `now`).
 inline constexpr TimeNs kUnsetTime = INT64_MIN;
 
@@ -116,6 +119,11 @@ struct PodSpec {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
   std::string image;  // the single container's image ("" = none given)
+  // spec.schedulerName. A pod of another scheduler is no task of any job; on a node it still
+  // uses the node (volcano-semantics.md §7.4).
+  std::string scheduler_name = std::string(kDefaultSchedulerName);
+  // Set by CompleteCluster: scheduler_name is not one of the scheduler's names.
+  bool foreign = false;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates names
   std::optional<PreemptionPolicy> preemption_policy;
   TimeNs creation_time = kUnsetTime;
@@ -141,11 +149,48 @@ struct ClusterSpec {
   std::vector<ResourceQuota> resource_quotas;
 };
 
+// A reference in the cluster that does not resolve, and what the scheduler does about it
+// (volcano-semantics.md §7). A live cluster has these every day, so they are facts to report, not
+// reasons to refuse the cluster.
+struct ClusterWarning {
+  std::string object;   // "pod c1/p1", "podGroup c1/pg", "queue q", "priority class high"
+  std::string message;  // the whole sentence, naming the object, the reference and the outcome
+  SourceLocation where;  // the object's position in a scenario file (empty for a live cluster)
+};
+
+struct CompleteOptions {
+  TimeNs now = 0;  // creationTimestamp of objects that have none
+  // The names the scheduler answers to; pods naming another scheduler are not its tasks.
+  std::vector<std::string> scheduler_names = {std::string(kDefaultSchedulerName)};
+  // Volcano's scheduler creates this queue at start-up when it does not exist.
+  std::string default_queue = "default";
+};
+
+// Defaults and reference resolution shared by every cluster source (the scenario loader, the
+// Kubernetes decoder), done the way Volcano's cache does (volcano-semantics.md §1.3, §7):
+//   * queue `default_queue` exists (added, `implicit`, when absent);
+//   * pods of other schedulers are marked `foreign` (one warning per scheduler name);
+//   * a pod of ours without `group` gets its own one-pod PodGroup `podgroup-<pod uid>` in the
+//     default queue (minMember 1, minResources = its requests), as Volcano's controller makes;
+//   * objects without a creationTimestamp get `now`;
+//   * the global default PriorityClass is the LAST one with globalDefault (warning when several);
+//   * a pod without `priority` takes its class's value (or the global default's when it names
+//     none), as the Priority admission plugin fills spec.priority; likewise preemptionPolicy;
+//   * dangling references become warnings and are handled as Volcano's cache does: a class that
+//     does not exist (pod: priority stays as written; PodGroup: the global default, else 0), a
+//     pod's PodGroup or a PodGroup's queue that does not exist (the job is not scheduled; its pods
+//     on nodes still use them), a node that does not exist (the pod uses no node), a parent queue
+//     that does not exist or a parent cycle (the queue becomes a root).
+// Idempotent: running it again on its own output adds nothing and warns the same.
+std::vector<ClusterWarning> CompleteCluster(ClusterSpec& cluster, const CompleteOptions& options);
+
 // Volcano's task status for a pod (§3.1).
 TaskStatus TaskStatusOf(const PodSpec& pod);
 
 // The session snapshot of `cluster` (§1.3, §3.1): task status from pod phase, node and deletion;
-// running pods occupy their nodes; terminated pods occupy nothing.
+// running pods occupy their nodes; terminated pods occupy nothing. Expects CompleteCluster's
+// output: pods of other schedulers and pods whose PodGroup or queue is missing only occupy their
+// nodes (they are no task of the session); a pod on a node that does not exist occupies nothing.
 Result<Cluster> BuildCluster(const ClusterSpec& cluster);
 
 }  // namespace kiln

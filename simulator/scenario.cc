@@ -721,6 +721,7 @@ Status Loader::ReadPod(const YAML::Node& n, PodSpec& out) {
        [&](auto& v, auto& f, O& o) { return Store(o.topology_spread_constraints, ReadSpread(v, f)); }},
       {"hostPorts", [&](auto& v, auto& f, O& o) { return Store(o.host_ports, ReadHostPorts(v, f)); }},
       {"image", [&](auto& v, auto& f, O& o) { return Store(o.image, Str(v, f)); }},
+      {"schedulerName", [&](auto& v, auto& f, O& o) { return Store(o.scheduler_name, Str(v, f)); }},
       {"schedulingGates", [&](auto& v, auto& f, O& o) -> Status {
          // Kubernetes' shape: [{name: example.com/gate}, ...]
          TRY(r_.ExpectList(v, f));
@@ -846,7 +847,7 @@ Result<std::map<std::string, std::string>> Loader::ReadKeyMap(const YAML::Node& 
 Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
   TRY(r_.ExpectMap(n, "`expect`",
                    {"binds", "bindCount", "evictions", "evictionCount", "pipelined",
-                    "podGroupPhases", "unschedulable"},
+                    "podGroupPhases", "unschedulable", "warnings"},
                    true));
   out.where = yaml::Where(n, r_.file());
   if (n.IsNull()) return Status::Ok();
@@ -881,6 +882,8 @@ Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
                                                "Unknown or Completed, got `{}`",
                                                what, p.first.Scalar(), phase));
       }
+    } else if (k == "warnings") {
+      ASSIGN_OR_RETURN(out.warnings, ReadStringList(v, what));
     } else if (k == "evictions") {
       ASSIGN_OR_RETURN(auto list, ReadStringList(v, what));
       out.evictions.emplace(list.begin(), list.end());
@@ -914,72 +917,20 @@ Status CheckUnique(const yaml::Reader& r, const std::vector<T>& objects, std::st
 
 Status Loader::ApplyDefaults(ScenarioSpec& spec) {
   ClusterSpec& c = spec.cluster;
-  // Duplicates first: the defaults below derive objects (a pod's own group) from these names.
+  // Duplicates first: the defaults below derive objects (a pod's own group) from these names. Two
+  // objects with one name is a mistake in the file (a cluster cannot hold them).
   TRY(CheckUnique<PriorityClassSpec>(r_, c.priority_classes, "priority class",
                                      [](const PriorityClassSpec& o) { return o.name; }));
   TRY(CheckUnique<QueueSpec>(r_, c.queues, "queue", [](const QueueSpec& o) { return o.name; }));
   TRY(CheckUnique<NodeSpec>(r_, c.nodes, "node", [](const NodeSpec& o) { return o.name; }));
   TRY(CheckUnique<PodSpec>(r_, c.pods, "pod", [](const PodSpec& o) { return o.Key(); }));
-  // Queue `default` exists unless the scenario defines it (Volcano creates it at startup).
-  bool has_default = false;
-  for (const auto& q : c.queues) has_default |= q.name == "default";
-  if (!has_default) {
-    QueueSpec q;
-    q.name = "default";
-    q.implicit = true;
-    q.where = SourceLocation{r_.file()};
-    c.queues.push_back(std::move(q));
-  }
-  // A pod without a group gets its own PodGroup, as Volcano's controller creates for plain pods
-  // (name podgroup-<pod uid>, minMember 1, minResources = the pod's requests).
-  for (auto& pod : c.pods) {
-    if (pod.creation_time == kUnsetTime) pod.creation_time = spec.now;
-    if (!pod.group.empty()) continue;
-    PodGroupSpec g;
-    g.name = "podgroup-" + pod.Uid();
-    g.namespace_ = pod.namespace_;
-    g.min_member = 1;
-    g.min_resources = pod.requests;
-    g.priority_class_name = pod.priority_class_name;
-    g.creation_time = pod.creation_time;
-    // A pod already running was scheduled before: its group is Running, as the previous
-    // session's close would have left it.
-    g.phase = pod.phase == PodPhase::Running ? PodGroupPhase::Running : PodGroupPhase::Pending;
-    g.implicit = true;
-    g.where = pod.where;
-    pod.group = g.name;
-    c.pod_groups.push_back(std::move(g));
-  }
-  // Objects without a creationTimestamp were all created at `now`: ties then fall back to UIDs.
-  for (auto& q : c.queues)
-    if (q.creation_time == kUnsetTime) q.creation_time = spec.now;
-  for (auto& n : c.nodes)
-    if (n.creation_time == kUnsetTime) n.creation_time = spec.now;
-  for (auto& p : c.pods)
-    if (p.creation_time == kUnsetTime) p.creation_time = spec.now;
-  for (auto& g : c.pod_groups)
-    if (g.creation_time == kUnsetTime) g.creation_time = spec.now;
-  // Pod priority: as the Priority admission plugin fills spec.priority from the class.
-  const PriorityClassSpec* global_default = nullptr;
-  for (const auto& pc : c.priority_classes)
-    if (pc.global_default) {
-      if (global_default)
-        return Error{fmt::format("priority classes `{}` and `{}` are both globalDefault",
-                                 global_default->name, pc.name),
-                     pc.where};
-      global_default = &pc;
-    }
-  for (auto& p : c.pods) {
-    const PriorityClassSpec* cls = nullptr;
-    if (!p.priority_class_name.empty()) {
-      for (const auto& pc : c.priority_classes)
-        if (pc.name == p.priority_class_name) cls = &pc;
-    } else {
-      cls = global_default;
-    }
-    if (!p.priority && cls) p.priority = cls->value;
-    if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
-  }
+  // Defaults and references: the one path every cluster source shares. A reference that does not
+  // resolve is a fact about the cluster, reported as a warning (volcano-semantics.md §7).
+  CompleteOptions options;
+  options.now = spec.now;
+  spec.warnings = CompleteCluster(c, options);
+  for (ClusterWarning& w : spec.warnings)
+    if (w.where.file.empty() && w.where.line == 0) w.where.file = r_.file();
   return Status::Ok();
 }
 
@@ -988,71 +939,14 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
   TRY(CheckUnique<PodGroupSpec>(r_, c.pod_groups, "podGroup",
                                 [](const PodGroupSpec& o) { return o.Uid(); }));
 
-  std::unordered_set<std::string> queues, nodes, groups, pods, classes;
-  for (const auto& q : c.queues) queues.insert(q.name);
+  // `expect` is part of the file: a name it checks must exist, or the check could never fail.
+  std::unordered_set<std::string> nodes, groups, pods;
   for (const auto& n : c.nodes) nodes.insert(n.name);
   for (const auto& g : c.pod_groups) groups.insert(g.Uid());
   for (const auto& p : c.pods) pods.insert(p.Key());
-  for (const auto& pc : c.priority_classes) classes.insert(pc.name);
   auto names = [](const std::unordered_set<std::string>& set) {
     return std::vector<std::string_view>(set.begin(), set.end());
   };
-
-  for (const auto& q : c.queues) {
-    if (q.parent.empty() || q.parent == "root") continue;
-    if (!queues.count(q.parent))
-      return Error{fmt::format("queue `{}` names parent `{}`, which is not defined{}", q.name,
-                               q.parent, yaml::DidYouMean(q.parent, names(queues))),
-                   q.where};
-  }
-  // A parent cycle would make hierarchical policies loop forever.
-  for (const auto& q : c.queues) {
-    std::string cur = q.parent;
-    for (size_t steps = 0; !cur.empty(); ++steps) {
-      if (cur == q.name || steps > c.queues.size())
-        return Error{fmt::format("queue `{}` is its own ancestor (parent cycle)", q.name), q.where};
-      std::string next;
-      for (const auto& p : c.queues)
-        if (p.name == cur) next = p.parent;
-      cur = next;
-    }
-  }
-  for (const auto& p : c.pods) {
-    if (!groups.count(p.JobUid())) {
-      std::vector<std::string_view> same_namespace;
-      for (const auto& g : c.pod_groups)
-        if (g.namespace_ == p.namespace_) same_namespace.push_back(g.name);
-      return Error{fmt::format("pod `{}` names podGroup `{}`, which is not defined in namespace "
-                               "`{}`{}",
-                               p.Key(), p.group, p.namespace_,
-                               yaml::DidYouMean(p.group, same_namespace)),
-                   p.where};
-    }
-    if (!p.node.empty() && !nodes.count(p.node))
-      return Error{fmt::format("pod `{}` names node `{}`, which is not defined{}", p.Key(), p.node,
-                               yaml::DidYouMean(p.node, names(nodes))),
-                   p.where};
-    if (!p.nominated_node.empty() && !nodes.count(p.nominated_node))
-      return Error{fmt::format("pod `{}` names nominated node `{}`, which is not defined{}", p.Key(),
-                               p.nominated_node, yaml::DidYouMean(p.nominated_node, names(nodes))),
-                   p.where};
-    if (!p.priority_class_name.empty() && !classes.count(p.priority_class_name))
-      return Error{fmt::format("pod `{}` names priority class `{}`, which is not defined{}",
-                               p.Key(), p.priority_class_name,
-                               yaml::DidYouMean(p.priority_class_name, names(classes))),
-                   p.where};
-  }
-  for (const auto& g : c.pod_groups) {
-    if (!queues.count(g.queue))
-      return Error{fmt::format("podGroup `{}` names queue `{}`, which is not defined{}", g.Uid(),
-                               g.queue, yaml::DidYouMean(g.queue, names(queues))),
-                   g.where};
-    if (!g.priority_class_name.empty() && !classes.count(g.priority_class_name))
-      return Error{fmt::format("podGroup `{}` names priority class `{}`, which is not defined{}",
-                               g.Uid(), g.priority_class_name,
-                               yaml::DidYouMean(g.priority_class_name, names(classes))),
-                   g.where};
-  }
   for (const auto& [key, where] : expect_pods_)
     if (!pods.count(key))
       return Error{fmt::format("expect names pod `{}`, which is not defined (pods are named "

@@ -1,8 +1,11 @@
 #pragma once
 // A scenario file (scenario-format.md, a public contract) loaded strictly into plain structs.
 //
-// The loader checks every key, type, quantity, timestamp and cross reference, and applies the
-// contract's defaults, so the simulator never sees a half-valid cluster:
+// The loader checks every key, type, quantity and timestamp, names defined twice, and the names
+// `expect` checks: what is malformed as a file is an Error with file:line. Defaults and the
+// cluster's own references go through CompleteCluster (runtime/cluster_spec.h), the path the
+// Kubernetes binding shares: a reference that does not resolve is a warning, handled as Volcano's
+// cache does. The defaults:
 //   * queue `default` (weight 1) exists unless the scenario defines it;
 //   * a node whose allocatable omits `pods` gets 110; `capacity` defaults to `allocatable`;
 //   * a pod without `group` gets its own single-member PodGroup, named as Volcano's controller
@@ -39,11 +42,13 @@ struct ExpectSpec {
   std::optional<std::map<std::string, std::string>> pod_group_phases;  // job uid -> phase
   // Kiln extension: exact map of pod key -> unschedulable reason text.
   std::optional<std::map<std::string, std::string>> unschedulable;
+  // Kiln extension: the loader's warnings (ClusterWarning::message), exactly, in order.
+  std::optional<std::vector<std::string>> warnings;
   SourceLocation where;
 
   bool empty() const {
     return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
-           !pod_group_phases && !unschedulable;
+           !pod_group_phases && !unschedulable && !warnings;
   }
 };
 
@@ -60,6 +65,8 @@ struct ScenarioSpec {
   SourceLocation conf_where;
   TimeNs now = 0;
   ClusterSpec cluster;
+  // References in the cluster that do not resolve (CompleteCluster): reported, not refused.
+  std::vector<ClusterWarning> warnings;
   std::optional<ExpectSpec> expect;
   std::string notes;
   std::string source;

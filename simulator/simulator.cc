@@ -128,6 +128,7 @@ void SimulatedCluster::Apply(const SessionResult& result) {
 Result<SimulationResult> Simulator::Run() {
   SimulationResult out;
   out.scenario = state().name;
+  out.warnings = state().warnings;
   for (int i = 0; i < options_.cycles; ++i) {
     auto r = RunCycle();
     if (!r) return r.error();
@@ -176,6 +177,22 @@ std::vector<std::string> CheckExpectations(const ExpectSpec& expect, const Sessi
     }
   }
   if (expect.unschedulable) compare_map("unschedulable", *expect.unschedulable, got.unschedulable);
+  return diffs;
+}
+
+std::vector<std::string> CheckWarnings(const ExpectSpec& expect,
+                                       const std::vector<ClusterWarning>& got) {
+  std::vector<std::string> diffs;
+  if (!expect.warnings) return diffs;
+  const std::vector<std::string>& want = *expect.warnings;
+  for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
+    if (i >= got.size())
+      diffs.push_back(fmt::format("warnings: expected \"{}\", got nothing", want[i]));
+    else if (i >= want.size())
+      diffs.push_back(fmt::format("warnings: unexpected \"{}\"", got[i].message));
+    else if (want[i] != got[i].message)
+      diffs.push_back(fmt::format("warnings: expected \"{}\", got \"{}\"", want[i], got[i].message));
+  }
   return diffs;
 }
 

@@ -48,6 +48,8 @@ namespace kiln {
 struct SimulationResult {
   std::string scenario;
   std::vector<SessionResult> sessions;
+  // The scenario's cluster warnings (references that do not resolve; ScenarioSpec::warnings).
+  std::vector<ClusterWarning> warnings;
 };
 
 struct SimulatorOptions {
@@ -105,6 +107,11 @@ class Simulator {
 // Differences between `expect` and the first session's decisions, one line each
 // ("binds: c1/p1: expected n1, got n2"); empty when they match.
 std::vector<std::string> CheckExpectations(const ExpectSpec& expect, const SessionResult& got);
+
+// Differences between `expect.warnings` and the loader's warnings (compared by message, in
+// order); empty when they match or `expect` does not list warnings.
+std::vector<std::string> CheckWarnings(const ExpectSpec& expect,
+                                       const std::vector<ClusterWarning>& got);
 
 // The conf a scenario runs with: `conf_override_text` (from --conf) when given, else the
 // scenario's `conf`, else Volcano's default conf. Errors in the scenario's own conf are reported

@@ -318,33 +318,68 @@ TEST(ScenarioTest, SchedulingGates) {
   EXPECT_EQ(e.Format(), "s.yaml:3:34: error: unknown key `gate` in a scheduling gate");
 }
 
-TEST(ScenarioTest, CrossReferenceErrors) {
-  Error group = MustFail("cluster:\n  pods:\n  - {name: p, namespace: c1, group: pg9}\n");
-  EXPECT_EQ(group.Format(),
-            "s.yaml:3:5: error: pod `c1/p` names podGroup `pg9`, which is not defined in namespace "
-            "`c1`");
-  Error node = MustFail(
-      "cluster:\n  nodes: [{name: node-1, allocatable: {}}]\n  pods:\n  - {name: p, node: node-2, "
-      "phase: Running}\n");
-  EXPECT_EQ(node.message,
-            "pod `default/p` names node `node-2`, which is not defined; did you mean `node-1`?");
-  EXPECT_EQ(node.where.line, 4);
-  Error nominated = MustFail(
-      "cluster:\n  nodes: [{name: n1, allocatable: {}}]\n  pods:\n  - {name: p, nominatedNodeName: n9}\n");
-  EXPECT_EQ(nominated.message, "pod `default/p` names nominated node `n9`, which is not defined");
-  Error queue = MustFail("cluster:\n  podGroups:\n  - {name: pg, queue: q2}\n");
-  EXPECT_EQ(queue.message, "podGroup `default/pg` names queue `q2`, which is not defined");
+// A reference that does not resolve is a fact about the cluster (volcano-semantics.md §7): the
+// loader warns and loads; only what is malformed as a file stays an error.
+std::vector<std::string> Warnings(std::string_view text) {
+  std::vector<std::string> out;
+  for (const ClusterWarning& w : MustParse(text).warnings) out.push_back(w.message);
+  return out;
+}
+
+TEST(ScenarioTest, DanglingReferencesAreWarnings) {
+  ScenarioSpec group = MustParse("cluster:\n  pods:\n  - {name: p, namespace: c1, group: pg9}\n");
+  ASSERT_EQ(group.warnings.size(), 1u);
+  EXPECT_EQ(group.warnings[0].message,
+            "pod `c1/p` names podGroup `pg9`, which does not exist in namespace `c1`, so it is "
+            "not scheduled");
+  EXPECT_EQ(group.warnings[0].object, "pod c1/p");
+  EXPECT_EQ(group.warnings[0].where.line, 3);
+  EXPECT_EQ(group.warnings[0].where.file, "s.yaml");
+  EXPECT_EQ(Warnings("cluster:\n  nodes: [{name: node-1, allocatable: {}}]\n  pods:\n  - {name: p, "
+                     "node: node-2, phase: Running}\n"),
+            std::vector<std::string>{"pod `default/p` is on node `node-2`, which does not exist, "
+                                     "so it uses no node; did you mean `node-1`?"});
+  EXPECT_EQ(Warnings("cluster:\n  nodes: [{name: n1, allocatable: {}}]\n  pods:\n  - {name: p, "
+                     "nominatedNodeName: n9}\n"),
+            std::vector<std::string>{"pod `default/p` names nominated node `n9`, which does not "
+                                     "exist, so preempt does not consider the pod"});
+  EXPECT_EQ(Warnings("cluster:\n  podGroups:\n  - {name: pg, queue: q2}\n"),
+            std::vector<std::string>{"podGroup `default/pg` names queue `q2`, which does not exist, "
+                                     "so its pods are not scheduled (those on nodes still use them)"});
+  EXPECT_EQ(Warnings("cluster:\n  pods:\n  - {name: p, priorityClassName: hihg}\n"),
+            std::vector<std::string>{"pod `default/p` names priority class `hihg`, which does not "
+                                     "exist, so its priority is 1 (a pod without spec.priority)"});
+  EXPECT_EQ(Warnings("cluster:\n  priorityClasses: [{name: a, value: 5, globalDefault: true}, {name: "
+                     "b, value: 7, globalDefault: true}]\n  podGroups: [{name: pg, "
+                     "priorityClassName: c}]\n"),
+            (std::vector<std::string>{
+                "priority classes `a` and `b` are both globalDefault; `b` (the later) is the default",
+                "podGroup `default/pg` names priority class `c`, which does not exist, so its "
+                "priority is 7 (global default `b`)"}));
+  EXPECT_EQ(Warnings("cluster:\n  queues: [{name: a, parent: b}]\n"),
+            std::vector<std::string>{"queue `a` names parent `b`, which does not exist, so it is a "
+                                     "root queue"});
+  ScenarioSpec cycle = MustParse("cluster:\n  queues: [{name: a, parent: b}, {name: b, parent: a}]\n");
+  ASSERT_EQ(cycle.warnings.size(), 1u);
+  EXPECT_EQ(cycle.warnings[0].message,
+            "queue `a` is its own ancestor (parent cycle through `b`); it is a root queue");
+  EXPECT_TRUE(cycle.cluster.queues[0].parent.empty());
+  EXPECT_EQ(cycle.cluster.queues[1].parent, "a");
+  EXPECT_EQ(Warnings("cluster:\n  pods:\n  - {name: a, schedulerName: default-scheduler}\n  - {name: "
+                     "b, schedulerName: default-scheduler}\n"),
+            std::vector<std::string>{"2 pods of scheduler `default-scheduler` (default/a, default/b) "
+                                     "are not scheduled by this scheduler; on a node they only "
+                                     "count as node usage"});
+}
+
+TEST(ScenarioTest, FileErrorsStayErrors) {
   Error running = MustFail("cluster:\n  pods:\n  - {name: p, phase: Running}\n");
   EXPECT_EQ(running.message, "pod `p` is Running but has no `node`");
   Error dup = MustFail("cluster:\n  pods:\n  - {name: p}\n  - {name: p}\n");
   EXPECT_EQ(dup.message, "pod `default/p` is defined twice (first at line 3)");
   EXPECT_EQ(dup.where.line, 4);
-  Error pc = MustFail("cluster:\n  pods:\n  - {name: p, priorityClassName: hihg}\n");
-  EXPECT_EQ(pc.message, "pod `default/p` names priority class `hihg`, which is not defined");
-  Error parent = MustFail("cluster:\n  queues: [{name: a, parent: b}]\n");
-  EXPECT_EQ(parent.message, "queue `a` names parent `b`, which is not defined");
-  Error cycle = MustFail("cluster:\n  queues: [{name: a, parent: b}, {name: b, parent: a}]\n");
-  EXPECT_EQ(cycle.message, "queue `a` is its own ancestor (parent cycle)");
+  Error key = MustFail("cluster:\n  pods:\n  - {name: p, schedulerNmae: x}\n");
+  EXPECT_EQ(key.message, "unknown key `schedulerNmae` in pod; did you mean `schedulerName`?");
 }
 
 TEST(ScenarioTest, ExpectReferencesAreChecked) {

@@ -482,7 +482,8 @@ TEST(SimulatorOutputTest, JsonFollowsTheContractShape) {
       },
       "durationMicros": 412
     }
-  ]
+  ],
+  "warnings": []
 }
 )");
 }

@@ -1,1 +1,1 @@
-simulate tests/cli/simulate/data/missing-group.yaml
+simulate --check tests/cli/simulate/data/missing-group.yaml
