@@ -1,0 +1,73 @@
+// `kiln export-manifests SCENARIO [-o FILE] [--format yaml|json] [--scheduler-name NAME]`: a
+// scenario's cluster as Kubernetes manifests (PriorityClasses, Volcano Queues and PodGroups,
+// Nodes with their status, Pods with theirs, PDBs, ResourceQuotas, Namespaces), so the same
+// cluster `kiln simulate` runs can be loaded into an API server (or the test emulator) and
+// scheduled by `kiln serve`. What the cluster adds by itself (the `default` queue, one-pod
+// PodGroups for pods without a group) is left out, as a real cluster would not store it before a
+// scheduler or controller ran; decoding the manifests brings it back (kubernetes/decode.h).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "kubernetes/decode.h"
+#include "simulator/scenario.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct ExportArgs {
+  std::string scenario;
+  std::string output;
+  std::string format = "yaml";
+  std::string scheduler_name = "volcano";
+};
+
+int Export(const ExportArgs& args) {
+  auto spec = LoadScenarioFile(args.scenario);
+  if (!spec) {
+    fmt::print(stderr, "{}\n", spec.error().Format());
+    return 2;
+  }
+  kube::EncodeOptions options;
+  options.scheduler_name = args.scheduler_name;
+  options.now = spec->now;
+  auto items = kube::EncodeCluster(spec->cluster, options);
+  std::string text = args.format == "json" ? kube::ManifestsToJson(items) : kube::ManifestsToYaml(items);
+  if (args.output.empty() || args.output == "-") {
+    fmt::print("{}", text);
+    return 0;
+  }
+  std::ofstream out(args.output, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    fmt::print(stderr, "error: cannot write {}\n", args.output);
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddExportManifestsCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export-manifests",
+                                 "write a scenario's cluster as Kubernetes manifests");
+  auto args = std::make_shared<ExportArgs>();
+  cmd->add_option("scenario", args->scenario, "scenario YAML file")->required();
+  cmd->add_option("-o,--output", args->output, "output file (default: stdout)");
+  cmd->add_option("--format", args->format, "yaml (multi-document) or json (a v1 List)")
+      ->check(CLI::IsMember({"yaml", "json"}));
+  cmd->add_option("--scheduler-name", args->scheduler_name,
+                  "spec.schedulerName of the pods (default: volcano)");
+  cmd->callback([args] {
+    int code = Export(*args);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace kiln::cli

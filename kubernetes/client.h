@@ -1,0 +1,147 @@
+#pragma once
+// A small Kubernetes API client over libcurl: plain requests (GET, POST, PUT, PATCH, DELETE)
+// that return the HTTP status and body, a paged LIST, and a streaming WATCH that hands each
+// event to a callback and can be cancelled from another thread.
+//
+// Requests reuse a pool of curl handles, so connections (HTTP/2 where the server offers it) and
+// TLS sessions are kept across calls; each WATCH holds its own connection for as long as it
+// streams. The client is thread-safe.
+//
+// JSON crosses this interface as nlohmann::json (forward-declared here; include
+// <nlohmann/json.hpp> in the .cc that reads it).
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kubernetes/kubeconfig.h"
+#include "runtime/status.h"
+
+namespace kiln::kube {
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds request_timeout{30000};
+  // A watch that receives nothing for this long is abandoned (the server sends bookmarks and
+  // ends streams after timeoutSeconds, so a silent connection is a dead one).
+  std::chrono::seconds watch_idle_timeout{120};
+  std::string user_agent = "kiln-scheduler";
+  // How many idle connections (curl handles) the pool keeps.
+  int max_idle_handles = 16;
+};
+
+struct Response {
+  int status = 0;  // HTTP status code
+  std::string body;
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+// A Kubernetes `Status` object (the body of an error answer, or an in-band watch ERROR).
+struct ApiStatus {
+  int code = 0;
+  std::string reason;   // NotFound, Conflict, AlreadyExists, Expired, TooManyRequests, ...
+  std::string message;
+};
+// Decodes the Status in `body` (or synthesises one from `http_status` when the body is not one).
+ApiStatus DecodeStatus(int http_status, std::string_view body);
+// "409 Conflict: Operation cannot be fulfilled ..." for logs and errors.
+std::string Describe(const ApiStatus& s);
+
+// Cancels a running Watch from another thread. One canceller may serve one watch at a time;
+// Reset() re-arms it for the next.
+class WatchCanceller {
+ public:
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+  void Reset() { cancelled_ = false; }
+
+ private:
+  friend class KubeClient;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  void* multi_ = nullptr;  // the CURLM* of the watch in flight
+};
+
+// How a watch stream ended.
+struct WatchEnd {
+  int http_status = 0;   // status of the watch request (200 for a stream that ran)
+  std::string body;      // the error body when http_status is not 200
+  bool cancelled = false;
+  bool stopped = false;  // the callback asked to stop
+};
+
+class KubeClient {
+ public:
+  static Result<std::shared_ptr<KubeClient>> Create(KubeConfig config, ClientOptions options = {});
+  ~KubeClient();
+  KubeClient(const KubeClient&) = delete;
+  KubeClient& operator=(const KubeClient&) = delete;
+
+  const KubeConfig& config() const { return config_; }
+
+  // One request to `path` (starting with '/', query included). A transport failure (connect,
+  // TLS, timeout) is an Error; every HTTP answer is a Response.
+  Result<Response> Do(std::string_view method, const std::string& path, std::string_view body = {},
+                      std::string_view content_type = "application/json");
+  Result<Response> Get(const std::string& path) { return Do("GET", path); }
+  Result<Response> Post(const std::string& path, std::string_view body) {
+    return Do("POST", path, body);
+  }
+  Result<Response> Put(const std::string& path, std::string_view body) {
+    return Do("PUT", path, body);
+  }
+  // patch_type: "merge" (application/merge-patch+json), "strategic", or "json".
+  Result<Response> Patch(const std::string& path, std::string_view body,
+                         std::string_view patch_type = "merge");
+  Result<Response> Delete(const std::string& path, std::string_view body = {}) {
+    return Do("DELETE", path, body);
+  }
+
+  // Paged LIST of `path` (no query; `query` adds e.g. "labelSelector=a%3Db"): limit=`page_size`
+  // and continue tokens until the last page. on_item gets each item; *resource_version the
+  // list's resourceVersion. A non-2xx answer is an Error whose message starts with the code
+  // ("410 Expired: ...") and is also returned in *status when given.
+  Status List(const std::string& path, const std::string& query, int page_size,
+              const std::function<void(const nlohmann::json& item)>& on_item,
+              std::string* resource_version, ApiStatus* status = nullptr);
+
+  // WATCH `path` with `query` (the caller adds resourceVersion, allowWatchBookmarks,
+  // timeoutSeconds; watch=1 is added here). on_event(type, object) for every event line; return
+  // false to stop. Returns how the stream ended; a transport failure is an Error.
+  Result<WatchEnd> Watch(const std::string& path, const std::string& query,
+                         const std::function<bool(std::string_view type,
+                                                  const nlohmann::json& object)>& on_event,
+                         WatchCanceller* canceller);
+
+  // Number of requests made (all verbs, watches included).
+  int64_t request_count() const { return requests_.load(); }
+
+ private:
+  KubeClient(KubeConfig config, ClientOptions options);
+  void* AcquireHandle();
+  void ReleaseHandle(void* h);
+  // Sets URL, TLS and auth options on a reset handle; returns the header list to free.
+  void* Prepare(void* h, const std::string& url, std::string_view content_type);
+  std::string BearerToken();
+
+  KubeConfig config_;
+  ClientOptions options_;
+  std::mutex pool_mu_;
+  std::vector<void*> idle_;
+  std::mutex token_mu_;
+  std::string token_;
+  int64_t token_mtime_ns_ = -1;
+  std::atomic<int64_t> requests_{0};
+};
+
+// Percent-encodes a query value.
+std::string QueryEscape(std::string_view s);
+
+}  // namespace kiln::kube

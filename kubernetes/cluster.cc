@@ -1,0 +1,653 @@
+#include "kubernetes/cluster.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+namespace kiln::kube {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// One resource's objects by key, with the staging map a LIST fills before it replaces them.
+template <typename T>
+struct Store {
+  std::map<std::string, T> items;
+  std::map<std::string, T> staging;
+};
+
+std::string Key(const ObjectMeta& m) {
+  return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name;
+}
+
+// A PodGroup's status as Volcano compares it before writing (isPodGroupStatusUpdated): the
+// conditions' lastTransitionTime and transitionID do not count.
+bool SameConditions(const std::vector<PodGroupCondition>& a, const std::vector<PodGroupCondition>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].type != b[i].type || a[i].status != b[i].status || a[i].reason != b[i].reason ||
+        a[i].message != b[i].message)
+      return false;
+  return true;
+}
+
+// The session's placeholder for pods that must occupy their nodes but never be scheduled
+// (another scheduler's pods, pods whose PodGroup does not exist): a PodGroup in a queue that
+// does not exist, which BuildCluster drops while its tasks keep their nodes.
+constexpr std::string_view kHolderGroup = "kiln.sh~not-scheduled";
+constexpr std::string_view kNoQueue = "kiln.sh~no-queue";
+
+}  // namespace
+
+struct KubernetesCluster::State {
+  mutable std::mutex mu;
+  Store<DecodedPod> pods;
+  Store<NodeSpec> nodes;
+  Store<DecodedPodGroup> pod_groups;
+  Store<QueueSpec> queues;
+  Store<PriorityClassSpec> priority_classes;
+  Store<PodDisruptionBudget> pdbs;
+  Store<ResourceQuota> quotas;
+  Store<DecodedNamespace> namespaces;
+
+  struct Assumed {
+    std::string uid;
+    std::string node;
+  };
+  std::map<std::string, Assumed> assumed;          // pod key → bind queued/in flight/done
+  std::map<std::string, std::string> evicting;     // pod key → uid
+  std::map<std::string, std::string> nominated;    // pod key → node written
+  std::map<std::string, std::string> unschedulable_written;  // pod key → message written
+  struct Retry {
+    Clock::time_point at;
+    std::chrono::milliseconds backoff{0};
+  };
+  std::map<std::string, Retry> bind_retry;         // pod key → not before
+  std::map<std::string, PodGroupStatusUpdate> pg_overlay;  // job uid → status written/in flight
+  std::map<std::string, std::string> queue_allocated;      // queue → last written (as text)
+
+  KubernetesClusterStats stats;
+};
+
+KubernetesCluster::KubernetesCluster(std::shared_ptr<KubeClient> client, KubernetesClusterOptions options)
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      writer_(client_, WriterOptions{options_.scheduler_names.empty() ? "volcano" : options_.scheduler_names[0],
+                                     options_.dry_run}),
+      state_(std::make_unique<State>()) {}
+
+KubernetesCluster::~KubernetesCluster() { Stop(std::chrono::milliseconds(0)); }
+
+bool KubernetesCluster::Ours(const std::string& scheduler_name) const {
+  return std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), scheduler_name) !=
+         options_.scheduler_names.end();
+}
+
+namespace {
+
+// Wires a reflector to a store: `decode` turns an object into (key, value) or an Error, which is
+// logged and counted, and the object skipped.
+template <typename T, typename Decode>
+ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std::string resource,
+                              Decode decode, std::function<void(const std::string&, const T*)> on_change = {}) {
+  ReflectorHandler h;
+  h.begin_list = [&st, &store] {
+    std::lock_guard lock(st.mu);
+    store.staging.clear();
+  };
+  h.list_item = [&st, &store, decode, resource](const json& obj) {
+    auto r = decode(obj);
+    std::lock_guard lock(st.mu);
+    if (!r) {
+      ++st.stats.decode_errors;
+      spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
+      return;
+    }
+    store.staging[r->first] = std::move(r->second);
+  };
+  h.end_list = [&st, &store, on_change] {
+    std::lock_guard lock(st.mu);
+    store.items.swap(store.staging);
+    store.staging.clear();
+    if (on_change)
+      for (const auto& [k, v] : store.items) on_change(k, &v);
+  };
+  h.event = [&st, &store, decode, resource, on_change](std::string_view type, const json& obj) {
+    if (type == "DELETED") {
+      ObjectMeta m = DecodeMeta(obj);
+      std::string key = Key(m);
+      std::lock_guard lock(st.mu);
+      store.items.erase(key);
+      if (on_change) on_change(key, nullptr);
+      return;
+    }
+    auto r = decode(obj);
+    std::lock_guard lock(st.mu);
+    if (!r) {
+      ++st.stats.decode_errors;
+      spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
+      return;
+    }
+    auto& slot = store.items[r->first];
+    slot = std::move(r->second);
+    if (on_change) on_change(r->first, &slot);
+  };
+  return h;
+}
+
+template <typename T>
+Result<std::pair<std::string, T>> Keyed(Result<T> r, const ObjectMeta& m) {
+  if (!r) return r.error();
+  return std::pair<std::string, T>(Key(m), std::move(*r));
+}
+
+}  // namespace
+
+void KubernetesCluster::Start() {
+  if (!reflectors_.empty()) return;
+  State& st = *state_;
+  pool_ = std::make_unique<WorkerPool>(std::max(1, options_.write_workers), options_.write_queue_capacity);
+  auto add = [&](std::string resource, std::string path, ReflectorHandler h) {
+    reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
+                                                      std::move(h), options_.reflector));
+  };
+  // Pod updates settle the cache's own bookkeeping: an assumed pod whose node the API server now
+  // shows is simply bound; a pod that is terminating (or gone) is no longer "being evicted".
+  auto on_pod = [&st](const std::string& key, const DecodedPod* p) {
+    if (!p) {
+      st.assumed.erase(key);
+      st.evicting.erase(key);
+      st.nominated.erase(key);
+      st.unschedulable_written.erase(key);
+      st.bind_retry.erase(key);
+      return;
+    }
+    if (auto a = st.assumed.find(key); a != st.assumed.end())
+      if (!p->spec.node.empty() || a->second.uid != p->meta.uid) st.assumed.erase(a);
+    if (auto e = st.evicting.find(key); e != st.evicting.end())
+      if (p->spec.deleting || e->second != p->meta.uid) st.evicting.erase(e);
+    if (auto n = st.nominated.find(key); n != st.nominated.end())
+      if (p->spec.nominated_node == n->second || !p->spec.node.empty()) st.nominated.erase(n);
+    if (auto u = st.unschedulable_written.find(key); u != st.unschedulable_written.end())
+      if (p->scheduled_status == "False" && p->scheduled_message == u->second)
+        st.unschedulable_written.erase(u);
+  };
+  add("pods", "/api/v1/pods",
+      StoreHandler<DecodedPod>(st, st.pods, "pods",
+                               [](const json& o) -> Result<std::pair<std::string, DecodedPod>> {
+                                 auto r = DecodePod(o);
+                                 if (!r) return r.error();
+                                 std::string key = r->spec.Key();
+                                 return std::pair<std::string, DecodedPod>(key, std::move(*r));
+                               },
+                               on_pod));
+  add("nodes", "/api/v1/nodes", StoreHandler<NodeSpec>(st, st.nodes, "nodes", [](const json& o) {
+        ObjectMeta m;
+        auto r = DecodeNode(o, &m);
+        return Keyed(std::move(r), m);
+      }));
+  auto on_pg = [&st](const std::string& key, const DecodedPodGroup* g) {
+    // The written status has arrived (or the group is gone): the overlay is no longer needed.
+    auto it = st.pg_overlay.find(key);
+    if (it == st.pg_overlay.end()) return;
+    if (!g || (g->spec.phase == it->second.phase && SameConditions(g->spec.conditions, it->second.conditions)))
+      st.pg_overlay.erase(it);
+  };
+  add("podgroups", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+      StoreHandler<DecodedPodGroup>(st, st.pod_groups, "podgroups",
+                                    [](const json& o) -> Result<std::pair<std::string, DecodedPodGroup>> {
+                                      auto r = DecodePodGroup(o);
+                                      if (!r) return r.error();
+                                      std::string key = r->spec.Uid();
+                                      return std::pair<std::string, DecodedPodGroup>(key, std::move(*r));
+                                    },
+                                    on_pg));
+  add("queues", "/apis/scheduling.volcano.sh/v1beta1/queues",
+      StoreHandler<QueueSpec>(st, st.queues, "queues", [](const json& o) {
+        ObjectMeta m;
+        auto r = DecodeQueue(o, &m);
+        return Keyed(std::move(r), m);
+      }));
+  add("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses",
+      StoreHandler<PriorityClassSpec>(st, st.priority_classes, "priorityclasses", [](const json& o) {
+        ObjectMeta m;
+        auto r = DecodePriorityClass(o, &m);
+        return Keyed(std::move(r), m);
+      }));
+  add("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets",
+      StoreHandler<PodDisruptionBudget>(st, st.pdbs, "poddisruptionbudgets", [](const json& o) {
+        ObjectMeta m;
+        auto r = DecodePdb(o, &m);
+        return Keyed(std::move(r), m);
+      }));
+  add("resourcequotas", "/api/v1/resourcequotas",
+      StoreHandler<ResourceQuota>(st, st.quotas, "resourcequotas", [](const json& o) {
+        ObjectMeta m;
+        auto r = DecodeResourceQuota(o, &m);
+        return Keyed(std::move(r), m);
+      }));
+  add("namespaces", "/api/v1/namespaces",
+      StoreHandler<DecodedNamespace>(st, st.namespaces, "namespaces",
+                                     [](const json& o) -> Result<std::pair<std::string, DecodedNamespace>> {
+                                       auto r = DecodeNamespace(o);
+                                       if (!r) return r.error();
+                                       std::string key = r->meta.name;
+                                       return std::pair<std::string, DecodedNamespace>(key, std::move(*r));
+                                     }));
+  for (auto& r : reflectors_) r->Start();
+}
+
+bool KubernetesCluster::HasSynced() const {
+  if (reflectors_.empty()) return false;
+  for (const auto& r : reflectors_)
+    if (!r->HasSynced()) return false;
+  return true;
+}
+
+bool KubernetesCluster::WaitForSync(std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (!HasSynced()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void KubernetesCluster::Stop(std::chrono::milliseconds drain) {
+  if (pool_) {
+    if (drain.count() > 0 && !pool_->WaitIdle(drain))
+      spdlog::warn("kubernetes: {} writes still queued at shutdown are abandoned", pool_->queued());
+    pool_->Stop();
+  }
+  for (auto& r : reflectors_) r->Stop();
+}
+
+bool KubernetesCluster::WaitForWrites(std::chrono::milliseconds timeout) {
+  return !pool_ || pool_->WaitIdle(timeout);
+}
+
+KubernetesClusterStats KubernetesCluster::stats() const {
+  std::lock_guard lock(state_->mu);
+  KubernetesClusterStats s = state_->stats;
+  for (const auto& r : reflectors_) s.relists[r->resource()] = r->relists();
+  s.write_queue_depth = pool_ ? pool_->queued() : 0;
+  s.pods = state_->pods.items.size();
+  s.nodes = state_->nodes.items.size();
+  s.pod_groups = state_->pod_groups.items.size();
+  s.queues = state_->queues.items.size();
+  return s;
+}
+
+ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
+  State& st = *state_;
+  ClusterSpec c;
+  std::lock_guard lock(st.mu);
+  for (const auto& [k, v] : st.priority_classes.items) c.priority_classes.push_back(v);
+  for (const auto& [k, v] : st.queues.items) c.queues.push_back(v);
+  for (const auto& [k, v] : st.nodes.items) c.nodes.push_back(v);
+  std::set<std::string> groups;
+  for (const auto& [k, v] : st.pod_groups.items) {
+    PodGroupSpec g = v.spec;
+    if (auto o = st.pg_overlay.find(k); o != st.pg_overlay.end()) {
+      g.phase = o->second.phase;
+      g.conditions = o->second.conditions;
+    }
+    groups.insert(k);
+    c.pod_groups.push_back(std::move(g));
+  }
+  for (const auto& [k, v] : st.pdbs.items) c.pdbs.push_back(v);
+  for (const auto& [k, v] : st.quotas.items) c.resource_quotas.push_back(v);
+
+  // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them).
+  auto prune = [&](auto& m) {
+    std::erase_if(m, [&](const auto& kv) { return !st.pods.items.count(kv.first); });
+  };
+  prune(st.assumed);
+  prune(st.evicting);
+  prune(st.nominated);
+  prune(st.unschedulable_written);
+  prune(st.bind_retry);
+
+  bool need_holder = false;
+  std::set<std::string> holder_namespaces;
+  for (const auto& [key, p] : st.pods.items) {
+    bool ours = Ours(p.scheduler_name);
+    PodSpec pod = p.spec;
+    if (auto a = st.assumed.find(key); a != st.assumed.end() && pod.node.empty() && a->second.uid == p.meta.uid)
+      pod.node = a->second.node;
+    if (auto e = st.evicting.find(key); e != st.evicting.end() && e->second == p.meta.uid) pod.deleting = true;
+    if (auto n = st.nominated.find(key); n != st.nominated.end() && pod.node.empty()) pod.nominated_node = n->second;
+    if (!pod.node.empty() && !st.nodes.items.count(pod.node)) {
+      // Bound to a node the cache does not have (yet): nothing to schedule, nothing to count.
+      if (pod.phase == PodPhase::Pending) continue;
+      pod.node.clear();
+    }
+    bool dangling_group = !pod.group.empty() && !groups.count(pod.JobUid());
+    if (!ours || dangling_group) {
+      // §7.2, §7.4: such pods are no task of a schedulable job; they only use their node.
+      if (pod.node.empty() || CompletedStatus(TaskStatusOf(pod))) continue;
+      pod.group = std::string(kHolderGroup);
+      holder_namespaces.insert(pod.namespace_);
+      need_holder = true;
+    }
+    c.pods.push_back(std::move(pod));
+  }
+  if (need_holder)
+    for (const auto& ns : holder_namespaces) {
+      PodGroupSpec g;
+      g.name = std::string(kHolderGroup);
+      g.namespace_ = ns;
+      g.queue = std::string(kNoQueue);
+      g.implicit = true;
+      c.pod_groups.push_back(std::move(g));
+    }
+  CompleteCluster(c, now);
+  // One-pod groups the cluster does not store keep the phase the last session gave them.
+  for (auto& g : c.pod_groups) {
+    if (!g.implicit) continue;
+    if (auto o = st.pg_overlay.find(g.Uid()); o != st.pg_overlay.end()) {
+      g.phase = o->second.phase;
+      g.conditions = o->second.conditions;
+    }
+  }
+  return c;
+}
+
+Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) { return BuildCluster(SnapshotSpec(now)); }
+
+void KubernetesCluster::SubmitWrite(std::function<void()> work) {
+  if (!pool_ || !pool_->TrySubmit(std::move(work))) {
+    std::lock_guard lock(state_->mu);
+    ++state_->stats.writes_dropped;
+    spdlog::warn("kubernetes: the write queue is full; a write is dropped (a later session redoes it)");
+  }
+}
+
+void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node) {
+  State& st = *state_;
+  std::string ns = key.substr(0, key.find('/'));
+  std::string name = key.substr(key.find('/') + 1);
+  auto t0 = Clock::now();
+  WriteResult r = writer_.Bind(ns, name, uid, node);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (options_.on_bind) options_.on_bind(secs, r.done());
+  using O = WriteResult::Outcome;
+  if (r.done()) {
+    {
+      std::lock_guard lock(st.mu);
+      ++st.stats.binds_ok;
+      st.bind_retry.erase(key);
+    }
+    if (options_.write_events && !options_.dry_run && writes_enabled_) {
+      WriteResult e = writer_.PodEvent(ns, name, uid, "Normal", "Scheduled",
+                                       fmt::format("Successfully assigned {} to {}", key, node));
+      std::lock_guard lock(st.mu);
+      if (e.done()) ++st.stats.events;
+    }
+    return;
+  }
+  if (r.outcome == O::kConflict || r.outcome == O::kNotFound) {
+    // Someone else bound it, it was replaced, or it is gone: read it again and let a later
+    // session decide with the truth.
+    spdlog::info("kubernetes: {}; re-reading the pod", r.message);
+    auto fresh = writer_.GetPod(ns, name);
+    std::lock_guard lock(st.mu);
+    ++st.stats.binds_conflict;
+    st.assumed.erase(key);
+    if (fresh && *fresh) {
+      st.pods.items[key] = std::move(**fresh);
+    } else if (fresh && !*fresh) {
+      st.pods.items.erase(key);
+    }
+    return;
+  }
+  std::lock_guard lock(st.mu);
+  st.assumed.erase(key);
+  if (r.outcome == O::kRetryLater) {
+    ++st.stats.binds_retry;
+    auto& retry = st.bind_retry[key];
+    retry.backoff = retry.backoff.count() == 0 ? options_.bind_retry_initial
+                                               : std::min(retry.backoff * 2, options_.bind_retry_max);
+    retry.at = Clock::now() + retry.backoff;
+    spdlog::warn("kubernetes: {}; the pod stays pending, retried after {} ms", r.message, retry.backoff.count());
+  } else {
+    ++st.stats.binds_failed;
+    spdlog::error("kubernetes: {}", r.message);
+  }
+}
+
+void KubernetesCluster::Apply(const SessionResult& result) {
+  if (!writes_enabled_) {
+    spdlog::debug("kubernetes: writes disabled (not the leader); session {} decisions not applied", result.index);
+    return;
+  }
+  State& st = *state_;
+  auto now = Clock::now();
+  using O = WriteResult::Outcome;
+
+  // 1. Binds, in the order the session made them.
+  for (const std::string& key : result.bind_order) {
+    auto it = result.binds.find(key);
+    if (it == result.binds.end()) continue;
+    std::string uid;
+    {
+      std::lock_guard lock(st.mu);
+      auto p = st.pods.items.find(key);
+      if (p == st.pods.items.end() || !p->second.spec.node.empty() || st.assumed.count(key)) continue;
+      if (auto r = st.bind_retry.find(key); r != st.bind_retry.end() && r->second.at > now) continue;
+      uid = p->second.meta.uid;
+      st.assumed[key] = State::Assumed{uid, it->second};
+      st.nominated.erase(key);
+    }
+    SubmitWrite([this, key, uid, node = it->second] {
+      if (!writes_enabled_) {
+        std::lock_guard lock(state_->mu);
+        state_->assumed.erase(key);
+        ++state_->stats.writes_dropped;
+        return;
+      }
+      Bind(key, uid, node);
+    });
+  }
+
+  // 2. Evictions: never twice for the same pod.
+  for (const std::string& key : result.evictions) {
+    std::string uid;
+    {
+      std::lock_guard lock(st.mu);
+      auto p = st.pods.items.find(key);
+      if (p == st.pods.items.end() || p->second.spec.deleting || st.evicting.count(key)) continue;
+      uid = p->second.meta.uid;
+      st.evicting[key] = uid;
+    }
+    SubmitWrite([this, key, uid] {
+      State& s = *state_;
+      if (!writes_enabled_) {
+        std::lock_guard lock(s.mu);
+        s.evicting.erase(key);
+        return;
+      }
+      std::string ns = key.substr(0, key.find('/'));
+      std::string name = key.substr(key.find('/') + 1);
+      WriteResult r = options_.evict_with_eviction_api ? writer_.EvictWithApi(ns, name, uid)
+                                                       : writer_.Evict(ns, name, uid);
+      std::lock_guard lock(s.mu);
+      if (r.done()) {
+        ++s.stats.evictions_ok;
+        return;
+      }
+      ++s.stats.evictions_refused;
+      // Refused (429 PDB, 5xx) or the pod changed: forget it so a later session may decide again.
+      s.evicting.erase(key);
+      if (r.outcome == O::kRetryLater || r.outcome == O::kFailed)
+        spdlog::warn("kubernetes: {}", r.message);
+    });
+  }
+
+  // 3. Nominated nodes of pipelined preemptors.
+  for (const auto& [key, node] : result.nominated) {
+    {
+      std::lock_guard lock(st.mu);
+      auto p = st.pods.items.find(key);
+      if (p == st.pods.items.end() || !p->second.spec.node.empty()) continue;
+      if (p->second.spec.nominated_node == node || st.nominated[key] == node) {
+        ++st.stats.status_writes_skipped;
+        continue;
+      }
+      st.nominated[key] = node;
+    }
+    SubmitWrite([this, key, node] {
+      std::string ns = key.substr(0, key.find('/'));
+      WriteResult r = writer_.SetNominatedNode(ns, key.substr(key.find('/') + 1), node);
+      std::lock_guard lock(state_->mu);
+      if (r.done()) {
+        ++state_->stats.status_writes;
+      } else {
+        ++state_->stats.status_write_failures;
+        state_->nominated.erase(key);
+      }
+    });
+  }
+
+  // 4. PodGroup status: phase, conditions and pod counts, written only when they change.
+  for (const auto& [uid, phase_text] : result.pod_group_phases) {
+    PodGroupStatusUpdate u;
+    u.phase = ParsePodGroupPhase(phase_text).value_or(PodGroupPhase::Pending);
+    if (auto c = result.conditions.find(uid); c != result.conditions.end()) u.conditions = c->second;
+    std::string ns = uid.substr(0, uid.find('/'));
+    std::string name = uid.substr(uid.find('/') + 1);
+    {
+      std::lock_guard lock(st.mu);
+      auto g = st.pod_groups.items.find(uid);
+      if (g == st.pod_groups.items.end()) {
+        // A one-pod group the cluster does not store: remember its phase for the next session.
+        st.pg_overlay[uid] = u;
+        continue;
+      }
+      for (const auto& [k, p] : st.pods.items) {
+        if (p.spec.namespace_ != ns || p.spec.group != name || !Ours(p.scheduler_name)) continue;
+        if (p.spec.phase == PodPhase::Running) ++u.running;
+        if (p.spec.phase == PodPhase::Succeeded) ++u.succeeded;
+        if (p.spec.phase == PodPhase::Failed) ++u.failed;
+      }
+      const DecodedPodGroup& cur = g->second;
+      auto o = st.pg_overlay.find(uid);
+      bool same_as_server = cur.spec.phase == u.phase && SameConditions(cur.spec.conditions, u.conditions) &&
+                            cur.running == u.running && cur.succeeded == u.succeeded && cur.failed == u.failed;
+      bool same_as_pending = o != st.pg_overlay.end() && o->second.phase == u.phase &&
+                             SameConditions(o->second.conditions, u.conditions) && o->second.running == u.running &&
+                             o->second.succeeded == u.succeeded && o->second.failed == u.failed;
+      if (same_as_server || same_as_pending) {
+        ++st.stats.status_writes_skipped;
+        continue;
+      }
+      st.pg_overlay[uid] = u;
+    }
+    SubmitWrite([this, ns, name, uid, u] {
+      WriteResult r = writer_.UpdatePodGroupStatus(ns, name, u);
+      std::lock_guard lock(state_->mu);
+      if (r.done()) {
+        ++state_->stats.status_writes;
+      } else {
+        ++state_->stats.status_write_failures;
+        // The next session computes it again and writes it then.
+        if (auto o = state_->pg_overlay.find(uid); o != state_->pg_overlay.end() && o->second.phase == u.phase)
+          state_->pg_overlay.erase(o);
+        spdlog::warn("kubernetes: {}", r.message);
+      }
+    });
+  }
+
+  // 5. Unschedulable pods: PodScheduled=False with the fit error, and a FailedScheduling Event,
+  // only when the message changed (not every second for every pending pod).
+  for (const auto& [key, message] : result.unschedulable) {
+    std::string uid;
+    {
+      std::lock_guard lock(st.mu);
+      auto p = st.pods.items.find(key);
+      if (p == st.pods.items.end() || !p->second.spec.node.empty() || st.assumed.count(key)) continue;
+      const DecodedPod& pod = p->second;
+      bool same = pod.scheduled_status == "False" && pod.scheduled_reason == "Unschedulable" &&
+                  pod.scheduled_message == message;
+      auto w = st.unschedulable_written.find(key);
+      if (same || (w != st.unschedulable_written.end() && w->second == message)) {
+        ++st.stats.status_writes_skipped;
+        continue;
+      }
+      st.unschedulable_written[key] = message;
+      uid = pod.meta.uid;
+    }
+    SubmitWrite([this, key, uid, message] {
+      std::string ns = key.substr(0, key.find('/'));
+      std::string name = key.substr(key.find('/') + 1);
+      WriteResult r = writer_.SetUnschedulable(ns, name, message);
+      bool event_ok = false;
+      if (r.done() && options_.write_events && !options_.dry_run)
+        event_ok = writer_.PodEvent(ns, name, uid, "Warning", "FailedScheduling", message).done();
+      std::lock_guard lock(state_->mu);
+      if (r.done()) {
+        ++state_->stats.status_writes;
+        if (event_ok) ++state_->stats.events;
+      } else {
+        ++state_->stats.status_write_failures;
+        state_->unschedulable_written.erase(key);
+      }
+    });
+  }
+
+  // 6. Queue status.allocated: Σ requests (+ the pods: 1 Volcano counts) of the queue's pods
+  // that hold resources (bound, running, or assumed by this scheduler).
+  if (options_.write_queue_status) {
+    std::map<std::string, Resource> allocated;
+    {
+      std::lock_guard lock(st.mu);
+      std::map<std::string, std::string> queue_of;  // job uid → queue
+      for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
+      for (const auto& [k, q] : st.queues.items) allocated[k];
+      for (const auto& [key, p] : st.pods.items) {
+        if (!Ours(p.scheduler_name)) continue;
+        // A pod without a group is its own one-pod job in queue `default`.
+        std::string queue = "default";
+        if (!p.spec.group.empty()) {
+          auto q = queue_of.find(p.spec.JobUid());
+          if (q == queue_of.end()) continue;
+          queue = q->second;
+        }
+        if (!allocated.count(queue)) continue;
+        bool holds = (!p.spec.node.empty() || st.assumed.count(key)) && !p.spec.deleting &&
+                     (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
+        if (!holds) continue;
+        Resource r = p.spec.requests;
+        r.AddScalar(kPods, 1);
+        allocated[queue].Add(r);
+      }
+      for (auto it = allocated.begin(); it != allocated.end();) {
+        std::string text = it->second.ToString();
+        if (st.queue_allocated[it->first] == text) {
+          it = allocated.erase(it);
+        } else {
+          st.queue_allocated[it->first] = text;
+          ++it;
+        }
+      }
+    }
+    for (const auto& [queue, res] : allocated)
+      SubmitWrite([this, queue, res] {
+        WriteResult r = writer_.UpdateQueueAllocated(queue, res);
+        std::lock_guard lock(state_->mu);
+        if (r.done()) {
+          ++state_->stats.status_writes;
+        } else {
+          ++state_->stats.status_write_failures;
+          state_->queue_allocated.erase(queue);
+        }
+      });
+  }
+}
+
+}  // namespace kiln::kube

@@ -1,0 +1,122 @@
+#pragma once
+// A Kubernetes cluster as a ClusterBinding (runtime/cluster.h): reflectors feed an informer-style
+// cache of pods, nodes, PodGroups, Queues, PriorityClasses, PDBs, ResourceQuotas and namespaces;
+// Snapshot() copies it into a ClusterSpec and builds the session model with the same
+// BuildCluster the simulator uses; Apply() hands the session's decisions to a bounded pool of
+// writers and returns at once.
+//
+// What the cache adds to what the API server says (Volcano's scheduler cache does the same):
+//   * a pod we bound is "assumed" on its node (the session sees it Bound) from the moment the
+//     bind is queued until a watch event shows spec.nodeName; events that do not show it yet do
+//     not undo the assumption; a failed bind does (409/404: the pod is re-read; 5xx: the pod
+//     stays pending and a later session retries it after a per-pod backoff). A pod is never
+//     sent a second bind while one is assumed or in flight;
+//   * a pod we evicted is seen terminating (Releasing) until the watch shows it so, and is never
+//     evicted twice; a refused eviction (429) is forgotten so a later session may retry;
+//   * the PodGroup status a session wrote is what the next session sees, even before the write
+//     lands (and for the one-pod groups the cluster never stores);
+//   * pods of other schedulers only occupy their nodes; pods whose PodGroup does not exist are
+//     not scheduled but still occupy their nodes (volcano-semantics.md §7).
+//
+// Writes are gated: SetWritesEnabled(false) (a standby replica, or a leader that lost its lease)
+// makes Apply write nothing and drops queued writes' effects.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kubernetes/client.h"
+#include "kubernetes/decode.h"
+#include "kubernetes/reflector.h"
+#include "kubernetes/writer.h"
+#include "runtime/cluster.h"
+#include "runtime/cluster_spec.h"
+
+namespace kiln::kube {
+
+struct KubernetesClusterOptions {
+  // Pods whose spec.schedulerName is one of these are ours (Volcano's --scheduler-name).
+  std::vector<std::string> scheduler_names = {"volcano"};
+  bool dry_run = false;                   // decide and log, never write
+  bool evict_with_eviction_api = false;   // POST pods/eviction instead of condition + DELETE
+  int write_workers = 8;
+  size_t write_queue_capacity = 20000;
+  // Per-pod wait before a bind that failed with 5xx/429/network is tried again (doubling, capped).
+  std::chrono::milliseconds bind_retry_initial{1000};
+  std::chrono::milliseconds bind_retry_max{60000};
+  bool write_events = true;        // FailedScheduling / Scheduled Events
+  bool write_queue_status = true;  // queues/{name}/status allocated
+  ReflectorOptions reflector;
+  // Called on a writer thread after every bind call: latency in seconds and whether it bound.
+  std::function<void(double seconds, bool ok)> on_bind;
+};
+
+struct KubernetesClusterStats {
+  std::map<std::string, int64_t> relists;  // per resource (kiln_watch_relists_total)
+  int64_t binds_ok = 0;
+  int64_t binds_conflict = 0;  // 409/404: the pod was re-read
+  int64_t binds_retry = 0;     // 5xx/429/network: retried by a later session
+  int64_t binds_failed = 0;
+  int64_t evictions_ok = 0;
+  int64_t evictions_refused = 0;  // 429 (PDB) or other failure: a later session may retry
+  int64_t status_writes = 0;      // pod conditions, nominated nodes, PodGroup and Queue status
+  int64_t status_write_failures = 0;
+  int64_t status_writes_skipped = 0;  // the object already said so
+  int64_t events = 0;
+  int64_t writes_dropped = 0;  // queue full or writes disabled
+  int64_t decode_errors = 0;   // objects skipped because they did not decode
+  size_t write_queue_depth = 0;
+  size_t pods = 0, nodes = 0, pod_groups = 0, queues = 0;
+};
+
+class KubernetesCluster : public ClusterBinding {
+ public:
+  KubernetesCluster(std::shared_ptr<KubeClient> client, KubernetesClusterOptions options);
+  ~KubernetesCluster() override;
+  KubernetesCluster(const KubernetesCluster&) = delete;
+  KubernetesCluster& operator=(const KubernetesCluster&) = delete;
+
+  // Starts the reflectors (one thread each) and the write pool.
+  void Start();
+  // Every reflector has delivered its first LIST.
+  bool HasSynced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout);
+  // Waits up to `drain` for queued writes, then stops writers and reflectors.
+  void Stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000));
+
+  void SetWritesEnabled(bool enabled) { writes_enabled_ = enabled; }
+  bool writes_enabled() const { return writes_enabled_.load(); }
+  // Waits until no write is queued or running (tests, shutdown); true when idle.
+  bool WaitForWrites(std::chrono::milliseconds timeout);
+
+  Result<Cluster> Snapshot(TimeNs now) override;
+  void Apply(const SessionResult& result) override;
+
+  // The plain objects a Snapshot at `now` would build (assumptions and overlays applied).
+  ClusterSpec SnapshotSpec(TimeNs now);
+  KubernetesClusterStats stats() const;
+  const KubernetesClusterOptions& options() const { return options_; }
+
+  struct State;  // the cache (defined in cluster.cc)
+
+ private:
+  bool Ours(const std::string& scheduler_name) const;
+  void SubmitWrite(std::function<void()> work);
+  void Bind(const std::string& key, const std::string& uid, const std::string& node);
+
+  std::shared_ptr<KubeClient> client_;
+  KubernetesClusterOptions options_;
+  Writer writer_;
+  std::unique_ptr<State> state_;
+  std::vector<std::unique_ptr<Reflector>> reflectors_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::atomic<bool> writes_enabled_{true};
+};
+
+}  // namespace kiln::kube

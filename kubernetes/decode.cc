@@ -1,0 +1,1122 @@
+#include "kubernetes/decode.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "runtime/quantity.h"
+
+namespace kiln::kube {
+
+using json = nlohmann::json;
+
+namespace {
+
+// A field of the wrong type: unwinds to the Decode* entry point, which turns it into the
+// object's Error. Never leaves this file.
+struct BadField {
+  std::string message;
+};
+
+[[noreturn]] void Fail(const std::string& path, const std::string& what) {
+  throw BadField{fmt::format("{}: {}", path, what)};
+}
+
+std::string_view TypeName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "a list";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::null: return "null";
+    default: return "a number";
+  }
+}
+
+// The member `key` of object `o`, or nullptr when absent or null.
+const json* Member(const json& o, std::string_view key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const json& Object(const json& o, std::string_view key, const std::string& path) {
+  static const json kEmpty = json::object();
+  const json* v = Member(o, key);
+  if (!v) return kEmpty;
+  if (!v->is_object()) Fail(path + "." + std::string(key), fmt::format("must be an object, got {}", TypeName(*v)));
+  return *v;
+}
+
+const json& Array(const json& o, std::string_view key, const std::string& path) {
+  static const json kEmpty = json::array();
+  const json* v = Member(o, key);
+  if (!v) return kEmpty;
+  if (!v->is_array()) Fail(path + "." + std::string(key), fmt::format("must be a list, got {}", TypeName(*v)));
+  return *v;
+}
+
+std::string Str(const json& o, std::string_view key, const std::string& path, std::string def = "") {
+  const json* v = Member(o, key);
+  if (!v) return def;
+  if (!v->is_string()) Fail(path + "." + std::string(key), fmt::format("must be a string, got {}", TypeName(*v)));
+  return v->get<std::string>();
+}
+
+std::optional<int64_t> OptInt(const json& o, std::string_view key, const std::string& path) {
+  const json* v = Member(o, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_number_unsigned()) return static_cast<int64_t>(v->get<uint64_t>());
+  if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())
+    return static_cast<int64_t>(v->get<double>());
+  Fail(path + "." + std::string(key), fmt::format("must be an integer, got {}", v->dump()));
+}
+
+int32_t Int32(const json& o, std::string_view key, const std::string& path, int32_t def) {
+  auto v = OptInt(o, key, path);
+  if (!v) return def;
+  if (*v < INT32_MIN || *v > INT32_MAX) Fail(path + "." + std::string(key), "out of range for int32");
+  return static_cast<int32_t>(*v);
+}
+
+bool Bool(const json& o, std::string_view key, const std::string& path, bool def) {
+  const json* v = Member(o, key);
+  if (!v) return def;
+  if (!v->is_boolean()) Fail(path + "." + std::string(key), fmt::format("must be a boolean, got {}", TypeName(*v)));
+  return v->get<bool>();
+}
+
+StringMap Map(const json& o, std::string_view key, const std::string& path) {
+  StringMap out;
+  const json& m = Object(o, key, path);
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (it.value().is_null()) {
+      out[it.key()] = "";
+    } else if (!it.value().is_string()) {
+      Fail(fmt::format("{}.{}.{}", path, key, it.key()), fmt::format("must be a string, got {}", TypeName(it.value())));
+    } else {
+      out[it.key()] = it.value().get<std::string>();
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> StrList(const json& o, std::string_view key, const std::string& path) {
+  std::vector<std::string> out;
+  const json& a = Array(o, key, path);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) Fail(fmt::format("{}.{}[{}]", path, key, i), "must be a string");
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
+TimeNs Time(const json& o, std::string_view key, const std::string& path, TimeNs def) {
+  std::string s = Str(o, key, path);
+  if (s.empty()) return def;
+  auto t = ParseTimestamp(s);
+  if (!t) Fail(path + "." + std::string(key), t.error().message);
+  return *t;
+}
+
+// A ResourceList ({"cpu": "500m", "memory": "1Gi"}) in Volcano's units. Names Volcano does not
+// keep (api.NewResource) are dropped as it drops them.
+Resource Resources(const json& o, std::string_view key, const std::string& path) {
+  Resource r;
+  const json& m = Object(o, key, path);
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    std::string text;
+    if (it.value().is_string()) {
+      text = it.value().get<std::string>();
+    } else if (it.value().is_number()) {
+      text = it.value().dump();
+    } else {
+      Fail(fmt::format("{}.{}.{}", path, key, it.key()), fmt::format("must be a quantity, got {}", TypeName(it.value())));
+    }
+    if (!IsVolcanoResourceName(it.key())) continue;
+    auto q = ParseResourceQuantity(it.key(), text);
+    if (!q) Fail(fmt::format("{}.{}.{}", path, key, it.key()), q.error().message);
+    auto id = ResourceRegistry::Intern(it.key());
+    if (!id) Fail(fmt::format("{}.{}", path, key), id.error().message);
+    r.Set(*id, *q);
+  }
+  return r;
+}
+
+std::optional<Resource> OptResources(const json& o, std::string_view key, const std::string& path) {
+  if (!Member(o, key)) return std::nullopt;
+  return Resources(o, key, path);
+}
+
+ObjectMeta Meta(const json& obj, const std::string& path) {
+  const json& m = Object(obj, "metadata", path);
+  ObjectMeta meta;
+  meta.namespace_ = Str(m, "namespace", path + ".metadata");
+  meta.name = Str(m, "name", path + ".metadata");
+  meta.uid = Str(m, "uid", path + ".metadata");
+  meta.resource_version = Str(m, "resourceVersion", path + ".metadata");
+  if (meta.name.empty()) Fail(path, "has no metadata.name");
+  return meta;
+}
+
+std::string Describe(std::string_view kind, const json& obj) {
+  const json* m = Member(obj, "metadata");
+  std::string ns, name;
+  if (m && m->is_object()) {
+    if (const json* n = Member(*m, "namespace"); n && n->is_string()) ns = n->get<std::string>();
+    if (const json* n = Member(*m, "name"); n && n->is_string()) name = n->get<std::string>();
+  }
+  return ns.empty() ? fmt::format("{} {}", kind, name) : fmt::format("{} {}/{}", kind, ns, name);
+}
+
+// ---- Kubernetes shapes ----
+
+SelectorRequirement Requirement(const json& e, const std::string& path) {
+  SelectorRequirement r;
+  r.key = Str(e, "key", path);
+  r.op = Str(e, "operator", path);
+  r.values = StrList(e, "values", path);
+  return r;
+}
+
+LabelSelector Selector(const json& s, const std::string& path) {
+  LabelSelector sel;
+  sel.match_labels = Map(s, "matchLabels", path);
+  const json& exprs = Array(s, "matchExpressions", path);
+  for (size_t i = 0; i < exprs.size(); ++i)
+    sel.match_expressions.push_back(Requirement(exprs[i], fmt::format("{}.matchExpressions[{}]", path, i)));
+  return sel;
+}
+
+std::optional<LabelSelector> OptSelector(const json& o, std::string_view key, const std::string& path) {
+  if (!Member(o, key)) return std::nullopt;
+  return Selector(Object(o, key, path), path + "." + std::string(key));
+}
+
+NodeSelectorTerm Term(const json& t, const std::string& path) {
+  NodeSelectorTerm term;
+  const json& e = Array(t, "matchExpressions", path);
+  for (size_t i = 0; i < e.size(); ++i)
+    term.match_expressions.push_back(Requirement(e[i], fmt::format("{}.matchExpressions[{}]", path, i)));
+  const json& f = Array(t, "matchFields", path);
+  for (size_t i = 0; i < f.size(); ++i)
+    term.match_fields.push_back(Requirement(f[i], fmt::format("{}.matchFields[{}]", path, i)));
+  return term;
+}
+
+PodAffinityTerm AffinityTerm(const json& t, const std::string& path) {
+  PodAffinityTerm term;
+  term.label_selector = OptSelector(t, "labelSelector", path);
+  term.namespaces = StrList(t, "namespaces", path);
+  term.namespace_selector = OptSelector(t, "namespaceSelector", path);
+  term.topology_key = Str(t, "topologyKey", path);
+  return term;
+}
+
+constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+constexpr std::string_view kPreferred = "preferredDuringSchedulingIgnoredDuringExecution";
+
+PodAffinity PodAffinityOf(const json& a, const std::string& path) {
+  PodAffinity out;
+  const json& req = Array(a, kRequired, path);
+  for (size_t i = 0; i < req.size(); ++i)
+    out.required.push_back(AffinityTerm(req[i], fmt::format("{}.{}[{}]", path, kRequired, i)));
+  const json& pref = Array(a, kPreferred, path);
+  for (size_t i = 0; i < pref.size(); ++i) {
+    std::string p = fmt::format("{}.{}[{}]", path, kPreferred, i);
+    WeightedPodAffinityTerm w;
+    w.weight = Int32(pref[i], "weight", p, 0);
+    w.term = AffinityTerm(Object(pref[i], "podAffinityTerm", p), p + ".podAffinityTerm");
+    out.preferred.push_back(std::move(w));
+  }
+  return out;
+}
+
+Affinity AffinityOf(const json& a, const std::string& path) {
+  Affinity out;
+  if (const json* na = Member(a, "nodeAffinity")) {
+    std::string p = path + ".nodeAffinity";
+    if (!na->is_object()) Fail(p, "must be an object");
+    NodeAffinity n;
+    if (const json* req = Member(*na, kRequired)) {
+      std::string rp = fmt::format("{}.{}", p, kRequired);
+      if (!req->is_object()) Fail(rp, "must be an object");
+      std::vector<NodeSelectorTerm> terms;
+      const json& list = Array(*req, "nodeSelectorTerms", rp);
+      for (size_t i = 0; i < list.size(); ++i)
+        terms.push_back(Term(list[i], fmt::format("{}.nodeSelectorTerms[{}]", rp, i)));
+      n.required = std::move(terms);
+    }
+    const json& pref = Array(*na, kPreferred, p);
+    for (size_t i = 0; i < pref.size(); ++i) {
+      std::string pp = fmt::format("{}.{}[{}]", p, kPreferred, i);
+      PreferredSchedulingTerm t;
+      t.weight = Int32(pref[i], "weight", pp, 0);
+      t.preference = Term(Object(pref[i], "preference", pp), pp + ".preference");
+      n.preferred.push_back(std::move(t));
+    }
+    out.node_affinity = std::move(n);
+  }
+  if (Member(a, "podAffinity"))
+    out.pod_affinity = PodAffinityOf(Object(a, "podAffinity", path), path + ".podAffinity");
+  if (Member(a, "podAntiAffinity"))
+    out.pod_anti_affinity = PodAffinityOf(Object(a, "podAntiAffinity", path), path + ".podAntiAffinity");
+  return out;
+}
+
+std::vector<Toleration> Tolerations(const json& spec, const std::string& path) {
+  std::vector<Toleration> out;
+  const json& list = Array(spec, "tolerations", path);
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = fmt::format("{}.tolerations[{}]", path, i);
+    Toleration t;
+    t.key = Str(list[i], "key", p);
+    t.op = Str(list[i], "operator", p, "Equal");
+    t.value = Str(list[i], "value", p);
+    t.effect = Str(list[i], "effect", p);
+    t.toleration_seconds = OptInt(list[i], "tolerationSeconds", p);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<TopologySpreadConstraint> Spread(const json& spec, const std::string& path) {
+  std::vector<TopologySpreadConstraint> out;
+  const json& list = Array(spec, "topologySpreadConstraints", path);
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = fmt::format("{}.topologySpreadConstraints[{}]", path, i);
+    TopologySpreadConstraint c;
+    c.max_skew = Int32(list[i], "maxSkew", p, 1);
+    c.topology_key = Str(list[i], "topologyKey", p);
+    c.when_unsatisfiable = Str(list[i], "whenUnsatisfiable", p, "DoNotSchedule");
+    c.label_selector = OptSelector(list[i], "labelSelector", p);
+    if (auto m = OptInt(list[i], "minDomains", p)) c.min_domains = static_cast<int32_t>(*m);
+    c.match_label_keys = StrList(list[i], "matchLabelKeys", p);
+    c.node_affinity_policy = Str(list[i], "nodeAffinityPolicy", p);
+    c.node_taints_policy = Str(list[i], "nodeTaintsPolicy", p);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+PreemptionPolicy ParsePreemption(const std::string& s, const std::string& path) {
+  if (s == "Never") return PreemptionPolicy::Never;
+  if (s.empty() || s == "PreemptLowerPriority") return PreemptionPolicy::PreemptLowerPriority;
+  Fail(path, fmt::format("must be PreemptLowerPriority or Never, got `{}`", s));
+}
+
+// A pod's requests as Kubernetes computes them (resourcehelper.PodRequests, Volcano's
+// GetPodResourceWithoutInitContainers + init max + overhead): the sum over containers, then per
+// resource the max with each init container (a sidecar init container, restartPolicy Always,
+// runs alongside the containers and adds to the sum instead), then plus the pod overhead.
+Resource PodRequests(const json& spec, const std::string& path) {
+  Resource sum;
+  const json& containers = Array(spec, "containers", path);
+  for (size_t i = 0; i < containers.size(); ++i) {
+    std::string p = fmt::format("{}.containers[{}].resources", path, i);
+    sum.Add(Resources(Object(containers[i], "resources", p), "requests", p));
+  }
+  const json& inits = Array(spec, "initContainers", path);
+  Resource sidecars;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    std::string p = fmt::format("{}.initContainers[{}]", path, i);
+    Resource r = Resources(Object(inits[i], "resources", p), "requests", p + ".resources");
+    if (Str(inits[i], "restartPolicy", p) == "Always") {
+      sidecars.Add(r);
+      continue;
+    }
+    // An init container runs with the sidecars started before it.
+    Resource with = r;
+    with.Add(sidecars);
+    sum.SetMax(with);
+  }
+  if (!sidecars.IsEmpty() || sidecars.HasScalars()) {
+    Resource total = sum;
+    total.Add(sidecars);
+    sum = total;
+  }
+  if (const json* overhead = Member(spec, "overhead"); overhead)
+    sum.Add(Resources(spec, "overhead", path));
+  return sum;
+}
+
+template <typename F>
+auto Guard(std::string_view kind, const json& obj, F&& f) -> Result<decltype(f())> {
+  if (!obj.is_object()) return Error{fmt::format("{}: not a JSON object", kind), {}};
+  try {
+    return f();
+  } catch (const BadField& e) {
+    return Error{fmt::format("{}: {}", Describe(kind, obj), e.message), {}};
+  }
+}
+
+}  // namespace
+
+ObjectMeta DecodeMeta(const json& obj) {
+  ObjectMeta meta;
+  const json* m = Member(obj, "metadata");
+  if (!m || !m->is_object()) return meta;
+  auto get = [&](std::string_view k) {
+    const json* v = Member(*m, k);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  meta.namespace_ = get("namespace");
+  meta.name = get("name");
+  meta.uid = get("uid");
+  meta.resource_version = get("resourceVersion");
+  return meta;
+}
+
+Result<DecodedPod> DecodePod(const json& obj) {
+  return Guard("pod", obj, [&] {
+    DecodedPod out;
+    out.meta = Meta(obj, "pod");
+    PodSpec& p = out.spec;
+    p.name = out.meta.name;
+    p.namespace_ = out.meta.namespace_.empty() ? "default" : out.meta.namespace_;
+    p.where = SourceLocation{fmt::format("pod {}/{}", p.namespace_, p.name)};
+    const json& meta = Object(obj, "metadata", "pod");
+    p.labels = Map(meta, "labels", "metadata");
+    p.annotations = Map(meta, "annotations", "metadata");
+    if (auto it = p.annotations.find(kGroupNameAnnotation); it != p.annotations.end()) {
+      p.group = it->second;
+      p.annotations.erase(it);
+    }
+    if (auto it = p.annotations.find(kTaskSpecAnnotation); it != p.annotations.end()) {
+      p.task = it->second;
+      p.annotations.erase(it);
+    }
+    if (auto it = p.annotations.find(kDurationAnnotation); it != p.annotations.end()) {
+      auto d = ParseGoDuration(it->second);
+      if (!d || *d <= 0)
+        Fail("metadata.annotations." + std::string(kDurationAnnotation),
+             fmt::format("must be a positive Go duration, got `{}`", it->second));
+      p.duration = *d;
+      p.annotations.erase(it);
+    }
+    p.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    p.deleting = Member(meta, "deletionTimestamp") != nullptr;
+
+    const json& spec = Object(obj, "spec", "pod");
+    out.scheduler_name = Str(spec, "schedulerName", "spec", "default-scheduler");
+    p.node = Str(spec, "nodeName", "spec");
+    p.priority_class_name = Str(spec, "priorityClassName", "spec");
+    if (auto pr = OptInt(spec, "priority", "spec")) p.priority = static_cast<int32_t>(*pr);
+    if (const json* pp = Member(spec, "preemptionPolicy"))
+      p.preemption_policy = ParsePreemption(pp->is_string() ? pp->get<std::string>() : "?",
+                                            "spec.preemptionPolicy");
+    p.requests = PodRequests(spec, "spec");
+    p.node_selector = Map(spec, "nodeSelector", "spec");
+    p.tolerations = Tolerations(spec, "spec");
+    if (Member(spec, "affinity")) p.affinity = AffinityOf(Object(spec, "affinity", "spec"), "spec.affinity");
+    p.topology_spread_constraints = Spread(spec, "spec");
+    const json& containers = Array(spec, "containers", "spec");
+    for (size_t i = 0; i < containers.size(); ++i) {
+      std::string cp = fmt::format("spec.containers[{}]", i);
+      if (i == 0) p.image = Str(containers[i], "image", cp);
+      const json& ports = Array(containers[i], "ports", cp);
+      for (size_t j = 0; j < ports.size(); ++j) {
+        std::string pp = fmt::format("{}.ports[{}]", cp, j);
+        HostPort hp;
+        hp.host_port = Int32(ports[j], "hostPort", pp, 0);
+        // Only ports bound on the host constrain placement (NodePorts filter).
+        if (hp.host_port == 0) continue;
+        hp.container_port = Int32(ports[j], "containerPort", pp, 0);
+        hp.protocol = Str(ports[j], "protocol", pp, "TCP");
+        hp.host_ip = Str(ports[j], "hostIP", pp);
+        p.host_ports.push_back(std::move(hp));
+      }
+    }
+    const json& gates = Array(spec, "schedulingGates", "spec");
+    for (size_t i = 0; i < gates.size(); ++i)
+      p.scheduling_gates.push_back(Str(gates[i], "name", fmt::format("spec.schedulingGates[{}]", i)));
+
+    const json& status = Object(obj, "status", "pod");
+    std::string phase = Str(status, "phase", "status", "Pending");
+    if (phase == "Pending") p.phase = PodPhase::Pending;
+    else if (phase == "Running") p.phase = PodPhase::Running;
+    else if (phase == "Succeeded") p.phase = PodPhase::Succeeded;
+    else if (phase == "Failed") p.phase = PodPhase::Failed;
+    else p.phase = PodPhase::Unknown;
+    p.nominated_node = Str(status, "nominatedNodeName", "status");
+    const json& conds = Array(status, "conditions", "status");
+    for (size_t i = 0; i < conds.size(); ++i) {
+      std::string cp = fmt::format("status.conditions[{}]", i);
+      if (Str(conds[i], "type", cp) != "PodScheduled") continue;
+      out.scheduled_status = Str(conds[i], "status", cp);
+      out.scheduled_reason = Str(conds[i], "reason", cp);
+      out.scheduled_message = Str(conds[i], "message", cp);
+      if (out.scheduled_status == "True") p.scheduled_at = Time(conds[i], "lastTransitionTime", cp, 0);
+    }
+    return out;
+  });
+}
+
+Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
+  return Guard("node", obj, [&] {
+    ObjectMeta m = Meta(obj, "node");
+    NodeSpec n;
+    n.name = m.name;
+    n.where = SourceLocation{"node " + n.name};
+    const json& meta = Object(obj, "metadata", "node");
+    n.labels = Map(meta, "labels", "metadata");
+    n.annotations = Map(meta, "annotations", "metadata");
+    n.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    const json& spec = Object(obj, "spec", "node");
+    n.unschedulable = Bool(spec, "unschedulable", "spec", false);
+    const json& taints = Array(spec, "taints", "spec");
+    for (size_t i = 0; i < taints.size(); ++i) {
+      std::string p = fmt::format("spec.taints[{}]", i);
+      n.taints.push_back(Taint{Str(taints[i], "key", p), Str(taints[i], "value", p), Str(taints[i], "effect", p)});
+    }
+    const json& status = Object(obj, "status", "node");
+    n.allocatable = Resources(status, "allocatable", "status");
+    n.capacity = Member(status, "capacity") ? Resources(status, "capacity", "status") : n.allocatable;
+    const json& images = Array(status, "images", "status");
+    for (size_t i = 0; i < images.size(); ++i) {
+      std::string p = fmt::format("status.images[{}]", i);
+      int64_t size = OptInt(images[i], "sizeBytes", p).value_or(0);
+      for (auto& name : StrList(images[i], "names", p)) n.images[name] = size;
+    }
+    // Kiln's usage annotation (what a metrics source would report to the usage plugin):
+    // {"cpu": percent, "memory": percent, "metricsTime": RFC 3339}.
+    if (auto it = n.annotations.find(kUsageAnnotation); it != n.annotations.end()) {
+      std::string path = "metadata.annotations." + std::string(kUsageAnnotation);
+      json u = json::parse(it->second, nullptr, false);
+      if (u.is_discarded() || !u.is_object()) Fail(path, "must be a JSON object");
+      NodeUsageSpec usage;
+      auto pct = [&](const char* key) {
+        const json* v = Member(u, key);
+        if (!v) return 0.0;
+        if (v->is_number()) return v->get<double>();
+        if (v->is_string()) {
+          char* end = nullptr;
+          double d = std::strtod(v->get_ref<const std::string&>().c_str(), &end);
+          if (end && *end == '\0') return d;
+        }
+        Fail(path + "." + key, "must be a number");
+      };
+      usage.cpu = pct("cpu");
+      usage.memory = pct("memory");
+      usage.metrics_time = Time(u, "metricsTime", path, 0);
+      n.usage = usage;
+      n.annotations.erase(it);
+    }
+    if (meta_out) *meta_out = m;
+    return n;
+  });
+}
+
+Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
+  return Guard("podgroup", obj, [&] {
+    DecodedPodGroup out;
+    out.meta = Meta(obj, "podgroup");
+    PodGroupSpec& g = out.spec;
+    g.name = out.meta.name;
+    g.namespace_ = out.meta.namespace_.empty() ? "default" : out.meta.namespace_;
+    g.where = SourceLocation{fmt::format("podgroup {}/{}", g.namespace_, g.name)};
+    const json& meta = Object(obj, "metadata", "podgroup");
+    g.labels = Map(meta, "labels", "metadata");
+    g.annotations = Map(meta, "annotations", "metadata");
+    g.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    const json& spec = Object(obj, "spec", "podgroup");
+    g.min_member = Int32(spec, "minMember", "spec", 1);
+    const json& mtm = Object(spec, "minTaskMember", "spec");
+    for (auto it = mtm.begin(); it != mtm.end(); ++it)
+      g.min_task_member[it.key()] = Int32(mtm, it.key(), "spec.minTaskMember", 0);
+    g.min_resources = OptResources(spec, "minResources", "spec");
+    g.queue = Str(spec, "queue", "spec", "default");
+    if (g.queue.empty()) g.queue = "default";
+    g.priority_class_name = Str(spec, "priorityClassName", "spec");
+    const json& status = Object(obj, "status", "podgroup");
+    std::string phase = Str(status, "phase", "status");
+    g.phase = ParsePodGroupPhase(phase).value_or(PodGroupPhase::Unknown);
+    out.running = Int32(status, "running", "status", 0);
+    out.succeeded = Int32(status, "succeeded", "status", 0);
+    out.failed = Int32(status, "failed", "status", 0);
+    const json& conds = Array(status, "conditions", "status");
+    for (size_t i = 0; i < conds.size(); ++i) {
+      std::string p = fmt::format("status.conditions[{}]", i);
+      PodGroupCondition c;
+      c.type = Str(conds[i], "type", p);
+      c.status = Str(conds[i], "status", p);
+      c.transition_id = Str(conds[i], "transitionID", p);
+      c.last_transition_time = Time(conds[i], "lastTransitionTime", p, 0);
+      c.reason = Str(conds[i], "reason", p);
+      c.message = Str(conds[i], "message", p);
+      g.conditions.push_back(std::move(c));
+    }
+    return out;
+  });
+}
+
+Result<QueueSpec> DecodeQueue(const json& obj, ObjectMeta* meta_out) {
+  return Guard("queue", obj, [&] {
+    ObjectMeta m = Meta(obj, "queue");
+    QueueSpec q;
+    q.name = m.name;
+    q.where = SourceLocation{"queue " + q.name};
+    const json& meta = Object(obj, "metadata", "queue");
+    q.labels = Map(meta, "labels", "metadata");
+    q.annotations = Map(meta, "annotations", "metadata");
+    q.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    const json& spec = Object(obj, "spec", "queue");
+    q.weight = OptInt(spec, "weight", "spec").value_or(1);
+    q.capability = OptResources(spec, "capability", "spec");
+    q.deserved = OptResources(spec, "deserved", "spec");
+    if (Member(spec, "guarantee"))
+      q.guarantee = OptResources(Object(spec, "guarantee", "spec"), "resource", "spec.guarantee");
+    q.parent = Str(spec, "parent", "spec");
+    q.priority = OptInt(spec, "priority", "spec").value_or(0);
+    q.reclaimable = Bool(spec, "reclaimable", "spec", true);
+    const json& aff = Object(spec, "affinity", "spec");
+    for (auto [key, out] : {std::pair{"nodeGroupAffinity", &q.node_group_affinity},
+                            std::pair{"nodeGroupAntiAffinity", &q.node_group_anti_affinity}}) {
+      const json& a = Object(aff, key, "spec.affinity");
+      std::string p = fmt::format("spec.affinity.{}", key);
+      out->required = StrList(a, kRequired, p);
+      out->preferred = StrList(a, kPreferred, p);
+    }
+    const json& status = Object(obj, "status", "queue");
+    std::string state = Str(status, "state", "status");
+    // A queue the controller has not reconciled yet has no state: Volcano treats it as Open.
+    q.state = state.empty() ? QueueState::Open : ParseQueueState(state).value_or(QueueState::Unknown);
+    if (meta_out) *meta_out = m;
+    return q;
+  });
+}
+
+Result<PriorityClassSpec> DecodePriorityClass(const json& obj, ObjectMeta* meta_out) {
+  return Guard("priorityclass", obj, [&] {
+    ObjectMeta m = Meta(obj, "priorityclass");
+    PriorityClassSpec pc;
+    pc.name = m.name;
+    pc.where = SourceLocation{"priorityclass " + pc.name};
+    pc.value = Int32(obj, "value", "priorityclass", 0);
+    pc.global_default = Bool(obj, "globalDefault", "priorityclass", false);
+    pc.preemption_policy = ParsePreemption(Str(obj, "preemptionPolicy", "priorityclass"),
+                                           "preemptionPolicy");
+    if (meta_out) *meta_out = m;
+    return pc;
+  });
+}
+
+Result<PodDisruptionBudget> DecodePdb(const json& obj, ObjectMeta* meta_out) {
+  return Guard("poddisruptionbudget", obj, [&] {
+    ObjectMeta m = Meta(obj, "poddisruptionbudget");
+    PodDisruptionBudget pdb;
+    pdb.name = m.name;
+    pdb.namespace_ = m.namespace_.empty() ? "default" : m.namespace_;
+    const json& spec = Object(obj, "spec", "pdb");
+    auto int_or_string = [&](std::string_view key) -> std::optional<std::string> {
+      const json* v = Member(spec, key);
+      if (!v) return std::nullopt;
+      if (v->is_string()) return v->get<std::string>();
+      if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
+      Fail(fmt::format("spec.{}", key), "must be an integer or a percentage");
+    };
+    pdb.min_available = int_or_string("minAvailable");
+    pdb.max_unavailable = int_or_string("maxUnavailable");
+    if (Member(spec, "selector")) pdb.selector = Selector(Object(spec, "selector", "spec"), "spec.selector");
+    const json& status = Object(obj, "status", "pdb");
+    pdb.disruptions_allowed = Int32(status, "disruptionsAllowed", "status", 0);
+    const json& disrupted = Object(status, "disruptedPods", "status");
+    for (auto it = disrupted.begin(); it != disrupted.end(); ++it) pdb.disrupted_pods.push_back(it.key());
+    if (meta_out) *meta_out = m;
+    return pdb;
+  });
+}
+
+Result<ResourceQuota> DecodeResourceQuota(const json& obj, ObjectMeta* meta_out) {
+  return Guard("resourcequota", obj, [&] {
+    ObjectMeta m = Meta(obj, "resourcequota");
+    ResourceQuota rq;
+    rq.name = m.name;
+    rq.namespace_ = m.namespace_.empty() ? "default" : m.namespace_;
+    rq.hard = Resources(Object(obj, "spec", "resourcequota"), "hard", "spec");
+    rq.used = Resources(Object(obj, "status", "resourcequota"), "used", "status");
+    if (meta_out) *meta_out = m;
+    return rq;
+  });
+}
+
+Result<DecodedNamespace> DecodeNamespace(const json& obj) {
+  return Guard("namespace", obj, [&] {
+    DecodedNamespace ns;
+    ns.meta = Meta(obj, "namespace");
+    ns.labels = Map(Object(obj, "metadata", "namespace"), "labels", "metadata");
+    return ns;
+  });
+}
+
+void CompleteCluster(ClusterSpec& c, TimeNs now) {
+  bool has_default = false;
+  for (const auto& q : c.queues) has_default |= q.name == "default";
+  if (!has_default) {
+    QueueSpec q;
+    q.name = "default";
+    q.implicit = true;
+    c.queues.push_back(std::move(q));
+  }
+  for (auto& pod : c.pods) {
+    if (pod.creation_time == kUnsetTime) pod.creation_time = now;
+    if (!pod.group.empty()) continue;
+    PodGroupSpec g;
+    g.name = "podgroup-" + pod.Uid();
+    g.namespace_ = pod.namespace_;
+    g.min_member = 1;
+    g.min_resources = pod.requests;
+    g.priority_class_name = pod.priority_class_name;
+    g.creation_time = pod.creation_time;
+    g.phase = pod.phase == PodPhase::Running ? PodGroupPhase::Running : PodGroupPhase::Pending;
+    g.implicit = true;
+    g.where = pod.where;
+    pod.group = g.name;
+    c.pod_groups.push_back(std::move(g));
+  }
+  for (auto& q : c.queues)
+    if (q.creation_time == kUnsetTime) q.creation_time = now;
+  for (auto& n : c.nodes)
+    if (n.creation_time == kUnsetTime) n.creation_time = now;
+  for (auto& g : c.pod_groups)
+    if (g.creation_time == kUnsetTime) g.creation_time = now;
+  // As the Priority admission plugin fills spec.priority from the class; the later of two
+  // global defaults wins (§7.5).
+  const PriorityClassSpec* global_default = nullptr;
+  for (const auto& pc : c.priority_classes)
+    if (pc.global_default) global_default = &pc;
+  for (auto& p : c.pods) {
+    const PriorityClassSpec* cls = nullptr;
+    if (!p.priority_class_name.empty()) {
+      for (const auto& pc : c.priority_classes)
+        if (pc.name == p.priority_class_name) cls = &pc;
+    } else {
+      cls = global_default;
+    }
+    if (!p.priority && cls) p.priority = cls->value;
+    if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Encoding
+
+std::string FormatTimestamp(TimeNs t) {
+  int64_t secs = t / 1'000'000'000;
+  int64_t nanos = t % 1'000'000'000;
+  if (nanos < 0) {
+    nanos += 1'000'000'000;
+    --secs;
+  }
+  std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out = buf;
+  if (nanos) {
+    std::string frac = fmt::format("{:09d}", nanos);
+    while (!frac.empty() && frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out + "Z";
+}
+
+std::string FormatQuantity(std::string_view resource, double value) {
+  // Volcano's units: memory bytes and pods whole; cpu and scalar resources milli-units.
+  if (resource == "memory" || resource == "pods")
+    return fmt::format("{}", static_cast<int64_t>(std::llround(value)));
+  int64_t milli = static_cast<int64_t>(std::llround(value));
+  if (milli % 1000 == 0) return fmt::format("{}", milli / 1000);
+  return fmt::format("{}m", milli);
+}
+
+namespace {
+
+json ResourcesJson(const Resource& r) {
+  json out = json::object();
+  for (int id = 0; id < kMaxResources; ++id) {
+    if (!r.Has(static_cast<ResourceId>(id))) continue;
+    std::string_view name = ResourceRegistry::Name(static_cast<ResourceId>(id));
+    out[std::string(name)] = FormatQuantity(name, r.Get(static_cast<ResourceId>(id)));
+  }
+  return out;
+}
+
+// A container's requests: every present dimension, except cpu/memory written only when non-zero
+// (they are always "present" in a Resource, but a scenario that omits them means no request).
+json RequestsJson(const Resource& r) {
+  json out = ResourcesJson(r);
+  if (r.cpu() == 0) out.erase("cpu");
+  if (r.memory() == 0) out.erase("memory");
+  return out;
+}
+
+json MapJson(const StringMap& m) {
+  json out = json::object();
+  for (const auto& [k, v] : m) out[k] = v;
+  return out;
+}
+
+json MetaJson(const std::string& name, const std::string& ns, const StringMap& labels,
+              const StringMap& annotations, TimeNs created) {
+  json m = {{"name", name}};
+  if (!ns.empty()) m["namespace"] = ns;
+  if (!labels.empty()) m["labels"] = MapJson(labels);
+  if (!annotations.empty()) m["annotations"] = MapJson(annotations);
+  if (created != kUnsetTime) m["creationTimestamp"] = FormatTimestamp(created);
+  return m;
+}
+
+json RequirementJson(const SelectorRequirement& r) {
+  json j = {{"key", r.key}, {"operator", r.op}};
+  if (!r.values.empty()) j["values"] = r.values;
+  return j;
+}
+
+json SelectorJson(const LabelSelector& s) {
+  json j = json::object();
+  if (!s.match_labels.empty()) j["matchLabels"] = MapJson(s.match_labels);
+  if (!s.match_expressions.empty()) {
+    j["matchExpressions"] = json::array();
+    for (const auto& e : s.match_expressions) j["matchExpressions"].push_back(RequirementJson(e));
+  }
+  return j;
+}
+
+json TermJson(const NodeSelectorTerm& t) {
+  json j = json::object();
+  if (!t.match_expressions.empty()) {
+    j["matchExpressions"] = json::array();
+    for (const auto& e : t.match_expressions) j["matchExpressions"].push_back(RequirementJson(e));
+  }
+  if (!t.match_fields.empty()) {
+    j["matchFields"] = json::array();
+    for (const auto& e : t.match_fields) j["matchFields"].push_back(RequirementJson(e));
+  }
+  return j;
+}
+
+json AffinityTermJson(const PodAffinityTerm& t) {
+  json j = {{"topologyKey", t.topology_key}};
+  if (t.label_selector) j["labelSelector"] = SelectorJson(*t.label_selector);
+  if (!t.namespaces.empty()) j["namespaces"] = t.namespaces;
+  if (t.namespace_selector) j["namespaceSelector"] = SelectorJson(*t.namespace_selector);
+  return j;
+}
+
+json PodAffinityJson(const PodAffinity& a) {
+  json j = json::object();
+  if (!a.required.empty()) {
+    j[std::string(kRequired)] = json::array();
+    for (const auto& t : a.required) j[std::string(kRequired)].push_back(AffinityTermJson(t));
+  }
+  if (!a.preferred.empty()) {
+    j[std::string(kPreferred)] = json::array();
+    for (const auto& w : a.preferred)
+      j[std::string(kPreferred)].push_back({{"weight", w.weight}, {"podAffinityTerm", AffinityTermJson(w.term)}});
+  }
+  return j;
+}
+
+json AffinityJson(const Affinity& a) {
+  json j = json::object();
+  if (a.node_affinity) {
+    json na = json::object();
+    if (a.node_affinity->required) {
+      json terms = json::array();
+      for (const auto& t : *a.node_affinity->required) terms.push_back(TermJson(t));
+      na[std::string(kRequired)] = {{"nodeSelectorTerms", terms}};
+    }
+    if (!a.node_affinity->preferred.empty()) {
+      json pref = json::array();
+      for (const auto& p : a.node_affinity->preferred)
+        pref.push_back({{"weight", p.weight}, {"preference", TermJson(p.preference)}});
+      na[std::string(kPreferred)] = pref;
+    }
+    j["nodeAffinity"] = na;
+  }
+  if (a.pod_affinity) j["podAffinity"] = PodAffinityJson(*a.pod_affinity);
+  if (a.pod_anti_affinity) j["podAntiAffinity"] = PodAffinityJson(*a.pod_anti_affinity);
+  return j;
+}
+
+std::string_view PhaseName(PodPhase p) { return ToString(p); }
+
+std::string GoDuration(DurationNs d) {
+  // Whole milliseconds are enough for the durations scenarios write ("30s", "1h30m", "500ms").
+  if (d % 1'000'000 == 0) return fmt::format("{}ms", d / 1'000'000);
+  return fmt::format("{}ns", d);
+}
+
+}  // namespace
+
+std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& options) {
+  std::vector<json> out;
+  std::set<std::string> namespaces;
+  for (const auto& g : c.pod_groups)
+    if (!(options.skip_implicit && g.implicit)) namespaces.insert(g.namespace_);
+  for (const auto& p : c.pods) namespaces.insert(p.namespace_);
+  for (const auto& p : c.pdbs) namespaces.insert(p.namespace_);
+  for (const auto& q : c.resource_quotas) namespaces.insert(q.namespace_);
+  for (const auto& ns : namespaces)
+    out.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+
+  for (const auto& pc : c.priority_classes) {
+    json j = {{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"},
+              {"metadata", {{"name", pc.name}}}, {"value", pc.value}};
+    if (pc.global_default) j["globalDefault"] = true;
+    j["preemptionPolicy"] = pc.preemption_policy == PreemptionPolicy::Never ? "Never" : "PreemptLowerPriority";
+    out.push_back(std::move(j));
+  }
+  for (const auto& q : c.queues) {
+    if (options.skip_implicit && q.implicit) continue;
+    json spec = {{"weight", q.weight}};
+    if (q.capability) spec["capability"] = ResourcesJson(*q.capability);
+    if (q.deserved) spec["deserved"] = ResourcesJson(*q.deserved);
+    if (q.guarantee) spec["guarantee"] = {{"resource", ResourcesJson(*q.guarantee)}};
+    if (!q.parent.empty()) spec["parent"] = q.parent;
+    if (q.priority) spec["priority"] = q.priority;
+    spec["reclaimable"] = q.reclaimable;
+    json aff = json::object();
+    for (auto [key, a] : {std::pair{"nodeGroupAffinity", &q.node_group_affinity},
+                          std::pair{"nodeGroupAntiAffinity", &q.node_group_anti_affinity}}) {
+      if (a->required.empty() && a->preferred.empty()) continue;
+      json x = json::object();
+      if (!a->required.empty()) x[std::string(kRequired)] = a->required;
+      if (!a->preferred.empty()) x[std::string(kPreferred)] = a->preferred;
+      aff[key] = x;
+    }
+    if (!aff.empty()) spec["affinity"] = aff;
+    out.push_back({{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "Queue"},
+                   {"metadata", MetaJson(q.name, "", q.labels, q.annotations, q.creation_time)},
+                   {"spec", spec},
+                   {"status", {{"state", std::string(ToString(q.state))}}}});
+  }
+  for (const auto& n : c.nodes) {
+    StringMap annotations = n.annotations;
+    if (n.usage) {
+      json u = {{"cpu", n.usage->cpu}, {"memory", n.usage->memory}};
+      if (n.usage->metrics_time) u["metricsTime"] = FormatTimestamp(n.usage->metrics_time);
+      annotations[std::string(kUsageAnnotation)] = u.dump();
+    }
+    json spec = json::object();
+    if (n.unschedulable) spec["unschedulable"] = true;
+    if (!n.taints.empty()) {
+      spec["taints"] = json::array();
+      for (const auto& t : n.taints) {
+        json tj = {{"key", t.key}, {"effect", t.effect}};
+        if (!t.value.empty()) tj["value"] = t.value;
+        spec["taints"].push_back(tj);
+      }
+    }
+    json status = {{"allocatable", ResourcesJson(n.allocatable)}, {"capacity", ResourcesJson(n.capacity)}};
+    if (!n.images.empty()) {
+      // One entry per size, listing every name of that image size (NodeStatus.images).
+      std::map<int64_t, std::vector<std::string>> by_size;
+      for (const auto& [name, size] : n.images) by_size[size].push_back(name);
+      status["images"] = json::array();
+      for (const auto& [size, names] : by_size) status["images"].push_back({{"names", names}, {"sizeBytes", size}});
+    }
+    status["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+    out.push_back({{"apiVersion", "v1"}, {"kind", "Node"},
+                   {"metadata", MetaJson(n.name, "", n.labels, annotations, n.creation_time)},
+                   {"spec", spec}, {"status", status}});
+  }
+  for (const auto& g : c.pod_groups) {
+    if (options.skip_implicit && g.implicit) continue;
+    json spec = {{"minMember", g.min_member}, {"queue", g.queue}};
+    if (!g.min_task_member.empty()) {
+      spec["minTaskMember"] = json::object();
+      for (const auto& [k, v] : g.min_task_member) spec["minTaskMember"][k] = v;
+    }
+    if (g.min_resources) spec["minResources"] = ResourcesJson(*g.min_resources);
+    if (!g.priority_class_name.empty()) spec["priorityClassName"] = g.priority_class_name;
+    json status = {{"phase", std::string(ToString(g.phase))}};
+    if (!g.conditions.empty()) {
+      status["conditions"] = json::array();
+      for (const auto& cond : g.conditions) {
+        json cj = {{"type", cond.type}, {"status", cond.status}};
+        if (!cond.transition_id.empty()) cj["transitionID"] = cond.transition_id;
+        if (cond.last_transition_time) cj["lastTransitionTime"] = FormatTimestamp(cond.last_transition_time);
+        if (!cond.reason.empty()) cj["reason"] = cond.reason;
+        if (!cond.message.empty()) cj["message"] = cond.message;
+        status["conditions"].push_back(cj);
+      }
+    }
+    out.push_back({{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "PodGroup"},
+                   {"metadata", MetaJson(g.name, g.namespace_, g.labels, g.annotations, g.creation_time)},
+                   {"spec", spec}, {"status", status}});
+  }
+  std::set<std::string> implicit_groups;
+  for (const auto& g : c.pod_groups)
+    if (g.implicit) implicit_groups.insert(g.Uid());
+  for (const auto& p : c.pods) {
+    StringMap annotations = p.annotations;
+    if (!p.group.empty() && !(options.skip_implicit && implicit_groups.count(p.JobUid())))
+      annotations[std::string(kGroupNameAnnotation)] = p.group;
+    if (!p.task.empty()) annotations[std::string(kTaskSpecAnnotation)] = p.task;
+    if (p.duration) annotations[std::string(kDurationAnnotation)] = GoDuration(*p.duration);
+    json meta = MetaJson(p.name, p.namespace_, p.labels, annotations, p.creation_time);
+    if (p.deleting) {
+      meta["deletionTimestamp"] = FormatTimestamp(options.now);
+      meta["deletionGracePeriodSeconds"] = 30;
+    }
+    // Kubernetes requires an image; a scenario pod without one runs the pause image.
+    json container = {{"name", "main"}, {"image", p.image.empty() ? std::string(kDefaultImage) : p.image}};
+    json requests = RequestsJson(p.requests);
+    if (!requests.empty()) container["resources"] = {{"requests", requests}};
+    if (!p.host_ports.empty()) {
+      container["ports"] = json::array();
+      for (const auto& hp : p.host_ports) {
+        json pj = {{"containerPort", hp.container_port}, {"hostPort", hp.host_port}, {"protocol", hp.protocol}};
+        if (!hp.host_ip.empty()) pj["hostIP"] = hp.host_ip;
+        container["ports"].push_back(pj);
+      }
+    }
+    json spec = {{"schedulerName", options.scheduler_name}, {"containers", json::array({container})}};
+    if (!p.node.empty()) spec["nodeName"] = p.node;
+    if (!p.priority_class_name.empty()) spec["priorityClassName"] = p.priority_class_name;
+    if (p.priority) spec["priority"] = *p.priority;
+    if (p.preemption_policy)
+      spec["preemptionPolicy"] = *p.preemption_policy == PreemptionPolicy::Never ? "Never" : "PreemptLowerPriority";
+    if (!p.node_selector.empty()) spec["nodeSelector"] = MapJson(p.node_selector);
+    if (!p.tolerations.empty()) {
+      spec["tolerations"] = json::array();
+      for (const auto& t : p.tolerations) {
+        json tj = json::object();
+        if (!t.key.empty()) tj["key"] = t.key;
+        tj["operator"] = t.op;
+        if (!t.value.empty()) tj["value"] = t.value;
+        if (!t.effect.empty()) tj["effect"] = t.effect;
+        if (t.toleration_seconds) tj["tolerationSeconds"] = *t.toleration_seconds;
+        spec["tolerations"].push_back(tj);
+      }
+    }
+    json aff = AffinityJson(p.affinity);
+    if (!aff.empty()) spec["affinity"] = aff;
+    if (!p.topology_spread_constraints.empty()) {
+      spec["topologySpreadConstraints"] = json::array();
+      for (const auto& s : p.topology_spread_constraints) {
+        json sj = {{"maxSkew", s.max_skew}, {"topologyKey", s.topology_key},
+                   {"whenUnsatisfiable", s.when_unsatisfiable}};
+        if (s.label_selector) sj["labelSelector"] = SelectorJson(*s.label_selector);
+        if (s.min_domains) sj["minDomains"] = *s.min_domains;
+        if (!s.match_label_keys.empty()) sj["matchLabelKeys"] = s.match_label_keys;
+        if (!s.node_affinity_policy.empty()) sj["nodeAffinityPolicy"] = s.node_affinity_policy;
+        if (!s.node_taints_policy.empty()) sj["nodeTaintsPolicy"] = s.node_taints_policy;
+        spec["topologySpreadConstraints"].push_back(sj);
+      }
+    }
+    if (!p.scheduling_gates.empty()) {
+      spec["schedulingGates"] = json::array();
+      for (const auto& g : p.scheduling_gates) spec["schedulingGates"].push_back({{"name", g}});
+    }
+    json status = {{"phase", std::string(PhaseName(p.phase))}};
+    if (!p.nominated_node.empty()) status["nominatedNodeName"] = p.nominated_node;
+    if (p.scheduled_at)
+      status["conditions"] = json::array(
+          {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", FormatTimestamp(p.scheduled_at)}}});
+    out.push_back({{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}, {"status", status}});
+  }
+  for (const auto& pdb : c.pdbs) {
+    json spec = {{"selector", SelectorJson(pdb.selector)}};
+    auto int_or_string = [](const std::string& s) -> json {
+      if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return std::stoll(s);
+      return s;
+    };
+    if (pdb.min_available) spec["minAvailable"] = int_or_string(*pdb.min_available);
+    if (pdb.max_unavailable) spec["maxUnavailable"] = int_or_string(*pdb.max_unavailable);
+    json status = {{"disruptionsAllowed", pdb.disruptions_allowed}};
+    if (!pdb.disrupted_pods.empty()) {
+      status["disruptedPods"] = json::object();
+      for (const auto& p : pdb.disrupted_pods) status["disruptedPods"][p] = FormatTimestamp(options.now);
+    }
+    out.push_back({{"apiVersion", "policy/v1"}, {"kind", "PodDisruptionBudget"},
+                   {"metadata", {{"name", pdb.name}, {"namespace", pdb.namespace_}}},
+                   {"spec", spec}, {"status", status}});
+  }
+  for (const auto& rq : c.resource_quotas) {
+    out.push_back({{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
+                   {"metadata", {{"name", rq.name}, {"namespace", rq.namespace_}}},
+                   {"spec", {{"hard", ResourcesJson(rq.hard)}}},
+                   {"status", {{"hard", ResourcesJson(rq.hard)}, {"used", ResourcesJson(rq.used)}}}});
+  }
+  return out;
+}
+
+std::string ManifestsToJson(const std::vector<json>& items) {
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  return list.dump(2) + "\n";
+}
+
+namespace {
+
+// A string that YAML would read as something else (number, bool, null) is quoted.
+bool NeedsQuotes(const std::string& s) {
+  if (s.empty()) return true;
+  static const char* kWords[] = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"};
+  std::string lower;
+  for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (const char* w : kWords)
+    if (lower == w) return true;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  if (end && *end == '\0') return true;
+  return s.find_first_of(":#{}[],&*!|>'\"%@`\n") != std::string::npos || s.front() == ' ' ||
+         s.back() == ' ' || s.front() == '-' || s.front() == '?';
+}
+
+void Emit(YAML::Emitter& e, const json& j) {
+  switch (j.type()) {
+    case json::value_t::object:
+      e << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        e << YAML::Key;
+        if (NeedsQuotes(it.key())) e << YAML::DoubleQuoted;
+        e << it.key() << YAML::Value;
+        Emit(e, it.value());
+      }
+      e << YAML::EndMap;
+      break;
+    case json::value_t::array:
+      if (j.empty()) {
+        e << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+        break;
+      }
+      e << YAML::BeginSeq;
+      for (const auto& v : j) Emit(e, v);
+      e << YAML::EndSeq;
+      break;
+    case json::value_t::string: {
+      const std::string& s = j.get_ref<const std::string&>();
+      if (NeedsQuotes(s)) e << YAML::DoubleQuoted;
+      e << s;
+      break;
+    }
+    case json::value_t::boolean: e << j.get<bool>(); break;
+    case json::value_t::null: e << YAML::Null; break;
+    default: e << j.dump(); break;
+  }
+}
+
+}  // namespace
+
+std::string ManifestsToYaml(const std::vector<json>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    YAML::Emitter e;
+    Emit(e, item);
+    out += "---\n";
+    out += e.c_str();
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kiln::kube

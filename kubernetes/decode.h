@@ -1,0 +1,106 @@
+#pragma once
+// Kubernetes and Volcano objects (JSON as the API server sends them) to the plain cluster structs
+// of runtime/cluster_spec.h, and back (the encoder `kiln export-manifests` uses).
+//
+// Decoding is tolerant the way client-go's is: unknown fields are ignored and missing ones take
+// Kubernetes' defaults; but a field of the wrong type or a quantity that does not parse makes the
+// whole object an Error (the caller logs it and skips that one object).
+//
+// Fields with no slot of their own in the plain structs travel in annotations and are moved into
+// their fields when decoded (and back when encoded), so decode(encode(x)) == x:
+//   scheduling.k8s.io/group-name → PodSpec.group      (Volcano's own pod annotation)
+//   volcano.sh/task-spec         → PodSpec.task       (Volcano's own pod annotation)
+//   kiln.sh/duration             → PodSpec.duration   (the emulator's kubelet runs the pod that long)
+//   kiln.sh/usage (JSON {cpu, memory, metricsTime}) → NodeSpec.usage
+// (the same mapping as tools/kube-emulator/scenario_to_manifests.py). A scenario pod without an
+// image is written with the pause image, which Kubernetes requires; no scenario node lists it, so
+// image locality scores it as the simulator scores an imageless pod.
+//
+// The cluster's own defaults (queue `default`, one-pod PodGroups for pods without a group,
+// priorities from classes) are NOT applied here: CompleteCluster does that for every source.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/cluster_spec.h"
+#include "runtime/status.h"
+
+namespace kiln::kube {
+
+inline constexpr std::string_view kGroupNameAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr std::string_view kTaskSpecAnnotation = "volcano.sh/task-spec";
+inline constexpr std::string_view kDurationAnnotation = "kiln.sh/duration";
+inline constexpr std::string_view kUsageAnnotation = "kiln.sh/usage";
+inline constexpr std::string_view kDefaultImage = "registry.k8s.io/pause:3.9";
+
+// What the cache keeps of an object besides its plain struct.
+struct ObjectMeta {
+  std::string namespace_;  // "" for cluster-scoped objects
+  std::string name;
+  std::string uid;  // metadata.uid
+  std::string resource_version;
+};
+
+struct DecodedPod {
+  ObjectMeta meta;
+  PodSpec spec;
+  std::string scheduler_name;  // spec.schedulerName ("default-scheduler" when unset)
+  // status.conditions[type=PodScheduled] as the API server has it (so a writer can skip writing
+  // the same condition again).
+  std::string scheduled_status;   // "True" | "False" | ""
+  std::string scheduled_reason;
+  std::string scheduled_message;
+};
+
+struct DecodedPodGroup {
+  ObjectMeta meta;
+  PodGroupSpec spec;
+  int32_t running = 0, succeeded = 0, failed = 0;  // status counters
+};
+
+struct DecodedNamespace {
+  ObjectMeta meta;
+  StringMap labels;
+};
+
+// Each decoder reads one object (an item of a LIST or the object of a watch event).
+Result<DecodedPod> DecodePod(const nlohmann::json& obj);
+Result<NodeSpec> DecodeNode(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+Result<DecodedPodGroup> DecodePodGroup(const nlohmann::json& obj);
+Result<QueueSpec> DecodeQueue(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+Result<PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+Result<PodDisruptionBudget> DecodePdb(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+Result<ResourceQuota> DecodeResourceQuota(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+Result<DecodedNamespace> DecodeNamespace(const nlohmann::json& obj);
+// metadata only (for DELETED events of any kind).
+ObjectMeta DecodeMeta(const nlohmann::json& obj);
+
+// Applies what the cluster itself would have added to objects read from an API server, the same
+// rules the scenario loader applies (simulator/scenario.h): queue `default` when missing, a
+// one-pod PodGroup `podgroup-<pod uid>` for a pod without a group, creation times defaulting to
+// `now`, and pod priorities from their PriorityClass (or the global default).
+void CompleteCluster(ClusterSpec& cluster, TimeNs now);
+
+// ---- encoding: the plain structs as Kubernetes manifests ----
+struct EncodeOptions {
+  // Skip what the cluster adds by itself (the implicit `default` queue, one-pod PodGroups):
+  // a decoder's CompleteCluster brings them back.
+  bool skip_implicit = true;
+  std::string scheduler_name = "volcano";
+  TimeNs now = 0;  // deletionTimestamp of pods being deleted
+};
+// Every object of `cluster` as one manifest each, in dependency order (namespaces, priority
+// classes, queues, nodes, PodGroups, pods, PDBs, quotas).
+std::vector<nlohmann::json> EncodeCluster(const ClusterSpec& cluster, const EncodeOptions& options);
+// {"apiVersion": "v1", "kind": "List", "items": [...]} as JSON text.
+std::string ManifestsToJson(const std::vector<nlohmann::json>& items);
+// Multi-document YAML ("---" between objects).
+std::string ManifestsToYaml(const std::vector<nlohmann::json>& items);
+// RFC 3339 UTC with nanoseconds when not whole seconds ("2025-01-01T00:00:00Z").
+std::string FormatTimestamp(TimeNs t);
+// A resource value in Volcano's units as a Kubernetes quantity ("1500m", "1073741824", "4").
+std::string FormatQuantity(std::string_view resource, double value);
+
+}  // namespace kiln::kube

@@ -1,0 +1,260 @@
+#include "kubernetes/kubeconfig.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/yaml_util.h"
+
+namespace kiln::kube {
+
+namespace {
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{fmt::format("cannot read {}", path), {}};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Standard base64 (kubeconfig *-data fields); whitespace is skipped. nullopt on a bad character.
+std::optional<std::string> DecodeBase64(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' ) break;
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+std::string DirOf(const std::string& file) {
+  size_t slash = file.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+}
+
+std::string ResolvePath(const std::string& base_dir, const std::string& p) {
+  if (p.empty() || p[0] == '/') return p;
+  return base_dir + "/" + p;
+}
+
+// A named entry (`clusters`, `users`, `contexts`) of the kubeconfig: its inner map.
+Result<YAML::Node> FindNamed(const yaml::Reader& r, const YAML::Node& root, std::string_view list,
+                             std::string_view inner, const std::string& name,
+                             std::string_view referrer) {
+  const YAML::Node items = root[std::string(list)];
+  if (items.IsDefined() && !items.IsNull() && !items.IsSequence())
+    return r.Fail(items, fmt::format("kubeconfig {}: `{}` must be a list", r.file(), list));
+  std::vector<std::string> names;
+  if (items.IsSequence())
+    for (const auto& item : items) {
+      if (!item.IsMap()) continue;
+      const YAML::Node n = item["name"];
+      if (n.IsScalar() && n.Scalar() == name) {
+        const YAML::Node body = item[std::string(inner)];
+        if (!body.IsMap())
+          return r.Fail(item, fmt::format("kubeconfig {}: {} `{}` has no `{}` map", r.file(), list,
+                                          name, inner));
+        return body;
+      }
+    }
+  return Error{fmt::format("kubeconfig {}: {} names {} `{}`, which is not defined in `{}`", r.file(),
+                           referrer, inner, name, list),
+               SourceLocation{r.file()}};
+}
+
+// A string field of `m`, "" when absent; an error when it is not a scalar.
+Result<std::string> OptString(const yaml::Reader& r, const YAML::Node& m, std::string_view key,
+                              std::string_view owner) {
+  const YAML::Node v = m[std::string(key)];
+  if (!v.IsDefined() || v.IsNull()) return std::string();
+  if (!v.IsScalar())
+    return r.Fail(v, fmt::format("kubeconfig {}: `{}` of {} must be a string", r.file(), key, owner));
+  return v.Scalar();
+}
+
+}  // namespace
+
+Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& file,
+                                   const std::string& context) {
+  auto doc = yaml::Load(text, file);
+  if (!doc) return doc.error();
+  yaml::Reader r(file);
+  const YAML::Node& root = *doc;
+  if (!root.IsMap()) return Error{fmt::format("kubeconfig {} is not a YAML map", file), {file}};
+  KubeConfig cfg;
+  cfg.source = file;
+  std::string base = DirOf(file);
+
+#define KILN_GET(var, node, key, owner)                    \
+  std::string var;                                         \
+  {                                                        \
+    auto v_ = OptString(r, node, key, owner);              \
+    if (!v_) return v_.error();                            \
+    var = std::move(*v_);                                  \
+  }
+
+  std::string ctx_name = context;
+  if (ctx_name.empty()) {
+    KILN_GET(current, root, "current-context", "the kubeconfig");
+    ctx_name = current;
+  }
+  if (ctx_name.empty())
+    return Error{fmt::format("kubeconfig {}: no context given and `current-context` is not set",
+                             file),
+                 {file}};
+  cfg.context = ctx_name;
+  auto ctx = FindNamed(r, root, "contexts", "context", ctx_name,
+                       context.empty() ? "`current-context`" : "--context");
+  if (!ctx) return ctx.error();
+  std::string owner = fmt::format("context `{}`", ctx_name);
+  KILN_GET(cluster_name, *ctx, "cluster", owner);
+  KILN_GET(user_name, *ctx, "user", owner);
+  KILN_GET(ns, *ctx, "namespace", owner);
+  if (!ns.empty()) cfg.namespace_ = ns;
+  if (cluster_name.empty())
+    return r.Fail(*ctx, fmt::format("kubeconfig {}: context `{}` has no `cluster`", file, ctx_name));
+
+  auto cluster = FindNamed(r, root, "clusters", "cluster", cluster_name, owner);
+  if (!cluster) return cluster.error();
+  owner = fmt::format("cluster `{}`", cluster_name);
+  KILN_GET(server, *cluster, "server", owner);
+  if (server.empty())
+    return r.Fail(*cluster, fmt::format("kubeconfig {}: cluster `{}` has no `server`", file,
+                                        cluster_name));
+  if (server.rfind("https://", 0) != 0 && server.rfind("http://", 0) != 0)
+    return r.Fail((*cluster)["server"],
+                  fmt::format("kubeconfig {}: `server` of cluster `{}` must start with https:// "
+                              "or http://, got `{}`",
+                              file, cluster_name, server));
+  while (!server.empty() && server.back() == '/') server.pop_back();
+  cfg.server = server;
+  KILN_GET(ca_file, *cluster, "certificate-authority", owner);
+  KILN_GET(ca_data, *cluster, "certificate-authority-data", owner);
+  KILN_GET(insecure, *cluster, "insecure-skip-tls-verify", owner);
+  KILN_GET(sni, *cluster, "tls-server-name", owner);
+  cfg.ca_file = ResolvePath(base, ca_file);
+  cfg.tls_server_name = sni;
+  if (!ca_data.empty()) {
+    auto pem = DecodeBase64(ca_data);
+    if (!pem)
+      return r.Fail((*cluster)["certificate-authority-data"],
+                    fmt::format("kubeconfig {}: `certificate-authority-data` of cluster `{}` is not "
+                                "base64",
+                                file, cluster_name));
+    cfg.ca_pem = *pem;
+  }
+  if (!insecure.empty()) {
+    auto b = yaml::ParseBoolText(insecure);
+    if (!b)
+      return r.Fail((*cluster)["insecure-skip-tls-verify"],
+                    fmt::format("kubeconfig {}: `insecure-skip-tls-verify` of cluster `{}` must be "
+                                "true or false, got `{}`",
+                                file, cluster_name, insecure));
+    cfg.insecure_skip_tls_verify = *b;
+  }
+
+  if (!user_name.empty()) {
+    auto user = FindNamed(r, root, "users", "user", user_name, fmt::format("context `{}`", ctx_name));
+    if (!user) return user.error();
+    owner = fmt::format("user `{}`", user_name);
+    KILN_GET(token, *user, "token", owner);
+    KILN_GET(token_file, *user, "tokenFile", owner);
+    KILN_GET(cert_file, *user, "client-certificate", owner);
+    KILN_GET(cert_data, *user, "client-certificate-data", owner);
+    KILN_GET(key_file, *user, "client-key", owner);
+    KILN_GET(key_data, *user, "client-key-data", owner);
+    cfg.token = token;
+    cfg.token_file = ResolvePath(base, token_file);
+    cfg.client_cert_file = ResolvePath(base, cert_file);
+    cfg.client_key_file = ResolvePath(base, key_file);
+    for (auto [data, out, key] : {std::tuple{&cert_data, &cfg.client_cert_pem, "client-certificate-data"},
+                                  std::tuple{&key_data, &cfg.client_key_pem, "client-key-data"}}) {
+      if (data->empty()) continue;
+      auto pem = DecodeBase64(*data);
+      if (!pem)
+        return r.Fail((*user)[key], fmt::format("kubeconfig {}: `{}` of user `{}` is not base64",
+                                                file, key, user_name));
+      *out = *pem;
+    }
+    bool has_cert = !cfg.client_cert_pem.empty() || !cfg.client_cert_file.empty();
+    bool has_key = !cfg.client_key_pem.empty() || !cfg.client_key_file.empty();
+    if (has_cert != has_key)
+      return r.Fail(*user, fmt::format("kubeconfig {}: user `{}` has a client {} without a {}", file,
+                                       user_name, has_cert ? "certificate" : "key",
+                                       has_cert ? "key" : "certificate"));
+    if ((*user)["exec"].IsDefined() || (*user)["auth-provider"].IsDefined())
+      if (cfg.token.empty() && cfg.token_file.empty() && !has_cert)
+        return r.Fail(*user, fmt::format("kubeconfig {}: user `{}` authenticates with an exec or "
+                                         "auth-provider plugin, which kiln does not run; use a "
+                                         "token or a client certificate",
+                                         file, user_name));
+  }
+#undef KILN_GET
+  return cfg;
+}
+
+Result<KubeConfig> LoadKubeConfig(const std::string& file, const std::string& context) {
+  auto text = ReadFile(file);
+  if (!text) return Error{fmt::format("cannot read kubeconfig {}", file), {file}};
+  return ParseKubeConfig(*text, file, context);
+}
+
+Result<KubeConfig> InClusterConfig(const std::string& dir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !*host || !port || !*port)
+    return Error{"in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be "
+                 "set (not running in a pod? pass --kubeconfig)",
+                 {}};
+  KubeConfig cfg;
+  std::string h = host;
+  if (h.find(':') != std::string::npos) h = "[" + h + "]";  // IPv6
+  cfg.server = fmt::format("https://{}:{}", h, port);
+  cfg.token_file = dir + "/token";
+  cfg.ca_file = dir + "/ca.crt";
+  cfg.source = "in-cluster";
+  auto token = ReadFile(cfg.token_file);
+  if (!token) return Error{fmt::format("in-cluster config: cannot read {}", cfg.token_file), {}};
+  if (auto ns = ReadFile(dir + "/namespace"); ns && !ns->empty()) {
+    std::string n = *ns;
+    while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
+    cfg.namespace_ = n;
+  }
+  return cfg;
+}
+
+Result<KubeConfig> ResolveKubeConfig(const std::string& file, const std::string& context) {
+  if (!file.empty()) return LoadKubeConfig(file, context);
+  if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
+    std::string first = env;
+    first = first.substr(0, first.find(':'));
+    return LoadKubeConfig(first, context);
+  }
+  if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST"); host && *host)
+    return InClusterConfig();
+  const char* home = std::getenv("HOME");
+  return LoadKubeConfig(std::string(home ? home : "") + "/.kube/config", context);
+}
+
+}  // namespace kiln::kube

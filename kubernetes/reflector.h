@@ -1,0 +1,90 @@
+#pragma once
+// A reflector keeps one resource's objects flowing into a store, as client-go's does: a paged
+// LIST, then a WATCH from the list's resourceVersion (with bookmarks). A stream that ends
+// cleanly is re-watched from the last resourceVersion seen, without listing again; a 410 Gone
+// (an in-band ERROR event or the HTTP status) means the history is compacted past that version
+// and the reflector lists again; any other failure waits (exponential backoff with jitter,
+// capped) and retries. One thread per reflector; Stop() ends it promptly, mid-stream or
+// mid-backoff.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "kubernetes/client.h"
+
+namespace kiln::kube {
+
+// Where a reflector delivers what it sees. begin_list/list_item/end_list bracket one full LIST
+// (the store replaces its contents at end_list; a LIST that fails midway never reaches end_list
+// and the next one starts again with begin_list). event gets ADDED, MODIFIED and DELETED.
+struct ReflectorHandler {
+  std::function<void()> begin_list;
+  std::function<void(const nlohmann::json& object)> list_item;
+  std::function<void()> end_list;
+  std::function<void(std::string_view type, const nlohmann::json& object)> event;
+};
+
+struct ReflectorOptions {
+  int page_size = 500;
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{30000};
+  // Server-side end of each watch (a random value in [min, 2×min) like client-go's, so many
+  // reflectors do not reconnect at once).
+  std::chrono::seconds watch_timeout{300};
+};
+
+class Reflector {
+ public:
+  // `resource` names it in logs and metrics ("pods"); `path` is the collection's URL path
+  // ("/api/v1/pods", "/apis/scheduling.volcano.sh/v1beta1/podgroups").
+  Reflector(std::shared_ptr<KubeClient> client, std::string resource, std::string path,
+            ReflectorHandler handler, ReflectorOptions options = {});
+  ~Reflector();
+  Reflector(const Reflector&) = delete;
+  Reflector& operator=(const Reflector&) = delete;
+
+  void Start();
+  void Stop();
+
+  const std::string& resource() const { return resource_; }
+  // The first LIST has been delivered.
+  bool HasSynced() const { return synced_.load(); }
+  // LISTs after the first one (a 410 or a watch that could not resume).
+  int64_t relists() const { return relists_.load(); }
+  // Watches started (the first one and every re-watch).
+  int64_t watches() const { return watches_.load(); }
+  std::string last_resource_version() const;
+
+ private:
+  void Run();
+  // Sleeps for the current backoff (interrupted by Stop) and doubles it.
+  void Backoff();
+
+  std::shared_ptr<KubeClient> client_;
+  std::string resource_;
+  std::string path_;
+  ReflectorHandler handler_;
+  ReflectorOptions options_;
+
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<int64_t> relists_{0};
+  std::atomic<int64_t> watches_{0};
+  WatchCanceller canceller_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string rv_;
+  std::chrono::milliseconds backoff_{0};
+};
+
+}  // namespace kiln::kube

@@ -1,0 +1,264 @@
+#include "kubernetes/writer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace kiln::kube {
+
+using json = nlohmann::json;
+
+// ---- WorkerPool ----
+
+WorkerPool::WorkerPool(int threads, size_t capacity) : capacity_(capacity) {
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+bool WorkerPool::TrySubmit(std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_ || queue_.size() >= capacity_) return false;
+    queue_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+bool WorkerPool::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && running_ == 0; });
+}
+
+void WorkerPool::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+size_t WorkerPool::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void WorkerPool::Loop() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      work = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+    }
+    work();
+    {
+      std::lock_guard lock(mu_);
+      --running_;
+      if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
+    }
+  }
+}
+
+// ---- Writer ----
+
+namespace {
+
+std::string Now() {
+  auto now = std::chrono::system_clock::now();
+  return FormatTimestamp(std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() *
+                         1'000'000'000);
+}
+
+std::string MicroNow() {
+  auto now = std::chrono::system_clock::now();
+  int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  return FormatTimestamp(us * 1000);
+}
+
+}  // namespace
+
+std::string PodPath(const std::string& ns, const std::string& name) {
+  return fmt::format("/api/v1/namespaces/{}/pods/{}", ns, name);
+}
+
+WriteResult Writer::DryRun(std::string_view what) {
+  spdlog::info("dry-run: would {}", what);
+  return WriteResult{WriteResult::Outcome::kDone, 0, "dry-run"};
+}
+
+WriteResult Writer::Classify(const Result<Response>& r, std::string_view what) {
+  using O = WriteResult::Outcome;
+  if (!r) return WriteResult{O::kRetryLater, 0, r.error().message};
+  if (r->ok()) return WriteResult{O::kDone, r->status, ""};
+  ApiStatus s = DecodeStatus(r->status, r->body);
+  std::string msg = fmt::format("{}: {}", what, Describe(s));
+  if (s.code == 409) return WriteResult{O::kConflict, s.code, msg};
+  if (s.code == 404) return WriteResult{O::kNotFound, s.code, msg};
+  if (s.code == 429 || s.code >= 500 || s.code == 408) return WriteResult{O::kRetryLater, s.code, msg};
+  return WriteResult{O::kFailed, s.code, msg};
+}
+
+WriteResult Writer::Bind(const std::string& ns, const std::string& name, const std::string& uid,
+                         const std::string& node) {
+  std::string what = fmt::format("bind {}/{} to {}", ns, name, node);
+  if (options_.dry_run) return DryRun(what);
+  json binding = {{"apiVersion", "v1"},
+                  {"kind", "Binding"},
+                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  return Classify(client_->Post(PodPath(ns, name) + "/binding", binding.dump()), what);
+}
+
+WriteResult Writer::Evict(const std::string& ns, const std::string& name, const std::string& uid) {
+  std::string what = fmt::format("evict {}/{}", ns, name);
+  if (options_.dry_run) return DryRun(what);
+  // Volcano's evictor marks the pod before deleting it, so controllers (and the kubelet) see why
+  // it goes away.
+  json patch = {{"status",
+                 {{"conditions",
+                   json::array({{{"type", "DisruptionTarget"},
+                                 {"status", "True"},
+                                 {"lastTransitionTime", Now()},
+                                 {"reason", "PreemptionByScheduler"},
+                                 {"message", fmt::format("{}: preempting", options_.scheduler_name)}}})}}}};
+  WriteResult cond = Classify(client_->Patch(PodPath(ns, name) + "/status", patch.dump(), "strategic"),
+                              what + " (DisruptionTarget condition)");
+  if (!cond.done()) {
+    if (cond.outcome == WriteResult::Outcome::kNotFound) return cond;
+    spdlog::warn("{}; deleting the pod anyway", cond.message);
+  }
+  json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!uid.empty()) options["preconditions"] = {{"uid", uid}};
+  return Classify(client_->Delete(PodPath(ns, name), options.dump()), what);
+}
+
+WriteResult Writer::EvictWithApi(const std::string& ns, const std::string& name, const std::string& uid) {
+  std::string what = fmt::format("evict {}/{} (eviction API)", ns, name);
+  if (options_.dry_run) return DryRun(what);
+  json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  return Classify(client_->Post(PodPath(ns, name) + "/eviction", eviction.dump()), what);
+}
+
+WriteResult Writer::SetUnschedulable(const std::string& ns, const std::string& name,
+                                     const std::string& message) {
+  std::string what = fmt::format("mark {}/{} Unschedulable", ns, name);
+  if (options_.dry_run) return DryRun(what);
+  json patch = {{"status",
+                 {{"conditions", json::array({{{"type", "PodScheduled"},
+                                               {"status", "False"},
+                                               {"lastTransitionTime", Now()},
+                                               {"reason", "Unschedulable"},
+                                               {"message", message}}})}}}};
+  return Classify(client_->Patch(PodPath(ns, name) + "/status", patch.dump(), "strategic"), what);
+}
+
+WriteResult Writer::SetNominatedNode(const std::string& ns, const std::string& name, const std::string& node) {
+  std::string what = fmt::format("nominate {} for {}/{}", node, ns, name);
+  if (options_.dry_run) return DryRun(what);
+  json patch = {{"status", {{"nominatedNodeName", node.empty() ? json(nullptr) : json(node)}}}};
+  return Classify(client_->Patch(PodPath(ns, name) + "/status", patch.dump(), "merge"), what);
+}
+
+WriteResult Writer::PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
+                             const std::string& type, const std::string& reason,
+                             const std::string& message) {
+  std::string what = fmt::format("event {} on {}/{}", reason, ns, name);
+  if (options_.dry_run) return DryRun(what);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string now = Now();
+  json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata", {{"name", fmt::format("{}.{:016x}", name, rng())}, {"namespace", ns}}},
+             {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
+             {"type", type},
+             {"reason", reason},
+             {"message", message},
+             {"source", {{"component", options_.scheduler_name}}},
+             {"reportingComponent", options_.scheduler_name},
+             {"firstTimestamp", now},
+             {"lastTimestamp", now},
+             {"eventTime", MicroNow()},
+             {"action", "Scheduling"},
+             {"count", 1}};
+  return Classify(client_->Post(fmt::format("/api/v1/namespaces/{}/events", ns), ev.dump()), what);
+}
+
+WriteResult Writer::UpdatePodGroupStatus(const std::string& ns, const std::string& name,
+                                         const PodGroupStatusUpdate& u) {
+  std::string what = fmt::format("update status of podgroup {}/{} ({})", ns, name, ToString(u.phase));
+  if (options_.dry_run) return DryRun(what);
+  std::string path = fmt::format("/apis/scheduling.volcano.sh/v1beta1/namespaces/{}/podgroups/{}", ns, name);
+  WriteResult last;
+  for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
+    auto got = client_->Get(path);
+    WriteResult g = Classify(got, what);
+    if (!g.done()) return g;
+    json pg = json::parse(got->body, nullptr, false);
+    if (pg.is_discarded() || !pg.is_object())
+      return WriteResult{WriteResult::Outcome::kRetryLater, 0, what + ": GET answered no JSON object"};
+    json& status = pg["status"];
+    if (!status.is_object()) status = json::object();
+    status["phase"] = std::string(ToString(u.phase));
+    status["running"] = u.running;
+    status["succeeded"] = u.succeeded;
+    status["failed"] = u.failed;
+    json conds = json::array();
+    for (const auto& c : u.conditions) {
+      json cj = {{"type", c.type}, {"status", c.status}};
+      if (!c.transition_id.empty()) cj["transitionID"] = c.transition_id;
+      if (c.last_transition_time) cj["lastTransitionTime"] = FormatTimestamp(c.last_transition_time / 1'000'000'000 * 1'000'000'000);
+      if (!c.reason.empty()) cj["reason"] = c.reason;
+      if (!c.message.empty()) cj["message"] = c.message;
+      conds.push_back(std::move(cj));
+    }
+    status["conditions"] = std::move(conds);
+    // PUT carries metadata.resourceVersion from the GET: a concurrent writer makes it 409.
+    last = Classify(client_->Put(path, pg.dump()), what);
+    if (last.outcome != WriteResult::Outcome::kConflict) return last;
+  }
+  return last;
+}
+
+WriteResult Writer::UpdateQueueAllocated(const std::string& name, const Resource& allocated) {
+  std::string what = fmt::format("update status.allocated of queue {}", name);
+  if (options_.dry_run) return DryRun(what);
+  json res = json::object();
+  for (int id = 0; id < kMaxResources; ++id) {
+    if (!allocated.Has(static_cast<ResourceId>(id))) continue;
+    std::string_view rn = ResourceRegistry::Name(static_cast<ResourceId>(id));
+    res[std::string(rn)] = FormatQuantity(rn, allocated.Get(static_cast<ResourceId>(id)));
+  }
+  json patch = {{"status", {{"allocated", res}}}};
+  return Classify(client_->Patch(fmt::format("/apis/scheduling.volcano.sh/v1beta1/queues/{}/status", name),
+                                 patch.dump(), "merge"),
+                  what);
+}
+
+Result<std::optional<DecodedPod>> Writer::GetPod(const std::string& ns, const std::string& name) {
+  auto r = client_->Get(PodPath(ns, name));
+  if (!r) return r.error();
+  if (r->status == 404) return std::optional<DecodedPod>();
+  if (!r->ok()) return Error{fmt::format("GET pod {}/{}: {}", ns, name, Describe(DecodeStatus(r->status, r->body))), {}};
+  json obj = json::parse(r->body, nullptr, false);
+  if (obj.is_discarded()) return Error{fmt::format("GET pod {}/{}: not JSON", ns, name), {}};
+  auto pod = DecodePod(obj);
+  if (!pod) return pod.error();
+  return std::optional<DecodedPod>(std::move(*pod));
+}
+
+}  // namespace kiln::kube

@@ -1,0 +1,117 @@
+#pragma once
+// The writes a scheduler makes to the API server, one synchronous call each (the binding's
+// worker pool runs them off the session's thread), and the bounded pool itself.
+//
+// Each call answers with an outcome the caller acts on: done, a conflict or a missing object
+// (re-read and rebuild), or "retry later" (429, 5xx, network). In dry-run mode nothing is sent:
+// each write is logged and reported done.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kubernetes/client.h"
+#include "kubernetes/decode.h"
+#include "runtime/model.h"
+
+namespace kiln::kube {
+
+// A fixed set of threads over a bounded queue: TrySubmit refuses work when the queue is full, so
+// a stalled API server cannot make the scheduler's memory grow without end.
+class WorkerPool {
+ public:
+  WorkerPool(int threads, size_t capacity);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  bool TrySubmit(std::function<void()> work);
+  // Waits until the queue is empty and no work runs, up to `timeout`; true when it drained.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  // Drops queued work that has not started and joins the threads.
+  void Stop();
+  size_t queued() const;
+
+ private:
+  void Loop();
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;
+  size_t capacity_;
+  int running_ = 0;
+  bool stop_ = false;
+};
+
+struct WriteResult {
+  enum class Outcome {
+    kDone,
+    kConflict,    // 409: the object changed (or the pod is bound already)
+    kNotFound,    // 404
+    kRetryLater,  // 429, 5xx, or the request did not complete
+    kFailed,      // any other answer: the write is wrong and retrying will not help
+  };
+  Outcome outcome = Outcome::kFailed;
+  int code = 0;
+  std::string message;
+  bool done() const { return outcome == Outcome::kDone; }
+};
+
+// The status a session wants a PodGroup to have.
+struct PodGroupStatusUpdate {
+  PodGroupPhase phase = PodGroupPhase::Pending;
+  std::vector<PodGroupCondition> conditions;
+  int32_t running = 0, succeeded = 0, failed = 0;
+};
+
+struct WriterOptions {
+  std::string scheduler_name = "volcano";
+  bool dry_run = false;
+  int conflict_retries = 3;  // re-GET + re-apply rounds for PodGroup status
+};
+
+class Writer {
+ public:
+  Writer(std::shared_ptr<KubeClient> client, WriterOptions options)
+      : client_(std::move(client)), options_(std::move(options)) {}
+
+  // POST pods/{name}/binding with the pod's uid as precondition.
+  WriteResult Bind(const std::string& ns, const std::string& name, const std::string& uid,
+                   const std::string& node);
+  // Volcano's evict: the DisruptionTarget condition on the pod's status, then DELETE (with the
+  // uid as precondition, so a replacement pod of the same name is never deleted).
+  WriteResult Evict(const std::string& ns, const std::string& name, const std::string& uid);
+  // POST pods/{name}/eviction (the API server checks PodDisruptionBudgets; 429 = not now).
+  WriteResult EvictWithApi(const std::string& ns, const std::string& name, const std::string& uid);
+  // status.conditions PodScheduled=False reason Unschedulable with `message`.
+  WriteResult SetUnschedulable(const std::string& ns, const std::string& name, const std::string& message);
+  WriteResult SetNominatedNode(const std::string& ns, const std::string& name, const std::string& node);
+  // A core/v1 Event about a pod.
+  WriteResult PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
+                       const std::string& type, const std::string& reason, const std::string& message);
+  // GET the PodGroup, set its status, PUT it with that resourceVersion; on 409 again.
+  WriteResult UpdatePodGroupStatus(const std::string& ns, const std::string& name,
+                                   const PodGroupStatusUpdate& update);
+  // PATCH queues/{name}/status with status.allocated.
+  WriteResult UpdateQueueAllocated(const std::string& name, const Resource& allocated);
+  // Re-reads a pod: nullopt when it no longer exists.
+  Result<std::optional<DecodedPod>> GetPod(const std::string& ns, const std::string& name);
+
+  const WriterOptions& options() const { return options_; }
+
+ private:
+  WriteResult Classify(const Result<Response>& r, std::string_view what);
+  WriteResult DryRun(std::string_view what);
+
+  std::shared_ptr<KubeClient> client_;
+  WriterOptions options_;
+};
+
+std::string PodPath(const std::string& ns, const std::string& name);
+
+}  // namespace kiln::kube

@@ -1,0 +1,1 @@
+export-manifests --format toml tests/cli/simulate/data/plugin-free.yaml

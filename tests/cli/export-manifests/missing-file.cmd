@@ -1,0 +1,1 @@
+export-manifests tests/cli/export-manifests/missing.yaml

@@ -1,0 +1,1 @@
+export-manifests tests/cli/simulate/data/plugin-free.yaml

@@ -1,0 +1,350 @@
+// kubernetes/decode: Kubernetes JSON → ClusterSpec, the encoder back, and the round trip that
+// proves `kiln serve` and `kiln simulate` see the same cluster: every scenario in the repository,
+// exported as manifests and decoded again, gives the loader's ClusterSpec field by field.
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "kubernetes/decode.h"
+#include "tests/unit/cluster_spec_dump.h"
+#include "kubernetes/kubeconfig.h"
+#include "runtime/quantity.h"
+#include "simulator/scenario.h"
+
+namespace kiln::kube {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+using namespace kiln::testing;
+
+// Decodes a manifest list as the reflectors would, into a ClusterSpec completed like the cache's.
+ClusterSpec DecodeAll(const json& list, TimeNs now) {
+  ClusterSpec c;
+  for (const json& item : list["items"]) {
+    std::string kind = item.value("kind", "");
+    auto fail = [&](const Error& e) { ADD_FAILURE() << kind << ": " << e.message; };
+    if (kind == "PriorityClass") {
+      if (auto r = DecodePriorityClass(item)) c.priority_classes.push_back(*r); else fail(r.error());
+    } else if (kind == "Queue") {
+      if (auto r = DecodeQueue(item)) c.queues.push_back(*r); else fail(r.error());
+    } else if (kind == "Node") {
+      if (auto r = DecodeNode(item)) c.nodes.push_back(*r); else fail(r.error());
+    } else if (kind == "PodGroup") {
+      if (auto r = DecodePodGroup(item)) c.pod_groups.push_back(r->spec); else fail(r.error());
+    } else if (kind == "Pod") {
+      if (auto r = DecodePod(item)) {
+        EXPECT_EQ(r->scheduler_name, "volcano");
+        c.pods.push_back(r->spec);
+      } else {
+        fail(r.error());
+      }
+    } else if (kind == "PodDisruptionBudget") {
+      if (auto r = DecodePdb(item)) c.pdbs.push_back(*r); else fail(r.error());
+    } else if (kind == "ResourceQuota") {
+      if (auto r = DecodeResourceQuota(item)) c.resource_quotas.push_back(*r); else fail(r.error());
+    } else if (kind == "Namespace") {
+      EXPECT_TRUE(DecodeNamespace(item).ok());
+    } else {
+      ADD_FAILURE() << "unexpected kind " << kind;
+    }
+  }
+  CompleteCluster(c, now);
+  return c;
+}
+
+std::vector<fs::path> AllScenarios() {
+  std::vector<fs::path> out;
+  for (const char* dir : {"/tests/scenarios", "/tests/volcano-compat", "/examples"})
+    for (const auto& e : fs::recursive_directory_iterator(std::string(KILN_SOURCE_DIR) + dir))
+      if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
+  int checked = 0;
+  for (const fs::path& file : AllScenarios()) {
+    auto spec = LoadScenarioFile(file.string());
+    if (!spec) continue;  // scenarios that test loader errors
+    SCOPED_TRACE(file.string());
+    EncodeOptions options;
+    options.now = spec->now;
+    // Through text, as an API server would see it.
+    json list = json::parse(ManifestsToJson(EncodeCluster(spec->cluster, options)));
+    ClusterSpec got = DecodeAll(list, spec->now);
+    ClusterSpec want = spec->cluster;
+    // The one intended difference: Kubernetes requires an image, so an imageless scenario pod is
+    // written with the pause image (no scenario node holds it: image locality scores 0 for both).
+    for (auto& p : want.pods)
+      if (p.image.empty()) p.image = std::string(kDefaultImage);
+    EXPECT_EQ(Dumps(got.priority_classes), Dumps(want.priority_classes));
+    EXPECT_EQ(Dumps(got.queues), Dumps(want.queues));
+    EXPECT_EQ(Dumps(got.nodes), Dumps(want.nodes));
+    EXPECT_EQ(Dumps(got.pod_groups), Dumps(want.pod_groups));
+    EXPECT_EQ(Dumps(got.pods), Dumps(want.pods));
+    EXPECT_EQ(Dumps(got.pdbs), Dumps(want.pdbs));
+    EXPECT_EQ(Dumps(got.resource_quotas), Dumps(want.resource_quotas));
+    ++checked;
+    if (HasFailure()) break;  // one file's diff is enough to read
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(KubernetesRoundTrip, YamlOutputParsesToTheSameObjectsAsJson) {
+  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().Format();
+  EncodeOptions options;
+  options.now = spec->now;
+  auto items = EncodeCluster(spec->cluster, options);
+  std::string yaml = ManifestsToYaml(items);
+  // Every document starts with ---; the count matches, and no string that looks like a number
+  // lost its quotes (quantities stay strings).
+  size_t docs = 0;
+  for (size_t pos = 0; (pos = yaml.find("---\n", pos)) != std::string::npos; pos += 4) ++docs;
+  EXPECT_EQ(docs, items.size());
+  EXPECT_EQ(yaml.find("cpu: 4\n"), std::string::npos) << "a quantity was written as a number";
+}
+
+// ---- decoder details ----
+
+json PodJson() {
+  return json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
+                 "creationTimestamp": "2025-01-01T00:00:05Z",
+                 "annotations": {"scheduling.k8s.io/group-name": "g", "volcano.sh/task-spec": "worker", "a": "b"},
+                 "someFutureField": {"x": 1}},
+    "spec": {"schedulerName": "volcano", "priority": 7,
+             "containers": [{"name": "a", "image": "img:1", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                             "ports": [{"containerPort": 80}, {"containerPort": 8080, "hostPort": 8080}]},
+                            {"name": "b", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1", "foo": "3"}}}],
+             "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "512Mi"}}}],
+             "overhead": {"cpu": "100m"}},
+    "status": {"phase": "Pending",
+               "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}]}
+  })");
+}
+
+TEST(KubernetesDecode, PodRequestsAreSumOfContainersMaxInitPlusOverhead) {
+  auto r = DecodePod(PodJson());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const PodSpec& p = r->spec;
+  // cpu: max(0.5 + 1, 2) + 0.1 = 2.1 cores; memory: max(1Gi, 512Mi) = 1Gi; gpu 1 (milli 1000);
+  // `foo` is not a resource name Volcano keeps.
+  EXPECT_EQ(p.requests.cpu(), 2100);
+  EXPECT_EQ(p.requests.memory(), 1073741824.0);
+  EXPECT_EQ(p.requests.Get(*ResourceRegistry::Find("nvidia.com/gpu")), 1000);
+  EXPECT_FALSE(ResourceRegistry::Find("foo").has_value());
+  EXPECT_EQ(p.group, "g");
+  EXPECT_EQ(p.task, "worker");
+  EXPECT_EQ(p.annotations, (StringMap{{"a", "b"}}));
+  EXPECT_EQ(p.priority, 7);
+  EXPECT_EQ(p.image, "img:1");
+  ASSERT_EQ(p.host_ports.size(), 1u);  // only the port bound on the host
+  EXPECT_EQ(p.host_ports[0].host_port, 8080);
+  EXPECT_EQ(r->meta.uid, "u-1");
+  EXPECT_EQ(r->meta.resource_version, "42");
+  EXPECT_EQ(r->scheduled_status, "False");
+  EXPECT_EQ(r->scheduled_message, "m");
+  EXPECT_EQ(p.scheduled_at, 0);
+}
+
+TEST(KubernetesDecode, SidecarInitContainersAddToTheSum) {
+  json pod = PodJson();
+  pod["spec"]["initContainers"] = json::parse(R"([
+    {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "300m"}}},
+    {"name": "init", "resources": {"requests": {"cpu": "1"}}}])");
+  pod["spec"].erase("overhead");
+  auto r = DecodePod(pod);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // containers 1.5 + sidecar 0.3 = 1.8 > init (1 + sidecar 0.3 = 1.3).
+  EXPECT_EQ(r->spec.requests.cpu(), 1800);
+}
+
+TEST(KubernetesDecode, MissingFieldsTakeKubernetesDefaults) {
+  auto r = DecodePod(json::parse(R"({"metadata": {"name": "bare"}})"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.namespace_, "default");
+  EXPECT_EQ(r->scheduler_name, "default-scheduler");
+  EXPECT_EQ(r->spec.phase, PodPhase::Pending);
+  EXPECT_FALSE(r->spec.priority.has_value());
+  EXPECT_EQ(r->spec.creation_time, kUnsetTime);
+  auto q = DecodeQueue(json::parse(R"({"metadata": {"name": "q"}, "spec": {}})"));
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->weight, 1);
+  EXPECT_TRUE(q->reclaimable);
+  EXPECT_EQ(q->state, QueueState::Open);  // not reconciled yet
+  auto g = DecodePodGroup(json::parse(R"({"metadata": {"name": "g", "namespace": "n"}})"));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->spec.queue, "default");
+  EXPECT_EQ(g->spec.min_member, 1);
+  EXPECT_EQ(g->spec.phase, PodGroupPhase::Pending);
+}
+
+TEST(KubernetesDecode, BadQuantityIsAnErrorNamingTheObjectAndField) {
+  json pod = PodJson();
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
+  auto r = DecodePod(pod);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("pod ns/p"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("spec.containers[0].resources.requests.cpu"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("lots"), std::string::npos) << r.error().message;
+}
+
+TEST(KubernetesDecode, WrongTypeIsAnErrorForThatObject) {
+  auto r = DecodeNode(json::parse(R"({"metadata": {"name": "n1"}, "spec": {"taints": "none"}})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "node n1: spec.taints: must be a list, got a string");
+  auto q = DecodeQueue(json::parse(R"({"metadata": {"name": "q"}, "spec": {"weight": "heavy"}})"));
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().message.find("spec.weight: must be an integer"), std::string::npos) << q.error().message;
+  EXPECT_FALSE(DecodePod(json::parse(R"({"metadata": {}})")).ok());  // no name
+  EXPECT_FALSE(DecodePod(json::parse(R"([1, 2])")).ok());
+}
+
+TEST(KubernetesDecode, PodScheduledTrueGivesScheduledAtAndDeletionMarksDeleting) {
+  json pod = PodJson();
+  pod["metadata"]["deletionTimestamp"] = "2025-01-01T00:01:00Z";
+  pod["status"] = json::parse(R"({"phase": "Running", "conditions": [
+      {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2025-01-01T00:00:10Z"}]})");
+  auto r = DecodePod(pod);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->spec.scheduled_at, *ParseTimestamp("2025-01-01T00:00:10Z"));
+  EXPECT_TRUE(r->spec.deleting);
+  EXPECT_EQ(TaskStatusOf(r->spec), TaskStatus::Releasing);
+}
+
+TEST(KubernetesDecode, PdbIntOrStringAndQuotaUsed) {
+  auto pdb = DecodePdb(json::parse(R"({"metadata": {"name": "b", "namespace": "n"},
+      "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "x"}}},
+      "status": {"disruptionsAllowed": 1, "disruptedPods": {"p1": "2025-01-01T00:00:00Z"}}})"));
+  ASSERT_TRUE(pdb.ok());
+  EXPECT_EQ(pdb->min_available, "2");
+  EXPECT_FALSE(pdb->max_unavailable.has_value());
+  EXPECT_EQ(pdb->disruptions_allowed, 1);
+  EXPECT_EQ(pdb->disrupted_pods, std::vector<std::string>{"p1"});
+  auto pct = DecodePdb(json::parse(R"({"metadata": {"name": "b"}, "spec": {"maxUnavailable": "25%"}})"));
+  ASSERT_TRUE(pct.ok());
+  EXPECT_EQ(pct->max_unavailable, "25%");
+  auto rq = DecodeResourceQuota(json::parse(R"({"metadata": {"name": "q", "namespace": "n"},
+      "spec": {"hard": {"cpu": "10"}}, "status": {"used": {"cpu": "2500m"}}})"));
+  ASSERT_TRUE(rq.ok());
+  EXPECT_EQ(rq->hard.cpu(), 10000);
+  EXPECT_EQ(rq->used.cpu(), 2500);
+}
+
+TEST(KubernetesDecode, CompleteClusterGivesPlainPodsTheirOwnGroupAndDefaultQueue) {
+  ClusterSpec c;
+  PodSpec p;
+  p.name = "solo";
+  p.namespace_ = "ns";
+  p.phase = PodPhase::Running;
+  p.node = "n1";
+  c.pods.push_back(p);
+  CompleteCluster(c, 5);
+  ASSERT_EQ(c.queues.size(), 1u);
+  EXPECT_EQ(c.queues[0].name, "default");
+  EXPECT_TRUE(c.queues[0].implicit);
+  ASSERT_EQ(c.pod_groups.size(), 1u);
+  EXPECT_EQ(c.pod_groups[0].Uid(), "ns/podgroup-ns-solo");
+  EXPECT_EQ(c.pod_groups[0].phase, PodGroupPhase::Running);
+  EXPECT_EQ(c.pods[0].group, "podgroup-ns-solo");
+  EXPECT_EQ(c.pods[0].creation_time, 5);
+}
+
+TEST(KubernetesEncode, QuantitiesAndTimestamps) {
+  EXPECT_EQ(FormatQuantity("cpu", 1500), "1500m");
+  EXPECT_EQ(FormatQuantity("cpu", 4000), "4");
+  EXPECT_EQ(FormatQuantity("memory", 1073741824), "1073741824");
+  EXPECT_EQ(FormatQuantity("pods", 110), "110");
+  EXPECT_EQ(FormatQuantity("nvidia.com/gpu", 2000), "2");
+  EXPECT_EQ(FormatTimestamp(*ParseTimestamp("2025-01-01T00:00:00Z")), "2025-01-01T00:00:00Z");
+  EXPECT_EQ(FormatTimestamp(*ParseTimestamp("2025-01-01T00:00:00.25Z")), "2025-01-01T00:00:00.25Z");
+}
+
+// ---- kubeconfig ----
+
+constexpr std::string_view kKubeconfig = R"(apiVersion: v1
+kind: Config
+clusters:
+- name: c1
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==
+- name: c2
+  cluster: {server: "http://10.0.0.1:8080", insecure-skip-tls-verify: true, certificate-authority: ca.crt}
+users:
+- name: u1
+  user: {token: abc}
+- name: u2
+  user: {client-certificate: cert.pem, client-key: key.pem, tokenFile: tok}
+- name: u3
+  user: {exec: {command: aws}}
+contexts:
+- name: one
+  context: {cluster: c1, user: u1, namespace: team}
+- name: two
+  context: {cluster: c2, user: u2}
+- name: three
+  context: {cluster: c1, user: u3}
+- name: broken
+  context: {cluster: nope, user: u1}
+current-context: one
+)";
+
+TEST(KubeConfigTest, CurrentContextTokenAndCaData) {
+  auto c = ParseKubeConfig(kKubeconfig, "/etc/kube/config");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->ca_pem, "-----BEGIN CERTIFICATE-----\n");
+  EXPECT_EQ(c->token, "abc");
+  EXPECT_EQ(c->namespace_, "team");
+  EXPECT_FALSE(c->insecure_skip_tls_verify);
+  EXPECT_EQ(c->context, "one");
+}
+
+TEST(KubeConfigTest, NamedContextResolvesFilesRelativeToTheKubeconfig) {
+  auto c = ParseKubeConfig(kKubeconfig, "/etc/kube/config", "two");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server, "http://10.0.0.1:8080");
+  EXPECT_TRUE(c->insecure_skip_tls_verify);
+  EXPECT_EQ(c->ca_file, "/etc/kube/ca.crt");
+  EXPECT_EQ(c->client_cert_file, "/etc/kube/cert.pem");
+  EXPECT_EQ(c->client_key_file, "/etc/kube/key.pem");
+  EXPECT_EQ(c->token_file, "/etc/kube/tok");
+  EXPECT_EQ(c->namespace_, "default");
+}
+
+TEST(KubeConfigTest, ErrorsNameTheFileAndTheField) {
+  auto missing = ParseKubeConfig(kKubeconfig, "/k", "broken");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message,
+            "kubeconfig /k: context `broken` names cluster `nope`, which is not defined in `clusters`");
+  auto no_ctx = ParseKubeConfig(kKubeconfig, "/k", "four");
+  ASSERT_FALSE(no_ctx.ok());
+  EXPECT_EQ(no_ctx.error().message, "kubeconfig /k: --context names context `four`, which is not defined in `contexts`");
+  auto exec = ParseKubeConfig(kKubeconfig, "/k", "three");
+  ASSERT_FALSE(exec.ok());
+  EXPECT_NE(exec.error().message.find("exec or auth-provider plugin"), std::string::npos);
+  auto scheme = ParseKubeConfig("clusters: [{name: c, cluster: {server: 'ftp://x'}}]\n"
+                                "contexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n", "/k");
+  ASSERT_FALSE(scheme.ok());
+  EXPECT_NE(scheme.error().message.find("must start with https:// or http://"), std::string::npos);
+  EXPECT_EQ(scheme.error().where.line, 1);
+  auto b64 = ParseKubeConfig("clusters: [{name: c, cluster: {server: 'https://x', certificate-authority-data: '***'}}]\n"
+                             "contexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n", "/k");
+  ASSERT_FALSE(b64.ok());
+  EXPECT_NE(b64.error().message.find("is not base64"), std::string::npos);
+  auto none = LoadKubeConfig("/nonexistent/kubeconfig");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message, "cannot read kubeconfig /nonexistent/kubeconfig");
+}
+
+}  // namespace
+}  // namespace kiln::kube

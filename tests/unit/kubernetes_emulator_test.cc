@@ -1,0 +1,614 @@
+// kubernetes/ against the API-server emulator (tools/kube-emulator, over TLS with a bearer
+// token): the client, reflectors (sync, re-watch after a dropped stream, relist after a 410),
+// and the KubernetesCluster's writes (bind 201/409/5xx, eviction both ways, status writes).
+// Each test starts its own emulator on a free port and stops it at the end.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "kubernetes/client.h"
+#include "kubernetes/cluster.h"
+#include "kubernetes/lease.h"
+#include "kubernetes/reflector.h"
+#include "compiler/host/policy_provider.h"
+#include "runtime/scheduler.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
+#include "tests/unit/cluster_spec_dump.h"
+
+extern char** environ;
+
+namespace kiln::kube {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// The cluster every test starts from: two nodes, a PodGroup, pending pods of ours, a running pod
+// of ours and one of another scheduler.
+json Manifests() {
+  auto pod = [](std::string name, std::string node, std::string phase, std::string scheduler = "volcano") {
+    json p = {{"apiVersion", "v1"}, {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", {{"app", "web"}}},
+                            {"annotations", {{"scheduling.k8s.io/group-name", "g"}}}}},
+              {"spec", {{"schedulerName", scheduler},
+                        {"containers", json::array({{{"name", "c"}, {"image", "img"},
+                                                     {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+              {"status", {{"phase", phase}}}};
+    if (!node.empty()) p["spec"]["nodeName"] = node;
+    return p;
+  };
+  auto node = [](std::string name) {
+    return json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}},
+                {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}},
+                            {"capacity", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
+  };
+  json items = json::array({
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns"}}}},
+      {{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "Queue"}, {"metadata", {{"name", "default"}}},
+       {"spec", {{"weight", 1}}}, {"status", {{"state", "Open"}}}},
+      node("n1"), node("n2"),
+      {{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "PodGroup"},
+       {"metadata", {{"name", "g"}, {"namespace", "ns"}}}, {"spec", {{"minMember", 1}, {"queue", "default"}}},
+       {"status", {{"phase", "Pending"}}}},
+      pod("p1", "", "Pending"), pod("p2", "", "Pending"), pod("p3", "", "Pending"),
+      pod("r1", "n1", "Running"), pod("other", "n2", "Running", "default-scheduler"),
+      pod("other-pending", "", "Pending", "default-scheduler"),
+  });
+  return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+}
+
+class Emulator {
+ public:
+  // Starts the emulator; false (with a test failure) when it does not come up in time.
+  bool Start(const json& manifests, std::vector<std::string> extra = {}) {
+    return StartText(manifests.dump(), "cluster.json", std::move(extra));
+  }
+  bool StartText(const std::string& manifests, const std::string& file, std::vector<std::string> extra = {}) {
+    dir_ = std::filesystem::temp_directory_path() / ("kiln-kube-test-" + std::to_string(::getpid()) + "-" +
+                                                     std::to_string(counter_++));
+    std::filesystem::create_directories(dir_);
+    std::string load = (dir_ / file).string();
+    std::ofstream(load) << manifests;
+    kubeconfig_ = (dir_ / "kubeconfig").string();
+    std::vector<std::string> args = {"/usr/bin/python3",
+                                     std::string(KILN_SOURCE_DIR) + "/tools/kube-emulator/kube_emulator.py",
+                                     "--port", "0", "--tls", "--write-kubeconfig", kubeconfig_,
+                                     "--load", load, "--bookmark-interval", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int out[2];
+    if (pipe(out) != 0) return false;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    std::string err = (dir_ / "stderr").string();
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    if (rc != 0) {
+      close(out[0]);
+      ADD_FAILURE() << "cannot start the emulator";
+      return false;
+    }
+    // The first stdout line is the URL, printed once it listens.
+    std::string line;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 200) > 0) {
+        char buf[256];
+        ssize_t n = read(out[0], buf, sizeof buf);
+        if (n <= 0) break;
+        line.append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(out[0]);
+    if (line.find('\n') == std::string::npos) {
+      ADD_FAILURE() << "the emulator did not start; stderr: " << std::ifstream(err).rdbuf();
+      return false;
+    }
+    auto cfg = LoadKubeConfig(kubeconfig_);
+    if (!cfg) {
+      ADD_FAILURE() << cfg.error().message;
+      return false;
+    }
+    auto client = KubeClient::Create(*cfg);
+    if (!client) {
+      ADD_FAILURE() << client.error().message;
+      return false;
+    }
+    client_ = *client;
+    return true;
+  }
+
+  ~Emulator() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::shared_ptr<KubeClient> client() { return client_; }
+
+  json Control(const std::string& what, const json& body = json::object()) {
+    auto r = client_->Post("/emulator/" + what, body.dump());
+    EXPECT_TRUE(r.ok() && r->ok()) << what << ": " << (r ? r->body : r.error().message);
+    return r && r->ok() ? json::parse(r->body, nullptr, false) : json();
+  }
+  json Stats() {
+    auto r = client_->Get("/emulator/stats");
+    return r && r->ok() ? json::parse(r->body) : json::object();
+  }
+  int Count(const std::string& table, const std::string& key) {
+    json s = Stats();
+    return s.contains(table) && s[table].contains(key) ? s[table][key].get<int>() : 0;
+  }
+  json GetPod(const std::string& name) {
+    auto r = client_->Get("/api/v1/namespaces/ns/pods/" + name);
+    return r && r->ok() ? json::parse(r->body) : json();
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path dir_;
+  std::string kubeconfig_;
+  pid_t pid_ = -1;
+  std::shared_ptr<KubeClient> client_;
+};
+
+// Polls `cond` every 20 ms up to `timeout`.
+template <typename F>
+bool Eventually(F&& cond, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return cond();
+}
+
+json NewPod(const std::string& name) {
+  return {{"apiVersion", "v1"}, {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "ns"}}},
+          {"spec", {{"schedulerName", "volcano"}, {"containers", json::array({{{"name", "c"}, {"image", "img"}}})}}}};
+}
+
+KubernetesClusterOptions FastOptions() {
+  KubernetesClusterOptions o;
+  o.reflector.initial_backoff = 20ms;
+  o.reflector.max_backoff = 200ms;
+  o.bind_retry_initial = 300ms;
+  o.write_workers = 2;
+  return o;
+}
+
+const PodSpec* FindPod(const ClusterSpec& c, std::string_view key) {
+  for (const auto& p : c.pods)
+    if (p.Key() == key) return &p;
+  return nullptr;
+}
+
+// The whole path `kiln serve` takes: a scenario exported as YAML manifests, loaded by the API
+// server, listed by the reflectors, snapshotted by the cache: the same ClusterSpec the scenario
+// loader gives `kiln simulate`.
+TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
+  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().Format();
+  EncodeOptions eo;
+  eo.now = spec->now;
+  Emulator emu;
+  ASSERT_TRUE(emu.StartText(ManifestsToYaml(EncodeCluster(spec->cluster, eo)), "cluster.yaml"));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  ClusterSpec got = cluster.SnapshotSpec(spec->now);
+  ClusterSpec want = spec->cluster;
+  for (auto& p : want.pods)
+    if (p.image.empty()) p.image = std::string(kDefaultImage);
+  // The API server lists in key order (namespace, name), the scenario in file order; and it
+  // labels nodes with their hostname as a kubelet would (BuildCluster adds the same label).
+  for (auto& n : want.nodes) n.labels.try_emplace("kubernetes.io/hostname", n.name);
+  auto sorted = [](auto v) {
+    auto d = kiln::testing::Dumps(v);
+    std::sort(d.begin(), d.end());
+    return d;
+  };
+  EXPECT_EQ(sorted(got.priority_classes), sorted(want.priority_classes));
+  EXPECT_EQ(sorted(got.queues), sorted(want.queues));
+  EXPECT_EQ(sorted(got.nodes), sorted(want.nodes));
+  EXPECT_EQ(sorted(got.pod_groups), sorted(want.pod_groups));
+  EXPECT_EQ(sorted(got.pods), sorted(want.pods));
+  EXPECT_EQ(sorted(got.pdbs), sorted(want.pdbs));
+  EXPECT_EQ(sorted(got.resource_quotas), sorted(want.resource_quotas));
+  // And the first session decides the same on both, whatever order the objects came in.
+  auto model = cluster.Snapshot(spec->now);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto sim_model = BuildCluster(spec->cluster);
+  ASSERT_TRUE(sim_model.ok());
+  auto conf = ResolveScenarioConf(*spec, nullptr, "");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  auto provider = MakeCompiledPolicyProvider(CompiledPolicyOptions{});
+  ASSERT_TRUE(provider.ok()) << provider.error().message;
+  auto registry = ResolvePlugins(*conf, **provider);
+  ASSERT_TRUE(registry.ok()) << registry.error().message;
+  auto kube_result = RunSession(std::move(*model), *conf, *registry, spec->now, 0);
+  auto sim_result = RunSession(std::move(*sim_model), *conf, *registry, spec->now, 0);
+  ASSERT_TRUE(kube_result.ok() && sim_result.ok());
+  EXPECT_FALSE(sim_result->binds.empty());
+  EXPECT_EQ(kube_result->binds, sim_result->binds);
+  EXPECT_EQ(kube_result->evictions, sim_result->evictions);
+  EXPECT_EQ(kube_result->pipelined, sim_result->pipelined);
+  EXPECT_EQ(kube_result->nominated, sim_result->nominated);
+  EXPECT_EQ(kube_result->pod_group_phases, sim_result->pod_group_phases);
+  EXPECT_EQ(kube_result->unschedulable, sim_result->unschedulable);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, ClientListsInPagesOverTls) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  std::vector<std::string> names;
+  std::string rv;
+  Status s = emu.client()->List("/api/v1/pods", "", 2, [&](const json& item) {
+    names.push_back(item["metadata"]["name"].get<std::string>());
+  }, &rv);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(names, (std::vector<std::string>{"other", "other-pending", "p1", "p2", "p3", "r1"}));
+  EXPECT_FALSE(rv.empty());
+  EXPECT_GE(emu.Stats()["requests"]["list pods"].get<int>(), 3);  // three pages of two
+  ApiStatus st;
+  Status missing = emu.client()->List("/api/v1/nonexistent", "", 10, [](const json&) {}, nullptr, &st);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(st.code, 404);
+}
+
+TEST(KubernetesEmulator, ClusterSyncsAndFollowsTheWatch) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  ClusterSpec c = cluster.SnapshotSpec(0);
+  EXPECT_EQ(c.nodes.size(), 2u);
+  // Ours: p1, p2, p3, r1; the other scheduler's running pod only holds its node; its pending pod
+  // is not ours to schedule and is left out.
+  ASSERT_NE(FindPod(c, "ns/other"), nullptr);
+  EXPECT_EQ(FindPod(c, "ns/other-pending"), nullptr);
+  EXPECT_EQ(c.pods.size(), 5u);
+  auto model = cluster.Snapshot(0);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  EXPECT_EQ(model->tasks().size(), 4u);  // p1 p2 p3 r1
+  EXPECT_EQ(model->orphan_tasks().size(), 1u);
+  EXPECT_EQ(model->FindNode("n2")->used.cpu(), 1000);  // the other scheduler's pod
+  EXPECT_EQ(model->FindNode("n1")->used.cpu(), 1000);  // r1
+
+  ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("late").dump())->ok());
+  EXPECT_TRUE(Eventually([&] { return FindPod(cluster.SnapshotSpec(0), "ns/late") != nullptr; }));
+  ASSERT_TRUE(emu.client()->Delete("/api/v1/namespaces/ns/pods/late")->ok());
+  EXPECT_TRUE(Eventually([&] { return FindPod(cluster.SnapshotSpec(0), "ns/late") == nullptr; }));
+  EXPECT_EQ(cluster.stats().relists["pods"], 0);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  std::atomic<int> added{0};
+  ReflectorHandler h;
+  h.event = [&](std::string_view type, const json&) {
+    if (type == "ADDED") ++added;
+  };
+  ReflectorOptions o;
+  o.initial_backoff = 20ms;
+  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  r.Start();
+  ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
+  for (std::string mode : {"close", "reset"}) {
+    // Drop only a watch the server has open (the reflector counts a watch when it sends it).
+    ASSERT_TRUE(Eventually([&] {
+      auto rev = emu.client()->Get("/emulator/revision");
+      return rev && rev->ok() && json::parse(rev->body).value("watches", 0) >= 1;
+    }));
+    int64_t watches = r.watches();
+    emu.Control("drop-watches", {{"resource", "pods"}, {"mode", mode}});
+    ASSERT_TRUE(Eventually([&] { return r.watches() > watches; })) << mode;
+    int before = added;
+    ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("after-" + mode).dump())->ok());
+    EXPECT_TRUE(Eventually([&] { return added > before; })) << mode;
+  }
+  EXPECT_EQ(r.relists(), 0);
+  EXPECT_EQ(emu.Stats()["requests"]["list pods"].get<int>(), 1);
+  r.Stop();
+}
+
+TEST(KubernetesEmulator, ReflectorRelistsAfterCompaction) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  std::mutex mu;
+  std::set<std::string> names, staging;
+  ReflectorHandler h;
+  h.begin_list = [&] { std::lock_guard l(mu); staging.clear(); };
+  h.list_item = [&](const json& o) { std::lock_guard l(mu); staging.insert(o["metadata"]["name"].get<std::string>()); };
+  h.end_list = [&] { std::lock_guard l(mu); names = staging; };
+  h.event = [&](std::string_view type, const json& o) {
+    std::lock_guard l(mu);
+    if (type == "DELETED") names.erase(o["metadata"]["name"].get<std::string>());
+    else names.insert(o["metadata"]["name"].get<std::string>());
+  };
+  ReflectorOptions o;
+  o.initial_backoff = 20ms;
+  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  r.Start();
+  ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
+  // While the reflector cannot watch (injected 500s), a pod is created and the history compacted
+  // past it: the re-watch from the old resourceVersion is answered 410 and the reflector lists.
+  emu.Control("faults", {{"verb", "watch"}, {"resource", "pods"}, {"count", 1000}, {"code", 500}});
+  emu.Control("drop-watches", {{"resource", "pods"}});
+  ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("missed").dump())->ok());
+  emu.Control("compact");
+  emu.Control("clear-faults");
+  EXPECT_TRUE(Eventually([&] { return r.relists() == 1; }));
+  // The relisted store is complete, and the watch resumes from the new list.
+  ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("fresh").dump())->ok());
+  EXPECT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("fresh") > 0; }));
+  std::lock_guard l(mu);
+  EXPECT_EQ(names.size(), 8u);  // six loaded, `missed` (from the relist) and `fresh`
+  EXPECT_EQ(names.count("missed"), 1u);
+  r.Stop();
+}
+
+TEST(KubernetesEmulator, ReflectorBacksOffOnServerErrorsAndRecovers) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  emu.Control("faults", {{"verb", "list"}, {"resource", "pods"}, {"count", 3}, {"code", 500}});
+  ReflectorHandler h;
+  ReflectorOptions o;
+  o.initial_backoff = 20ms;
+  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  r.Start();
+  EXPECT_TRUE(Eventually([&] { return r.HasSynced(); }));
+  EXPECT_EQ(emu.Stats()["requests"]["list pods"].get<int>(), 4);
+  r.Stop();  // returns promptly although a watch is streaming
+}
+
+TEST(KubernetesEmulator, BindAssumesAtOnceAndNeverBindsTwice) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SessionResult s;
+  s.binds["ns/p1"] = "n1";
+  s.bind_order = {"ns/p1"};
+  cluster.Apply(s);
+  // The session after this one sees p1 on n1 whether or not the bind has landed.
+  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p1")->node, "n1");
+  cluster.Apply(s);  // a second decision for the same pod (e.g. a stale session) is dropped
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_TRUE(Eventually([&] { return emu.GetPod("p1")["spec"].value("nodeName", "") == "n1"; }));
+  EXPECT_EQ(emu.Count("binds", "ns/p1"), 1);
+  EXPECT_EQ(emu.Count("bindsOk", "ns/p1"), 1);
+  EXPECT_TRUE(Eventually([&] { return emu.Count("events", "ns/p1") == 1; }));  // Scheduled
+  EXPECT_EQ(cluster.stats().binds_ok, 1);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, BindConflictReReadsThePod) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  // Another scheduler wins the race for p2: it is on n2 when our bind arrives.
+  emu.Control("bind-conflict", {{"namespace", "ns"}, {"name", "p2"}, {"count", 1}, {"node", "n2"}});
+  SessionResult s;
+  s.binds["ns/p2"] = "n1";
+  s.bind_order = {"ns/p2"};
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(cluster.stats().binds_conflict, 1);
+  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p2")->node, "n2");  // the truth, not our guess
+  cluster.Apply(s);  // a later session that still wants it: nothing to do, it is bound
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("binds", "ns/p2"), 1);
+  EXPECT_EQ(emu.Count("bindsOk", "ns/p2"), 0);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, BindServerErrorKeepsThePodPendingAndRetriesAfterBackoff) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  emu.Control("faults", {{"verb", "create"}, {"resource", "pods/binding"}, {"count", 1}, {"code", 503}});
+  SessionResult s;
+  s.binds["ns/p3"] = "n1";
+  s.bind_order = {"ns/p3"};
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(cluster.stats().binds_retry, 1);
+  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p3")->node, "");  // pending again, not lost
+  cluster.Apply(s);  // within the backoff: not sent
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("binds", "ns/p3"), 1);
+  std::this_thread::sleep_for(350ms);
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("binds", "ns/p3"), 2);
+  EXPECT_EQ(emu.Count("bindsOk", "ns/p3"), 1);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, EvictionMarksDisruptionTargetThenDeletesOnce) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SessionResult s;
+  s.evictions = {"ns/r1"};
+  cluster.Apply(s);
+  EXPECT_TRUE(FindPod(cluster.SnapshotSpec(0), "ns/r1")->deleting);  // Releasing at once
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  json pod = emu.GetPod("r1");
+  ASSERT_TRUE(pod.is_object());
+  EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp"));  // graceful: the kubelet finishes it
+  bool marked = false;
+  for (const auto& c : pod["status"]["conditions"])
+    marked |= c["type"] == "DisruptionTarget" && c["status"] == "True";
+  EXPECT_TRUE(marked);
+  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 1);
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 1);
+  EXPECT_EQ(cluster.stats().evictions_ok, 1);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, EvictionApiRefusedByABudgetIsRetriedLater) {
+  json m = Manifests();
+  // r1 and the other scheduler's pod match and are healthy: minAvailable 2 allows no disruption.
+  m["items"].push_back({{"apiVersion", "policy/v1"}, {"kind", "PodDisruptionBudget"},
+                        {"metadata", {{"name", "keep"}, {"namespace", "ns"}}},
+                        {"spec", {{"minAvailable", 2}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}});
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(m));
+  KubernetesClusterOptions o = FastOptions();
+  o.evict_with_eviction_api = true;
+  KubernetesCluster cluster(emu.client(), o);
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SessionResult s;
+  s.evictions = {"ns/r1"};
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(cluster.stats().evictions_refused, 1);
+  EXPECT_FALSE(FindPod(cluster.SnapshotSpec(0), "ns/r1")->deleting);
+  cluster.Apply(s);  // a later session may try again
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("evictions", "ns/r1"), 2);
+  EXPECT_EQ(emu.Count("evictionsOk", "ns/r1"), 0);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SessionResult s;
+  s.pod_group_phases["ns/g"] = "Inqueue";
+  s.conditions["ns/g"] = {PodGroupCondition{"Unschedulable", "True", "t1", 0, "NotEnoughResources", "3/4 tasks"}};
+  s.unschedulable["ns/p1"] = "0/2 nodes are available: 2 Insufficient cpu.";
+  s.nominated["ns/p2"] = "n2";
+  cluster.Apply(s);
+  // The next session sees the phase it wrote even before the watch brings it back.
+  bool seen = false;
+  for (const auto& g : cluster.SnapshotSpec(0).pod_groups)
+    if (g.Uid() == "ns/g") seen = g.phase == PodGroupPhase::Inqueue;
+  EXPECT_TRUE(seen);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  auto pg = emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
+  ASSERT_TRUE(pg.ok() && pg->ok());
+  json g = json::parse(pg->body);
+  EXPECT_EQ(g["status"]["phase"], "Inqueue");
+  EXPECT_EQ(g["status"]["running"], 1);  // r1 (the other scheduler's pod in the group is no task)
+  EXPECT_EQ(g["status"]["conditions"][0]["reason"], "NotEnoughResources");
+  json p1 = emu.GetPod("p1");
+  bool unschedulable = false;
+  for (const auto& c : p1["status"]["conditions"])
+    unschedulable |= c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable" &&
+                     c["message"] == "0/2 nodes are available: 2 Insufficient cpu.";
+  EXPECT_TRUE(unschedulable);
+  EXPECT_EQ(emu.GetPod("p2")["status"]["nominatedNodeName"], "n2");
+  EXPECT_TRUE(Eventually([&] { return emu.Count("events", "ns/p1") == 1; }));  // FailedScheduling
+  // Let the watch catch up, then decide the same again (a new transitionID, same content).
+  EXPECT_TRUE(Eventually([&] {
+    ClusterSpec c = cluster.SnapshotSpec(0);
+    return FindPod(c, "ns/p2")->nominated_node == "n2";
+  }));
+  std::this_thread::sleep_for(300ms);
+  int pg_writes = emu.Count("podGroupWrites", "ns/g");
+  int pod_writes = emu.Count("podStatusWrites", "ns/p1") + emu.Count("podStatusWrites", "ns/p2");
+  s.conditions["ns/g"][0].transition_id = "t2";
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("podGroupWrites", "ns/g"), pg_writes);
+  EXPECT_EQ(emu.Count("podStatusWrites", "ns/p1") + emu.Count("podStatusWrites", "ns/p2"), pod_writes);
+  EXPECT_EQ(emu.Count("events", "ns/p1"), 1);
+  EXPECT_GT(cluster.stats().status_writes_skipped, 0);
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, DisabledWritesWriteNothing) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  cluster.SetWritesEnabled(false);
+  SessionResult s;
+  s.binds["ns/p1"] = "n1";
+  s.bind_order = {"ns/p1"};
+  s.evictions = {"ns/r1"};
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  EXPECT_EQ(emu.Count("binds", "ns/p1"), 0);
+  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 0);
+  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p1")->node, "");
+  cluster.Stop();
+}
+
+TEST(KubernetesEmulator, LeaseCreateUpdateWithPreconditions) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  auto ns = emu.client()->Post("/api/v1/namespaces", R"({"metadata":{"name":"kube-system"}})");
+  ASSERT_TRUE(ns.ok() && (ns->ok() || ns->status == 409)) << (ns ? ns->body : ns.error().message);
+  auto store = NewKubeLeaseStore(emu.client(), "kube-system", "kiln-scheduler");
+  EXPECT_EQ(store->Describe(), "kube-system/kiln-scheduler");
+  EXPECT_EQ(store->Get().code, LeaseReply::Code::kNotFound);
+  LeaseRecord rec;
+  rec.holder_identity = "a";
+  rec.lease_duration_seconds = 15;
+  rec.acquire_time = rec.renew_time = 1'750'000'000'123'456'000;
+  LeaseReply created = store->Create(rec);
+  ASSERT_TRUE(created.ok()) << created.message;
+  EXPECT_EQ(created.record.holder_identity, "a");
+  EXPECT_EQ(created.record.renew_time, rec.renew_time);  // microseconds survive
+  EXPECT_EQ(store->Create(rec).code, LeaseReply::Code::kConflict);
+  LeaseRecord renew = created.record;
+  renew.renew_time += 2'000'000'000;
+  LeaseReply updated = store->Update(renew);
+  ASSERT_TRUE(updated.ok()) << updated.message;
+  EXPECT_NE(updated.record.resource_version, created.record.resource_version);
+  // Someone holding the old resourceVersion loses.
+  LeaseRecord stale = created.record;
+  stale.holder_identity = "b";
+  EXPECT_EQ(store->Update(stale).code, LeaseReply::Code::kConflict);
+  EXPECT_EQ(store->Get().record.holder_identity, "a");
+}
+
+}  // namespace
+}  // namespace kiln::kube
