@@ -12,5 +12,6 @@ void AddSimulateCommand(CLI::App& app);  // simulate_command.cc
 void AddCheckCommand(CLI::App& app);     // check_command.cc
 void AddCompileCommand(CLI::App& app);   // compile_command.cc
 void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc
+void AddServeCommand(CLI::App& app);     // serve_command.cc
 
 }  // namespace kiln::cli

@@ -1,4 +1,4 @@
-// The kiln command: simulate, check, compile.
+// The kiln command: simulate, check, compile, serve.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddCheckCommand(app);
   kiln::cli::AddCompileCommand(app);
   kiln::cli::AddExportManifestsCommand(app);
+  kiln::cli::AddServeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -1,5 +1,11 @@
 // `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
-//                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]`
+//                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]
+//                     [--watch]`
+//
+// --watch runs the cycles in real time, one per --period, with `kiln serve`'s live reload
+// (server/): the conf and policy directories are watched, and a change that compiles is in effect
+// from the next cycle on; a broken one is logged with file:line and the last good one keeps
+// running. Each cycle prints one line to stderr as it ends.
 //
 // Exit codes: 0 ok, 1 the first session differs from the scenario's `expect` (--check),
 // 2 bad input (scenario, conf, arguments, or a plugin that cannot be provided).
@@ -15,6 +21,13 @@
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "server/config_watcher.h"
+#include "server/policy_set.h"
+#include "server/scheduler_loop.h"
+#include "server/server.h"
+
+#include <chrono>
+#include <thread>
 
 // The policy host lives in kiln_compiler; builds without it (-DKILN_NO_POLICY_HOST) run plugin-free.
 #if !defined(KILN_NO_POLICY_HOST) && __has_include("compiler/host/policy_provider.h")
@@ -40,6 +53,7 @@ struct SimulateOptions {
   std::vector<std::string> policy_dirs;
   bool allow_builtin_override = false;
   std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
+  bool watch = false;
 };
 
 // "file:line:col: error: message", then the offending source line with a caret under the column.
@@ -81,6 +95,59 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts
 #endif
 }
 
+// --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
+// the wall clock, with the conf and policies reloaded between cycles.
+int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationNs period) {
+  // Reload results go to the log, which must not mix with the decisions on stdout.
+  server::ConfigureLogging(0);
+  server::PolicySources sources;
+  sources.conf_file = opts.conf_file;
+  sources.policy_dirs = opts.policy_dirs;
+  sources.allow_builtin_override = opts.allow_builtin_override;
+  sources.compile_cache_dir = opts.compile_cache;
+  server::PolicyReloader reloader(sources, server::CompiledProviderFactory());
+  if (Status s = reloader.LoadInitial(); !s) {
+    PrintError(s.error());
+    return kExitBadInput;
+  }
+  server::ConfigWatcher watcher(reloader.WatchDirectories(), [&reloader] { reloader.Reload(); });
+  if (Status s = watcher.Start(); !s) {
+    PrintError(s.error());
+    return kExitBadInput;
+  }
+  SimulatedCluster cluster(spec);
+  int index = 0;
+  server::LoopOptions loop_options;
+  loop_options.clock = [&] { return spec.now + static_cast<TimeNs>(index) * period; };
+  server::SchedulerLoop loop(cluster, reloader, nullptr, loop_options);
+  SimulationResult result;
+  result.scenario = spec.name;
+  auto wall = std::chrono::nanoseconds(period);
+  for (; index < opts.cycles; ++index) {
+    auto started = std::chrono::steady_clock::now();
+    // Every change written before this cycle starts is in effect for it.
+    watcher.WaitIdle(std::chrono::seconds(30));
+    std::shared_ptr<const server::PolicySet> set = reloader.Current();
+    auto session = loop.RunOnce();
+    if (!session) {
+      PrintError(session.error());
+      return kExitBadInput;
+    }
+    std::fputs(fmt::format("cycle {}: generation {}: {} binds, {} evictions, {} pipelined\n", index,
+                           set->generation, session->binds.size(), session->evictions.size(),
+                           session->pipelined.size())
+                   .c_str(),
+               stderr);
+    std::fflush(stderr);
+    result.sessions.push_back(std::move(*session));
+    if (index + 1 < opts.cycles) std::this_thread::sleep_until(started + wall);
+  }
+  watcher.Stop();
+  std::string out = opts.output == "json" ? FormatJson(result) : FormatTable(result);
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
 int RunSimulate(const SimulateOptions& opts) {
   if (opts.output != "table" && opts.output != "json") {
     PrintError(Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
@@ -115,6 +182,19 @@ int RunSimulate(const SimulateOptions& opts) {
   if (!conf) {
     PrintError(conf.error());
     return kExitBadInput;
+  }
+  if (opts.watch) {
+    if (opts.check) {
+      PrintError(Error{"--watch and --check do not go together", {}});
+      return kExitBadInput;
+    }
+    if (opts.conf_file.empty()) {
+      PrintError(Error{"--watch needs --conf FILE: the conf it watches (a scenario's own conf is "
+                       "part of the scenario, which is not reloaded)",
+                       {}});
+      return kExitBadInput;
+    }
+    return RunWatching(opts, *spec, *period);
   }
   if (opts.check && (!spec->expect || spec->expect->empty())) {
     PrintError(Error{"--check: the scenario has no `expect` block to check against",
@@ -182,6 +262,9 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--compile-cache", opts->compile_cache,
                   "reuse policies' native code across runs from this directory (created 0700; "
                   "default $KILN_COMPILE_CACHE, unset: no cache)");
+  cmd->add_flag("--watch", opts->watch,
+                "run the cycles in real time (one per --period) and reload --conf and the policy "
+                "directories when they change, as `kiln serve` does");
   cmd->callback([opts] {
     int code = RunSimulate(*opts);
     if (code != kExitOk) throw CLI::RuntimeError(code);

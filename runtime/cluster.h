@@ -36,6 +36,29 @@ struct SessionResult {
   std::map<std::string, std::string> nominated;                        // pod key → node
   std::map<std::string, std::vector<PodGroupCondition>> conditions;    // job uid → conditions
   int64_t duration_micros = 0;
+
+  // What the server's metrics read (Volcano's volcano_* families); the simulator ignores them.
+  struct PluginTiming {
+    std::string plugin;
+    std::string on_session;  // "OnSessionOpen" | "OnSessionClose" (Volcano's label values)
+    int64_t micros = 0;
+  };
+  struct QueueUsage {
+    std::string name;
+    double allocated_milli_cpu = 0, allocated_memory = 0;
+    double request_milli_cpu = 0, request_memory = 0;
+    double deserved_milli_cpu = 0, deserved_memory = 0;
+    double capability_milli_cpu = 0, capability_memory = 0;  // 0 when the queue has none
+    int64_t weight = 1;
+  };
+  int64_t open_micros = 0;                                      // Session::Open
+  std::vector<std::pair<std::string, int64_t>> action_micros;   // per action, in run order
+  std::vector<PluginTiming> plugin_timings;
+  std::vector<std::pair<std::string, std::string>> fault_points;  // (plugin, handler) per fault
+  int preemption_attempts = 0;
+  std::map<std::string, int> unschedulable_tasks_per_job;  // job uid → pending tasks with reason
+  std::map<std::string, TimeNs> bound_created;             // bound pod key → its creation time
+  std::vector<QueueUsage> queues;
 };
 
 class ClusterBinding {

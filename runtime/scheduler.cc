@@ -15,6 +15,12 @@ namespace kiln {
 
 namespace {
 
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
 bool IsVolcanoPluginName(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "drf",         "gang",       "deviceshare", "predicates", "priority",
@@ -67,10 +73,13 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   auto start = std::chrono::steady_clock::now();
   Session ssn(std::move(cluster), conf, now, fmt::format("session-{}", index));
   if (Status s = ssn.Open(registry); !s) return s.error();
+  result.open_micros = MicrosSince(start);
   for (const std::string& name : conf.actions) {
     const Action* action = FindAction(name);
     assert(action != nullptr);  // checked by ResolvePlugins
+    auto action_start = std::chrono::steady_clock::now();
     action->Execute(ssn);
+    result.action_micros.emplace_back(name, MicrosSince(action_start));
   }
   ssn.Close();
   result.duration_micros = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -93,6 +102,32 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
   }
   result.faults = d.faults;
+  result.fault_points = d.fault_points;
+  result.preemption_attempts = d.preemption_attempts;
+  for (const auto& t : d.plugin_timings)
+    result.plugin_timings.push_back(
+        {t.plugin, t.open ? "OnSessionOpen" : "OnSessionClose", t.micros});
+  for (const auto& b : d.binds) result.bound_created[b.task->Key()] = b.task->creation_time;
+  for (const auto& [task, reason] : d.unschedulable)
+    if (task->job != nullptr) ++result.unschedulable_tasks_per_job[task->job->uid];
+  for (const Queue* q : ssn.cluster().queues()) {
+    SessionResult::QueueUsage u;
+    u.name = q->name;
+    u.weight = q->weight;
+    u.allocated_milli_cpu = q->allocated.cpu();
+    u.allocated_memory = q->allocated.memory();
+    Resource request;
+    for (const Job* j : q->jobs) request.Add(j->total_request);
+    u.request_milli_cpu = request.cpu();
+    u.request_memory = request.memory();
+    u.deserved_milli_cpu = q->deserved.cpu();
+    u.deserved_memory = q->deserved.memory();
+    if (q->has_capability) {
+      u.capability_milli_cpu = q->capability.cpu();
+      u.capability_memory = q->capability.memory();
+    }
+    result.queues.push_back(std::move(u));
+  }
   return result;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstdlib>
 
 // Where a Status/Validation handler writes its reasons.
@@ -17,6 +18,16 @@ struct KStatusOut {
 };
 
 namespace kiln {
+
+namespace {
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+}  // namespace
 
 namespace detail {
 CurrentCall& ThisThreadCall() {
@@ -115,6 +126,7 @@ Status Session::Open(const PluginRegistry& registry) {
       ps.option = &option;
       ps.plugin = std::move(built.value());
       plugins_.push_back(std::move(ps));
+      auto open_start = std::chrono::steady_clock::now();
       Status s = plugins_[slot].plugin->OnSessionOpen(*this, PluginHandle{slot});
       if (!s.ok()) {
         Error e = s.error();
@@ -122,6 +134,7 @@ Status Session::Open(const PluginRegistry& registry) {
         return e;
       }
       CallSessionHandlers(ExtensionPoint::SessionOpen, slot);
+      decisions_.plugin_timings.push_back({option.name, true, MicrosSince(open_start)});
     }
   }
   return Status::Ok();
@@ -170,9 +183,20 @@ PodGroupPhase ClosePhase(const Job& j, std::string_view session_uid) {
 void Session::Close() {
   if (closed_) return;
   closed_ = true;
-  for (size_t slot = 0; slot < plugins_.size(); ++slot)
+  // Same order as before timing existed: every plugin's session_close handlers, then every
+  // plugin's OnSessionClose; a plugin's close time is the sum of its two parts.
+  std::vector<int64_t> close_micros(plugins_.size(), 0);
+  for (size_t slot = 0; slot < plugins_.size(); ++slot) {
+    auto start = std::chrono::steady_clock::now();
     CallSessionHandlers(ExtensionPoint::SessionClose, static_cast<int>(slot));
-  for (auto& p : plugins_) p.plugin->OnSessionClose(*this);
+    close_micros[slot] += MicrosSince(start);
+  }
+  for (size_t slot = 0; slot < plugins_.size(); ++slot) {
+    auto start = std::chrono::steady_clock::now();
+    plugins_[slot].plugin->OnSessionClose(*this);
+    close_micros[slot] += MicrosSince(start);
+    decisions_.plugin_timings.push_back({plugins_[slot].name, false, close_micros[slot]});
+  }
 
   for (Job* j : cluster_.jobs()) {
     // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).
@@ -238,6 +262,7 @@ void Session::ReportFault(int slot, ExtensionPoint point, std::string_view messa
   std::lock_guard<std::mutex> lock(fault_mu_);
   if (slot >= 0 && slot < static_cast<int>(plugins_.size())) ++plugins_[slot].faults;
   decisions_.faults.push_back(std::move(line));
+  decisions_.fault_points.emplace_back(std::move(name), std::string(Info(point).handler));
 }
 
 // ---------------------------------------------------------------------------------------------

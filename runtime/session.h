@@ -153,6 +153,16 @@ struct Decisions {
   std::vector<std::pair<Job*, PodGroupPhase>> phases;        // every job's phase at close
   // Policy faults: "plugin <name>: <point>: <message>".
   std::vector<std::string> faults;
+  // For the server's metrics (Volcano's volcano_* families): the same faults as (plugin, handler),
+  // each plugin's OnSessionOpen / OnSessionClose time, and how many preemptors preempt tried.
+  std::vector<std::pair<std::string, std::string>> fault_points;
+  struct PluginTiming {
+    std::string plugin;
+    bool open = true;  // OnSessionOpen (true) or OnSessionClose
+    int64_t micros = 0;
+  };
+  std::vector<PluginTiming> plugin_timings;
+  int preemption_attempts = 0;
 };
 
 // A registered plugin in the open session.

@@ -159,6 +159,7 @@ class PreemptRun {
   bool Preempt(Statement& stmt, Task* preemptor, const VictimFilter& filter) {
     // a.
     if (!EligibleToPreempt(preemptor)) return false;
+    ++ssn_.decisions().preemption_attempts;  // Volcano's volcano_total_preemption_attempts
     // b.
     if (ssn_.PrePredicateFn(preemptor)) return false;
     std::vector<Node*> storage;

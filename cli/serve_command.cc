@@ -1,0 +1,215 @@
+// `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
+//             [--policy-dir D]... [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
+//             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
+//
+// The long-running scheduler (server/server.h): one session per period against a cluster, with
+// live reload of the conf and policies, Prometheus metrics and health endpoints. The cluster is a
+// scenario file (`--scenario`: the simulated cluster of `kiln simulate`, advancing in real time;
+// useful for demos, dashboards and trying a conf) or the Kubernetes API server (`--kubeconfig`,
+// else $KUBECONFIG, else the pod's service account, else ~/.kube/config).
+//
+// Exit codes: 0 after SIGTERM/SIGINT, 2 bad input (flags, conf, scenario, listen address).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "cli/commands.h"
+#include "kubernetes/client.h"
+#include "kubernetes/cluster.h"
+#include "kubernetes/kubeconfig.h"
+#include "kubernetes/lease.h"
+#include "runtime/quantity.h"
+#include "server/metrics.h"
+#include "server/scheduler_loop.h"
+#include "server/server.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct ServeFlags {
+  std::string conf_file;
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+  std::string compile_cache;
+  std::string scenario;
+  std::string kubeconfig;
+  std::string scheduler_name = "volcano";
+  std::string schedule_period = "1s";
+  bool leader_elect = false;
+  std::string lock_namespace = "kube-system";
+  std::string lock_name = "kiln-scheduler";
+  std::string listen = "127.0.0.1:8080";
+  bool dry_run = false;
+  bool evict_with_eviction_api = false;
+  int verbosity = 0;
+};
+
+int BadInput(const std::string& message) {
+  std::fputs(fmt::format("error: {}\n", message).c_str(), stderr);
+  return 2;
+}
+
+// holderIdentity: unique per process, readable in `kubectl get lease -o yaml` (client-go uses
+// hostname + "_" + a UUID).
+std::string Identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return fmt::format("{}_{:08x}{:08x}", host, rd(), rd());
+}
+
+int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::ServeHooks hooks) {
+  auto config = kube::ResolveKubeConfig(f.kubeconfig);
+  if (!config) {
+    std::fputs((config.error().Format() + "\n").c_str(), stderr);
+    return 2;
+  }
+  auto client = kube::KubeClient::Create(*config);
+  if (!client) {
+    std::fputs((client.error().Format() + "\n").c_str(), stderr);
+    return 2;
+  }
+  std::atomic<server::ServerMetrics*> metrics{nullptr};
+  kube::KubernetesClusterOptions kopts;
+  kopts.scheduler_names = {f.scheduler_name};
+  kopts.evict_with_eviction_api = f.evict_with_eviction_api;
+  kopts.on_bind = [&metrics](double seconds, bool ok) {
+    if (server::ServerMetrics* m = metrics.load()) m->ObserveBind(seconds * 1000, ok ? "ok" : "error");
+  };
+  kube::KubernetesCluster cluster(*client, kopts);
+
+  // Leader election talks to the API server over its own client with a short request timeout:
+  // a renew that hangs must not outlive the renew deadline.
+  std::unique_ptr<kube::LeaseStore> lease_store;
+  if (f.leader_elect) {
+    kube::ClientOptions lease_client_options;
+    lease_client_options.request_timeout = std::chrono::seconds(4);
+    auto lease_client = kube::KubeClient::Create(*config, lease_client_options);
+    if (!lease_client) {
+      std::fputs((lease_client.error().Format() + "\n").c_str(), stderr);
+      return 2;
+    }
+    lease_store = kube::NewKubeLeaseStore(*lease_client, f.lock_namespace, f.lock_name);
+    options.lease_store = lease_store.get();
+    options.identity = Identity();
+    cluster.SetWritesEnabled(false);  // a standby writes nothing until it leads
+  }
+  hooks.caches_synced = [&cluster] { return cluster.HasSynced(); };
+  hooks.flush = [&cluster](std::chrono::nanoseconds grace) {
+    cluster.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(grace));
+  };
+  hooks.on_leadership = [&cluster](bool leading) { cluster.SetWritesEnabled(leading); };
+  // kiln_watch_relists_total: the reflectors count relists; the metric follows after each
+  // session.
+  std::mutex relist_mu;
+  std::map<std::string, int64_t> relists_seen;
+  hooks.attach_metrics = [&metrics](server::ServerMetrics& m) { metrics = &m; };
+  hooks.on_session = [&](const SessionResult&) {
+    server::ServerMetrics* m = metrics.load();
+    if (m == nullptr) return;
+    std::lock_guard<std::mutex> lock(relist_mu);
+    for (const auto& [resource, n] : cluster.stats().relists) {
+      int64_t& seen = relists_seen[resource];
+      if (n > seen) m->CountRelists(resource, n - seen);
+      seen = n;
+    }
+  };
+  spdlog::info("kiln serve: API server {} ({}), scheduler name {}", config->server, config->source,
+               f.scheduler_name);
+  cluster.Start();
+  return server::Serve(cluster, options, hooks);
+}
+
+int RunServe(const ServeFlags& f) {
+  server::BlockTerminationSignals();  // before any thread exists (kubernetes reflectors, writers)
+  server::ConfigureLogging(f.verbosity);
+  auto period = ParseGoDuration(f.schedule_period);
+  if (!period || *period <= 0)
+    return BadInput(fmt::format(
+        "--schedule-period must be a positive duration like 1s or 500ms, got `{}`",
+        f.schedule_period));
+  if (f.conf_file.empty()) return BadInput("--conf is required (the scheduler.conf to run)");
+
+  server::ServeOptions options;
+  options.sources.conf_file = f.conf_file;
+  options.sources.policy_dirs = f.policy_dirs;
+  options.sources.allow_builtin_override = f.allow_builtin_override;
+  options.sources.compile_cache_dir = f.compile_cache;
+  options.schedule_period = std::chrono::nanoseconds(*period);
+  options.listen = f.listen;
+  options.dry_run = f.dry_run;
+  server::ServeHooks hooks;
+
+  if (!f.scenario.empty()) {
+    if (f.leader_elect)
+      return BadInput("--leader-elect needs a Kubernetes cluster (a scenario has no Lease)");
+    auto spec = LoadScenarioFile(f.scenario);
+    if (!spec) {
+      std::fputs((spec.error().Format() + "\n").c_str(), stderr);
+      return 2;
+    }
+    // The scenario's clock starts at its `now` and runs with the wall clock.
+    TimeNs origin = spec->now;
+    auto started = std::chrono::steady_clock::now();
+    options.clock = [origin, started] {
+      return origin + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+    };
+    SimulatedCluster cluster(std::move(*spec));
+    return server::Serve(cluster, options, hooks);
+  }
+  return ServeKubernetes(f, options, hooks);
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Run the scheduler: one session per period against a cluster, with live reload, "
+               "metrics and health endpoints");
+  cmd->add_option("--conf", f->conf_file, "scheduler.conf (watched: changes apply live)");
+  cmd->add_option("--policy-dir", f->policy_dirs, "directory of user policies (repeatable, watched)");
+  cmd->add_flag("--allow-builtin-override", f->allow_builtin_override,
+                "let a --policy-dir policy replace the built-in policy of the same name");
+  cmd->add_option("--compile-cache", f->compile_cache,
+                  "reuse policies' native code across runs from this directory");
+  cmd->add_option("--scenario", f->scenario,
+                  "serve the simulated cluster of a scenario file instead of Kubernetes");
+  cmd->add_option("--kubeconfig", f->kubeconfig,
+                  "kubeconfig of the cluster (default: in-cluster service account)");
+  cmd->add_option("--scheduler-name", f->scheduler_name,
+                  "schedule pods whose spec.schedulerName is this (default volcano)");
+  cmd->add_option("--schedule-period", f->schedule_period,
+                  "time between session starts, a Go duration (default 1s)");
+  cmd->add_flag("--leader-elect", f->leader_elect,
+                "run sessions only while holding the leader Lease");
+  cmd->add_option("--lock-namespace", f->lock_namespace, "namespace of the leader Lease");
+  cmd->add_option("--lock-name", f->lock_name, "name of the leader Lease");
+  cmd->add_option("--listen", f->listen,
+                  "address of /metrics /healthz /readyz /config (default 127.0.0.1:8080; port 0 "
+                  "picks one; empty: none)");
+  cmd->add_flag("--dry-run", f->dry_run, "decide and log, never write to the cluster");
+  cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
+                "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
+  cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");
+  cmd->callback([f] {
+    int code = RunServe(*f);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace kiln::cli

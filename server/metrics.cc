@@ -1,0 +1,227 @@
+#include "server/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "server/policy_set.h"
+
+namespace kiln::server {
+
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+// prometheus.ExponentialBuckets(start, factor, count), as Volcano declares its histograms.
+Histogram::BucketBoundaries Exponential(double start, double factor, int count) {
+  Histogram::BucketBoundaries b;
+  for (int i = 0; i < count; ++i) b.push_back(start * std::pow(factor, i));
+  return b;
+}
+
+Family<Histogram>& HistogramFamily(prometheus::Registry& r, const std::string& name,
+                                   const std::string& help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
+Family<Gauge>& GaugeFamily(prometheus::Registry& r, const std::string& name,
+                           const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+Family<Counter>& CounterFamily(prometheus::Registry& r, const std::string& name,
+                               const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+struct ServerMetrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Registry& r = *registry;
+
+  // Volcano's scheduler families (pkg/scheduler/metrics/metrics.go, queue.go).
+  Histogram& e2e = HistogramFamily(r, "volcano_e2e_scheduling_latency_milliseconds",
+                                   "E2e scheduling latency in milliseconds (scheduling algorithm "
+                                   "+ binding)")
+                       .Add({}, Exponential(5, 2, 15));
+  Histogram& open_session =
+      HistogramFamily(r, "volcano_open_session_duration_milliseconds",
+                      "Duration of opening a scheduling session in milliseconds")
+          .Add({}, Exponential(5, 2, 15));
+  Family<Histogram>& action = HistogramFamily(r, "volcano_action_scheduling_latency_milliseconds",
+                                              "Action scheduling latency in milliseconds");
+  Family<Histogram>& plugin = HistogramFamily(r, "volcano_plugin_scheduling_latency_milliseconds",
+                                              "Plugin scheduling latency in milliseconds");
+  Histogram& task = HistogramFamily(r, "volcano_task_scheduling_latency_milliseconds",
+                                    "Task scheduling latency in milliseconds (task create to task "
+                                    "bound to a node)")
+                        .Add({}, Exponential(5, 2, 15));
+  Family<Counter>& attempts = CounterFamily(
+      r, "volcano_schedule_attempts_total",
+      "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
+      "be scheduled, while 'error' means an internal scheduler problem.");
+  Gauge& victims = GaugeFamily(r, "volcano_pod_preemption_victims",
+                               "Number of selected preemption victims")
+                       .Add({});
+  Counter& preemption_attempts = CounterFamily(r, "volcano_total_preemption_attempts",
+                                               "Total preemption attempts in the cluster till now")
+                                     .Add({});
+  Family<Gauge>& unschedule_task = GaugeFamily(r, "volcano_unschedule_task_count",
+                                               "Number of tasks could not be scheduled");
+  Gauge& unschedule_job = GaugeFamily(r, "volcano_unschedule_job_count",
+                                      "Number of jobs could not be scheduled")
+                              .Add({});
+  Family<Gauge>& q_alloc_cpu = GaugeFamily(r, "volcano_queue_allocated_milli_cpu",
+                                           "Allocated CPU count for one queue");
+  Family<Gauge>& q_alloc_mem = GaugeFamily(r, "volcano_queue_allocated_memory_bytes",
+                                           "Allocated memory for one queue");
+  Family<Gauge>& q_req_cpu = GaugeFamily(r, "volcano_queue_request_milli_cpu",
+                                         "Request CPU count for one queue");
+  Family<Gauge>& q_req_mem = GaugeFamily(r, "volcano_queue_request_memory_bytes",
+                                         "Request memory for one queue");
+  Family<Gauge>& q_des_cpu = GaugeFamily(r, "volcano_queue_deserved_milli_cpu",
+                                         "Deserved CPU count for one queue");
+  Family<Gauge>& q_des_mem = GaugeFamily(r, "volcano_queue_deserved_memory_bytes",
+                                         "Deserved memory for one queue");
+  Family<Gauge>& q_cap_cpu = GaugeFamily(r, "volcano_queue_capacity_milli_cpu",
+                                         "Capacity CPU count for one queue");
+  Family<Gauge>& q_cap_mem = GaugeFamily(r, "volcano_queue_capacity_memory_bytes",
+                                         "Capacity memory for one queue");
+  Family<Gauge>& q_weight = GaugeFamily(r, "volcano_queue_weight", "Weight for one queue");
+
+  // Kiln's own.
+  Family<Counter>& faults = CounterFamily(
+      r, "kiln_policy_faults_total",
+      "Policy faults at run time (the plugin abstained for that call), by plugin and handler");
+  Family<Counter>& reloads = CounterFamily(r, "kiln_config_reloads_total",
+                                           "Configuration reload attempts, by result");
+  Gauge& generation = GaugeFamily(r, "kiln_config_generation",
+                                  "Generation of the active configuration (1 = as started)")
+                          .Add({});
+  // Kiln's own families follow Prometheus' conventions (base unit seconds); Volcano's keep
+  // Volcano's names and milliseconds, which is what its dashboards query.
+  Family<Histogram>& bind = HistogramFamily(r, "kiln_bind_latency_seconds",
+                                            "Round trip of a bind write to the API server");
+  Family<Counter>& relists = CounterFamily(
+      r, "kiln_watch_relists_total", "Full LISTs of a resource after its watch could not resume");
+  Gauge& leader = GaugeFamily(r, "kiln_leader", "1 while this replica holds the leader lease")
+                      .Add({});
+  Counter& sessions = CounterFamily(r, "kiln_sessions_total", "Scheduling sessions run").Add({});
+
+  std::mutex mu;  // the maps below (families themselves are thread-safe)
+  std::map<std::string, Gauge*> unschedulable_jobs;
+  std::set<std::string> queues;
+};
+
+ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {
+  // The result labels exist from the start, so a rate() over them is defined before the first
+  // failure.
+  for (const char* result : {"scheduled", "unschedulable", "error"})
+    impl_->attempts.Add({{"result", result}});
+  for (const char* result : {"ok", "rejected"}) impl_->reloads.Add({{"result", result}});
+}
+
+ServerMetrics::~ServerMetrics() = default;
+
+void ServerMetrics::ObserveSession(const SessionResult& s, double e2e_ms) {
+  Impl& m = *impl_;
+  m.sessions.Increment();
+  m.e2e.Observe(e2e_ms);
+  m.open_session.Observe(s.open_micros / 1000.0);
+  for (const auto& [name, micros] : s.action_micros)
+    m.action.Add({{"action", name}}, Exponential(5, 2, 15)).Observe(micros / 1000.0);
+  for (const auto& t : s.plugin_timings)
+    m.plugin.Add({{"plugin", t.plugin}, {"OnSession", t.on_session}}, Exponential(5, 2, 15))
+        .Observe(t.micros / 1000.0);
+  for (const auto& [key, created] : s.bound_created)
+    if (created > 0 && s.time >= created) m.task.Observe((s.time - created) / 1e6);
+  m.attempts.Add({{"result", "scheduled"}}).Increment(static_cast<double>(s.binds.size()));
+  m.attempts.Add({{"result", "unschedulable"}})
+      .Increment(static_cast<double>(s.unschedulable.size()));
+  m.victims.Set(static_cast<double>(s.evictions.size()));
+  m.preemption_attempts.Increment(s.preemption_attempts);
+  for (const auto& [plugin, point] : s.fault_points)
+    m.faults.Add({{"plugin", plugin}, {"point", point}}).Increment();
+
+  std::lock_guard<std::mutex> lock(m.mu);
+  // volcano_unschedule_task_count{job_id}: jobs that have no unschedulable task any more drop
+  // out, so the family lists exactly the jobs blocked now.
+  for (auto it = m.unschedulable_jobs.begin(); it != m.unschedulable_jobs.end();) {
+    if (s.unschedulable_tasks_per_job.count(it->first) == 0) {
+      m.unschedule_task.Remove(it->second);
+      it = m.unschedulable_jobs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [job, count] : s.unschedulable_tasks_per_job) {
+    Gauge*& g = m.unschedulable_jobs[job];
+    if (g == nullptr) g = &m.unschedule_task.Add({{"job_id", job}});
+    g->Set(count);
+  }
+  m.unschedule_job.Set(static_cast<double>(s.unschedulable_tasks_per_job.size()));
+  std::set<std::string> seen;
+  for (const auto& q : s.queues) {
+    prometheus::Labels l{{"queue_name", q.name}};
+    m.q_alloc_cpu.Add(l).Set(q.allocated_milli_cpu);
+    m.q_alloc_mem.Add(l).Set(q.allocated_memory);
+    m.q_req_cpu.Add(l).Set(q.request_milli_cpu);
+    m.q_req_mem.Add(l).Set(q.request_memory);
+    m.q_des_cpu.Add(l).Set(q.deserved_milli_cpu);
+    m.q_des_mem.Add(l).Set(q.deserved_memory);
+    m.q_cap_cpu.Add(l).Set(q.capability_milli_cpu);
+    m.q_cap_mem.Add(l).Set(q.capability_memory);
+    m.q_weight.Add(l).Set(static_cast<double>(q.weight));
+    seen.insert(q.name);
+  }
+  // A deleted queue's series go away (Volcano's DeleteQueueMetrics).
+  for (const std::string& name : m.queues) {
+    if (seen.count(name)) continue;
+    prometheus::Labels l{{"queue_name", name}};
+    for (Family<Gauge>* f : {&m.q_alloc_cpu, &m.q_alloc_mem, &m.q_req_cpu, &m.q_req_mem,
+                             &m.q_des_cpu, &m.q_des_mem, &m.q_cap_cpu, &m.q_cap_mem, &m.q_weight})
+      f->Remove(&f->Add(l));
+  }
+  m.queues = std::move(seen);
+}
+
+void ServerMetrics::ObserveSessionError() {
+  impl_->attempts.Add({{"result", "error"}}).Increment();
+}
+
+void ServerMetrics::ObserveReload(const ReloadOutcome& outcome, const PolicySet* active) {
+  if (outcome.initial)
+    ;  // the first load is not a reload
+  else if (outcome.kind == ReloadOutcome::Kind::kOk)
+    impl_->reloads.Add({{"result", "ok"}}).Increment();
+  else if (outcome.kind == ReloadOutcome::Kind::kRejected)
+    impl_->reloads.Add({{"result", "rejected"}}).Increment();
+  if (active != nullptr) impl_->generation.Set(static_cast<double>(active->generation));
+}
+
+void ServerMetrics::ObserveBind(double latency_ms, std::string_view result) {
+  impl_->bind.Add({{"result", std::string(result)}}, Exponential(0.001, 2, 15))
+      .Observe(latency_ms / 1000.0);
+}
+
+void ServerMetrics::CountRelists(std::string_view resource, int64_t n) {
+  impl_->relists.Add({{"resource", std::string(resource)}}).Increment(static_cast<double>(n));
+}
+
+void ServerMetrics::SetLeader(bool leader) { impl_->leader.Set(leader ? 1 : 0); }
+
+std::string ServerMetrics::Serialize() const {
+  return prometheus::TextSerializer().Serialize(impl_->registry->Collect());
+}
+
+}  // namespace kiln::server

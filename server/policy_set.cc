@@ -1,0 +1,223 @@
+#include "server/policy_set.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/host/policy_provider.h"
+#include "runtime/scheduler.h"
+
+namespace kiln::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{fmt::format("cannot read {}", path), SourceLocation{path}};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// What a set is built from, read once: the conf text and every policy file of the dirs.
+struct SourceTexts {
+  std::string conf_text;
+  std::vector<std::pair<std::string, std::string>> files;  // path → text, conf first
+  std::string hash;
+};
+
+std::string Sha256Hex(const std::vector<std::pair<std::string, std::string>>& files) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  for (const auto& [path, text] : files) {
+    // Length-prefixed so that moving bytes between a name and a text changes the hash.
+    std::string head = fmt::format("{}:{}:{}:", path.size(), path, text.size());
+    EVP_DigestUpdate(ctx, head.data(), head.size());
+    EVP_DigestUpdate(ctx, text.data(), text.size());
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, digest, &len);
+  EVP_MD_CTX_free(ctx);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Result<SourceTexts> ReadSources(const PolicySources& sources) {
+  SourceTexts out;
+  if (!sources.conf_file.empty()) {
+    auto text = ReadWhole(sources.conf_file);
+    if (!text) return text.error();
+    out.conf_text = *text;
+    out.files.emplace_back(sources.conf_file, std::move(*text));
+  } else {
+    out.conf_text = std::string(DefaultSchedulerConfText());
+    out.files.emplace_back("<default scheduler.conf>", out.conf_text);
+  }
+  for (const std::string& dir : sources.policy_dirs) {
+    std::error_code ec;
+    std::vector<fs::path> paths;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".policy")
+        paths.push_back(entry.path());
+    if (ec) return Error{fmt::format("--policy-dir {}: {}", dir, ec.message()), SourceLocation{dir}};
+    std::sort(paths.begin(), paths.end());
+    for (const fs::path& p : paths) {
+      auto text = ReadWhole(p.string());
+      if (!text) return text.error();
+      out.files.emplace_back(p.string(), std::move(*text));
+    }
+  }
+  out.hash = Sha256Hex(out.files);
+  return out;
+}
+
+}  // namespace
+
+ProviderFactory CompiledProviderFactory() {
+  return [](const PolicySources& s) -> Result<std::unique_ptr<PolicyProvider>> {
+    CompiledPolicyOptions options;
+    options.policy_dirs = s.policy_dirs;
+    options.allow_builtin_override = s.allow_builtin_override;
+    options.compile_cache_dir = s.compile_cache_dir;
+    return MakeCompiledPolicyProvider(options);
+  };
+}
+
+Result<std::string> HashSources(const PolicySources& sources) {
+  auto texts = ReadSources(sources);
+  if (!texts) return texts.error();
+  return texts->hash;
+}
+
+Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sources,
+                                                       const ProviderFactory& factory,
+                                                       uint64_t generation) {
+  auto texts = ReadSources(sources);
+  if (!texts) return texts.error();
+  std::string conf_name = sources.conf_file.empty() ? "<default scheduler.conf>" : sources.conf_file;
+  auto conf = ParseSchedulerConf(texts->conf_text, conf_name);
+  if (!conf) return conf.error();
+  auto provider = factory(sources);
+  if (!provider) return provider.error();
+  auto set = std::make_shared<PolicySet>();
+  set->conf = std::move(*conf);
+  set->provider = std::move(*provider);
+  auto registry = ResolvePlugins(set->conf, *set->provider);
+  if (!registry) return registry.error();
+  set->registry = std::move(*registry);
+  set->generation = generation;
+  set->hash = texts->hash;
+  for (const auto& [path, text] : texts->files) set->source_files.push_back(path);
+  set->loaded_at = std::chrono::system_clock::now();
+  return std::shared_ptr<const PolicySet>(std::move(set));
+}
+
+std::string_view ToString(ReloadOutcome::Kind kind) {
+  switch (kind) {
+    case ReloadOutcome::Kind::kOk: return "ok";
+    case ReloadOutcome::Kind::kUnchanged: return "unchanged";
+    case ReloadOutcome::Kind::kRejected: return "rejected";
+  }
+  return "?";
+}
+
+PolicyReloader::PolicyReloader(PolicySources sources, ProviderFactory factory)
+    : sources_(std::move(sources)), factory_(std::move(factory)) {}
+
+Status PolicyReloader::LoadInitial() {
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  auto start = std::chrono::steady_clock::now();
+  auto set = LoadPolicySet(sources_, factory_, 1);
+  if (!set) return set.error();
+  {
+    std::lock_guard<std::mutex> cl(current_mu_);
+    current_ = *set;
+  }
+  ReloadOutcome outcome;
+  outcome.kind = ReloadOutcome::Kind::kOk;
+  outcome.generation = 1;
+  outcome.initial = true;
+  outcome.took = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  spdlog::info("configuration loaded: generation 1 (hash {}, {} ms)", (*set)->hash.substr(0, 12),
+               outcome.took.count() / 1000.0);
+  for (const Observer& o : observers_) o(outcome, set->get());
+  return Status::Ok();
+}
+
+ReloadOutcome PolicyReloader::Reload() {
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<const PolicySet> active = Current();
+  ReloadOutcome outcome;
+  outcome.generation = active ? active->generation : 0;
+  auto hash = HashSources(sources_);
+  if (hash && ((active && *hash == active->hash) || *hash == last_rejected_hash_)) {
+    // Nothing changed since the active set, or since the last rejected attempt (the same broken
+    // files are not compiled and reported again for every unrelated event).
+    outcome.kind = ReloadOutcome::Kind::kUnchanged;
+  } else {
+    auto set = LoadPolicySet(sources_, factory_, outcome.generation + 1);
+    if (!set) {
+      outcome.kind = ReloadOutcome::Kind::kRejected;
+      outcome.error = set.error();
+      last_rejected_hash_ = hash ? *hash : std::string();
+    } else {
+      outcome.kind = ReloadOutcome::Kind::kOk;
+      outcome.generation = (*set)->generation;
+      std::lock_guard<std::mutex> cl(current_mu_);
+      current_ = *set;
+      active = *set;
+    }
+  }
+  outcome.took = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  switch (outcome.kind) {
+    case ReloadOutcome::Kind::kOk:
+      spdlog::info("config reload: generation {} active (hash {}, {} ms)", outcome.generation,
+                   active->hash.substr(0, 12), outcome.took.count() / 1000.0);
+      break;
+    case ReloadOutcome::Kind::kRejected:
+      spdlog::error("config reload rejected, generation {} stays active: {}", outcome.generation,
+                    outcome.error->Format());
+      break;
+    case ReloadOutcome::Kind::kUnchanged:
+      spdlog::debug("config reload: sources unchanged");
+      break;
+  }
+  for (const Observer& o : observers_) o(outcome, active.get());
+  return outcome;
+}
+
+std::shared_ptr<const PolicySet> PolicyReloader::Current() const {
+  std::lock_guard<std::mutex> lock(current_mu_);
+  return current_;
+}
+
+std::vector<std::string> PolicyReloader::WatchDirectories() const {
+  std::vector<std::string> dirs;
+  if (!sources_.conf_file.empty()) {
+    fs::path parent = fs::path(sources_.conf_file).parent_path();
+    dirs.push_back(parent.empty() ? "." : parent.string());
+  }
+  for (const std::string& d : sources_.policy_dirs) dirs.push_back(d);
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
+void PolicyReloader::AddObserver(Observer observer) {
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  observers_.push_back(std::move(observer));
+}
+
+}  // namespace kiln::server

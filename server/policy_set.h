@@ -1,0 +1,109 @@
+#pragma once
+// The scheduler's configuration as one immutable value, and how it is replaced while the
+// scheduler runs.
+//
+// A PolicySet is everything a session needs besides the cluster: the parsed scheduler.conf and
+// the plugins it names, resolved and compiled. It is built whole, off the session thread, and
+// published with one pointer swap; a session takes the pointer once when it opens and keeps the
+// set alive until it closes. So a session never sees half a configuration, a session in flight
+// finishes on the set it started with, and a set that fails to build never replaces the last
+// good one.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/conf.h"
+#include "runtime/plugin.h"
+#include "runtime/policy_provider.h"
+#include "runtime/status.h"
+
+namespace kiln::server {
+
+// Where a configuration comes from.
+struct PolicySources {
+  std::string conf_file;                 // scheduler.conf; empty: Volcano's default conf
+  std::vector<std::string> policy_dirs;  // --policy-dir
+  bool allow_builtin_override = false;
+  std::string compile_cache_dir;  // --compile-cache; empty: the compiler's default
+};
+
+// Makes the provider a set resolves its plugin names through. The default compiles policies
+// (compiler/host); tests pass C++ test plugins.
+using ProviderFactory =
+    std::function<Result<std::unique_ptr<PolicyProvider>>(const PolicySources& sources)>;
+ProviderFactory CompiledProviderFactory();
+
+struct PolicySet {
+  SchedulerConf conf;
+  // The registry's builders call into the provider (compiled code, bound arguments): the set
+  // owns it so that both live exactly as long as the last session using them.
+  std::unique_ptr<PolicyProvider> provider;
+  PluginRegistry registry;
+
+  uint64_t generation = 0;  // 1 for the first set loaded, +1 per accepted reload
+  std::string hash;         // sha256 over the conf text and every policy file read
+  std::vector<std::string> source_files;  // the conf and the policy files, as read
+  std::chrono::system_clock::time_point loaded_at;
+};
+
+// Reads, parses, validates and compiles a configuration. Errors carry file:line:col: a YAML or
+// validation error in the conf, an unknown plugin or action, a bad argument type, a policy that
+// does not compile.
+Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sources,
+                                                       const ProviderFactory& factory,
+                                                       uint64_t generation);
+
+// The hash LoadPolicySet would give the files as they stand now (no parsing or compiling), so
+// a burst of events that changed nothing costs one read of the files.
+Result<std::string> HashSources(const PolicySources& sources);
+
+// What one reload attempt did.
+struct ReloadOutcome {
+  enum class Kind { kOk, kUnchanged, kRejected };
+  Kind kind = Kind::kUnchanged;
+  uint64_t generation = 0;      // the active generation afterwards
+  std::optional<Error> error;   // kRejected: why
+  std::chrono::microseconds took{0};
+  bool initial = false;  // the first load (observers set gauges; it is not a reload)
+};
+std::string_view ToString(ReloadOutcome::Kind kind);
+
+// Holds the active set and replaces it on request. Current() is cheap and safe from any thread;
+// Reload() runs the whole load on the calling thread (the watcher's, never the session's) and
+// serialises with other reloads.
+class PolicyReloader {
+ public:
+  using Observer = std::function<void(const ReloadOutcome&, const PolicySet* active)>;
+
+  PolicyReloader(PolicySources sources, ProviderFactory factory);
+
+  // The first load: its error is the caller's (serve and simulate exit with it).
+  Status LoadInitial();
+  ReloadOutcome Reload();
+
+  std::shared_ptr<const PolicySet> Current() const;
+  const PolicySources& sources() const { return sources_; }
+  // The directories whose changes may change the configuration: the conf file's directory (not
+  // the file: a ConfigMap mount replaces it by swapping the `..data` symlink) and each policy dir.
+  std::vector<std::string> WatchDirectories() const;
+
+  // Called after every Reload (metrics, logs, events), on the reloading thread.
+  void AddObserver(Observer observer);
+
+ private:
+  PolicySources sources_;
+  ProviderFactory factory_;
+  std::mutex reload_mu_;  // one load at a time
+  mutable std::mutex current_mu_;
+  std::shared_ptr<const PolicySet> current_;
+  std::string last_rejected_hash_;
+  std::vector<Observer> observers_;
+};
+
+}  // namespace kiln::server

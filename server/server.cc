@@ -1,0 +1,209 @@
+#include "server/server.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kubernetes/lease.h"
+#include "server/config_watcher.h"
+#include "server/http_endpoints.h"
+#include "server/leader_election.h"
+#include "server/metrics.h"
+#include "server/scheduler_loop.h"
+
+namespace kiln::server {
+
+namespace {
+
+// --dry-run: the decisions are logged, the cluster is never written.
+class DryRunBinding : public ClusterBinding {
+ public:
+  explicit DryRunBinding(ClusterBinding& inner) : inner_(inner) {}
+  Result<Cluster> Snapshot(TimeNs now) override { return inner_.Snapshot(now); }
+  void Apply(const SessionResult& r) override {
+    for (const std::string& pod : r.bind_order)
+      spdlog::info("dry-run: would bind {} to {}", pod, r.binds.at(pod));
+    for (const std::string& pod : r.evictions) spdlog::info("dry-run: would evict {}", pod);
+    for (const auto& [pod, node] : r.nominated)
+      spdlog::info("dry-run: would nominate {} for {}", node, pod);
+    for (const auto& [job, phase] : r.pod_group_phases)
+      spdlog::debug("dry-run: PodGroup {} phase {}", job, phase);
+  }
+
+ private:
+  ClusterBinding& inner_;
+};
+
+std::string ConfigJson(const PolicySet* set) {
+  nlohmann::ordered_json j;
+  if (set == nullptr) return "{}\n";
+  j["generation"] = set->generation;
+  j["hash"] = "sha256:" + set->hash;
+  j["sources"] = set->source_files;
+  j["loadedAt"] = fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
+                                                set->loaded_at)));
+  j["actions"] = set->conf.actions;
+  nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+  for (const Tier& t : set->conf.tiers) {
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (const PluginOption& p : t.plugins) names.push_back(p.name);
+    tiers.push_back(names);
+  }
+  j["tiers"] = tiers;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+void ConfigureLogging(int verbosity) {
+  auto logger = spdlog::get("kiln-serve");
+  if (!logger) logger = spdlog::stderr_color_mt("kiln-serve");
+  spdlog::set_default_logger(logger);
+  // klog's header: severity letter, MMDD, time with microseconds, thread id.
+  spdlog::set_pattern("%L%m%d %H:%M:%S.%f %t] %v");
+  spdlog::set_level(verbosity >= 4   ? spdlog::level::trace
+                    : verbosity >= 1 ? spdlog::level::debug
+                                     : spdlog::level::info);
+}
+
+int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks& hooks,
+          const std::function<bool()>& stop) {
+  std::atomic<SchedulerLoop*> running_loop{nullptr};
+  std::atomic<bool> signalled{false};
+  SignalWaiter signals([&](int signo) {
+    spdlog::info("received signal {}: finishing the session in flight, then stopping", signo);
+    signalled = true;
+    if (SchedulerLoop* l = running_loop.load()) l->Stop();
+  });
+
+  ServerMetrics metrics;
+  if (hooks.attach_metrics) hooks.attach_metrics(metrics);
+  PolicyReloader reloader(options.sources, CompiledProviderFactory());
+  reloader.AddObserver(
+      [&metrics](const ReloadOutcome& o, const PolicySet* active) { metrics.ObserveReload(o, active); });
+  if (Status s = reloader.LoadInitial(); !s) {
+    spdlog::error("configuration: {}", s.error().Format());
+    return 2;
+  }
+
+  std::unique_ptr<LeaderElector> elector;
+  std::thread election_thread;
+  if (options.lease_store != nullptr) {
+    LeaderElectionConfig config;
+    config.identity = options.identity;
+    elector = std::make_unique<LeaderElector>(*options.lease_store, config);
+  }
+  auto leading = [&] { return elector == nullptr || elector->IsLeader(); };
+
+  std::unique_ptr<HttpEndpoints> http;
+  if (!options.listen.empty()) {
+    HttpHandlers handlers;
+    handlers.metrics = [&metrics] { return metrics.Serialize(); };
+    handlers.ready = [&](std::string* reason) {
+      bool synced = !hooks.caches_synced || hooks.caches_synced();
+      if (!synced) {
+        *reason = "caches not synced";
+        return false;
+      }
+      // Ready means able to take over: leading, or standing by with synced caches.
+      *reason = elector == nullptr ? "scheduling" : (elector->IsLeader() ? "leader" : "standby");
+      return true;
+    };
+    handlers.config_json = [&reloader] { return ConfigJson(reloader.Current().get()); };
+    http = std::make_unique<HttpEndpoints>(handlers);
+    if (Status s = http->Start(options.listen); !s) {
+      spdlog::error("{}", s.error().Format());
+      return 2;
+    }
+  }
+
+  ConfigWatcher watcher(reloader.WatchDirectories(), [&reloader] { reloader.Reload(); },
+                        options.reload_quiet);
+  if (Status s = watcher.Start(); !s) {
+    spdlog::error("config watcher: {}", s.error().Format());
+    return 2;
+  }
+
+  // Leadership: the elector renews on its own thread; a second thread follows IsLeader(), which
+  // turns false the moment the renew deadline passes even while a renew request hangs, and
+  // opens or closes the binding's writes within 50 ms of the change.
+  std::atomic<bool> election_done{false};
+  std::thread leadership_thread;
+  if (elector) {
+    election_thread = std::thread([&] { elector->Run(nullptr); });
+    leadership_thread = std::thread([&] {
+      bool leading_now = false;
+      while (!election_done) {
+        bool l = elector->IsLeader();
+        if (l != leading_now) {
+          leading_now = l;
+          spdlog::info("leader election: {} {}", options.identity,
+                       l ? "is leading: scheduling starts" : "is not leading: writes stop");
+          metrics.SetLeader(l);
+          if (hooks.on_leadership) hooks.on_leadership(l);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  } else {
+    metrics.SetLeader(true);
+  }
+
+  DryRunBinding dry(cluster);
+  ClusterBinding& binding = options.dry_run ? static_cast<ClusterBinding&>(dry) : cluster;
+  LoopOptions loop_options;
+  loop_options.period = options.schedule_period;
+  loop_options.clock = options.clock;
+  loop_options.may_schedule = [&] {
+    bool synced = !hooks.caches_synced || hooks.caches_synced();
+    return synced && leading();
+  };
+  SchedulerLoop loop(binding, reloader, &metrics, loop_options);
+  if (hooks.on_session)
+    loop.SetObserver([&](const SessionResult& r, const PolicySet&) { hooks.on_session(r); });
+  running_loop = &loop;
+  if (signalled) loop.Stop();
+
+  std::atomic<bool> finished{false};
+  std::thread stopper;
+  if (stop) {
+    stopper = std::thread([&] {
+      while (!finished) {
+        if (stop()) {
+          loop.Stop();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  if (hooks.on_started) hooks.on_started(http ? http->port() : 0);
+  spdlog::info("kiln serve: scheduling every {} ms (generation {}){}",
+               std::chrono::duration_cast<std::chrono::milliseconds>(options.schedule_period).count(),
+               reloader.Current()->generation, options.dry_run ? ", dry run" : "");
+  int64_t sessions = loop.Run();
+  running_loop = nullptr;
+  finished = true;
+  if (stopper.joinable()) stopper.join();
+
+  watcher.Stop();
+  if (hooks.flush) hooks.flush(options.shutdown_grace);
+  if (elector) {
+    elector->Stop();
+    if (election_thread.joinable()) election_thread.join();
+    election_done = true;
+    if (leadership_thread.joinable()) leadership_thread.join();
+    if (hooks.on_leadership) hooks.on_leadership(false);
+    elector->Release();
+  }
+  if (http) http->Stop();
+  spdlog::info("kiln serve: stopped after {} sessions", sessions);
+  return 0;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,67 @@
+#pragma once
+// `kiln serve` put together: live-reloaded configuration, the session loop, metrics and HTTP
+// endpoints, optional leader election, clean shutdown on SIGTERM/SIGINT. The command line
+// (cli/serve_command.cc) chooses the cluster; everything after that is here.
+//
+// Shutdown order: stop the loop (the session in flight finishes), stop the config watcher,
+// let the binding flush its writes for at most `shutdown_grace` (its own business: see
+// ServeHooks::flush), release the lease, stop the HTTP server.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/cluster.h"
+#include "runtime/status.h"
+#include "server/policy_set.h"
+
+namespace kiln::kube {
+class LeaseStore;
+}
+
+namespace kiln::server {
+
+class ServerMetrics;
+
+struct ServeOptions {
+  PolicySources sources;
+  std::chrono::nanoseconds schedule_period = std::chrono::seconds(1);
+  std::string listen = "127.0.0.1:8080";  // empty: no HTTP endpoints
+  bool dry_run = false;                   // decide and log; never hand decisions to the binding
+  // Leader election: when `lease_store` is set, sessions run only while this replica leads.
+  kube::LeaseStore* lease_store = nullptr;
+  std::string identity;
+  std::chrono::nanoseconds shutdown_grace = std::chrono::seconds(5);
+  // The session clock; default: the wall clock.
+  std::function<TimeNs()> clock;
+  std::chrono::milliseconds reload_quiet{200};
+};
+
+// What the cluster side tells the server, all optional.
+struct ServeHooks {
+  std::function<bool()> caches_synced;  // /readyz; default: synced
+  // Carry out or drop queued writes, waiting at most `grace`; called once at shutdown.
+  std::function<void(std::chrono::nanoseconds grace)> flush;
+  // Called when leadership starts/ends (the binding must stop writing at once on false).
+  std::function<void(bool leading)> on_leadership;
+  // Called once the metrics exist, so the binding can report bind latency and relists.
+  std::function<void(ServerMetrics&)> attach_metrics;
+  // Called after each session with its result (tests, logs).
+  std::function<void(const SessionResult&)> on_session;
+  // Called once everything runs (the port actually bound, for tests with --listen :0).
+  std::function<void(int port)> on_started;
+};
+
+// Runs until SIGTERM/SIGINT (or `stop` becomes true, polled each period, for tests). Returns the
+// process exit code: 0 after a clean stop, 2 when the configuration or the listen address is bad.
+// Call it from the main thread before any other thread exists (signals are blocked here and
+// waited for on a thread of its own).
+int Serve(ClusterBinding& binding, const ServeOptions& options, const ServeHooks& hooks,
+          const std::function<bool()>& stop = nullptr);
+
+// klog-style verbosity on spdlog: 0 info (default), 1-3 debug, 4+ trace; klog's line header
+// ("I1125 04:44:28.123456 1234] message").
+void ConfigureLogging(int verbosity);
+
+}  // namespace kiln::server

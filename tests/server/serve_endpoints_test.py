@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""`kiln serve` as a process: endpoints over a real socket, promtool on /metrics, live reload,
+a rejected reload, clean SIGTERM.
+
+Usage: serve_endpoints_test.py KILN SOURCE_DIR. Serves examples/scenarios/training-cluster.yaml
+(the simulated cluster) with a conf in a temp dir, so no API server is needed. Stdlib only.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+KILN, SRC = sys.argv[1], sys.argv[2]
+SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
+
+CONF_A = """actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+CONF_B = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
+CONF_BROKEN = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeordr\n")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metric(text, name):
+    m = re.search(r"^" + re.escape(name) + r" ([0-9.e+-]+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_for(pred, what, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    fail("timed out waiting for " + what)
+
+
+tmp = tempfile.mkdtemp(prefix="kiln-serve-test-")
+try:
+    conf = os.path.join(tmp, "scheduler.conf")
+    write(conf, CONF_A)
+    proc = subprocess.Popen(
+        [KILN, "serve", "--scenario", SCENARIO, "--conf", conf, "--listen", "127.0.0.1:0",
+         "--schedule-period", "200ms"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    log = []
+
+    def drain():
+        for line in proc.stderr:
+            log.append(line)
+
+    threading.Thread(target=drain, daemon=True).start()
+
+    def port_from_log():
+        for line in log:
+            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                return int(m.group(1))
+        if proc.poll() is not None:
+            fail("kiln serve exited early:\n" + "".join(log))
+        return None
+
+    port = wait_for(port_from_log, "the listen line")
+    status, body = get(port, "/healthz")
+    if status != 200:
+        fail(f"/healthz: {status} {body}")
+    status, body = get(port, "/readyz")
+    if status != 200:
+        fail(f"/readyz: {status} {body}")
+    wait_for(lambda: (metric(get(port, "/metrics")[1], "kiln_sessions_total") or 0) >= 2,
+             "two sessions")
+    status, text = get(port, "/metrics")
+    for needle in ["volcano_e2e_scheduling_latency_milliseconds_bucket",
+                   'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}',
+                   'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"}',
+                   'volcano_schedule_attempts_total{result="scheduled"}',
+                   'volcano_queue_allocated_milli_cpu{queue_name="prod"}',
+                   'volcano_unschedule_task_count{job_id=',
+                   "kiln_config_generation 1"]:
+        if needle not in text:
+            fail(f"/metrics lacks {needle}:\n{text}")
+    # The first session binds research/tokenize's three pods (the scenario's expect block).
+    if (metric(text, 'volcano_schedule_attempts_total{result="scheduled"}') or 0) < 3:
+        fail("expected at least 3 scheduled attempts:\n" + text)
+
+    # promtool: the exposition must parse (exit 1 = parse error). Lint findings (exit 3) are
+    # allowed only for Volcano's own names, which dashboards need as they are (milliseconds,
+    # volcano_total_preemption_attempts without _total); Kiln's families must be lint-clean.
+    mfile = os.path.join(tmp, "metrics.txt")
+    with open(mfile, "w") as f:
+        f.write(text)
+    with open(mfile) as f:
+        r = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True, text=True)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode not in (0, 3):
+        fail(f"promtool check metrics: exit {r.returncode}\n{out}")
+    for line in out.splitlines():
+        if not line.startswith("volcano_"):
+            fail(f"promtool lint finding outside Volcano's names: {line}")
+    print(f"promtool check metrics: exit {r.returncode}, {len(out.splitlines())} Volcano-name lint notes")
+
+    status, body = get(port, "/config")
+    cfg = json.loads(body)
+    if cfg["generation"] != 1 or not cfg["hash"].startswith("sha256:") or conf not in cfg["sources"]:
+        fail(f"/config: {body}")
+
+    # A good rewrite: generation 2, reload counted.
+    write(conf, CONF_B)
+    wait_for(lambda: json.loads(get(port, "/config")[1])["generation"] == 2, "generation 2")
+    text = get(port, "/metrics")[1]
+    if metric(text, 'kiln_config_reloads_total{result="ok"}') != 1 or metric(text, "kiln_config_generation") != 2:
+        fail("reload metrics after a good rewrite:\n" + text)
+    if json.loads(get(port, "/config")[1])["tiers"][1][-1] != "binpack":
+        fail("/config does not show the new tier")
+
+    # A broken rewrite: rejected whole, generation 2 stays, the log names file:line.
+    write(conf, CONF_BROKEN)
+    wait_for(lambda: metric(get(port, "/metrics")[1], 'kiln_config_reloads_total{result="rejected"}') == 1,
+             "a rejected reload")
+    if json.loads(get(port, "/config")[1])["generation"] != 2:
+        fail("a rejected conf replaced the active one")
+    want = f"{conf}:12:"
+    wait_for(lambda: any(want in l and "nodeordr" in l for l in log), f"a log line with {want}")
+    sessions = metric(get(port, "/metrics")[1], "kiln_sessions_total")
+    wait_for(lambda: metric(get(port, "/metrics")[1], "kiln_sessions_total") > sessions + 1,
+             "sessions continuing after the rejected reload")
+
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("kiln serve did not stop within 20 s of SIGTERM")
+    if code != 0:
+        fail(f"exit code {code} after SIGTERM:\n" + "".join(log))
+    time.sleep(0.2)
+    if not any("stopped after" in l for l in log):
+        fail("no clean-stop line in the log:\n" + "".join(log))
+    print("PASS")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
