@@ -34,6 +34,8 @@ std::string FormatJson(const SimulationResult& result) {
     sessions.push_back(std::move(j));
   }
   doc["sessions"] = std::move(sessions);
+  // The scenario's direct extension-point calls (scenario-format.md), when it has any.
+  if (!result.calls.empty()) doc["calls"] = CallsJson(result.calls);
   return doc.dump(2) + "\n";
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/output_format.h"
 #include "runtime/quantity.h"
@@ -23,24 +24,6 @@
 #endif
 
 namespace kiln::cli {
-
-namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitMismatch = 1;
-constexpr int kExitBadInput = 2;
-
-struct SimulateOptions {
-  std::string file;
-  std::string output = "table";
-  bool check = false;
-  std::string conf_file;
-  int cycles = 1;
-  std::string period = "1s";
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
-};
 
 // "file:line:col: error: message", then the offending source line with a caret under the column.
 void PrintError(const Error& e) {
@@ -65,7 +48,7 @@ void PrintError(const Error& e) {
   std::fputs(out.c_str(), stderr);
 }
 
-Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts) {
+Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts) {
 #ifdef KILN_HAVE_POLICY_HOST
   CompiledPolicyOptions options;
   options.policy_dirs = opts.policy_dirs;
@@ -80,6 +63,24 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts
   return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
 #endif
 }
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitMismatch = 1;
+constexpr int kExitBadInput = 2;
+
+struct SimulateOptions {
+  std::string file;
+  std::string output = "table";
+  bool check = false;
+  std::string conf_file;
+  int cycles = 1;
+  std::string period = "1s";
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
+};
 
 int RunSimulate(const SimulateOptions& opts) {
   if (opts.output != "table" && opts.output != "json") {
@@ -121,7 +122,7 @@ int RunSimulate(const SimulateOptions& opts) {
                      SourceLocation{spec->file}});
     return kExitBadInput;
   }
-  auto provider = MakeProvider(opts);
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;
@@ -141,6 +142,8 @@ int RunSimulate(const SimulateOptions& opts) {
   }
   if (opts.check) {
     std::vector<std::string> diffs = CheckExpectations(*spec->expect, result->sessions.front());
+    if (spec->expect->calls)
+      for (std::string& d : CheckCalls(*spec->expect->calls, result->calls)) diffs.push_back(std::move(d));
     if (diffs.empty()) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
       return kExitOk;
@@ -149,6 +152,7 @@ int RunSimulate(const SimulateOptions& opts) {
     for (const auto& d : diffs) out += "  " + d + "\n";
     out += "actual decisions (paste into the scenario if they are right):\n";
     out += FormatExpectBlock(result->sessions.front());
+    if (!result->calls.empty()) out += FormatCallsBlock(result->calls);
     std::fputs(out.c_str(), stdout);
     return kExitMismatch;
   }

@@ -47,7 +47,8 @@ namespace kiln {
   X(OnAllocate,       "allocate",           "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
-  X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)
+  X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)                               \
+  X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)
 // clang-format on
 
 // Every scheduler.conf plugin flag Volcano accepts, with whether the YAML loader defaults an

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/calls.h"
 #include "runtime/cluster_spec.h"
 #include "runtime/model.h"
 #include "runtime/resource.h"
@@ -39,11 +40,13 @@ struct ExpectSpec {
   std::optional<std::map<std::string, std::string>> pod_group_phases;  // job uid -> phase
   // Kiln extension: exact map of pod key -> unschedulable reason text.
   std::optional<std::map<std::string, std::string>> unschedulable;
+  // The scenario's `calls` with the results they must give (runtime/calls.h).
+  std::optional<std::vector<CallSpec>> calls;
   SourceLocation where;
 
   bool empty() const {
     return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
-           !pod_group_phases && !unschedulable;
+           !pod_group_phases && !unschedulable && !calls;
   }
 };
 
@@ -61,6 +64,12 @@ struct ScenarioSpec {
   TimeNs now = 0;
   ClusterSpec cluster;
   std::optional<ExpectSpec> expect;
+  // Direct extension-point calls run in the first session (runtime/calls.h). When the scenario
+  // writes only `expect.calls`, those entries are the calls.
+  std::vector<CallSpec> calls;
+  // Pods named by `calls` whose `group` the scenario does not define: tasks of no job, as a unit
+  // test passes them. They are not part of the cluster.
+  std::vector<PodSpec> detached_pods;
   std::string notes;
   std::string source;
 };

@@ -1917,6 +1917,8 @@ class Lowering {
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
     if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
+    if (name == "show") return EmitStdNative(c, "kiln_host_show_resource", args, true);
+    if (name == "show_number") return EmitStdNative(c, "kiln_host_show_number", args, true);
     // Host helpers without session access (JSON parsing) use the native ABI as is.
     for (const stdlib::Function& row : fns)
       if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&

@@ -32,6 +32,10 @@ void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, 
 // set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).
 void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
                              size_t message_len);
+// show(name, resource) / show_number(name, x) inside a show_queue handler: a figure that
+// `kiln explain` prints for the queue (the session's ExplainRecorder; nothing without one).
+void kiln_host_show_resource(void* ctx, const char* name, size_t name_len, const kiln::Resource* r);
+void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double x);
 // stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
 // a bool with the map through `out`.
 bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
