@@ -11,5 +11,6 @@ namespace kiln::cli {
 void AddSimulateCommand(CLI::App& app);  // simulate_command.cc
 void AddCheckCommand(CLI::App& app);     // check_command.cc
 void AddCompileCommand(CLI::App& app);   // compile_command.cc
+void AddExplainCommand(CLI::App& app);   // explain_command.cc
 
 }  // namespace kiln::cli

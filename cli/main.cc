@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddSimulateCommand(app);
   kiln::cli::AddCheckCommand(app);
   kiln::cli::AddCompileCommand(app);
+  kiln::cli::AddExplainCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
