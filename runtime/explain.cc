@@ -165,11 +165,10 @@ void ExplainRecorder::Record(const Session& ssn, std::string_view action, const 
   TaskExplain te = ExplainTask(ssn, t);
   te.action = std::string(action);
   te.note = std::string(note);
-  for (TaskExplain& old : explanation_.tasks) {
-    if (old.key == te.key) {
-      old = std::move(te);
-      return;
-    }
+  auto [it, inserted] = position_.try_emplace(te.key, explanation_.tasks.size());
+  if (!inserted) {
+    explanation_.tasks[it->second] = std::move(te);
+    return;
   }
   explanation_.tasks.push_back(std::move(te));
 }

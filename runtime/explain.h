@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -140,6 +141,7 @@ class ExplainRecorder {
  private:
   std::set<std::string> pods_;
   Explanation explanation_;
+  std::unordered_map<std::string, size_t> position_;  // pod key → index in explanation_.tasks
   std::vector<std::pair<std::string, std::vector<Figure>>>* sink_ = nullptr;
 };
 
