@@ -13,5 +13,6 @@ void AddCheckCommand(CLI::App& app);     // check_command.cc
 void AddCompileCommand(CLI::App& app);   // compile_command.cc
 void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc
 void AddServeCommand(CLI::App& app);     // serve_command.cc
+void AddExplainCommand(CLI::App& app);   // explain_command.cc
 
 }  // namespace kiln::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddCompileCommand(app);
   kiln::cli::AddExportManifestsCommand(app);
   kiln::cli::AddServeCommand(app);
+  kiln::cli::AddExplainCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -59,6 +59,8 @@ std::string FormatJson(const SimulationResult& result) {
     warnings.push_back(std::move(j));
   }
   doc["warnings"] = std::move(warnings);
+  // The scenario's direct extension-point calls (scenario-format.md), when it has any.
+  if (!result.calls.empty()) doc["calls"] = CallsJson(result.calls);
   return doc.dump(2) + "\n";
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/output_format.h"
 #include "runtime/quantity.h"
@@ -79,7 +80,7 @@ void PrintError(const Error& e) {
   std::fputs(out.c_str(), stderr);
 }
 
-Result<std::unique_ptr<PolicyProvider>> MakeProvider(const SimulateOptions& opts) {
+Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts) {
 #ifdef KILN_HAVE_POLICY_HOST
   CompiledPolicyOptions options;
   options.policy_dirs = opts.policy_dirs;
@@ -201,7 +202,7 @@ int RunSimulate(const SimulateOptions& opts) {
                      SourceLocation{spec->file}});
     return kExitBadInput;
   }
-  auto provider = MakeProvider(opts);
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;
@@ -224,6 +225,8 @@ int RunSimulate(const SimulateOptions& opts) {
     for (std::string& d : CheckWarnings(*spec->expect, spec->warnings)) diffs.push_back(std::move(d));
     // The cluster's warnings go to stderr: --check's stdout is the verdict.
     std::fputs(FormatWarnings(spec->warnings).c_str(), stderr);
+    if (spec->expect->calls)
+      for (std::string& d : CheckCalls(*spec->expect->calls, result->calls)) diffs.push_back(std::move(d));
     if (diffs.empty()) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
       return kExitOk;
@@ -233,6 +236,7 @@ int RunSimulate(const SimulateOptions& opts) {
     out += "actual decisions (paste into the scenario if they are right):\n";
     out += FormatExpectBlock(result->sessions.front());
     if (spec->expect->warnings) out += FormatWarningsBlock(spec->warnings);
+    if (!result->calls.empty()) out += FormatCallsBlock(result->calls);
     std::fputs(out.c_str(), stdout);
     return kExitMismatch;
   }

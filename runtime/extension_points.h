@@ -50,7 +50,8 @@ namespace kiln {
   X(OnAllocate,       "allocate",           "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
-  X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)
+  X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)                               \
+  X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)
 // clang-format on
 
 // simulate_remove_task/simulate_add_task are gated by enablePreemptable OR enabledAllocatable

@@ -66,7 +66,8 @@ Result<PluginRegistry> ResolvePlugins(const SchedulerConf& conf, PolicyProvider&
 }
 
 Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
-                                 const PluginRegistry& registry, TimeNs now, int index) {
+                                 const PluginRegistry& registry, TimeNs now, int index,
+                                 const SessionHooks* hooks) {
   SessionResult result;
   result.index = index;
   result.time = now;
@@ -74,6 +75,7 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   Session ssn(std::move(cluster), conf, now, fmt::format("session-{}", index));
   if (Status s = ssn.Open(registry); !s) return s.error();
   result.open_micros = MicrosSince(start);
+  if (hooks != nullptr && hooks->after_open) hooks->after_open(ssn);
   for (const std::string& name : conf.actions) {
     const Action* action = FindAction(name);
     assert(action != nullptr);  // checked by ResolvePlugins
@@ -81,6 +83,7 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     action->Execute(ssn);
     result.action_micros.emplace_back(name, MicrosSince(action_start));
   }
+  if (hooks != nullptr && hooks->before_close) hooks->before_close(ssn);
   ssn.Close();
   result.duration_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::steady_clock::now() - start)
@@ -132,10 +135,11 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
 }
 
 Result<SessionResult> RunCycle(ClusterBinding& binding, const SchedulerConf& conf,
-                               const PluginRegistry& registry, TimeNs now, int index) {
+                               const PluginRegistry& registry, TimeNs now, int index,
+                               const SessionHooks* hooks) {
   auto cluster = binding.Snapshot(now);
   if (!cluster) return cluster.error();
-  auto result = RunSession(std::move(*cluster), conf, registry, now, index);
+  auto result = RunSession(std::move(*cluster), conf, registry, now, index, hooks);
   if (!result) return result.error();
   binding.Apply(*result);
   return result;

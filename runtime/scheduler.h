@@ -3,6 +3,7 @@
 // from the binding, open a session with the conf's plugins, run the conf's actions in order,
 // close the session, and hand its decisions to the binding.
 
+#include <functional>
 #include <string>
 
 #include "runtime/cluster.h"
@@ -19,13 +20,27 @@ namespace kiln {
 // would skip such a name with a log line; Kiln refuses to run a conf that silently lacks a piece.
 Result<PluginRegistry> ResolvePlugins(const SchedulerConf& conf, PolicyProvider& provider);
 
+class Session;
+
+// Optional observers of one session, for tools that look inside it (direct extension-point
+// calls, `kiln explain`). Both run on the scheduling thread; a session without hooks pays
+// nothing for them.
+struct SessionHooks {
+  // Right after the plugins opened, before any action.
+  std::function<void(Session&)> after_open;
+  // After the actions (right after open when there are none), before the session closes.
+  std::function<void(Session&)> before_close;
+};
+
 // Runs one session on `cluster` at time `now` and returns its decisions (not yet applied).
 // `registry` must come from ResolvePlugins for the same conf.
 Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
-                                 const PluginRegistry& registry, TimeNs now, int index);
+                                 const PluginRegistry& registry, TimeNs now, int index,
+                                 const SessionHooks* hooks = nullptr);
 
 // Snapshot, RunSession, Apply: one cycle against `binding`.
 Result<SessionResult> RunCycle(ClusterBinding& binding, const SchedulerConf& conf,
-                               const PluginRegistry& registry, TimeNs now, int index);
+                               const PluginRegistry& registry, TimeNs now, int index,
+                               const SessionHooks* hooks = nullptr);
 
 }  // namespace kiln

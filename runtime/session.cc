@@ -487,14 +487,22 @@ int Session::JobOrderFn(const Job* l, const Job* r) const {
   return CompareStr(l->uid, r->uid);
 }
 
+int Session::QueueCompareFn(const Queue* l, const Queue* r) const {
+  return CombineFirstNonZero<ExtensionPoint::QueueOrder>(l, r);
+}
+
+int Session::VictimQueueCompareFn(const Queue* l, const Queue* r, const Queue* preemptor) const {
+  return CombineFirstNonZero<ExtensionPoint::VictimQueueOrder>(l, r, preemptor);
+}
+
 int Session::QueueOrderFn(const Queue* l, const Queue* r) const {
-  if (int v = CombineFirstNonZero<ExtensionPoint::QueueOrder>(l, r)) return v;
+  if (int v = QueueCompareFn(l, r)) return v;
   if (int c = CompareTime(l->creation_time, r->creation_time)) return c;
   return CompareStr(l->name, r->name);
 }
 
 int Session::VictimQueueOrderFn(const Queue* l, const Queue* r, const Queue* preemptor) const {
-  if (int v = CombineFirstNonZero<ExtensionPoint::VictimQueueOrder>(l, r, preemptor)) return v;
+  if (int v = VictimQueueCompareFn(l, r, preemptor)) return v;
   // Volcano's default is `!QueueOrderFn(l, r)`: l is evicted first unless it orders first.
   return QueueOrderFn(l, r) < 0 ? 1 : -1;
 }
@@ -671,6 +679,72 @@ std::optional<ValidateResult> Session::JobValid(const Job* j) const {
   }
   return std::nullopt;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Explain: each plugin's answer on its own (runtime/explain.h). The scheduling path never calls
+// these; they run the same handlers with the same fault handling as the combinators above.
+
+std::vector<PluginStatus> Session::PredicateEach(const Task* t, const Node* n) const {
+  std::vector<PluginStatus> out;
+  for (const auto& r : Handlers<ExtensionPoint::Predicate>()) {
+    PluginStatus st;
+    KStatusOut sink{&st, nullptr};
+    CallScope scope(this, r.slot, ExtensionPoint::Predicate);
+    int32_t code = Fn<ExtensionPoint::Predicate>(r.fn)(r.ctx, t, n, &sink);
+    st.plugin = plugins_[r.slot].name;
+    if (scope.faulted()) {
+      st.code = StatusCode::Error;
+      st.reasons = {fmt::format("plugin {} failed", st.plugin)};
+    } else {
+      st.code = code >= 0 && code <= 5 ? static_cast<StatusCode>(code) : StatusCode::Error;
+      if (st.code == StatusCode::Success) st.reasons.clear();
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> Session::NodeOrderEach(const Task* t, const Node* n,
+                                                                   std::string* error) const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
+    double score = 0;
+    CallScope scope(this, r.slot, ExtensionPoint::NodeOrder);
+    int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
+    if (scope.faulted()) continue;
+    const std::string& name = plugins_[r.slot].name;
+    if (err != 0) {
+      if (error) *error = fmt::format("plugin {}: node_order failed", name);
+      break;
+    }
+    if (!out.empty() && out.back().first == name) out.back().second += score;
+    else out.emplace_back(name, score);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<double>>> Session::BatchNodeOrderEach(
+    const Task* t, std::span<Node* const> nodes, std::string* error) const {
+  std::vector<std::pair<std::string, std::vector<double>>> out;
+  std::vector<double> part(nodes.size());
+  for (const auto& r : Handlers<ExtensionPoint::BatchNodeOrder>()) {
+    std::fill(part.begin(), part.end(), 0.0);
+    CallScope scope(this, r.slot, ExtensionPoint::BatchNodeOrder);
+    int32_t err = Fn<ExtensionPoint::BatchNodeOrder>(r.fn)(
+        r.ctx, t, const_cast<const Node* const*>(nodes.data()), nodes.size(), part.data());
+    if (scope.faulted()) continue;
+    const std::string& name = plugins_[r.slot].name;
+    if (err != 0) {
+      if (error) *error = fmt::format("plugin {}: batch_node_order failed", name);
+      break;
+    }
+    if (out.empty() || out.back().first != name) out.emplace_back(name, std::vector<double>(nodes.size()));
+    for (size_t k = 0; k < nodes.size(); ++k) out.back().second[k] += part[k];
+  }
+  return out;
+}
+
+void Session::ShowQueueFn(const Queue* q) const { CombineCallAll<ExtensionPoint::ShowQueue>(q); }
 
 // ---------------------------------------------------------------------------------------------
 // Mutation

@@ -174,6 +174,8 @@ struct PluginSlot {
   uint64_t faults = 0;
 };
 
+class ExplainRecorder;  // runtime/explain.h
+
 class Session {
  public:
   // `conf` must outlive the session (its tiers and plugin options are referenced).
@@ -230,6 +232,9 @@ class Session {
   bool JobLess(const Job* l, const Job* r) const { return JobOrderFn(l, r) < 0; }
   int JobCompareFn(const Job* l, const Job* r) const;
   int QueueOrderFn(const Queue* l, const Queue* r) const;
+  // The plugins' answers alone, without the fallback (direct calls, runtime/calls.h).
+  int QueueCompareFn(const Queue* l, const Queue* r) const;
+  int VictimQueueCompareFn(const Queue* l, const Queue* r, const Queue* preemptor) const;
   bool QueueLess(const Queue* l, const Queue* r) const { return QueueOrderFn(l, r) < 0; }
   // Victim ordering across queues in preempt/reclaim; <0: evict l's task first.
   int VictimQueueOrderFn(const Queue* l, const Queue* r, const Queue* preemptor) const;
@@ -321,6 +326,23 @@ class Session {
   // Faults raised by handlers (kiln_policy_fault) are reported here with the plugin's slot.
   void ReportFault(int slot, ExtensionPoint point, std::string_view message);
 
+  // ---- explain (runtime/explain.h); never called while scheduling unless a recorder is set ----
+  // The recorder the actions report their pod decisions to; nullptr (the default) records
+  // nothing.
+  ExplainRecorder* explain() const { return explain_; }
+  void set_explain(ExplainRecorder* recorder) { explain_ = recorder; }
+  // Each registered predicate handler's own answer, in plugin order (Success included).
+  std::vector<PluginStatus> PredicateEach(const Task* t, const Node* n) const;
+  // Each node_order handler's own weighted score, summed per plugin, in plugin order. An error
+  // sets `error` (naming the plugin) and stops.
+  std::vector<std::pair<std::string, double>> NodeOrderEach(const Task* t, const Node* n,
+                                                            std::string* error) const;
+  // Each batch_node_order plugin's per-node scores over `nodes`, in plugin order.
+  std::vector<std::pair<std::string, std::vector<double>>> BatchNodeOrderEach(
+      const Task* t, std::span<Node* const> nodes, std::string* error) const;
+  // Calls every plugin's show_queue handler for q (the figures go to the recorder).
+  void ShowQueueFn(const Queue* q) const;
+
  private:
   struct Registration {
     int slot;  // plugin slot
@@ -365,6 +387,7 @@ class Session {
   // builds that nothing else interleaved before it verifies an exact undo.
   uint64_t mutation_seq_ = 0;
   bool closed_ = false;
+  ExplainRecorder* explain_ = nullptr;
 
   friend class Statement;
 };

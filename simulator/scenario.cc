@@ -6,6 +6,7 @@
 #include "simulator/scenario.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -157,6 +158,11 @@ class Loader {
   Status ReadResourceQuota(const YAML::Node& n, ResourceQuota& out);
   Status ReadCluster(const YAML::Node& n, ClusterSpec& out);
   Status ReadExpect(const YAML::Node& n, ExpectSpec& out);
+  Status ReadCalls(const YAML::Node& n, std::string_view what, bool with_results,
+                   std::vector<CallSpec>& out);
+  Status ReadCall(const YAML::Node& n, std::string_view what, bool with_results, CallSpec& out);
+  Result<CallValue> ReadCallResult(const YAML::Node& n, std::string_view what,
+                                   CallValue::Kind kind);
   Result<std::map<std::string, std::string>> ReadKeyMap(const YAML::Node& n,
                                                         std::string_view what);
 
@@ -176,6 +182,15 @@ class Loader {
   yaml::Reader r_;
   // Where each expect key was written, to point at a bad reference.
   std::vector<std::pair<std::string, SourceLocation>> expect_pods_, expect_nodes_, expect_groups_;
+  // Names the calls use, checked once the cluster is read. A pod named by a call may lack a
+  // defined group (it then becomes a detached task).
+  enum class RefKind { Pod, Node, Job, Queue };
+  struct CallRef {
+    RefKind kind;
+    std::string name;
+    SourceLocation where;
+  };
+  std::vector<CallRef> call_refs_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -847,7 +862,8 @@ Result<std::map<std::string, std::string>> Loader::ReadKeyMap(const YAML::Node& 
 Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
   TRY(r_.ExpectMap(n, "`expect`",
                    {"binds", "bindCount", "evictions", "evictionCount", "pipelined",
-                    "podGroupPhases", "unschedulable", "warnings"},
+                    "podGroupPhases", "unschedulable", "warnings",
+                    "calls"},
                    true));
   out.where = yaml::Where(n, r_.file());
   if (n.IsNull()) return Status::Ok();
@@ -890,6 +906,9 @@ Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
       for (const auto& item : v) expect_pods_.emplace_back(item.Scalar(), yaml::Where(item, r_.file()));
       if (out.evictions->size() != list.size())
         return r_.Fail(v, fmt::format("{} lists a pod twice", what));
+    } else if (k == "calls") {
+      out.calls.emplace();
+      TRY(ReadCalls(v, what, true, *out.calls));
     } else if (k == "bindCount" || k == "evictionCount") {
       ASSIGN_OR_RETURN(int64_t c, r_.Int(v, what));
       if (c < 0) return r_.Fail(v, fmt::format("{} must not be negative", what));
@@ -897,6 +916,162 @@ Status Loader::ReadExpect(const YAML::Node& n, ExpectSpec& out) {
     }
   }
   return Status::Ok();
+}
+
+
+// ------------------------------------------------------------------------------------------
+// Direct extension-point calls (`calls:` and `expect.calls`)
+
+Status Loader::ReadCalls(const YAML::Node& n, std::string_view what, bool with_results,
+                         std::vector<CallSpec>& out) {
+  TRY(r_.ExpectList(n, what));
+  if (n.IsNull()) return Status::Ok();
+  for (size_t i = 0; i < n.size(); ++i) {
+    out.emplace_back();
+    TRY(ReadCall(n[i], fmt::format("{}[{}]", what, i), with_results, out.back()));
+  }
+  return Status::Ok();
+}
+
+Status Loader::ReadCall(const YAML::Node& n, std::string_view what, bool with_results,
+                        CallSpec& out) {
+  TRY(r_.ExpectAnyMap(n, what, false));
+  out.where = yaml::Where(n, r_.file());
+  const YAML::Node fn_node = n["fn"];
+  if (!fn_node.IsDefined()) return r_.Fail(n, fmt::format("{} has no `fn`", what));
+  ASSIGN_OR_RETURN(out.fn, Str(fn_node, fmt::format("{} `fn`", what)));
+  std::optional<CallShape> shape = ShapeOfCall(out.fn);
+  if (!shape) {
+    std::vector<std::string_view> fns = CallableFunctions();
+    return r_.Fail(fn_node, fmt::format("{}: unknown fn `{}` (callable: {}){}", what, out.fn,
+                                        fmt::join(fns, ", "), yaml::DidYouMean(out.fn, fns)));
+  }
+  out.point = shape->point;
+  std::vector<std::string_view> allowed = {"fn"};
+  allowed.insert(allowed.end(), shape->required.begin(), shape->required.end());
+  allowed.insert(allowed.end(), shape->optional.begin(), shape->optional.end());
+  if (with_results) allowed.push_back("result");
+  TRY(r_.ExpectMap(n, fmt::format("{} (fn `{}`)", what, out.fn), allowed));
+  for (std::string_view key : shape->required)
+    if (!n[std::string(key)].IsDefined())
+      return r_.Fail(n, fmt::format("{}: fn `{}` needs `{}`", what, out.fn, key));
+
+  // What the l/r of an order compare: the kind of the point's first parameter.
+  const AbiKind pair_kind = Info(out.point).params[0];
+  auto ref = [&](RefKind kind, const YAML::Node& v, const std::string& name) {
+    call_refs_.push_back(CallRef{kind, name, yaml::Where(v, r_.file())});
+  };
+  auto pair_ref = pair_kind == AbiKind::Job     ? RefKind::Job
+                  : pair_kind == AbiKind::Queue ? RefKind::Queue
+                                                : RefKind::Pod;
+  for (const auto& kv : n) {
+    const std::string& k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string f = fmt::format("{} `{}`", what, k);
+    if (k == "fn" || k == "result") continue;
+    if (k == "preemptor") {
+      out.has_preemptor = true;
+      if (v.IsNull()) continue;
+      ASSIGN_OR_RETURN(out.preemptor, Str(v, f));
+      ref(RefKind::Pod, v, *out.preemptor);
+    } else if (k == "candidates" || k == "nodes") {
+      ASSIGN_OR_RETURN(auto list, ReadStringList(v, f));
+      for (size_t i = 0; i < list.size(); ++i)
+        ref(k == "nodes" ? RefKind::Node : RefKind::Pod, v[i], list[i]);
+      (k == "nodes" ? out.nodes : out.candidates) = std::move(list);
+    } else if (k == "scores") {
+      TRY(r_.ExpectList(v, f));
+      std::vector<double> scores;
+      for (const auto& item : v) {
+        ASSIGN_OR_RETURN(double x, r_.Number(item, f));
+        scores.push_back(x);
+      }
+      out.scores = std::move(scores);
+    } else {
+      ASSIGN_OR_RETURN(std::string name, Str(v, f));
+      if (k == "task") out.task = name, ref(RefKind::Pod, v, name);
+      else if (k == "node") out.node = name, ref(RefKind::Node, v, name);
+      else if (k == "job") out.job = name, ref(RefKind::Job, v, name);
+      else if (k == "queue") out.queue = name, ref(RefKind::Queue, v, name);
+      else if (k == "l") out.l = name, ref(pair_ref, v, name);
+      else if (k == "r") out.r = name, ref(pair_ref, v, name);
+    }
+  }
+  if (out.scores && out.nodes && out.scores->size() != out.nodes->size())
+    return r_.Fail(n["scores"], fmt::format("{}: {} scores for {} nodes", what,
+                                            out.scores->size(), out.nodes->size()));
+  if (with_results) {
+    const YAML::Node res = n["result"];
+    if (res.IsDefined()) {
+      ASSIGN_OR_RETURN(out.result, ReadCallResult(res, fmt::format("{} `result`", what), shape->result));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<CallValue> Loader::ReadCallResult(const YAML::Node& n, std::string_view what,
+                                         CallValue::Kind kind) {
+  CallValue v;
+  v.kind = kind;
+  switch (kind) {
+    case CallValue::Kind::Null:
+      if (!n.IsNull()) return r_.Fail(n, fmt::format("{} must be null, got {}", what, yaml::KindName(n)));
+      break;
+    case CallValue::Kind::Bool: {
+      ASSIGN_OR_RETURN(v.boolean, r_.Bool(n, what));
+      break;
+    }
+    case CallValue::Kind::Int: {
+      ASSIGN_OR_RETURN(v.integer, r_.Int(n, what));
+      if (v.integer < -1 || v.integer > 1)
+        return r_.Fail(n, fmt::format("{} must be -1, 0 or 1, got {}", what, v.integer));
+      break;
+    }
+    case CallValue::Kind::Number: {
+      ASSIGN_OR_RETURN(v.number, r_.Number(n, what));
+      break;
+    }
+    case CallValue::Kind::Status: {
+      if (Status st = r_.ExpectMap(n, what, {"code", "reason"}); !st) return st.error();
+      if (!n["code"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `code`", what));
+      ASSIGN_OR_RETURN(v.code, Str(n["code"], fmt::format("{} `code`", what)));
+      static constexpr std::string_view kCodes[] = {
+          "Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait", "Skip"};
+      if (std::find(std::begin(kCodes), std::end(kCodes), v.code) == std::end(kCodes))
+        return r_.Fail(n["code"], fmt::format("{} `code` must be one of Success, Error, "
+                                              "Unschedulable, UnschedulableAndUnresolvable, Wait, "
+                                              "Skip; got `{}`",
+                                              what, v.code));
+      if (n["reason"].IsDefined() && !n["reason"].IsNull()) {
+        ASSIGN_OR_RETURN(v.text, Str(n["reason"], fmt::format("{} `reason`", what)));
+      }
+      break;
+    }
+    case CallValue::Kind::Tasks: {
+      ASSIGN_OR_RETURN(v.names, ReadStringList(n, what));
+      for (size_t i = 0; i < v.names.size(); ++i)
+        call_refs_.push_back(CallRef{RefKind::Pod, v.names[i], yaml::Where(n[i], r_.file())});
+      break;
+    }
+    case CallValue::Kind::NodeScores: {
+      if (Status st = r_.ExpectAnyMap(n, what); !st) return st.error();
+      for (const auto& kv : n) {
+        ASSIGN_OR_RETURN(double x, r_.Number(kv.second, fmt::format("{} `{}`", what, kv.first.Scalar())));
+        v.scores.emplace_back(kv.first.Scalar(), x);
+        call_refs_.push_back(CallRef{RefKind::Node, kv.first.Scalar(), yaml::Where(kv.first, r_.file())});
+      }
+      break;
+    }
+    case CallValue::Kind::Node: {
+      if (n.IsNull()) break;
+      ASSIGN_OR_RETURN(v.text, Str(n, what));
+      call_refs_.push_back(CallRef{RefKind::Node, v.text, yaml::Where(n, r_.file())});
+      break;
+    }
+    case CallValue::Kind::Error:
+      break;
+  }
+  return v;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -935,9 +1110,24 @@ Status Loader::ApplyDefaults(ScenarioSpec& spec) {
 }
 
 Status Loader::CrossCheck(ScenarioSpec& spec) {
-  const ClusterSpec& c = spec.cluster;
-  TRY(CheckUnique<PodGroupSpec>(r_, c.pod_groups, "podGroup",
+  TRY(CheckUnique<PodGroupSpec>(r_, spec.cluster.pod_groups, "podGroup",
                                 [](const PodGroupSpec& o) { return o.Uid(); }));
+  // A pod that a call names and whose group is not defined is a task of no job (the contract's
+  // "a candidate need not belong to a job"): it leaves the cluster and is handed to the calls.
+  if (!call_refs_.empty()) {
+    std::unordered_set<std::string> defined, called;
+    for (const auto& g : spec.cluster.pod_groups) defined.insert(g.Uid());
+    for (const auto& ref : call_refs_)
+      if (ref.kind == RefKind::Pod) called.insert(ref.name);
+    std::erase_if(spec.cluster.pods, [&](PodSpec& p) {
+      if (defined.count(p.JobUid()) || !called.count(p.Key())) return false;
+      spec.detached_pods.push_back(std::move(p));
+      return true;
+    });
+  }
+  // `expect.calls` alone: those entries are the calls to run.
+  if (spec.calls.empty() && spec.expect && spec.expect->calls) spec.calls = *spec.expect->calls;
+  const ClusterSpec& c = spec.cluster;
 
   // `expect` is part of the file: a name it checks must exist, or the check could never fail.
   std::unordered_set<std::string> nodes, groups, pods;
@@ -964,13 +1154,30 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
                                "named <namespace>/<name>){}",
                                uid, yaml::DidYouMean(uid, names(groups))),
                    where};
+  for (const auto& p : spec.detached_pods) pods.insert(p.Key());
+  for (const CallRef& ref : call_refs_) {
+    const std::unordered_set<std::string>* known = nullptr;
+    std::string_view kind, hint;
+    switch (ref.kind) {
+      case RefKind::Pod: known = &pods, kind = "pod", hint = " (pods are named <namespace>/<name>)"; break;
+      case RefKind::Node: known = &nodes, kind = "node"; break;
+      case RefKind::Job:
+        known = &groups, kind = "podGroup", hint = " (podGroups are named <namespace>/<name>)";
+        break;
+      case RefKind::Queue: known = &queues, kind = "queue"; break;
+    }
+    if (!known->count(ref.name))
+      return Error{fmt::format("calls name {} `{}`, which is not defined{}{}", kind, ref.name, hint,
+                               yaml::DidYouMean(ref.name, names(*known))),
+                   ref.where};
+  }
   return Status::Ok();
 }
 
 Status Loader::Load(const YAML::Node& root, std::string_view text, ScenarioSpec& spec) {
   if (root.IsNull()) return Error{"scenario is empty", SourceLocation{r_.file(), 1, 0}};
   TRY(r_.ExpectMap(root, "scenario",
-                   {"name", "conf", "now", "cluster", "expect", "notes", "source"}));
+                   {"name", "conf", "now", "cluster", "expect", "calls", "notes", "source"}));
   spec.file = r_.file();
   std::string now_text(kDefaultNow);
   YAML::Node now_node;
@@ -1013,6 +1220,8 @@ Status Loader::Load(const YAML::Node& root, std::string_view text, ScenarioSpec&
     } else if (k == "expect") {
       spec.expect.emplace();
       TRY(ReadExpect(v, *spec.expect));
+    } else if (k == "calls") {
+      TRY(ReadCalls(v, "`calls`", false, spec.calls));
     } else if (k == "notes") {
       ASSIGN_OR_RETURN(spec.notes, Str(v, "`notes`"));
     } else if (k == "source") {

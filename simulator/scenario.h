@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/calls.h"
 #include "runtime/cluster_spec.h"
 #include "runtime/model.h"
 #include "runtime/resource.h"
@@ -44,11 +45,14 @@ struct ExpectSpec {
   std::optional<std::map<std::string, std::string>> unschedulable;
   // Kiln extension: the loader's warnings (ClusterWarning::message), exactly, in order.
   std::optional<std::vector<std::string>> warnings;
+  // The scenario's `calls` with the results they must give (runtime/calls.h).
+  std::optional<std::vector<CallSpec>> calls;
   SourceLocation where;
 
   bool empty() const {
     return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
-           !pod_group_phases && !unschedulable && !warnings;
+           !pod_group_phases && !unschedulable && !warnings &&
+           !calls;
   }
 };
 
@@ -68,6 +72,12 @@ struct ScenarioSpec {
   // References in the cluster that do not resolve (CompleteCluster): reported, not refused.
   std::vector<ClusterWarning> warnings;
   std::optional<ExpectSpec> expect;
+  // Direct extension-point calls run in the first session (runtime/calls.h). When the scenario
+  // writes only `expect.calls`, those entries are the calls.
+  std::vector<CallSpec> calls;
+  // Pods named by `calls` whose `group` the scenario does not define: tasks of no job, as a unit
+  // test passes them. They are not part of the cluster.
+  std::vector<PodSpec> detached_pods;
   std::string notes;
   std::string source;
 };

@@ -41,6 +41,23 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(ScenarioSpec spec, Schedule
   auto registry = ResolvePlugins(sim->conf_, provider);
   if (!registry) return registry.error();
   sim->registry_ = std::move(*registry);
+  sim->calls_ = sim->state().calls;
+  if (!sim->state().detached_pods.empty()) {
+    ClusterSpec detached;
+    for (PodSpec pod : sim->state().detached_pods) {
+      pod.node.clear();
+      pod.phase = PodPhase::Pending;
+      PodGroupSpec g;
+      g.name = pod.group;
+      g.namespace_ = pod.namespace_;
+      g.queue = "";  // no such queue: Link drops the job and keeps the task as one of no job
+      detached.pod_groups.push_back(std::move(g));
+      detached.pods.push_back(std::move(pod));
+    }
+    auto built = BuildCluster(detached);
+    if (!built) return built.error();
+    sim->detached_ = std::move(*built);
+  }
   return sim;
 }
 
@@ -62,7 +79,15 @@ Result<Cluster> SimulatedCluster::Snapshot(TimeNs now) {
 Result<SessionResult> Simulator::RunCycle() {
   const int index = next_index_;
   const TimeNs now = state().now + static_cast<TimeNs>(index) * options_.period;
-  auto result = kiln::RunCycle(cluster_, conf_, registry_, now, index);
+  SessionHooks hooks;
+  if (index == 0) {
+    hooks.after_open = first_hooks_.after_open;
+    hooks.before_close = [this](Session& ssn) {
+      if (!calls_.empty()) RunCalls(ssn, calls_, detached_.orphan_tasks());
+      if (first_hooks_.before_close) first_hooks_.before_close(ssn);
+    };
+  }
+  auto result = kiln::RunCycle(cluster_, conf_, registry_, now, index, index == 0 ? &hooks : nullptr);
   if (!result) return result.error();
   ++next_index_;
   return result;
@@ -134,6 +159,7 @@ Result<SimulationResult> Simulator::Run() {
     if (!r) return r.error();
     out.sessions.push_back(std::move(*r));
   }
+  out.calls = calls_;
   return out;
 }
 

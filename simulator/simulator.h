@@ -50,6 +50,8 @@ struct SimulationResult {
   std::vector<SessionResult> sessions;
   // The scenario's cluster warnings (references that do not resolve; ScenarioSpec::warnings).
   std::vector<ClusterWarning> warnings;
+  // The scenario's `calls`, run in the first session, each with its result.
+  std::vector<CallSpec> calls;
 };
 
 struct SimulatorOptions {
@@ -83,7 +85,11 @@ class Simulator {
                                                    PolicyProvider& provider,
                                                    SimulatorOptions options = {});
 
-  // Runs the next cycle and applies its decisions to the simulated cluster.
+  // Observers of the first session (kiln explain), run around the scenario's own calls.
+  void SetFirstSessionHooks(SessionHooks hooks) { first_hooks_ = std::move(hooks); }
+
+  // Runs the next cycle and applies its decisions to the simulated cluster. The first cycle also
+  // runs the scenario's `calls` (before the session closes); calls() holds their results.
   Result<SessionResult> RunCycle();
   // Runs options.cycles cycles.
   Result<SimulationResult> Run();
@@ -92,6 +98,7 @@ class Simulator {
   const ScenarioSpec& state() const { return cluster_.state(); }
   const SchedulerConf& conf() const { return conf_; }
   int cycles_run() const { return next_index_; }
+  const std::vector<CallSpec>& calls() const { return calls_; }
 
  private:
   Simulator(ScenarioSpec spec, SchedulerConf conf, SimulatorOptions options)
@@ -102,6 +109,10 @@ class Simulator {
   SimulatorOptions options_;
   PluginRegistry registry_;
   int next_index_ = 0;
+  SessionHooks first_hooks_;
+  std::vector<CallSpec> calls_;
+  // The scenario's detached pods as tasks of no job (Link drops their queue-less jobs).
+  Cluster detached_;
 };
 
 // Differences between `expect` and the first session's decisions, one line each

@@ -138,6 +138,12 @@ const Function kFunctions[] = {
     {"session", "set_fit_error", "", "(Job, string)", HOST(kiln_host_set_fit_error),
      "set_fit_error(job, message): the job's fit error (Volcano's JobFitErrors), the reason its "
      "pending tasks without a node fit error report at close"},
+    {"session", "show", "", "(string, Resource)", HOST(kiln_host_show_resource),
+     "show(name, r): in a show_queue handler, a resource figure `kiln explain` prints for the "
+     "queue (deserved, allocated, capability); does nothing when nobody is explaining"},
+    {"session", "show_number", "", "(string, float)", HOST(kiln_host_show_number),
+     "show_number(name, x): in a show_queue handler, a number `kiln explain` prints for the "
+     "queue (a share, a weight)"},
 
     {"session", "victim_order", "", "(Task, list<Task>) -> list<Task>",
      HOST(kiln_host_victim_order),

@@ -1928,6 +1928,8 @@ class Lowering {
              true);
       return b_.CreateLoad(list_, out);
     }
+    if (name == "show") return EmitStdNative(c, "kiln_host_show_resource", args, true);
+    if (name == "show_number") return EmitStdNative(c, "kiln_host_show_number", args, true);
     // Host helpers without session access (JSON parsing) use the native ABI as is.
     for (const stdlib::Function& row : fns)
       if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&

@@ -6,6 +6,7 @@
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/session.h"
 #include "stdlib/library.h"
 
@@ -61,6 +62,8 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_set_condition", &kiln_host_set_condition);
   add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
   add("kiln_host_victim_order", &kiln_host_victim_order);
+  add("kiln_host_show_resource", &kiln_host_show_resource);
+  add("kiln_host_show_number", &kiln_host_show_number);
   add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
   add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
@@ -155,6 +158,36 @@ void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* 
     std::string msg = std::string("victim_order: ") + e.what();
     kiln_policy_fault(msg.data(), msg.size());
   }
+}
+namespace {
+// The recorder and the showing plugin's name, when a recorder is collecting figures.
+void ShowFigure(void* ctx, const char* name, size_t name_len,
+                std::variant<double, kiln::Resource> value) {
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session) return;
+  kiln::ExplainRecorder* recorder = c->session->explain();
+  if (recorder == nullptr) return;
+  const auto& call = kiln::detail::ThisThreadCall();
+  const auto& plugins = c->session->plugins();
+  if (call.slot < 0 || call.slot >= static_cast<int>(plugins.size())) return;
+  try {
+    recorder->AddFigure(plugins[call.slot].name,
+                        kiln::Figure{std::string(name ? name : "", name ? name_len : 0),
+                                     std::move(value)});
+  } catch (const std::exception& e) {
+    std::string msg = std::string("show: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
+}  // namespace
+
+void kiln_host_show_resource(void* ctx, const char* name, size_t name_len,
+                             const kiln::Resource* r) {
+  ShowFigure(ctx, name, name_len, r ? *r : kiln::Resource{});
+}
+
+void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double x) {
+  ShowFigure(ctx, name, name_len, x);
 }
 
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,

@@ -37,6 +37,10 @@ void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* messag
 // task, job and victim-queue orders, which are other handlers: those calls nest (runtime_support.cc).
 void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* const* items,
                             int64_t n, KList* out);
+// show(name, resource) / show_number(name, x) inside a show_queue handler: a figure that
+// `kiln explain` prints for the queue (the session's ExplainRecorder; nothing without one).
+void kiln_host_show_resource(void* ctx, const char* name, size_t name_len, const kiln::Resource* r);
+void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double x);
 // stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
 // a bool with the map through `out`.
 bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);

@@ -42,6 +42,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
 
@@ -130,18 +131,25 @@ class AllocateRun {
     while (!tasks.Empty()) {
       Task* t = tasks.Pop();
       // 3a.
-      if (!ssn_.Allocatable(job->queue, t)) continue;
+      if (!ssn_.Allocatable(job->queue, t)) {
+        if (ExplainRecorder* r = ssn_.explain())
+          r->Record(ssn_, "allocate", t, "the queue cannot take the task (allocatable)");
+        continue;
+      }
       // 3b.
       if (RoleFailedBefore(job, t)) {
         FitErrors errors;
         errors.SetError(fmt::format("Task {} with role spec {} has already predicated failed, skip",
                                     t->name, t->role));
         RecordFitErrors(job, t, std::move(errors));
+        if (ExplainRecorder* r = ssn_.explain())
+          r->Record(ssn_, "allocate", t, "a task of the same role already failed its predicates");
         continue;
       }
       // 3c.
       if (std::optional<PluginStatus> status = ssn_.PrePredicateFn(t)) {
         RecordFitErrors(job, t, actions::SameErrorOnAllNodes(t, all_nodes, *status));
+        if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
         if (NeedContinueAllocating(job)) continue;
         break;
       }
@@ -160,13 +168,19 @@ class AllocateRun {
       }
       if (found.nodes.empty()) {
         RecordFitErrors(job, t, std::move(found.errors));
+        if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
         if (NeedContinueAllocating(job)) continue;
         break;
       }
       // 3e.
       Node* best = PrioritizeNodes(t, found.nodes);
-      if (best == nullptr) continue;
+      if (best == nullptr) {
+        if (ExplainRecorder* r = ssn_.explain())
+          r->Record(ssn_, "allocate", t, "no node scored high enough to be selected");
+        continue;
+      }
       // 3f.
+      if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
       AllocateTask(stmt, t, best);
       // 3g.
       if (ssn_.JobReady(job)) break;

@@ -23,6 +23,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -83,17 +84,20 @@ class Backfill final : public Action {
           // 3.
           if (std::optional<PluginStatus> status = ssn.PrePredicateFn(t)) {
             ssn.RecordFitErrors(t, actions::SameErrorOnAllNodes(t, all_nodes, *status));
+            if (ExplainRecorder* r = ssn.explain()) r->Record(ssn, "backfill", t);
             continue;
           }
           actions::PredicateResult found =
               helper.PredicateNodes(t, all_nodes, predicate, args.predicate_error_cache_enable);
           if (found.nodes.empty()) {
             ssn.RecordFitErrors(t, std::move(found.errors));
+            if (ExplainRecorder* r = ssn.explain()) r->Record(ssn, "backfill", t);
             continue;
           }
           // 4.
           Node* node = found.nodes.size() == 1 ? found.nodes.front()
                                                : actions::BestScoredNode(ssn, t, found.nodes, pool);
+          if (ExplainRecorder* r = ssn.explain()) r->Record(ssn, "backfill", t);
           if (node == nullptr) continue;
           // 5.
           if (Status s = ssn.Allocate(t, node); !s.ok()) {

@@ -49,6 +49,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
 
@@ -218,6 +219,7 @@ class PreemptRun {
         continue;
       }
       // A failed pipeline is not retried here: the next cycle corrects it (as Volcano).
+      if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
       if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok())
         spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), node->name,
                       s.error().message);
@@ -385,6 +387,7 @@ class PreemptRun {
       node_stmt.Discard();
       return false;
     }
+    if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
     if (Status s = node_stmt.Pipeline(preemptor, best->node, true); !s.ok())
       spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), best->node->name,
                     s.error().message);

@@ -29,6 +29,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
 
@@ -135,6 +136,7 @@ class ReclaimRun {
         node_stmt.Discard();
         continue;
       }
+      if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "reclaim", t);
       if (Status s = node_stmt.Pipeline(t, node, evicted > 0); !s.ok())
         spdlog::error("reclaim: pipelining {} on {} failed: {}", t->Key(), node->name,
                       s.error().message);

@@ -1,0 +1,26 @@
+#pragma once
+// Pieces every command that runs a scenario shares (defined in simulate_command.cc).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/policy_provider.h"
+#include "runtime/status.h"
+
+namespace kiln::cli {
+
+// "file:line:col: error: message" on stderr, then the offending source line with a caret under
+// the column.
+void PrintError(const Error& e);
+
+struct ProviderOptions {
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
+};
+
+// The policies a scenario's conf can name: the built-in ones plus --policy-dir directories.
+Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts);
+
+}  // namespace kiln::cli

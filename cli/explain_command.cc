@@ -1,0 +1,551 @@
+// `kiln explain SCENARIO [--conf F] [--policy-dir D]... [--pod ns/name]... [--at-open]
+//                        [--output table|json|html]`
+//
+// Says, for each pending pod, what every plugin said about every node (scenario-format.md,
+// "Explaining a session"). Default: runs the first session as `kiln simulate` does and shows each
+// pod an action considered, as it stood when the pod was placed or given up, with the outcome.
+// --at-open: opens the session and evaluates every pending pod with no action run.
+//
+// Exit codes: 0 ok, 2 bad input.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "runtime/explain.h"
+#include "simulator/explain_scenario.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
+
+namespace kiln::cli {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+
+using Json = nlohmann::ordered_json;
+
+struct ExplainOptions {
+  std::string file;
+  std::string conf_file;
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+  std::string compile_cache;
+  std::vector<std::string> pods;
+  bool at_open = false;
+  std::string output = "table";
+};
+
+// ---- quantities for people ------------------------------------------------------------------
+
+// A resource value in Volcano's units (cpu and extended resources milli, memory bytes, pods
+// whole) in Kubernetes notation: "4", "500m", "1Gi", "110".
+std::string FormatQuantity(std::string_view name, double v) {
+  auto integral = [](double x) { return std::fabs(x - std::round(x)) < 1e-6; };
+  if (name == "memory") {
+    static constexpr std::pair<const char*, double> kUnits[] = {
+        {"Ti", 1099511627776.0}, {"Gi", 1073741824.0}, {"Mi", 1048576.0}, {"Ki", 1024.0}};
+    for (const auto& [suffix, unit] : kUnits)
+      if (v != 0 && std::fabs(v) >= unit && integral(v / unit))
+        return fmt::format("{}{}", static_cast<int64_t>(std::round(v / unit)), suffix);
+    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
+    return fmt::format("{:.0f}", v);
+  }
+  if (name == "pods") {
+    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
+    return fmt::format("{:g}", v);
+  }
+  // Milli-units.
+  if (integral(v / 1000)) return fmt::format("{}", static_cast<int64_t>(std::round(v / 1000)));
+  if (integral(v)) return fmt::format("{}m", static_cast<int64_t>(std::round(v)));
+  return fmt::format("{:.3f}m", v);
+}
+
+Json ResourceJson(const Resource& r) {
+  Json out = Json::object();
+  ForEachBit(r.present, [&](ResourceId id) {
+    std::string_view name = ResourceRegistry::Name(id);
+    out[std::string(name)] = FormatQuantity(name, r.values[id]);
+  });
+  return out;
+}
+
+std::string ResourceText(const Resource& r) {
+  std::vector<std::string> parts;
+  ForEachBit(r.present, [&](ResourceId id) {
+    std::string_view name = ResourceRegistry::Name(id);
+    parts.push_back(fmt::format("{}: {}", name, FormatQuantity(name, r.values[id])));
+  });
+  return parts.empty() ? "{}" : "{" + fmt::format("{}", fmt::join(parts, ", ")) + "}";
+}
+
+std::string Num(double x) {
+  if (std::fabs(x - std::round(x)) < 1e-9 && std::fabs(x) < 1e15)
+    return fmt::format("{}", static_cast<int64_t>(std::round(x)));
+  return fmt::format("{:.4g}", x);
+}
+
+// ---- JSON -----------------------------------------------------------------------------------
+
+Json NodeJson(const NodeExplain& n) {
+  Json j;
+  j["status"] = std::string(ToString(n.code));
+  j["reason"] = n.reason;
+  Json preds = Json::array();
+  for (const PluginAnswer& a : n.predicates)
+    preds.push_back(Json{{"plugin", a.plugin}, {"code", std::string(ToString(a.code))}, {"reason", a.reason}});
+  j["predicates"] = std::move(preds);
+  if (n.scored) {
+    Json scores = Json::object();
+    for (const auto& [plugin, s] : n.scores) scores[plugin] = s;
+    j["scores"] = std::move(scores);
+    j["nodeOrder"] = n.node_order;
+    Json batch = Json::object();
+    for (const auto& [plugin, s] : n.batch_scores) batch[plugin] = s;
+    j["batchScores"] = std::move(batch);
+    j["total"] = n.total;
+    if (!n.score_error.empty()) j["scoreError"] = n.score_error;
+  }
+  // Kiln extensions: the action's own resource check.
+  j["fits"] = n.fits;
+  if (!n.insufficient.empty()) j["insufficient"] = n.insufficient;
+  return j;
+}
+
+std::string FormatExplainJson(const std::string& scenario, const Explanation& e) {
+  Json doc;
+  doc["scenario"] = scenario;
+  doc["mode"] = e.at_open ? "atOpen" : "session";
+  Json tasks = Json::object();
+  for (const TaskExplain& t : e.tasks) {
+    Json j;
+    if (!t.action.empty()) j["action"] = t.action;
+    if (!t.result_kind.empty()) j["result"] = Json{{t.result_kind, t.result_value}};
+    j["job"] = t.job;
+    if (!t.note.empty()) j["note"] = t.note;
+    if (t.pre_predicate)
+      j["prePredicate"] = Json{{"plugin", t.pre_predicate->plugin},
+                               {"code", std::string(ToString(t.pre_predicate->code))},
+                               {"reason", t.pre_predicate->reason}};
+    Json nodes = Json::object();
+    for (const NodeExplain& n : t.nodes) nodes[n.node] = NodeJson(n);
+    j["nodes"] = std::move(nodes);
+    tasks[t.key] = std::move(j);
+  }
+  doc["tasks"] = std::move(tasks);
+  Json jobs = Json::object();
+  for (const JobExplain& j : e.jobs) {
+    Json o{{"queue", j.queue}, {"ready", j.ready}, {"pipelined", j.pipelined}, {"valid", j.valid}};
+    if (!j.valid) o["invalidReason"] = j.invalid_reason;
+    o["starving"] = j.starving;
+    o["order"] = j.order;
+    o["phase"] = j.phase;
+    jobs[j.uid] = std::move(o);
+  }
+  doc["jobs"] = std::move(jobs);
+  Json queues = Json::object();
+  for (const QueueExplain& q : e.queues) {
+    Json plugins = Json::object();
+    for (const auto& [plugin, figures] : q.plugins) {
+      Json f = Json::object();
+      for (const Figure& fig : figures) {
+        if (const Resource* r = std::get_if<Resource>(&fig.value)) f[fig.name] = ResourceJson(*r);
+        else f[fig.name] = std::get<double>(fig.value);
+      }
+      plugins[plugin] = std::move(f);
+    }
+    queues[q.name] = Json{{"overused", q.overused}, {"order", q.order}, {"plugins", std::move(plugins)}};
+  }
+  doc["queues"] = std::move(queues);
+  return doc.dump(2) + "\n";
+}
+
+// ---- shared by the table and the page -------------------------------------------------------
+
+// One pod's nodes for people: the candidates ranked by total (ties in node order), the plugin
+// columns, and the rejected nodes grouped by reason.
+struct PodView {
+  std::vector<const NodeExplain*> ranked;
+  std::vector<std::string> score_plugins;  // node_order plugins, in plugin order
+  std::vector<std::string> batch_plugins;
+  std::vector<std::pair<std::string, std::vector<std::string>>> rejected;  // reason → nodes
+};
+
+PodView ViewOf(const TaskExplain& t) {
+  PodView v;
+  std::map<std::string, size_t> group_of;
+  auto reject = [&](std::string reason, const std::string& node) {
+    auto [it, inserted] = group_of.emplace(reason, v.rejected.size());
+    if (inserted) v.rejected.emplace_back(std::move(reason), std::vector<std::string>{});
+    v.rejected[it->second].second.push_back(node);
+  };
+  auto add_plugin = [](std::vector<std::string>& list, const std::string& p) {
+    if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
+  };
+  for (const NodeExplain& n : t.nodes) {
+    if (n.code != StatusCode::Success) {
+      std::string who;
+      for (const PluginAnswer& a : n.predicates)
+        if (a.code == n.code && a.reason == n.reason) {
+          who = a.plugin;
+          break;
+        }
+      reject(fmt::format("{}{}: {}", ToString(n.code), who.empty() ? "" : " (" + who + ")",
+                         n.reason.empty() ? "(no reason given)" : n.reason),
+             n.node);
+      continue;
+    }
+    if (n.fits == "none") {
+      reject(fmt::format("Insufficient {}", fmt::join(n.insufficient, ", ")), n.node);
+      continue;
+    }
+    for (const auto& [p, s] : n.scores) add_plugin(v.score_plugins, p);
+    for (const auto& [p, s] : n.batch_scores) add_plugin(v.batch_plugins, p);
+    v.ranked.push_back(&n);
+  }
+  std::stable_sort(v.ranked.begin(), v.ranked.end(),
+                   [](const NodeExplain* a, const NodeExplain* b) { return a->total > b->total; });
+  return v;
+}
+
+double ScoreOf(const std::vector<std::pair<std::string, double>>& scores, const std::string& p,
+               bool* present) {
+  for (const auto& [name, s] : scores)
+    if (name == p) {
+      *present = true;
+      return s;
+    }
+  *present = false;
+  return 0;
+}
+
+std::string ResultText(const TaskExplain& t) {
+  if (t.result_kind.empty()) return "";
+  if (t.result_kind == "unschedulable") return "unschedulable: " + t.result_value;
+  return t.result_kind + " on " + t.result_value;
+}
+
+// ---- table ----------------------------------------------------------------------------------
+
+struct Style {
+  bool on = false;
+  std::string operator()(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+};
+
+std::string Pad(std::string_view s, size_t width, bool right = false) {
+  std::string out(s);
+  if (out.size() >= width) return out;
+  std::string pad(width - out.size(), ' ');
+  return right ? pad + out : out + pad;
+}
+
+std::string FormatExplainTable(const std::string& scenario, const Explanation& e, Style style) {
+  std::string out = fmt::format("{} {}\n", style("1", "scenario"), scenario);
+  out += e.at_open ? "every pending pod at session open (no action run)\n"
+                   : "each pod as the session's actions saw it when they placed it or gave it up\n";
+  if (e.tasks.empty()) out += "\nno pending pod was considered\n";
+  for (const TaskExplain& t : e.tasks) {
+    PodView v = ViewOf(t);
+    out += "\n" + style("1", fmt::format("pod {}", t.key));
+    if (!t.job.empty()) out += fmt::format("  job {}", t.job);
+    if (!t.action.empty()) out += fmt::format("  ({})", t.action);
+    out += "\n";
+    if (!t.result_kind.empty()) {
+      const char* colour = t.result_kind == "bound" ? "32" : t.result_kind == "pipelined" ? "33" : "31";
+      out += "  result: " + style(colour, ResultText(t)) + "\n";
+    }
+    if (!t.note.empty()) out += fmt::format("  note: {}\n", t.note);
+    if (t.pre_predicate)
+      out += "  " + style("31", fmt::format("pre_predicate ({}): {}: {}", t.pre_predicate->plugin,
+                                            ToString(t.pre_predicate->code),
+                                            t.pre_predicate->reason)) +
+             "\n";
+    if (!v.ranked.empty()) {
+      std::vector<std::string> header{"node", "total", "nodeOrder"};
+      for (const auto& p : v.score_plugins) header.push_back(p);
+      for (const auto& p : v.batch_plugins) header.push_back(p + " (batch)");
+      header.push_back("fits");
+      std::vector<std::vector<std::string>> rows;
+      for (const NodeExplain* n : v.ranked) {
+        std::vector<std::string> row{n->node, Num(n->total), Num(n->node_order)};
+        for (const auto& p : v.score_plugins) {
+          bool present = false;
+          double s = ScoreOf(n->scores, p, &present);
+          row.push_back(present ? Num(s) : "-");
+        }
+        for (const auto& p : v.batch_plugins) {
+          bool present = false;
+          double s = ScoreOf(n->batch_scores, p, &present);
+          row.push_back(present ? Num(s) : "-");
+        }
+        row.push_back(n->fits);
+        rows.push_back(std::move(row));
+      }
+      std::vector<size_t> width(header.size());
+      for (size_t c = 0; c < header.size(); ++c) {
+        width[c] = header[c].size();
+        for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+      }
+      auto format_row = [&](const std::vector<std::string>& cells) {
+        std::string line;
+        for (size_t c = 0; c < cells.size(); ++c) {
+          // The last column (fits) is left-aligned and needs no padding after it.
+          line += "  " + (c + 1 == cells.size() ? cells[c] : Pad(cells[c], width[c], c > 0));
+        }
+        return line;
+      };
+      out += style("1", format_row(header)) + "\n";
+      for (size_t r = 0; r < rows.size(); ++r) {
+        std::string line = format_row(rows[r]);
+        bool chosen = (t.result_kind == "bound" || t.result_kind == "pipelined") &&
+                      v.ranked[r]->node == t.result_value;
+        out += (chosen ? style("32", line) : line) + "\n";
+      }
+    } else {
+      out += "  no node can take it\n";
+    }
+    if (!v.rejected.empty()) {
+      out += "  rejected:\n";
+      for (const auto& [reason, nodes] : v.rejected)
+        out += "    " + style("31", reason) + fmt::format(" — {} node(s): {}\n", nodes.size(),
+                                                        fmt::join(nodes, ", "));
+    }
+  }
+  if (!e.jobs.empty()) {
+    out += "\n" + style("1", "jobs") + "\n";
+    for (const JobExplain& j : e.jobs)
+      out += fmt::format("  {}  queue {}  order {}  phase {}  ready {}  pipelined {}  valid {}{}  starving {}\n",
+                         j.uid, j.queue, j.order, j.phase, j.ready, j.pipelined, j.valid,
+                         j.valid ? "" : " (" + j.invalid_reason + ")", j.starving);
+  }
+  if (!e.queues.empty()) {
+    out += "\n" + style("1", "queues") + "\n";
+    for (const QueueExplain& q : e.queues) {
+      out += fmt::format("  {}  order {}  overused {}\n", q.name, q.order, q.overused);
+      for (const auto& [plugin, figures] : q.plugins) {
+        std::vector<std::string> parts;
+        for (const Figure& f : figures) {
+          if (const Resource* r = std::get_if<Resource>(&f.value))
+            parts.push_back(fmt::format("{} {}", f.name, ResourceText(*r)));
+          else
+            parts.push_back(fmt::format("{} {}", f.name, Num(std::get<double>(f.value))));
+        }
+        out += fmt::format("    {}: {}\n", plugin, fmt::join(parts, "  "));
+      }
+    }
+  }
+  return out;
+}
+
+// ---- HTML -----------------------------------------------------------------------------------
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatExplainHtml(const std::string& scenario, const Explanation& e) {
+  std::string out = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>kiln explain: )" + Esc(scenario) + R"(</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f3f3f3; }
+tr.chosen td { background: #e6f6e6; font-weight: bold; }
+.bound { color: #176317; } .pipelined { color: #8a6100; } .unschedulable { color: #b00020; }
+.rejected li { color: #b00020; }
+section { border-top: 1px solid #ddd; margin-top: 1em; }
+</style></head><body>
+)";
+  out += fmt::format("<h1>kiln explain: {}</h1>\n<p>{}</p>\n", Esc(scenario),
+                     e.at_open ? "Every pending pod at session open, before any action ran."
+                               : "Each pod as the session's actions saw it when they placed it or "
+                                 "gave it up.");
+  for (const TaskExplain& t : e.tasks) {
+    PodView v = ViewOf(t);
+    out += fmt::format("<section><h2>pod {}</h2>\n<p>job {}{}</p>\n", Esc(t.key), Esc(t.job),
+                       t.action.empty() ? "" : fmt::format(" — {}", Esc(t.action)));
+    if (!t.result_kind.empty())
+      out += fmt::format("<p class=\"{}\">{}</p>\n", t.result_kind, Esc(ResultText(t)));
+    if (!t.note.empty()) out += fmt::format("<p>{}</p>\n", Esc(t.note));
+    if (t.pre_predicate)
+      out += fmt::format("<p class=\"unschedulable\">pre_predicate ({}): {}: {}</p>\n",
+                         Esc(t.pre_predicate->plugin), ToString(t.pre_predicate->code),
+                         Esc(t.pre_predicate->reason));
+    if (!v.ranked.empty()) {
+      out += "<table><tr><th>node</th><th>total</th><th>nodeOrder</th>";
+      for (const auto& p : v.score_plugins) out += "<th>" + Esc(p) + "</th>";
+      for (const auto& p : v.batch_plugins) out += "<th>" + Esc(p) + " (batch)</th>";
+      out += "<th>fits</th></tr>\n";
+      for (const NodeExplain* n : v.ranked) {
+        bool chosen = (t.result_kind == "bound" || t.result_kind == "pipelined") &&
+                      n->node == t.result_value;
+        out += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{}</td>", chosen ? " class=\"chosen\"" : "",
+                           Esc(n->node), Num(n->total), Num(n->node_order));
+        for (const auto& p : v.score_plugins) {
+          bool present = false;
+          double s = ScoreOf(n->scores, p, &present);
+          out += "<td>" + (present ? Num(s) : "-") + "</td>";
+        }
+        for (const auto& p : v.batch_plugins) {
+          bool present = false;
+          double s = ScoreOf(n->batch_scores, p, &present);
+          out += "<td>" + (present ? Num(s) : "-") + "</td>";
+        }
+        out += "<td>" + Esc(n->fits) + "</td></tr>\n";
+      }
+      out += "</table>\n";
+    }
+    if (!v.rejected.empty()) {
+      out += "<p>Rejected:</p><ul class=\"rejected\">\n";
+      for (const auto& [reason, nodes] : v.rejected)
+        out += fmt::format("<li>{} — {} node(s): {}</li>\n", Esc(reason), nodes.size(),
+                           Esc(fmt::format("{}", fmt::join(nodes, ", "))));
+      out += "</ul>\n";
+    }
+    out += "</section>\n";
+  }
+  if (!e.jobs.empty()) {
+    out += "<section><h2>jobs</h2><table><tr><th>job</th><th>queue</th><th>order</th><th>phase</th>"
+           "<th>ready</th><th>pipelined</th><th>valid</th><th>starving</th></tr>\n";
+    for (const JobExplain& j : e.jobs)
+      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                         "<td>{}</td><td>{}</td></tr>\n",
+                         Esc(j.uid), Esc(j.queue), j.order, Esc(j.phase), j.ready, j.pipelined,
+                         j.valid ? "true" : Esc("false: " + j.invalid_reason), j.starving);
+    out += "</table></section>\n";
+  }
+  if (!e.queues.empty()) {
+    out += "<section><h2>queues</h2><table><tr><th>queue</th><th>order</th><th>overused</th>"
+           "<th>what the plugins show</th></tr>\n";
+    for (const QueueExplain& q : e.queues) {
+      std::string figures;
+      for (const auto& [plugin, list] : q.plugins) {
+        std::vector<std::string> parts;
+        for (const Figure& f : list) {
+          if (const Resource* r = std::get_if<Resource>(&f.value))
+            parts.push_back(fmt::format("{} {}", f.name, ResourceText(*r)));
+          else
+            parts.push_back(fmt::format("{} {}", f.name, Num(std::get<double>(f.value))));
+        }
+        figures += fmt::format("<b>{}</b>: {}<br>", Esc(plugin), Esc(fmt::format("{}", fmt::join(parts, "; "))));
+      }
+      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>\n",
+                         Esc(q.name), q.order, q.overused, figures);
+    }
+    out += "</table></section>\n";
+  }
+  out += "</body></html>\n";
+  return out;
+}
+
+// ---- running --------------------------------------------------------------------------------
+
+int RunExplain(const ExplainOptions& opts) {
+  if (opts.output != "table" && opts.output != "json" && opts.output != "html") {
+    PrintError(Error{fmt::format("--output must be table, json or html, got `{}`", opts.output), {}});
+    return kExitBadInput;
+  }
+  auto spec = LoadScenarioFile(opts.file);
+  if (!spec) {
+    PrintError(spec.error());
+    return kExitBadInput;
+  }
+  std::set<std::string> pods;
+  for (const std::string& p : opts.pods) {
+    bool known = false;
+    for (const PodSpec& pod : spec->cluster.pods) known |= pod.Key() == p;
+    if (!known) {
+      PrintError(Error{fmt::format("--pod {}: no such pod in the scenario (pods are named "
+                                   "<namespace>/<name>)",
+                                   p),
+                       SourceLocation{spec->file}});
+      return kExitBadInput;
+    }
+    pods.insert(p);
+  }
+  std::string conf_text;
+  if (!opts.conf_file.empty()) {
+    auto text = ReadTextFile(opts.conf_file);
+    if (!text) {
+      PrintError(text.error());
+      return kExitBadInput;
+    }
+    conf_text = std::move(*text);
+  }
+  auto conf = ResolveScenarioConf(*spec, opts.conf_file.empty() ? nullptr : &conf_text, opts.conf_file);
+  if (!conf) {
+    PrintError(conf.error());
+    return kExitBadInput;
+  }
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache});
+  if (!provider) {
+    PrintError(provider.error());
+    return kExitBadInput;
+  }
+
+  auto explanation = opts.at_open ? ExplainScenarioAtOpen(*spec, *conf, **provider, pods)
+                                  : ExplainScenarioSession(*spec, *conf, **provider, pods);
+  if (!explanation) {
+    PrintError(explanation.error());
+    return kExitBadInput;
+  }
+
+  std::string out;
+  if (opts.output == "json") out = FormatExplainJson(spec->name, *explanation);
+  else if (opts.output == "html") out = FormatExplainHtml(spec->name, *explanation);
+  else out = FormatExplainTable(spec->name, *explanation, Style{isatty(STDOUT_FILENO) == 1});
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddExplainCommand(CLI::App& app) {
+  auto opts = std::make_shared<ExplainOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "Show what every plugin said about every node for each pending pod of a scenario");
+  cmd->add_option("scenario", opts->file, "scenario YAML file (see scenario-format.md)")->required();
+  cmd->add_option("-o,--output", opts->output, "table (default), json or html");
+  cmd->add_option("--pod", opts->pods, "explain only this pod, <namespace>/<name> (repeatable)");
+  cmd->add_flag("--at-open", opts->at_open,
+                "evaluate every pending pod right after the session opens, before any action");
+  cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
+  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
+                "let a --policy-dir policy replace the built-in policy of the same name");
+  cmd->add_option("--compile-cache", opts->compile_cache,
+                  "reuse policies' native code across runs from this directory");
+  cmd->callback([opts] {
+    int code = RunExplain(*opts);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace kiln::cli

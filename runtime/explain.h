@@ -1,0 +1,148 @@
+#pragma once
+// What every plugin said about every node for a pod (scenario-format.md, "Explaining a session:
+// `kiln explain`"), and what the session thought of each job and queue.
+//
+// Two ways to get it:
+//   * ExplainAtOpen(ssn): right after the plugins opened and before any action, every pending pod
+//     against every node — the session's view before it decides anything;
+//   * an ExplainRecorder attached to the session (Session::set_explain): the actions call
+//     Record() for each pod they place or give up, at that moment, so the answers are the ones
+//     the decision was made on. A session without a recorder pays one null-pointer test per
+//     pod decision and nothing else.
+//
+// Per node: each predicate plugin's own status, the session's combined status (ssn.PredicateFn:
+// the first failing status in plugin order), and for nodes that pass, each plugin's weighted
+// node_order score, their sum (ssn.NodeOrderFn), the batch_node_order contributions and the total
+// node selection compares. Batch scores are computed over the group of nodes the allocate action
+// would score together: the passing nodes whose idle resources fit the pod, or, when none does,
+// those whose future idle resources fit it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "runtime/fit_error.h"
+#include "runtime/resource.h"
+
+namespace kiln {
+
+class Session;
+struct SessionResult;
+struct Task;
+
+// One plugin's predicate answer.
+struct PluginAnswer {
+  std::string plugin;
+  StatusCode code = StatusCode::Success;
+  std::string reason;  // the reasons joined by ", " (Volcano's Status.Message())
+};
+
+struct NodeExplain {
+  std::string node;
+  StatusCode code = StatusCode::Success;  // the session's combined status
+  std::string reason;
+  std::vector<PluginAnswer> predicates;
+  // The allocate action's own resource check, made before the predicates: "idle" (the pod fits
+  // the node's idle resources: it would be bound), "futureIdle" (it fits once releasing pods are
+  // gone: it would be pipelined) or "none" (insufficient: the dimensions are listed).
+  std::string fits;
+  std::vector<std::string> insufficient;
+  // Present when code is Success.
+  bool scored = false;
+  std::vector<std::pair<std::string, double>> scores;  // plugin → weighted node_order score
+  double node_order = 0;                               // Σ scores (ssn.NodeOrderFn)
+  std::vector<std::pair<std::string, double>> batch_scores;  // plugin → batch_node_order score
+  double total = 0;                                          // node_order + Σ batch_scores
+  std::string score_error;  // a node_order/batch_node_order handler failed
+};
+
+struct TaskExplain {
+  std::string key;     // <namespace>/<name>
+  std::string job;     // job uid ("" for none)
+  std::string action;  // the action that recorded it ("" at open)
+  std::string note;    // why the action gave up without trying nodes, when it did
+  std::optional<PluginAnswer> pre_predicate;  // the failing pre_predicate, when one failed
+  std::vector<NodeExplain> nodes;             // in node order
+  // What the session finally did with the pod (recorded mode): "bound", "pipelined" or
+  // "unschedulable", and the node or the FitError text.
+  std::string result_kind;
+  std::string result_value;
+};
+
+// A figure a policy shows for a queue (the `show` standard-library functions).
+struct Figure {
+  std::string name;
+  std::variant<double, Resource> value;
+};
+
+struct QueueExplain {
+  std::string name;
+  bool overused = false;
+  int order = 0;  // 1-based position in the session's queue order
+  std::vector<std::pair<std::string, std::vector<Figure>>> plugins;  // plugin → its figures
+};
+
+struct JobExplain {
+  std::string uid;
+  std::string queue;
+  int order = 0;  // 1-based position in the session's job order (all jobs)
+  bool ready = false;
+  bool pipelined = false;
+  bool valid = true;
+  std::string invalid_reason;  // "plugin: reason: message" when not valid
+  bool starving = false;
+  std::string phase;  // at the moment it was explained
+};
+
+struct Explanation {
+  bool at_open = false;
+  std::vector<TaskExplain> tasks;  // in the order pods were first recorded (at open: cluster order)
+  std::vector<JobExplain> jobs;
+  std::vector<QueueExplain> queues;
+};
+
+// Evaluates one pod against every node of the session as it stands (runs pre_predicate first,
+// as the actions do).
+TaskExplain ExplainTask(const Session& ssn, const Task* t);
+
+// Job and queue answers of the session as it stands (also asks each plugin's show handler).
+void ExplainJobsAndQueues(Session& ssn, Explanation& out);
+
+// The whole session at open: every Pending pod (or only `pods`, keys <ns>/<name>, when not
+// empty), every job, every queue.
+Explanation ExplainAtOpen(Session& ssn, const std::set<std::string>& pods = {});
+
+class ExplainRecorder {
+ public:
+  // Records only `pods` (keys <ns>/<name>) when not empty.
+  explicit ExplainRecorder(std::set<std::string> pods = {}) : pods_(std::move(pods)) {}
+
+  // An action is about to place `t` (or has given it up): evaluate it now. A later record of the
+  // same pod replaces the earlier one (the last consideration decided its fate).
+  void Record(const Session& ssn, std::string_view action, const Task* t,
+              std::string_view note = {});
+  // Jobs and queues as the actions left them; call before the session closes.
+  void Finish(Session& ssn);
+  // Fills each recorded pod's result from what the session decided.
+  void ApplyResults(const SessionResult& result);
+
+  // Figures a policy's show handler reports while ExplainJobsAndQueues asks for them.
+  void BeginFigures(std::vector<std::pair<std::string, std::vector<Figure>>>* sink) { sink_ = sink; }
+  void AddFigure(std::string_view plugin, Figure f);
+
+  Explanation& explanation() { return explanation_; }
+
+ private:
+  std::set<std::string> pods_;
+  Explanation explanation_;
+  std::unordered_map<std::string, size_t> position_;  // pod key → index in explanation_.tasks
+  std::vector<std::pair<std::string, std::vector<Figure>>>* sink_ = nullptr;
+};
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+#include "simulator/explain_scenario.h"
+
+#include "runtime/scheduler.h"
+#include "runtime/session.h"
+#include "simulator/simulator.h"
+
+namespace kiln {
+
+Result<Explanation> ExplainScenarioAtOpen(const ScenarioSpec& spec, const SchedulerConf& conf,
+                                          PolicyProvider& provider,
+                                          const std::set<std::string>& pods) {
+  auto registry = ResolvePlugins(conf, provider);
+  if (!registry) return registry.error();
+  SimulatedCluster cluster(spec);
+  auto snapshot = cluster.Snapshot(spec.now);
+  if (!snapshot) return snapshot.error();
+  Session ssn(std::move(*snapshot), conf, spec.now, "session-0");
+  if (Status s = ssn.Open(*registry); !s) return s.error();
+  Explanation out = ExplainAtOpen(ssn, pods);
+  ssn.Close();
+  return out;
+}
+
+Result<Explanation> ExplainScenarioSession(const ScenarioSpec& spec, const SchedulerConf& conf,
+                                           PolicyProvider& provider,
+                                           const std::set<std::string>& pods) {
+  auto sim = Simulator::Create(spec, conf, provider);
+  if (!sim) return sim.error();
+  ExplainRecorder recorder(pods);
+  SessionHooks hooks;
+  hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
+  hooks.before_close = [&](Session& ssn) {
+    recorder.Finish(ssn);
+    ssn.set_explain(nullptr);
+  };
+  (*sim)->SetFirstSessionHooks(std::move(hooks));
+  auto result = (*sim)->RunCycle();
+  if (!result) return result.error();
+  recorder.ApplyResults(*result);
+  return std::move(recorder.explanation());
+}
+
+}  // namespace kiln

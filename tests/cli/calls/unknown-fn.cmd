@@ -1,0 +1,1 @@
+simulate tests/cli/calls/data/unknown-fn.yaml

@@ -1,0 +1,1 @@
+simulate --check tests/cli/calls/data/wrong-expectation.yaml

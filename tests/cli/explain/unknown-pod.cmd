@@ -1,0 +1,1 @@
+explain tests/cli/explain/data/scoring.yaml --pod c1/nope
