@@ -58,6 +58,7 @@ constexpr std::string_view ElemName(std::string_view e) { return e == "_" ? std:
 #define KILN_SHAPE_FN_String(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_Int(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_Bool(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_Resource(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_StringMap(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_IntMap(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_Record(fn) reinterpret_cast<const void*>(&fn)
@@ -78,6 +79,7 @@ const AbiFieldInfo kShapeFields[] = {
 #define KILN_SYMS_String(fn) KILN_SYM(fn)
 #define KILN_SYMS_Int(fn) KILN_SYM(fn)
 #define KILN_SYMS_Bool(fn) KILN_SYM(fn)
+#define KILN_SYMS_Resource(fn) KILN_SYM(fn)
 #define KILN_SYMS_Record(fn) KILN_SYM(fn)
 #define KILN_SYMS_OptionalRecord(fn) KILN_SYM(fn)
 #define KILN_SYMS_OptionalInt(fn) KILN_SYM(fn)
@@ -185,6 +187,8 @@ using kiln::HostPort;
 using kiln::LabelSelector;
 using kiln::NodeSelectorTerm;
 using kiln::PodAffinityTerm;
+using kiln::PodDisruptionBudget;
+using kiln::ResourceQuota;
 using kiln::PreferredSchedulingTerm;
 using kiln::SelectorRequirement;
 using kiln::Taint;
@@ -334,6 +338,24 @@ KILN_INT_FN(kiln_host_port_host_port, HostPort, o->host_port)
 KILN_INT_FN(kiln_host_port_container_port, HostPort, o->container_port)
 KILN_STR_FN(kiln_host_port_protocol, HostPort, o->protocol)
 KILN_STR_FN(kiln_host_port_host_ip, HostPort, o->host_ip)
+
+KStr kiln_queue_parent_name(const Queue* o) { return kiln::Str(o->parent_name); }
+bool kiln_queue_has_affinity(const Queue* o) { return o->has_affinity; }
+KILN_STRLIST_FN(kiln_queue_node_group_required, Queue, o->node_group_affinity.required)
+KILN_STRLIST_FN(kiln_queue_node_group_preferred, Queue, o->node_group_affinity.preferred)
+KILN_STRLIST_FN(kiln_queue_node_group_anti_required, Queue, o->node_group_anti_affinity.required)
+KILN_STRLIST_FN(kiln_queue_node_group_anti_preferred, Queue,
+                o->node_group_anti_affinity.preferred)
+
+KILN_STR_FN(kiln_pdb_name, PodDisruptionBudget, o->name)
+KILN_STR_FN(kiln_pdb_namespace, PodDisruptionBudget, o->namespace_)
+const void* kiln_pdb_selector(const PodDisruptionBudget* o) { return &o->selector; }
+KILN_INT_FN(kiln_pdb_disruptions_allowed, PodDisruptionBudget, o->disruptions_allowed)
+KILN_STRLIST_FN(kiln_pdb_disrupted_pods, PodDisruptionBudget, o->disrupted_pods)
+KILN_STR_FN(kiln_resource_quota_name, ResourceQuota, o->name)
+KILN_STR_FN(kiln_resource_quota_namespace, ResourceQuota, o->namespace_)
+void kiln_resource_quota_hard(const ResourceQuota* o, kiln::Resource* out) { *out = o->hard; }
+void kiln_resource_quota_used(const ResourceQuota* o, kiln::Resource* out) { *out = o->used; }
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

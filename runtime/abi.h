@@ -212,12 +212,13 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
 //   Record          const void* <fn>(const Owner*)                (never null)
 //   OptionalRecord  const void* <fn>(const Owner*)                (null when absent)
 //   OptionalInt     bool <fn>(const Owner*, int64_t* out)         (false when absent)
+//   Resource        void <fn>(const Owner*, Resource* out)         (as in KILN_ABI_FIELDS)
 // Records (Owner values besides Task/Job/Node/Queue), in KILN_ABI_RECORDS.
 // clang-format off
 #define KILN_ABI_RECORDS(X)                                                                    \
   X(Taint) X(Toleration) X(SelectorRequirement) X(LabelSelector) X(NodeSelectorTerm)           \
   X(PreferredSchedulingTerm) X(PodAffinityTerm) X(WeightedPodAffinityTerm)                     \
-  X(TopologySpreadConstraint) X(HostPort)
+  X(TopologySpreadConstraint) X(HostPort) X(PodDisruptionBudget) X(ResourceQuota)
 
 #define KILN_ABI_SHAPE_FIELDS(X)                                                                                           \
   X(Task,  "tolerations",                 RecordList,     Host, kiln_task_tolerations,                 Toleration)               \
@@ -268,7 +269,24 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(HostPort, "host_port",                Int,            Host, kiln_host_port_host_port,              _)                        \
   X(HostPort, "container_port",           Int,            Host, kiln_host_port_container_port,         _)                        \
   X(HostPort, "protocol",                 String,         Host, kiln_host_port_protocol,               _)                        \
-  X(HostPort, "host_ip",                  String,         Host, kiln_host_port_host_ip,                _)
+  X(HostPort, "host_ip",                  String,         Host, kiln_host_port_host_ip,                _)                        \
+  /* queue spec.parent as written and spec.affinity (nodegroup) */                                                   \
+  X(Queue, "parent_name",                 String,         Host, kiln_queue_parent_name,                _)                        \
+  X(Queue, "has_affinity",                Bool,           Host, kiln_queue_has_affinity,               _)                        \
+  X(Queue, "node_group_required",         StringList,     Host, kiln_queue_node_group_required,        _)                        \
+  X(Queue, "node_group_preferred",        StringList,     Host, kiln_queue_node_group_preferred,       _)                        \
+  X(Queue, "node_group_anti_required",    StringList,     Host, kiln_queue_node_group_anti_required,   _)                        \
+  X(Queue, "node_group_anti_preferred",   StringList,     Host, kiln_queue_node_group_anti_preferred,  _)                        \
+  /* PodDisruptionBudget (pdb) and ResourceQuota (resourcequota), listed in session.pdbs / session.resource_quotas */ \
+  X(PodDisruptionBudget, "name",          String,         Host, kiln_pdb_name,                         _)                        \
+  X(PodDisruptionBudget, "namespace",     String,         Host, kiln_pdb_namespace,                    _)                        \
+  X(PodDisruptionBudget, "selector",      Record,         Host, kiln_pdb_selector,                     LabelSelector)            \
+  X(PodDisruptionBudget, "disruptions_allowed", Int,      Host, kiln_pdb_disruptions_allowed,          _)                        \
+  X(PodDisruptionBudget, "disrupted_pods", StringList,    Host, kiln_pdb_disrupted_pods,               _)                        \
+  X(ResourceQuota, "name",                String,         Host, kiln_resource_quota_name,              _)                        \
+  X(ResourceQuota, "namespace",           String,         Host, kiln_resource_quota_namespace,         _)                        \
+  X(ResourceQuota, "hard",                Resource,       Host, kiln_resource_quota_hard,              _)                        \
+  X(ResourceQuota, "used",                Resource,       Host, kiln_resource_quota_used,              _)
 // clang-format on
 
 struct AbiFieldInfo {
@@ -329,6 +347,7 @@ KILN_ABI_FIELDS(KILN_X)
 #define KILN_X_SDECL_String(owner, fn, elem) KStr fn(const kiln::owner*);
 #define KILN_X_SDECL_Int(owner, fn, elem) int64_t fn(const kiln::owner*);
 #define KILN_X_SDECL_Bool(owner, fn, elem) bool fn(const kiln::owner*);
+#define KILN_X_SDECL_Resource(owner, fn, elem) void fn(const kiln::owner*, kiln::Resource* out);
 #define KILN_X_SDECL_StringMap(owner, fn, elem) KILN_X_DECL_StringMap(owner, fn)
 #define KILN_X_SDECL_StringList(owner, fn, elem)                                \
   size_t fn##_size(const kiln::owner*);                                         \

@@ -279,6 +279,7 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
       q.hierarchy = it->second;
     if (auto it = qs.annotations.find("volcano.sh/hierarchy-weights"); it != qs.annotations.end())
       q.hierarchy_weights = it->second;
+    q.has_affinity = qs.has_affinity;
     q.node_group_affinity = qs.node_group_affinity;
     q.node_group_anti_affinity = qs.node_group_anti_affinity;
   }
@@ -379,6 +380,9 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
     t.SetRequests(ps.requests);
   }
+  // PDBs and ResourceQuotas are plain cluster facts the pdb and resourcequota policies read.
+  for (const auto& p : c.pdbs) cluster.NewPdb() = p;
+  for (const auto& q : c.resource_quotas) cluster.NewResourceQuota() = q;
   if (Status s = cluster.Link(); !s) return s.error();
   return cluster;
 }

@@ -50,6 +50,7 @@ struct QueueSpec {
   QueueState state = QueueState::Open;
   StringMap annotations;
   StringMap labels;
+  bool has_affinity = false;  // `affinity:` given and not null (Volcano's non-nil spec.affinity)
   NodeGroupAffinity node_group_affinity;
   NodeGroupAffinity node_group_anti_affinity;
   TimeNs creation_time = kUnsetTime;

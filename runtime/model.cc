@@ -422,9 +422,15 @@ Queue& Cluster::NewQueue() { return *queues_.emplace_back(std::make_unique<Queue
 PriorityClass& Cluster::NewPriorityClass() {
   return *priority_classes_.emplace_back(std::make_unique<PriorityClass>());
 }
-PodDisruptionBudget& Cluster::NewPdb() { return *pdbs_.emplace_back(std::make_unique<PodDisruptionBudget>()); }
+PodDisruptionBudget& Cluster::NewPdb() {
+  PodDisruptionBudget& p = *pdbs_.emplace_back(std::make_unique<PodDisruptionBudget>());
+  pdb_ptrs_.push_back(&p);
+  return p;
+}
 ResourceQuota& Cluster::NewResourceQuota() {
-  return *resource_quotas_.emplace_back(std::make_unique<ResourceQuota>());
+  ResourceQuota& q = *resource_quotas_.emplace_back(std::make_unique<ResourceQuota>());
+  quota_ptrs_.push_back(&q);
+  return q;
 }
 
 namespace {

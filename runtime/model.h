@@ -446,6 +446,7 @@ struct Queue {
   std::string hierarchy;          // annotation volcano.sh/hierarchy
   std::string hierarchy_weights;  // annotation volcano.sh/hierarchy-weights
   StringMap annotations;
+  bool has_affinity = false;  // spec.affinity is set (even when empty): nodegroup inheritance
   NodeGroupAffinity node_group_affinity;
   NodeGroupAffinity node_group_anti_affinity;
   std::vector<Queue*> children;
@@ -495,6 +496,9 @@ class Cluster {
   const std::vector<std::unique_ptr<ResourceQuota>>& resource_quotas() const {
     return resource_quotas_;
   }
+  // The same objects as plain pointers, in creation order (what policies iterate).
+  const std::vector<PodDisruptionBudget*>& pdb_list() const { return pdb_ptrs_; }
+  const std::vector<ResourceQuota*>& resource_quota_list() const { return quota_ptrs_; }
   // Tasks whose job was dropped by Link (queue missing); they still occupy their nodes.
   const std::vector<Task*>& orphan_tasks() const { return orphan_ptrs_; }
 
@@ -526,6 +530,8 @@ class Cluster {
   std::vector<Node*> node_ptrs_;
   std::vector<Queue*> queue_ptrs_;
   std::vector<Task*> orphan_ptrs_;
+  std::vector<PodDisruptionBudget*> pdb_ptrs_;
+  std::vector<ResourceQuota*> quota_ptrs_;
   // Behind a pointer so the address the nodes hold survives moving the Cluster.
   std::unique_ptr<std::vector<Node*>> affinity_nodes_ = std::make_unique<std::vector<Node*>>();
   Map<Task> task_by_uid_;

@@ -611,6 +611,7 @@ Status Loader::ReadQueue(const YAML::Node& n, QueueSpec& out) {
       {"affinity", [&](auto& v, auto& f, O& o) -> Status {
          TRY(r_.ExpectMap(v, f, {"nodeGroupAffinity", "nodeGroupAntiAffinity"}, true));
          if (v.IsNull()) return Status::Ok();
+         o.has_affinity = true;
          for (const auto& a : v) {
            const std::string& k = a.first.Scalar();
            TRY(Store(k == "nodeGroupAffinity" ? o.node_group_affinity : o.node_group_anti_affinity,

@@ -196,6 +196,10 @@ const SessionField kSessionFields[] = {
     {"affinity_nodes", "list<Node>", "kiln_host_session_affinity_nodes",
      "the nodes holding a pod with pod (anti-)affinity terms, in no particular order"},
     {"total", "Resource", "kiln_host_session_total", "Σ node allocatable"},
+    {"pdbs", "list<PodDisruptionBudget>", "kiln_host_session_pdbs",
+     "every PodDisruptionBudget, in cluster order (pdb)"},
+    {"resource_quotas", "list<ResourceQuota>", "kiln_host_session_resource_quotas",
+     "every ResourceQuota, in cluster order (resourcequota)"},
 };
 
 }  // namespace

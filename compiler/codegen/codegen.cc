@@ -1461,6 +1461,8 @@ class Lowering {
       if (field == "milliseconds") return b_.CreateFDiv(f, llvm::ConstantFP::get(f64_, 1e6));
     }
     if (IsKind(ot, TypeKind::Time) && field == "unix") return b_.CreateSDiv(v, b_.getInt64(1000000000));
+    // A quantity is held as its value in base units (docs/language.md: `quantity` `.value`).
+    if (IsKind(ot, TypeKind::Quantity) && field == "value") return v;
     if (IsKind(ot, TypeKind::Fit)) {
       if (field == "code") return b_.CreateSExt(b_.CreateExtractValue(v, {0}), i64_);
       if (field == "reason") return b_.CreateExtractValue(v, {1});

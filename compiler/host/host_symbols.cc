@@ -58,6 +58,8 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_nodes", &kiln_host_session_nodes);
   add("kiln_host_session_affinity_nodes", &kiln_host_session_affinity_nodes);
   add("kiln_host_session_total", &kiln_host_session_total);
+  add("kiln_host_session_pdbs", &kiln_host_session_pdbs);
+  add("kiln_host_session_resource_quotas", &kiln_host_session_resource_quotas);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
   add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
@@ -96,6 +98,12 @@ KList kiln_host_session_nodes(const void* ctx) {
 }
 KList kiln_host_session_affinity_nodes(const void* ctx) {
   return kiln::List(kiln::SessionOf(ctx).cluster().affinity_nodes());
+}
+KList kiln_host_session_pdbs(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().pdb_list());
+}
+KList kiln_host_session_resource_quotas(const void* ctx) {
+  return kiln::List(kiln::SessionOf(ctx).cluster().resource_quota_list());
 }
 const kiln::Resource* kiln_host_session_total(const void* ctx) {
   return &kiln::SessionOf(ctx).total_resource();

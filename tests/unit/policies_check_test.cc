@@ -36,7 +36,8 @@ TEST(PoliciesCheck, TheCorePluginSetIsShipped) {
   for (const auto& p : ShippedPolicies()) names.push_back(p.stem().string());
   for (const char* want : {"gang", "priority", "conformance", "cdp", "drf",
                            "resource-strategy-fit", "proportion", "binpack", "overcommit",
-                           "predicates", "nodeorder", "capacity"})
+                           "predicates", "nodeorder", "pdb", "nodegroup", "usage",
+                           "resourcequota", "task-topology", "sla", "capacity"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
