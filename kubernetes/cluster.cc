@@ -36,12 +36,6 @@ bool SameConditions(const std::vector<PodGroupCondition>& a, const std::vector<P
   return true;
 }
 
-// The session's placeholder for pods that must occupy their nodes but never be scheduled
-// (another scheduler's pods, pods whose PodGroup does not exist): a PodGroup in a queue that
-// does not exist, which BuildCluster drops while its tasks keep their nodes.
-constexpr std::string_view kHolderGroup = "kiln.sh~not-scheduled";
-constexpr std::string_view kNoQueue = "kiln.sh~no-queue";
-
 }  // namespace
 
 struct KubernetesCluster::State {
@@ -70,6 +64,8 @@ struct KubernetesCluster::State {
   std::map<std::string, Retry> bind_retry;         // pod key → not before
   std::map<std::string, PodGroupStatusUpdate> pg_overlay;  // job uid → status written/in flight
   std::map<std::string, std::string> queue_allocated;      // queue → last written (as text)
+
+  std::set<std::string> warnings;  // CompleteCluster's, as of the last snapshot
 
   KubernetesClusterStats stats;
 };
@@ -280,6 +276,7 @@ KubernetesClusterStats KubernetesCluster::stats() const {
   s.nodes = state_->nodes.items.size();
   s.pod_groups = state_->pod_groups.items.size();
   s.queues = state_->queues.items.size();
+  s.warnings = state_->warnings.size();
   return s;
 }
 
@@ -290,14 +287,12 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   for (const auto& [k, v] : st.priority_classes.items) c.priority_classes.push_back(v);
   for (const auto& [k, v] : st.queues.items) c.queues.push_back(v);
   for (const auto& [k, v] : st.nodes.items) c.nodes.push_back(v);
-  std::set<std::string> groups;
   for (const auto& [k, v] : st.pod_groups.items) {
     PodGroupSpec g = v.spec;
     if (auto o = st.pg_overlay.find(k); o != st.pg_overlay.end()) {
       g.phase = o->second.phase;
       g.conditions = o->second.conditions;
     }
-    groups.insert(k);
     c.pod_groups.push_back(std::move(g));
   }
   for (const auto& [k, v] : st.pdbs.items) c.pdbs.push_back(v);
@@ -313,8 +308,6 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   prune(st.unschedulable_written);
   prune(st.bind_retry);
 
-  bool need_holder = false;
-  std::set<std::string> holder_namespaces;
   for (const auto& [key, p] : st.pods.items) {
     bool ours = Ours(p.scheduler_name);
     PodSpec pod = p.spec;
@@ -327,26 +320,21 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
       if (pod.phase == PodPhase::Pending) continue;
       pod.node.clear();
     }
-    bool dangling_group = !pod.group.empty() && !groups.count(pod.JobUid());
-    if (!ours || dangling_group) {
-      // §7.2, §7.4: such pods are no task of a schedulable job; they only use their node.
-      if (pod.node.empty() || CompletedStatus(TaskStatusOf(pod))) continue;
-      pod.group = std::string(kHolderGroup);
-      holder_namespaces.insert(pod.namespace_);
-      need_holder = true;
-    }
+    // Volcano's informer never shows it another scheduler's pods that are not on a node.
+    if (!ours && pod.node.empty()) continue;
     c.pods.push_back(std::move(pod));
   }
-  if (need_holder)
-    for (const auto& ns : holder_namespaces) {
-      PodGroupSpec g;
-      g.name = std::string(kHolderGroup);
-      g.namespace_ = ns;
-      g.queue = std::string(kNoQueue);
-      g.implicit = true;
-      c.pod_groups.push_back(std::move(g));
-    }
-  CompleteCluster(c, now);
+  CompleteOptions complete;
+  complete.now = now;
+  complete.scheduler_names = options_.scheduler_names;
+  std::vector<ClusterWarning> warnings = CompleteCluster(c, complete);
+  // A live cluster repeats its warnings every session: log each one when it first appears.
+  std::set<std::string> current;
+  for (const auto& w : warnings) {
+    if (!st.warnings.count(w.message)) spdlog::info("kubernetes: {}", w.message);
+    current.insert(w.message);
+  }
+  st.warnings = std::move(current);
   // One-pod groups the cluster does not store keep the phase the last session gave them.
   for (auto& g : c.pod_groups) {
     if (!g.implicit) continue;

@@ -15,8 +15,10 @@
 //     evicted twice; a refused eviction (429) is forgotten so a later session may retry;
 //   * the PodGroup status a session wrote is what the next session sees, even before the write
 //     lands (and for the one-pod groups the cluster never stores);
-//   * pods of other schedulers only occupy their nodes; pods whose PodGroup does not exist are
-//     not scheduled but still occupy their nodes (volcano-semantics.md §7).
+//   * defaults and dangling references are resolved by CompleteCluster (runtime/cluster_spec.h),
+//     as for a scenario: pods of other schedulers only occupy their nodes, pods whose PodGroup
+//     or queue does not exist are not scheduled but still occupy their nodes (§7); another
+//     scheduler's pods without a node are not seen at all (Volcano's informer filter).
 //
 // Writes are gated: SetWritesEnabled(false) (a standby replica, or a leader that lost its lease)
 // makes Apply write nothing and drops queued writes' effects.
@@ -73,6 +75,7 @@ struct KubernetesClusterStats {
   int64_t decode_errors = 0;   // objects skipped because they did not decode
   size_t write_queue_depth = 0;
   size_t pods = 0, nodes = 0, pod_groups = 0, queues = 0;
+  size_t warnings = 0;  // dangling references in the last snapshot (CompleteCluster)
 };
 
 class KubernetesCluster : public ClusterBinding {

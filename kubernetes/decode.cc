@@ -404,6 +404,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
 
     const json& spec = Object(obj, "spec", "pod");
     out.scheduler_name = Str(spec, "schedulerName", "spec", "default-scheduler");
+    p.scheduler_name = out.scheduler_name;
     p.node = Str(spec, "nodeName", "spec");
     p.priority_class_name = Str(spec, "priorityClassName", "spec");
     if (auto pr = OptInt(spec, "priority", "spec")) p.priority = static_cast<int32_t>(*pr);
@@ -652,55 +653,6 @@ Result<DecodedNamespace> DecodeNamespace(const json& obj) {
     ns.labels = Map(Object(obj, "metadata", "namespace"), "labels", "metadata");
     return ns;
   });
-}
-
-void CompleteCluster(ClusterSpec& c, TimeNs now) {
-  bool has_default = false;
-  for (const auto& q : c.queues) has_default |= q.name == "default";
-  if (!has_default) {
-    QueueSpec q;
-    q.name = "default";
-    q.implicit = true;
-    c.queues.push_back(std::move(q));
-  }
-  for (auto& pod : c.pods) {
-    if (pod.creation_time == kUnsetTime) pod.creation_time = now;
-    if (!pod.group.empty()) continue;
-    PodGroupSpec g;
-    g.name = "podgroup-" + pod.Uid();
-    g.namespace_ = pod.namespace_;
-    g.min_member = 1;
-    g.min_resources = pod.requests;
-    g.priority_class_name = pod.priority_class_name;
-    g.creation_time = pod.creation_time;
-    g.phase = pod.phase == PodPhase::Running ? PodGroupPhase::Running : PodGroupPhase::Pending;
-    g.implicit = true;
-    g.where = pod.where;
-    pod.group = g.name;
-    c.pod_groups.push_back(std::move(g));
-  }
-  for (auto& q : c.queues)
-    if (q.creation_time == kUnsetTime) q.creation_time = now;
-  for (auto& n : c.nodes)
-    if (n.creation_time == kUnsetTime) n.creation_time = now;
-  for (auto& g : c.pod_groups)
-    if (g.creation_time == kUnsetTime) g.creation_time = now;
-  // As the Priority admission plugin fills spec.priority from the class; the later of two
-  // global defaults wins (§7.5).
-  const PriorityClassSpec* global_default = nullptr;
-  for (const auto& pc : c.priority_classes)
-    if (pc.global_default) global_default = &pc;
-  for (auto& p : c.pods) {
-    const PriorityClassSpec* cls = nullptr;
-    if (!p.priority_class_name.empty()) {
-      for (const auto& pc : c.priority_classes)
-        if (pc.name == p.priority_class_name) cls = &pc;
-    } else {
-      cls = global_default;
-    }
-    if (!p.priority && cls) p.priority = cls->value;
-    if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
-  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -979,7 +931,9 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
         container["ports"].push_back(pj);
       }
     }
-    json spec = {{"schedulerName", options.scheduler_name}, {"containers", json::array({container})}};
+    // Pods of the default scheduler name take the one asked for; others keep theirs.
+    std::string scheduler = p.scheduler_name == kDefaultSchedulerName ? options.scheduler_name : p.scheduler_name;
+    json spec = {{"schedulerName", scheduler}, {"containers", json::array({container})}};
     if (!p.node.empty()) spec["nodeName"] = p.node;
     if (!p.priority_class_name.empty()) spec["priorityClassName"] = p.priority_class_name;
     if (p.priority) spec["priority"] = *p.priority;

@@ -17,7 +17,8 @@
 // image locality scores it as the simulator scores an imageless pod.
 //
 // The cluster's own defaults (queue `default`, one-pod PodGroups for pods without a group,
-// priorities from classes) are NOT applied here: CompleteCluster does that for every source.
+// priorities from classes) and dangling references are NOT handled here: CompleteCluster
+// (runtime/cluster_spec.h) does that for every cluster source.
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -77,17 +78,12 @@ Result<DecodedNamespace> DecodeNamespace(const nlohmann::json& obj);
 // metadata only (for DELETED events of any kind).
 ObjectMeta DecodeMeta(const nlohmann::json& obj);
 
-// Applies what the cluster itself would have added to objects read from an API server, the same
-// rules the scenario loader applies (simulator/scenario.h): queue `default` when missing, a
-// one-pod PodGroup `podgroup-<pod uid>` for a pod without a group, creation times defaulting to
-// `now`, and pod priorities from their PriorityClass (or the global default).
-void CompleteCluster(ClusterSpec& cluster, TimeNs now);
-
 // ---- encoding: the plain structs as Kubernetes manifests ----
 struct EncodeOptions {
   // Skip what the cluster adds by itself (the implicit `default` queue, one-pod PodGroups):
   // a decoder's CompleteCluster brings them back.
   bool skip_implicit = true;
+  // spec.schedulerName of pods that have the default one (others keep theirs).
   std::string scheduler_name = "volcano";
   TimeNs now = 0;  // deletionTimestamp of pods being deleted
 };

@@ -37,12 +37,7 @@ ClusterSpec DecodeAll(const json& list, TimeNs now) {
     } else if (kind == "PodGroup") {
       if (auto r = DecodePodGroup(item)) c.pod_groups.push_back(r->spec); else fail(r.error());
     } else if (kind == "Pod") {
-      if (auto r = DecodePod(item)) {
-        EXPECT_EQ(r->scheduler_name, "volcano");
-        c.pods.push_back(r->spec);
-      } else {
-        fail(r.error());
-      }
+      if (auto r = DecodePod(item)) c.pods.push_back(r->spec); else fail(r.error());
     } else if (kind == "PodDisruptionBudget") {
       if (auto r = DecodePdb(item)) c.pdbs.push_back(*r); else fail(r.error());
     } else if (kind == "ResourceQuota") {
@@ -53,7 +48,9 @@ ClusterSpec DecodeAll(const json& list, TimeNs now) {
       ADD_FAILURE() << "unexpected kind " << kind;
     }
   }
-  CompleteCluster(c, now);
+  CompleteOptions options;
+  options.now = now;
+  CompleteCluster(c, options);
   return c;
 }
 
@@ -237,25 +234,6 @@ TEST(KubernetesDecode, PdbIntOrStringAndQuotaUsed) {
   ASSERT_TRUE(rq.ok());
   EXPECT_EQ(rq->hard.cpu(), 10000);
   EXPECT_EQ(rq->used.cpu(), 2500);
-}
-
-TEST(KubernetesDecode, CompleteClusterGivesPlainPodsTheirOwnGroupAndDefaultQueue) {
-  ClusterSpec c;
-  PodSpec p;
-  p.name = "solo";
-  p.namespace_ = "ns";
-  p.phase = PodPhase::Running;
-  p.node = "n1";
-  c.pods.push_back(p);
-  CompleteCluster(c, 5);
-  ASSERT_EQ(c.queues.size(), 1u);
-  EXPECT_EQ(c.queues[0].name, "default");
-  EXPECT_TRUE(c.queues[0].implicit);
-  ASSERT_EQ(c.pod_groups.size(), 1u);
-  EXPECT_EQ(c.pod_groups[0].Uid(), "ns/podgroup-ns-solo");
-  EXPECT_EQ(c.pod_groups[0].phase, PodGroupPhase::Running);
-  EXPECT_EQ(c.pods[0].group, "podgroup-ns-solo");
-  EXPECT_EQ(c.pods[0].creation_time, 5);
 }
 
 TEST(KubernetesEncode, QuantitiesAndTimestamps) {

@@ -148,6 +148,8 @@ class Emulator {
   }
 
   std::shared_ptr<KubeClient> client() { return client_; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  std::filesystem::path dir() const { return dir_; }
 
   json Control(const std::string& what, const json& body = json::object()) {
     auto r = client_->Post("/emulator/" + what, body.dump());
@@ -261,6 +263,30 @@ TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
   EXPECT_EQ(kube_result->pod_group_phases, sim_result->pod_group_phases);
   EXPECT_EQ(kube_result->unschedulable, sim_result->unschedulable);
   cluster.Stop();
+}
+
+// A projected service-account token is rotated in place: the client reads the file again when it
+// changes (the emulator checks the token on every request over TLS).
+TEST(KubernetesEmulator, ClientRereadsARotatedTokenFile) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  auto cfg = LoadKubeConfig(emu.kubeconfig());
+  ASSERT_TRUE(cfg.ok());
+  std::string good = cfg->token;
+  std::string token_file = (emu.dir() / "token").string();
+  std::ofstream(token_file) << "wrong-token\n";
+  cfg->token.clear();
+  cfg->token_file = token_file;
+  auto client = KubeClient::Create(*cfg);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto denied = (*client)->Get("/api/v1/nodes");
+  ASSERT_TRUE(denied.ok());
+  EXPECT_EQ(denied->status, 401);
+  std::this_thread::sleep_for(20ms);  // a new mtime
+  std::ofstream(token_file) << good << "\n";
+  auto allowed = (*client)->Get("/api/v1/nodes");
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->status, 200);
 }
 
 TEST(KubernetesEmulator, ClientListsInPagesOverTls) {
