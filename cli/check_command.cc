@@ -1,6 +1,7 @@
 // `kiln check FILE...`: run the policy front end over each file and print its diagnostics like a
 // compiler. Exit 0 when every file is clean, 1 when any has errors (or cannot be read). A name
-// that is not a file but names a built-in policy ("gang") checks the embedded copy.
+// that is not a file but names a built-in policy ("gang") checks the embedded copy. `--cost` also
+// prints each handler's worst-case cost formula (compiler/passes/check_cost.cc).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -34,7 +35,7 @@ bool LoadSource(const std::string& path, SourceFile* out) {
   return false;
 }
 
-int CheckFiles(const std::vector<std::string>& files) {
+int CheckFiles(const std::vector<std::string>& files, bool print_cost) {
   int errors = 0;
   for (const auto& path : files) {
     SourceFile source;
@@ -47,6 +48,12 @@ int CheckFiles(const std::vector<std::string>& files) {
     try {
       FrontendResult result = RunFrontend(source);
       PrintDiagnostics(result.diagnostics, source);
+      // --cost: each handler's worst-case steps per call as a formula in the sizes it iterates
+      // (compiler/passes/check_cost.cc), and its value at the largest cluster assumed.
+      if (print_cost)
+        for (const HandlerCost& c : result.costs)
+          fmt::print("{}:{}:{}: handler `{}`: cost {} (at most {:.4g} steps)\n", source.path,
+                     c.range.begin.line, c.range.begin.column, c.handler, c.formula, c.worst);
       errors += result.diagnostics.ErrorCount();
     } catch (const std::exception& e) {
       // The front end reports problems as diagnostics; reaching here is a bug in Kiln, and it
@@ -64,9 +71,13 @@ int CheckFiles(const std::vector<std::string>& files) {
 void AddCheckCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("check", "compile policies and report diagnostics");
   auto files = std::make_shared<std::vector<std::string>>();
+  auto cost = std::make_shared<bool>(false);
   cmd->add_option("files", *files, "policy files (or built-in policy names)")->required();
-  cmd->callback([files] {
-    int code = CheckFiles(*files);
+  cmd->add_flag("--cost", *cost,
+                "print each handler's worst-case cost per call, as a formula in the sizes it "
+                "iterates (nodes, jobs, candidates, tasks_per_job, ...)");
+  cmd->callback([files, cost] {
+    int code = CheckFiles(*files, *cost);
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }

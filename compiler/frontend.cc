@@ -34,6 +34,11 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
   run("check-recursion", passes::CheckRecursion);       // no call-graph cycles
   run("check-loop-bounds", passes::CheckLoopBounds);    // loops only over finite collections
   run("check-control-flow", passes::CheckControlFlow);  // returns on every path, no dead code
+  if (!diags.HasErrors()) {
+    // Only on a well-typed tree: the estimate reads resolved names and types.
+    PhaseTimer timer(&result.timings, "check-cost");
+    passes::CheckCost(ctx, limits.cost, &result.costs);  // worst-case steps per handler call
+  }
 
   diags.Sort();
   return result;

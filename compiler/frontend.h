@@ -7,6 +7,7 @@
 
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
+#include "compiler/passes/cost.h"
 #include "compiler/source.h"
 #include "compiler/timings.h"
 
@@ -16,6 +17,7 @@ namespace kiln {
 struct FrontendLimits {
   size_t max_source_bytes = 1 << 20;  // 1 MiB
   int max_nesting = 256;              // brackets / expression / block nesting
+  CostLimits cost;                    // the static cost check (compiler/passes/check_cost.cc)
 };
 
 struct FrontendResult {
@@ -24,6 +26,7 @@ struct FrontendResult {
   std::unique_ptr<ast::Policy> policy;
   DiagnosticList diagnostics;  // sorted by position
   PhaseTimings timings;        // lex, parse, build-ast, then one entry per pass
+  std::vector<HandlerCost> costs;  // each handler's estimated cost (when the passes ran)
   bool ok() const { return policy && !diagnostics.HasErrors(); }
 };
 

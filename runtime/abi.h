@@ -376,6 +376,15 @@ KStr kiln_resource_name(int32_t id);
 // on this thread: the session logs it with the plugin's name, counts it, and treats the answer as
 // that point's abstain/failure. Safe to call outside a handler (then only logged).
 void kiln_policy_fault(const char* message, size_t len);
+// The same with its kind: 0 host error, 1 allocation over the memory budget, 2 loop budget
+// (kiln::FaultKind).
+void kiln_policy_fault_kind(int32_t kind, const char* message, size_t len);
+// The loop budget of the call running on this thread: compiled loops decrement *fuel once per
+// iteration and call kiln_policy_out_of_fuel() when it goes negative, then leave the loop (the
+// session has recorded a budget fault and ignores the call's answer). Outside a session call
+// there is no budget: the counter is refilled.
+int64_t* kiln_policy_fuel(void);
+void kiln_policy_out_of_fuel(void);
 
 // Reason/message sinks for Status- and Validation-kind handlers (see runtime/session.h).
 typedef struct KStatusOut KStatusOut;

@@ -27,7 +27,26 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// 100M iterations: a second or so of the simplest loop body, far beyond what a policy needs at
+// the largest cluster the cost checker admits, and short enough that a runaway loop does not
+// stall a scheduling cycle for long.
+std::atomic<int64_t> g_call_iterations{100'000'000};
+std::atomic<int> g_plugin_fault_limit{3};
 }  // namespace
+
+void SetPolicyCallIterationBudget(int64_t iterations) { g_call_iterations = iterations; }
+int64_t PolicyCallIterationBudget() { return g_call_iterations.load(std::memory_order_relaxed); }
+void SetPluginFaultLimit(int faults) { g_plugin_fault_limit = faults; }
+int PluginFaultLimit() { return g_plugin_fault_limit.load(std::memory_order_relaxed); }
+
+const char* FaultKindName(FaultKind k) {
+  switch (k) {
+    case FaultKind::Host: return "host";
+    case FaultKind::Memory: return "memory";
+    case FaultKind::Budget: return "budget";
+  }
+  return "host";
+}
 
 namespace detail {
 CurrentCall& ThisThreadCall() {
@@ -65,23 +84,32 @@ class Session::CallScope {
         saved_session_(call_.session),
         saved_slot_(call_.slot),
         saved_point_(call_.point),
-        saved_faulted_(call_.faulted) {
+        saved_faulted_(call_.faulted),
+        saved_kind_(call_.kind),
+        saved_fuel_(call_.fuel) {
     call_.session = s;
     call_.slot = slot;
     call_.point = point;
     call_.faulted = false;
+    call_.kind = FaultKind::Host;
+    // A nested call (a handler asking the session something) gets its own budget and gives the
+    // outer call back what it had left: the outer loop still bounds how often it asks.
+    call_.fuel = PolicyCallIterationBudget();
   }
   ~CallScope() {
     call_.session = saved_session_;
     call_.slot = saved_slot_;
     call_.point = saved_point_;
     call_.faulted = saved_faulted_;
+    call_.kind = saved_kind_;
+    call_.fuel = saved_fuel_;
   }
   // Reports (once) and returns whether the handler faulted.
   bool faulted() {
     if (!call_.faulted) return false;
     if (!reported_) {
-      const_cast<Session*>(session_)->ReportFault(call_.slot, call_.point, call_.message);
+      const_cast<Session*>(session_)->ReportFault(call_.slot, call_.point, call_.message,
+                                                   call_.kind);
       reported_ = true;
     }
     return true;
@@ -94,6 +122,8 @@ class Session::CallScope {
   int saved_slot_;
   ExtensionPoint saved_point_;
   bool saved_faulted_;
+  FaultKind saved_kind_;
+  int64_t saved_fuel_;
   bool reported_ = false;
 };
 
@@ -106,6 +136,9 @@ Session::Session(Cluster cluster, const SchedulerConf& conf, TimeNs now, std::st
 Session::~Session() = default;
 
 Status Session::Open(const PluginRegistry& registry) {
+  size_t options = 0;
+  for (const Tier& tier : conf_.tiers) options += tier.plugins.size();
+  disabled_ = std::make_unique<std::atomic<bool>[]>(options);
   for (size_t ti = 0; ti < conf_.tiers.size(); ++ti) {
     for (const PluginOption& option : conf_.tiers[ti].plugins) {
       const PluginBuilder* builder = registry.Find(option.name);
@@ -142,7 +175,7 @@ Status Session::Open(const PluginRegistry& registry) {
 
 void Session::CallSessionHandlers(ExtensionPoint point, int slot) {
   for (const auto& r : handlers_[static_cast<int>(point)]) {
-    if (r.slot != slot) continue;
+    if (r.slot != slot || plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, point);
     reinterpret_cast<void (*)(void*)>(r.fn)(r.ctx);
     scope.faulted();
@@ -252,17 +285,30 @@ bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, 
   return true;
 }
 
-void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message) {
+void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message,
+                          FaultKind kind) {
   fault_count_.fetch_add(1, std::memory_order_relaxed);
-  std::string name = slot >= 0 && slot < static_cast<int>(plugins_.size())
-                         ? plugins_[slot].name
-                         : std::string("<unknown>");
+  bool known = slot >= 0 && slot < static_cast<int>(plugins_.size());
+  std::string name = known ? plugins_[slot].name : std::string("<unknown>");
   std::string line = fmt::format("plugin {}: {}: {}", name, Info(point).handler, message);
   spdlog::warn("policy fault: {}", line);
   std::lock_guard<std::mutex> lock(fault_mu_);
-  if (slot >= 0 && slot < static_cast<int>(plugins_.size())) ++plugins_[slot].faults;
   decisions_.faults.push_back(std::move(line));
-  decisions_.fault_points.emplace_back(std::move(name), std::string(Info(point).handler));
+  decisions_.fault_points.emplace_back(name, std::string(Info(point).handler));
+  if (!known) return;
+  PluginSlot& ps = plugins_[slot];
+  ++ps.faults;
+  ++ps.faults_by_kind[static_cast<size_t>(kind)];
+  // The watchdog: a plugin that keeps faulting is switched off for the rest of the session, so
+  // the remaining plugins schedule as if the conf did not name it (sched_ext's fallback to the
+  // default scheduler). Concurrent dispatchers may still finish a call or two already started.
+  int limit = PluginFaultLimit();
+  if (limit > 0 && ps.faults >= static_cast<uint64_t>(limit) &&
+      !disabled_[static_cast<size_t>(slot)].exchange(true)) {
+    spdlog::warn("plugin {} disabled for the rest of session {} after {} faults (last: {}: {})",
+                 name, uid_, ps.faults, Info(point).handler, message);
+    decisions_.disabled_plugins.push_back(name);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,6 +319,7 @@ template <ExtensionPoint P, typename... A>
 int Session::CombineFirstNonZero(A... args) const {
   static_assert(CombineOf(P) == Combine::FirstNonZero);
   for (const auto& r : Handlers<P>()) {
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, P);
     int v = Fn<P>(r.fn)(r.ctx, args...);
     if (scope.faulted()) continue;
@@ -287,6 +334,7 @@ std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
   for (const auto& r : Handlers<P>()) {
     PluginStatus st;
     KStatusOut out{&st, nullptr};
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, P);
     int32_t code = Fn<P>(r.fn)(r.ctx, args..., &out);
     if (scope.faulted()) {
@@ -309,6 +357,7 @@ bool Session::CombineBool(A... args) const {
   static_assert(c == Combine::Any || c == Combine::All || c == Combine::FirstTierAll);
   if constexpr (c == Combine::Any) {
     for (const auto& r : Handlers<P>()) {
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       bool v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted()) continue;
@@ -317,6 +366,7 @@ bool Session::CombineBool(A... args) const {
     return FallbackBool<P>();
   } else if constexpr (c == Combine::All) {
     for (const auto& r : Handlers<P>()) {
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       bool v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted() || !v) return false;
@@ -329,6 +379,7 @@ bool Session::CombineBool(A... args) const {
     int tier = hs.front().tier;
     for (const auto& r : hs) {
       if (r.tier != tier) break;
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       bool v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted() || !v) return false;
@@ -347,6 +398,7 @@ bool Session::CombineVote(A... args) const {
     bool permitted = false;
     for (; i < hs.size() && hs[i].tier == tier; ++i) {
       const auto& r = hs[i];
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       int32_t v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted()) continue;
@@ -362,6 +414,7 @@ template <ExtensionPoint P, typename... A>
 void Session::CombineCallAll(A... args) const {
   static_assert(CombineOf(P) == Combine::CallAll);
   for (const auto& r : Handlers<P>()) {
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, P);
     Fn<P>(r.fn)(r.ctx, args...);
     scope.faulted();
@@ -383,6 +436,7 @@ std::vector<Task*> Session::CombineVictimIntersect(const Task* t,
     for (; i < hs.size() && hs[i].tier == tier; ++i) {
       const auto& r = hs[i];
       std::fill(mask.begin(), mask.end(), 0);
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       int32_t decided = Fn<P>(r.fn)(r.ctx, t, const_cast<const Task* const*>(cands.data()), n,
                                     mask.data());
@@ -423,6 +477,7 @@ std::vector<Task*> Session::CombineTierUnion(std::span<Task* const> tasks) const
     for (; i < hs.size() && hs[i].tier == tier; ++i) {
       const auto& r = hs[i];
       std::fill(mask.begin(), mask.end(), 0);
+      if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
       Fn<P>(r.fn)(r.ctx, const_cast<const Task* const*>(tasks.data()), n, mask.data());
       if (scope.faulted()) continue;
@@ -572,6 +627,7 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   double total = 0;
   for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
     double score = 0;
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
     if (scope.faulted()) continue;
@@ -593,6 +649,7 @@ Status Session::BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
   std::vector<double> part(nodes.size());
   for (const auto& r : hs) {
     std::fill(part.begin(), part.end(), 0.0);
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, ExtensionPoint::BatchNodeOrder);
     int32_t err = Fn<ExtensionPoint::BatchNodeOrder>(r.fn)(
         r.ctx, t, const_cast<const Node* const*>(nodes.data()), nodes.size(), part.data());
@@ -610,6 +667,7 @@ Node* Session::BestNodeFn(const Task* t, std::span<Node* const> nodes,
                           std::span<const double> scores) const {
   static_assert(CombineOf(ExtensionPoint::BestNode) == Combine::FirstNonNull);
   for (const auto& r : Handlers<ExtensionPoint::BestNode>()) {
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, ExtensionPoint::BestNode);
     const Node* best = Fn<ExtensionPoint::BestNode>(r.fn)(
         r.ctx, t, const_cast<const Node* const*>(nodes.data()), nodes.size(), scores.data());
@@ -670,6 +728,7 @@ std::optional<ValidateResult> Session::JobValid(const Job* j) const {
   for (const auto& r : Handlers<ExtensionPoint::JobValid>()) {
     ValidateResult vr;
     KStatusOut out{nullptr, &vr};
+    if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, ExtensionPoint::JobValid);
     bool pass = Fn<ExtensionPoint::JobValid>(r.fn)(r.ctx, j, &out);
     if (scope.faulted() || pass) continue;
@@ -848,8 +907,33 @@ void kiln_policy_fault(const char* message, size_t len) {
     spdlog::warn("policy fault outside a handler: {}", msg);
     return;
   }
+  // The first fault of a call is its cause: code after an abandoned loop may fault again.
+  if (call.faulted) return;
   call.faulted = true;
+  call.kind = kiln::FaultKind::Host;
   call.message = std::string(msg);
+}
+
+void kiln_policy_fault_kind(int32_t kind, const char* message, size_t len) {
+  auto& call = kiln::detail::ThisThreadCall();
+  bool first = !call.faulted;
+  kiln_policy_fault(message, len);
+  if (first && call.faulted && kind >= 0 && kind < kiln::kFaultKindCount)
+    call.kind = static_cast<kiln::FaultKind>(kind);
+}
+
+int64_t* kiln_policy_fuel(void) { return &kiln::detail::ThisThreadCall().fuel; }
+
+void kiln_policy_out_of_fuel(void) {
+  auto& call = kiln::detail::ThisThreadCall();
+  if (call.session == nullptr) {
+    call.fuel = INT64_MAX;  // no budget outside a session call (tests, benchmarks)
+    return;
+  }
+  if (call.faulted) return;  // already abandoned: the loops unwind one by one
+  std::string msg = fmt::format("exceeded its budget of {} loop iterations",
+                                kiln::PolicyCallIterationBudget());
+  kiln_policy_fault_kind(static_cast<int32_t>(kiln::FaultKind::Budget), msg.data(), msg.size());
 }
 
 void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len) {

@@ -26,6 +26,11 @@
 //                             overused, job_enqueued and events
 //   failure: pre_predicate/predicate (StatusCode::Error on that node), allocatable, preemptive,
 //            job_ready and job_starving (false)
+// Faults have a kind (FaultKind): a host function's exception, an allocation over the call's
+// memory budget, or a call over its loop budget (compiled loops count their iterations in the
+// thread's CurrentCall::fuel and stop when it runs out). A plugin whose handlers fault
+// PluginFaultLimit() times in one session is disabled for the rest of it (its handlers are no
+// longer called, as if the conf did not name it), with a warning naming it.
 //
 // Thread safety: dispatchers for read-only points (predicate, node order, …) may run concurrently
 // from the actions' worker threads; mutation primitives and Statement run on one thread.
@@ -163,15 +168,30 @@ struct Decisions {
   };
   std::vector<PluginTiming> plugin_timings;
   int preemption_attempts = 0;
+  // Plugins the fault watchdog disabled, in the order it did.
+  std::vector<std::string> disabled_plugins;
 };
 
 // A registered plugin in the open session.
+// What went wrong in a faulting handler call (the `kind` label of kiln_policy_faults_total).
+enum class FaultKind : uint8_t { Host, Memory, Budget };
+inline constexpr int kFaultKindCount = 3;
+const char* FaultKindName(FaultKind k);  // "host", "memory", "budget"
+
+// Loop iterations one handler call may run before it is abandoned (a budget fault), and the
+// faults after which a plugin is disabled for the rest of its session. Process-wide settings.
+void SetPolicyCallIterationBudget(int64_t iterations);
+int64_t PolicyCallIterationBudget();
+void SetPluginFaultLimit(int faults);
+int PluginFaultLimit();
+
 struct PluginSlot {
   std::string name;
   int tier = 0;
   const PluginOption* option = nullptr;
   std::unique_ptr<Plugin> plugin;
   uint64_t faults = 0;
+  std::array<uint64_t, kFaultKindCount> faults_by_kind{};  // indexed by FaultKind
 };
 
 class ExplainRecorder;  // runtime/explain.h
@@ -205,6 +225,11 @@ class Session {
   Decisions& decisions() { return decisions_; }
   const Decisions& decisions() const { return decisions_; }
   uint64_t fault_count() const { return fault_count_; }
+  // Whether the fault watchdog disabled the plugin in `slot` (its handlers are skipped).
+  bool plugin_disabled(int slot) const {
+    return slot >= 0 && slot < static_cast<int>(plugins_.size()) &&
+           disabled_[static_cast<size_t>(slot)].load(std::memory_order_relaxed);
+  }
 
   // ---- registration (from Plugin::OnSessionOpen) ----
   // Registers fn for point P when the plugin's conf flag for P is enabled (or P has no flag);
@@ -324,7 +349,8 @@ class Session {
   Status DispatchEvict(Task* t, std::string_view reason);
 
   // Faults raised by handlers (kiln_policy_fault) are reported here with the plugin's slot.
-  void ReportFault(int slot, ExtensionPoint point, std::string_view message);
+  void ReportFault(int slot, ExtensionPoint point, std::string_view message,
+                   FaultKind kind = FaultKind::Host);
 
   // ---- explain (runtime/explain.h); never called while scheduling unless a recorder is set ----
   // The recorder the actions report their pod decisions to; nullptr (the default) records
@@ -383,6 +409,8 @@ class Session {
   Decisions decisions_;
   mutable std::mutex fault_mu_;
   mutable std::atomic<uint64_t> fault_count_{0};
+  // One flag per plugin slot, set by the watchdog (read by concurrent dispatchers).
+  std::unique_ptr<std::atomic<bool>[]> disabled_;
   // Incremented by every mutation of task placement/status; lets Statement check in debug
   // builds that nothing else interleaved before it verifies an exact undo.
   uint64_t mutation_seq_ = 0;
@@ -402,7 +430,11 @@ struct CurrentCall {
   int slot = -1;
   ExtensionPoint point{};
   bool faulted = false;
+  FaultKind kind = FaultKind::Host;  // of the first fault of the call
   std::string message;
+  // Loop iterations left to the call (kiln_policy_fuel); each handler call starts with
+  // PolicyCallIterationBudget().
+  int64_t fuel = INT64_MAX;
 };
 CurrentCall& ThisThreadCall();
 

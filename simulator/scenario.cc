@@ -1131,8 +1131,9 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
   const ClusterSpec& c = spec.cluster;
 
   // `expect` is part of the file: a name it checks must exist, or the check could never fail.
-  std::unordered_set<std::string> nodes, groups, pods;
+  std::unordered_set<std::string> nodes, groups, pods, queues;
   for (const auto& n : c.nodes) nodes.insert(n.name);
+  for (const auto& q : c.queues) queues.insert(q.name);
   for (const auto& g : c.pod_groups) groups.insert(g.Uid());
   for (const auto& p : c.pods) pods.insert(p.Key());
   auto names = [](const std::unordered_set<std::string>& set) {

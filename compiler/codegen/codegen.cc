@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/codegen/loop_budget.h"
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
 #include "compiler/passes/walk.h"
@@ -963,7 +964,7 @@ class Lowering {
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(step);
     b_.SetInsertPoint(step);
     i->addIncoming(b_.CreateAdd(i, b_.getInt64(1)), step);
-    b_.CreateBr(head);
+    budget_.BackEdge(b_, head, done);  // counts the iteration; leaves when the budget is spent
     b_.SetInsertPoint(done);
   }
 
@@ -2481,6 +2482,7 @@ class Lowering {
   std::vector<Value*> locals_;
   std::map<std::pair<Function*, const ast::Local*>, Value*> list_builders_;  // EmitLocalAppend
   std::vector<std::pair<BasicBlock*, BasicBlock*>> loops_;  // (continue, break)
+  LoopBudget budget_{m_};
 };
 
 }  // namespace

@@ -240,6 +240,16 @@ R Guard(R zero, F&& f) {
   bool faulted = false;
   try {
     return static_cast<R>(f());
+  } catch (const std::bad_alloc&) {
+    // Only malloc failing: the arena's own limit is a length_error below.
+    static constexpr std::string_view kMsg = "host error: out of memory";
+    kiln_policy_fault_kind(1, kMsg.data(), kMsg.size());
+    faulted = true;
+  } catch (const std::length_error& e) {
+    // An allocation past the call's memory budget (Arena::Allocate) or a collection too large.
+    std::string msg = fmt::format("host error: {}", e.what());
+    kiln_policy_fault_kind(1, msg.data(), msg.size());
+    faulted = true;
   } catch (const std::exception& e) {
     std::string msg = fmt::format("host error: {}", e.what());
     kiln_rt_fault(msg.data(), static_cast<int64_t>(msg.size()));

@@ -51,6 +51,9 @@ std::vector<HostSymbol> AllHostSymbols() {
 #undef KILN_X
   add("kiln_resource_id", &kiln_resource_id);
   add("kiln_policy_fault", &kiln_policy_fault);
+  add("kiln_policy_fault_kind", &kiln_policy_fault_kind);
+  add("kiln_policy_fuel", &kiln_policy_fuel);
+  add("kiln_policy_out_of_fuel", &kiln_policy_out_of_fuel);
   add("kiln_status_add_reason", &kiln_status_add_reason);
   add("kiln_status_set_message", &kiln_status_set_message);
   add("kiln_host_session_jobs", &kiln_host_session_jobs);

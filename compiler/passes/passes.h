@@ -9,6 +9,7 @@
 
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
+#include "compiler/passes/cost.h"
 
 namespace kiln::passes {
 
@@ -34,5 +35,8 @@ void CheckArgSchema(PassContext& ctx);     // arg_schema.cc
 void CheckRecursion(PassContext& ctx);     // check_recursion.cc
 void CheckLoopBounds(PassContext& ctx);    // check_loops.cc
 void CheckControlFlow(PassContext& ctx);   // check_control_flow.cc
+// Worst-case cost of every handler within limits.max_handler_cost (appends one entry per handler
+// to `out` when given).
+void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCost>* out);  // check_cost.cc
 
 }  // namespace kiln::passes

@@ -11,7 +11,11 @@
 
 #include "compiler/frontend.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+// KILN_FUZZ_ENTRY renames the entry point when the replay binary links every target.
+#ifndef KILN_FUZZ_ENTRY
+#define KILN_FUZZ_ENTRY LLVMFuzzerTestOneInput
+#endif
+extern "C" int KILN_FUZZ_ENTRY(const uint8_t* data, size_t size) {
   kiln::SourceFile source{"fuzz.policy", std::string(reinterpret_cast<const char*>(data), size)};
   kiln::FrontendResult result = kiln::RunFrontend(source);
   std::string text = kiln::FormatDiagnostics(result.diagnostics, source);
@@ -21,30 +25,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-#ifdef KILN_FUZZ_REPLAY_MAIN
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <vector>
-
-int main(int argc, char** argv) {
-  std::vector<std::filesystem::path> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::filesystem::path p(argv[i]);
-    if (std::filesystem::is_directory(p)) {
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p))
-        if (e.is_regular_file()) inputs.push_back(e.path());
-    } else {
-      inputs.push_back(p);
-    }
-  }
-  for (const auto& p : inputs) {
-    std::ifstream in(p, std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()), data.size());
-  }
-  std::printf("replayed %zu inputs\n", inputs.size());
-  return inputs.empty() ? 1 : 0;
-}
-#endif

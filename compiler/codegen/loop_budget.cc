@@ -1,0 +1,52 @@
+#include "compiler/codegen/loop_budget.h"
+
+#include <llvm/IR/BasicBlock.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+namespace kiln {
+
+llvm::Value* LoopBudget::FuelPointer(llvm::Function* fn) {
+  // One call per function, at the top of its entry block. Looked up rather than remembered:
+  // codegen may erase a function it started (the victim filter fast path) and reuse its address.
+  for (llvm::Instruction& inst : fn->getEntryBlock())
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
+      if (call->getCalledFunction() && call->getCalledFunction()->getName() == "kiln_policy_fuel")
+        return call;
+  llvm::LLVMContext& ctx = module_.getContext();
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  llvm::FunctionCallee get = module_.getOrInsertFunction("kiln_policy_fuel", ptr);
+  if (auto* f = llvm::dyn_cast<llvm::Function>(get.getCallee())) {
+    // The thread's counter: the same address for the whole call. Not `noalias`: the counter
+    // outlives the function (its callers and the session read it), and a noalias result would
+    // let LLVM drop the last store to it as dead.
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+    f->addRetAttr(llvm::Attribute::NonNull);
+  }
+  llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().getFirstInsertionPt());
+  return entry.CreateCall(get, {}, "fuel");
+}
+
+void LoopBudget::BackEdge(llvm::IRBuilder<>& b, llvm::BasicBlock* head, llvm::BasicBlock* exit) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::Value* fuel = FuelPointer(fn);
+  llvm::Value* left = b.CreateSub(b.CreateLoad(b.getInt64Ty(), fuel), b.getInt64(1));
+  b.CreateStore(left, fuel);
+  llvm::LLVMContext& ctx = module_.getContext();
+  auto* spent = llvm::BasicBlock::Create(ctx, "budget.spent", fn);
+  llvm::MDBuilder md(ctx);
+  b.CreateCondBr(b.CreateICmpSLT(left, b.getInt64(0)), spent, head,
+                 md.createBranchWeights(1, 1u << 20));
+  b.SetInsertPoint(spent);
+  llvm::FunctionCallee out = module_.getOrInsertFunction("kiln_policy_out_of_fuel",
+                                                         b.getVoidTy());
+  if (auto* f = llvm::dyn_cast<llvm::Function>(out.getCallee())) f->addFnAttr(llvm::Attribute::Cold);
+  b.CreateCall(out);
+  b.CreateBr(exit);
+}
+
+}  // namespace kiln

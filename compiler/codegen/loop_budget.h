@@ -1,0 +1,39 @@
+#pragma once
+// The runtime loop budget of compiled handlers (issue #16): every loop back-edge decrements the
+// calling thread's budget counter (kiln_policy_fuel(), runtime/abi.h) and, when it goes
+// negative, reports a budget fault (kiln_policy_out_of_fuel) and leaves the loop. Enclosing
+// loops see the same exhausted counter and leave too, so an abandoned call returns after at most
+// one more iteration per loop it is nested in; the session ignores the faulted call's answer.
+//
+// The counter's address is fetched once per function (in its entry block); a back-edge costs a
+// load, a decrement, a store and a rarely-taken branch (LLVM keeps the count in a register
+// across loops whose other memory accesses it can tell apart from the counter).
+
+namespace llvm {
+class BasicBlock;
+class Function;
+class Module;
+class Value;
+template <typename, typename> class IRBuilder;
+class ConstantFolder;
+class IRBuilderDefaultInserter;
+}  // namespace llvm
+
+namespace kiln {
+
+class LoopBudget {
+ public:
+  explicit LoopBudget(llvm::Module& module) : module_(module) {}
+
+  // Ends the current block (a loop's step) with the counted back-edge to `head`; `exit` is where
+  // the loop goes when the budget is spent.
+  void BackEdge(llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>& b,
+                llvm::BasicBlock* head, llvm::BasicBlock* exit);
+
+ private:
+  llvm::Value* FuelPointer(llvm::Function* fn);
+
+  llvm::Module& module_;
+};
+
+}  // namespace kiln

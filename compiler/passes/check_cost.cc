@@ -1,0 +1,483 @@
+// Pass: every handler's worst-case cost, as a polynomial in the sizes of what it iterates, stays
+// within a budget at the largest cluster Kiln is meant for (CEL's cost estimator, for loops).
+//
+// A step is a statement, a call or one loop iteration. A loop over S costs |S| × (1 + its body);
+// a call to a policy `fn` costs the callee's body with the callee's list parameters sized by the
+// arguments (no recursion: check_recursion.cc). Sizes are symbols (CostLimits::bounds):
+//   nodes, jobs, queues          session.nodes / .jobs / .queues, a handler's list<Node>
+//   candidates                   a handler's list<Task> (victim candidates, ...)
+//   tasks_per_job, tasks_per_node   job.tasks, node.tasks
+//   resources, labels, terms     resource names, label/annotation maps, a pod's short lists
+//   args                         a list or map from scheduler.conf
+//   collection                   anything else: lists and maps of strings and numbers built at
+//                                run time: queue paths, topology domains, keys (a collection of
+//                                views is sized by its element or key kind: a map<Job, T> has at
+//                                most `jobs` entries)
+// At the bounds, nodes*tasks_per_node and jobs*tasks_per_job count as `tasks` (all the pods).
+// and constants (`range(10)`, a list literal). `let` locals carry their initialiser's size; a
+// comprehension's list is no longer than its source.
+//
+//   before: `for i in range(1000000) { for j in range(1000000) { ... } }`
+//   after:  error "handler `node_order` may take 2e+12 steps ... over the budget of 1e+11"
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "compiler/passes/passes.h"
+#include "compiler/passes/walk.h"
+
+namespace kiln::passes {
+
+namespace {
+
+using namespace ast;
+
+// A polynomial: sorted symbol multiset → coefficient.
+using Monomial = std::vector<std::string>;
+using Poly = std::map<Monomial, double>;
+
+Poly Constant(double c) { return c == 0 ? Poly{} : Poly{{Monomial{}, c}}; }
+Poly Symbol(const std::string& s) { return Poly{{Monomial{s}, 1.0}}; }
+
+Poly Add(Poly a, const Poly& b) {
+  for (const auto& [m, c] : b) a[m] += c;
+  return a;
+}
+
+Poly Mul(const Poly& a, const Poly& b) {
+  Poly out;
+  for (const auto& [ma, ca] : a)
+    for (const auto& [mb, cb] : b) {
+      Monomial m = ma;
+      m.insert(m.end(), mb.begin(), mb.end());
+      std::sort(m.begin(), m.end());
+      out[m] += ca * cb;
+    }
+  return out;
+}
+
+// A monomial's symbols with the nested pairs whose product is bounded by a total: a loop over
+// node.tasks inside a loop over the nodes visits each task once (nodes*tasks_per_node ≤ tasks),
+// and likewise jobs*tasks_per_job ≤ tasks. (Sound for the usual nest, where the inner loop
+// iterates the outer loop's node or job.)
+Monomial Reduced(Monomial m) {
+  for (auto [outer, inner] : {std::pair<const char*, const char*>{"nodes", "tasks_per_node"},
+                              {"jobs", "tasks_per_job"}}) {
+    for (;;) {
+      auto o = std::find(m.begin(), m.end(), outer);
+      if (o == m.end()) break;
+      m.erase(o);
+      auto i = std::find(m.begin(), m.end(), inner);
+      if (i == m.end()) {
+        m.push_back(outer);
+        break;
+      }
+      m.erase(i);
+      m.push_back("tasks");
+    }
+  }
+  return m;
+}
+
+double Eval(const Poly& p, const std::map<std::string, double>& bounds) {
+  double total = 0;
+  for (const auto& [m, c] : p) {
+    double v = c;
+    for (const auto& s : Reduced(m)) {
+      auto it = bounds.find(s);
+      v *= it == bounds.end() ? 1.0 : it->second;
+    }
+    total += v;
+  }
+  return total;
+}
+
+std::string Number(double v) {
+  if (v < 1e6 && v == std::floor(v)) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{:.3g}", v);
+}
+
+// Highest degree first, then by name: "nodes*tasks_per_node + 3*nodes + 12".
+std::string Format(const Poly& p) {
+  std::vector<std::pair<Monomial, double>> terms(p.begin(), p.end());
+  std::erase_if(terms, [](const auto& t) { return t.second == 0; });
+  if (terms.empty()) return "0";
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::string out;
+  for (const auto& [m, c] : terms) {
+    if (!out.empty()) out += " + ";
+    std::string syms;
+    for (const auto& s : m) syms += (syms.empty() ? "" : "*") + s;
+    if (syms.empty())
+      out += Number(c);
+    else if (c == 1)
+      out += syms;
+    else
+      out += Number(c) + "*" + syms;
+  }
+  return out;
+}
+
+const std::vector<MapEntry>& Entries(const ast::Expr* e) {
+  if (auto* r = As<ResourceLit>(e)) return r->entries;
+  return static_cast<const MapLit*>(e)->entries;
+}
+
+class CostEstimator {
+ public:
+  explicit CostEstimator(const CostLimits& limits) : limits_(limits) {}
+
+  // The cost of one call of `c`, with its list parameters sized by `param_sizes`.
+  Poly Callable(const ast::Callable& c, const std::map<const Local*, Poly>& param_sizes) {
+    auto saved = sizes_;
+    for (const auto& [local, size] : param_sizes) sizes_[local] = size;
+    Poly cost = Add(Constant(1), Block(c.body.get()));
+    sizes_ = std::move(saved);
+    return cost;
+  }
+
+  // The outermost loop of the handler just estimated that costs the most at the bounds.
+  const Node* worst_loop() const { return worst_loop_; }
+  double worst_loop_cost() const { return worst_loop_cost_; }
+
+ private:
+  Poly Block(const ast::Block* b) {
+    Poly cost;
+    if (!b) return cost;
+    for (const auto& s : b->stmts) cost = Add(std::move(cost), Stmt(s.get()));
+    return cost;
+  }
+
+  Poly Stmt(const ast::Stmt* s) {
+    if (!s) return {};
+    Poly cost = Constant(1);
+    switch (s->kind) {
+      case NodeKind::Let: {
+        auto* l = static_cast<const Let*>(s);
+        if (!l->local->is_mutable) sizes_[l->local.get()] = Size(l->value.get());
+        return Add(cost, Expr(l->value.get()));
+      }
+      case NodeKind::Assign: {
+        auto* a = static_cast<const Assign*>(s);
+        return Add(Add(cost, Expr(a->target.get())), Expr(a->value.get()));
+      }
+      case NodeKind::If: {
+        auto* i = static_cast<const If*>(s);
+        // Both branches: the bound holds whichever runs.
+        return Add(Add(Add(cost, Expr(i->cond.get())), Block(i->then.get())), Stmt(i->otherwise.get()));
+      }
+      case NodeKind::IfLet: {
+        auto* i = static_cast<const IfLet*>(s);
+        return Add(Add(Add(cost, Expr(i->value.get())), Block(i->then.get())), Stmt(i->otherwise.get()));
+      }
+      case NodeKind::For: {
+        auto* f = static_cast<const For*>(s);
+        return Add(cost, Loop(f, f->source.get(), [&] { return Block(f->body.get()); }));
+      }
+      case NodeKind::Return: return Add(cost, Expr(static_cast<const Return*>(s)->value.get()));
+      case NodeKind::Block: return Block(static_cast<const ast::Block*>(s));
+      case NodeKind::ExprStmt: return Add(cost, Expr(static_cast<const ExprStmt*>(s)->value.get()));
+      default: return cost;
+    }
+  }
+
+  // |source| × (1 + body); records the outermost loop that costs the most.
+  Poly Loop(const Node* at, const ast::Expr* source, const std::function<Poly()>& body) {
+    ++depth_;
+    Poly cost = Add(Expr(source), Mul(Size(source), Add(Constant(1), body())));
+    --depth_;
+    if (depth_ == 0) {
+      double v = Eval(cost, limits_.bounds);
+      if (v > worst_loop_cost_) {
+        worst_loop_cost_ = v;
+        worst_loop_ = at;
+      }
+    }
+    return cost;
+  }
+
+  Poly Expr(const ast::Expr* e) {
+    if (!e) return {};
+    switch (e->kind) {
+      case NodeKind::Unary: return Expr(static_cast<const Unary*>(e)->operand.get());
+      case NodeKind::Binary: {
+        auto* b = static_cast<const Binary*>(e);
+        Poly cost = Add(Expr(b->left.get()), Expr(b->right.get()));
+        // Membership in a list scans it.
+        if (b->op == BinaryOp::In && b->right->type && b->right->type->kind == TypeKind::List)
+          cost = Add(cost, Size(b->right.get()));
+        return cost;
+      }
+      case NodeKind::Conditional: {
+        auto* c = static_cast<const Conditional*>(e);
+        return Add(Add(Expr(c->cond.get()), Expr(c->then.get())), Expr(c->otherwise.get()));
+      }
+      case NodeKind::Select: return Expr(static_cast<const Select*>(e)->operand.get());
+      case NodeKind::Index: {
+        auto* i = static_cast<const Index*>(e);
+        return Add(Expr(i->operand.get()), Expr(i->index.get()));
+      }
+      case NodeKind::Call: return CallCost(static_cast<const Call*>(e));
+      case NodeKind::Comprehension: {
+        auto* c = static_cast<const Comprehension*>(e);
+        return Loop(c, c->source.get(), [&] {
+          return Add(Add(Expr(c->element.get()), Expr(c->filter.get())), Expr(c->order_key.get()));
+        });
+      }
+      case NodeKind::ListLit: {
+        Poly cost;
+        for (const auto& el : static_cast<const ListLit*>(e)->elements) cost = Add(cost, Expr(el.get()));
+        return cost;
+      }
+      case NodeKind::MapLit:
+      case NodeKind::ResourceLit: {
+        Poly cost;
+        for (const auto& en : Entries(e)) cost = Add(Add(cost, Expr(en.key.get())), Expr(en.value.get()));
+        return cost;
+      }
+      case NodeKind::RecordLit: {
+        Poly cost;
+        for (const auto& f : static_cast<const RecordLit*>(e)->fields) cost = Add(cost, Expr(f.value.get()));
+        return cost;
+      }
+      default: return {};
+    }
+  }
+
+  Poly CallCost(const Call* c) {
+    Poly cost = Add(Constant(1), Expr(c->receiver.get()));
+    for (const auto& a : c->args) cost = Add(cost, Expr(a.get()));
+    if (c->call == CallKind::Function && c->fn) {
+      std::map<const Local*, Poly> params;
+      for (size_t i = 0; i < c->fn->params.size() && i < c->args.size(); ++i)
+        params[c->fn->params[i].local.get()] = Size(c->args[i].get());
+      ++depth_;  // the callee's loops are part of the caller's nest
+      cost = Add(cost, Callable(*c->fn, params));
+      --depth_;
+    }
+    return cost;
+  }
+
+  // An upper bound on the number of elements of a list/map-valued expression.
+  Poly Size(const ast::Expr* e) {
+    if (!e) return {};
+    switch (e->kind) {
+      case NodeKind::ListLit: return Constant(static_cast<double>(static_cast<const ListLit*>(e)->elements.size()));
+      case NodeKind::MapLit:
+      case NodeKind::ResourceLit: return Constant(static_cast<double>(Entries(e).size()));
+      case NodeKind::Comprehension: return Size(static_cast<const Comprehension*>(e)->source.get());
+      case NodeKind::Conditional: {
+        auto* c = static_cast<const Conditional*>(e);
+        return Larger(Size(c->then.get()), Size(c->otherwise.get()));
+      }
+      case NodeKind::NameRef: {
+        auto* n = static_cast<const NameRef*>(e);
+        if (n->ref == NameKind::Local) {
+          auto it = sizes_.find(n->local);
+          if (it != sizes_.end()) return it->second;
+          return ByType(e, "collection");
+        }
+        if (n->ref == NameKind::Const && n->const_decl) return Size(n->const_decl->value.get());
+        if (n->ref == NameKind::Arg) return Symbol("args");
+        return ByType(e, "collection");
+      }
+      case NodeKind::Select: {
+        auto* s = static_cast<const Select*>(e);
+        std::string owner = s->operand->type ? s->operand->type->Name() : "";
+        std::string key = owner + "." + s->field;
+        if (key == "Session.nodes" || key == "Session.affinity_nodes") return Symbol("nodes");
+        if (key == "Session.jobs" || key == "Queue.jobs") return Symbol("jobs");
+        if (key == "Session.queues" || key == "Queue.children") return Symbol("queues");
+        if (key == "Job.tasks") return Symbol("tasks_per_job");
+        if (key == "Node.tasks" || key == "Node.affinity_tasks") return Symbol("tasks_per_node");
+        if (key == "Resource.names") return Symbol("resources");
+        if (e->type && e->type->kind == TypeKind::Map) return Symbol("labels");
+        if (s->view_field >= 0 || s->shape_field >= 0) return Symbol("terms");
+        return ByType(e, "collection");
+      }
+      case NodeKind::Call: {
+        auto* c = static_cast<const Call*>(e);
+        if (c->call == CallKind::Builtin && c->callee == "range") return RangeSize(c);
+        // A function of a list (sort, filter, keys, ...) answers at most as many elements as the
+        // list it is given, when it is given one.
+        if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());
+        for (const auto& a : c->args)
+          if (IsCollection(a.get())) return Size(a.get());
+        return ByType(e, "collection");
+      }
+      default: return ByType(e, "collection");
+    }
+  }
+
+  static bool IsCollection(const ast::Expr* e) {
+    return e && e->type && (e->type->kind == TypeKind::List || e->type->kind == TypeKind::Map);
+  }
+
+  // A collection of views has at most as many elements as the cluster has views of that kind:
+  // a list of nodes, a map keyed by job (one entry per key).
+  Poly ByType(const ast::Expr* e, const char* fallback) {
+    const Type* t = e->type;
+    const Type* of = !t ? nullptr : t->kind == TypeKind::List ? t->elem
+                                  : t->kind == TypeKind::Map  ? t->key
+                                                              : nullptr;
+    if (of) {
+      if (of->kind == TypeKind::Node) return Symbol("nodes");
+      if (of->kind == TypeKind::Queue) return Symbol("queues");
+      if (of->kind == TypeKind::Job) return Symbol("jobs");
+      if (of->kind == TypeKind::Task) return Symbol("candidates");
+    }
+    return Symbol(fallback);
+  }
+
+  Poly Larger(Poly a, Poly b) {
+    return Eval(a, limits_.bounds) >= Eval(b, limits_.bounds) ? a : b;
+  }
+
+  // `range(n)` / `range(a, b)`: the count, from the bound expressions (check_loops.cc admits
+  // constants, consts, args, sizes and let locals of those, with + and -).
+  Poly RangeSize(const Call* c) {
+    if (c->args.empty()) return {};
+    Poly hi = Bound(c->args.back().get());
+    if (c->args.size() == 2) {
+      // b - a ≤ b when a ≥ 0; a constant a is subtracted exactly.
+      if (auto* lo = As<IntLit>(c->args[0].get()); lo && hi.size() == 1 && hi.begin()->first.empty())
+        return Constant(std::max(0.0, hi.begin()->second - static_cast<double>(lo->value)));
+    }
+    return hi;
+  }
+
+  Poly Bound(const ast::Expr* e) {
+    if (!e) return {};
+    switch (e->kind) {
+      case NodeKind::IntLit: return Constant(std::max<double>(0, static_cast<const IntLit*>(e)->value));
+      case NodeKind::Unary: return {};
+      case NodeKind::Binary: {
+        auto* b = static_cast<const Binary*>(e);
+        if (b->op == BinaryOp::Add) return Add(Bound(b->left.get()), Bound(b->right.get()));
+        if (b->op == BinaryOp::Sub) return Bound(b->left.get());
+        return Symbol("collection");
+      }
+      case NodeKind::NameRef: {
+        auto* n = static_cast<const NameRef*>(e);
+        if (n->ref == NameKind::Const && n->const_decl) return Bound(n->const_decl->value.get());
+        if (n->ref == NameKind::Arg) return Symbol("args");
+        if (n->ref == NameKind::Local) {
+          auto it = bounds_.find(n->local);
+          if (it != bounds_.end()) return it->second;
+          auto lit = let_values_.find(n->local);
+          if (lit != let_values_.end()) {
+            const ast::Expr* init = lit->second;
+            let_values_.erase(lit);  // each let is expanded once: no cycles
+            Poly b = Bound(init);
+            bounds_[n->local] = b;
+            return b;
+          }
+        }
+        return Symbol("collection");
+      }
+      case NodeKind::Call: {
+        auto* c = static_cast<const Call*>(e);
+        if (c->callee == "len" && c->args.size() == 1) return Size(c->args[0].get());
+        if (c->callee == "min" && !c->args.empty()) {
+          Poly best = Bound(c->args[0].get());
+          for (size_t i = 1; i < c->args.size(); ++i) {
+            Poly b = Bound(c->args[i].get());
+            if (Eval(b, limits_.bounds) < Eval(best, limits_.bounds)) best = b;
+          }
+          return best;
+        }
+        if (c->callee == "max") {
+          Poly sum;
+          for (const auto& a : c->args) sum = Add(sum, Bound(a.get()));
+          return sum;
+        }
+        return Symbol("collection");
+      }
+      case NodeKind::Comprehension: return Size(static_cast<const Comprehension*>(e)->source.get());
+      default: return Symbol("collection");
+    }
+  }
+
+ public:
+  // Integer `let` initialisers of the callable being estimated (for range bounds).
+  void CollectLets(const ast::Callable& c) {
+    Walker w;
+    w.on_stmt = [&](ast::Stmt* s) {
+      if (auto* l = As<Let>(s); l && !l->local->is_mutable) let_values_[l->local.get()] = l->value.get();
+    };
+    w.Stmt(c.body.get());
+  }
+  void Reset() {
+    sizes_.clear();
+    bounds_.clear();
+    let_values_.clear();
+    worst_loop_ = nullptr;
+    worst_loop_cost_ = 0;
+    depth_ = 0;
+  }
+
+ private:
+  const CostLimits& limits_;
+  std::map<const Local*, Poly> sizes_;
+  std::map<const Local*, Poly> bounds_;
+  std::map<const Local*, const ast::Expr*> let_values_;
+  const Node* worst_loop_ = nullptr;
+  double worst_loop_cost_ = 0;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCost>* out) {
+  CostLimits effective = limits;
+  for (const auto& [k, v] : DefaultCostBounds()) effective.bounds.emplace(k, v);
+  CostEstimator est(effective);
+  for (const ast::HandlerDecl* h : ctx.policy.All<ast::HandlerDecl>()) {
+    if (!h->body) continue;
+    est.Reset();
+    // Every function's lets are candidates for range bounds (a callee's body is estimated inline).
+    est.CollectLets(*h);
+    for (const ast::FnDecl* f : ctx.policy.All<ast::FnDecl>())
+      if (f->body) est.CollectLets(*f);
+    std::map<const Local*, Poly> params;
+    for (const Param& p : h->params) {
+      const Type* t = p.local->type;
+      if (!t || t->kind != TypeKind::List || !t->elem) continue;
+      params[p.local.get()] =
+          Symbol(t->elem->kind == TypeKind::Node ? "nodes" : "candidates");
+    }
+    Poly cost = est.Callable(*h, params);
+    double worst = Eval(cost, effective.bounds);
+    HandlerCost hc{h->name, h->name_range, Format(cost), worst};
+    if (out) out->push_back(hc);
+    if (worst > effective.max_handler_cost) {
+      const Node* at = est.worst_loop() ? est.worst_loop() : h;
+      ctx.diags.Error(
+          at->range,
+          fmt::format("handler `{}` may take {} steps at the largest cluster (cost {}), over the "
+                      "budget of {}; this loop nest costs {}",
+                      h->name, Number(worst), hc.formula, Number(effective.max_handler_cost),
+                      Number(est.worst_loop_cost())));
+    }
+  }
+}
+
+}  // namespace kiln::passes
+
+namespace kiln {
+
+std::map<std::string, double> DefaultCostBounds() {
+  return {
+      {"nodes", 10'000},         {"jobs", 10'000},         {"queues", 1'000},
+      {"candidates", 100'000},   {"tasks_per_job", 1'000}, {"tasks_per_node", 1'000},
+      {"resources", 16},         {"labels", 64},           {"terms", 16},
+      {"args", 64},              {"collection", 100},      {"tasks", 100'000},
+  };
+}
+
+}  // namespace kiln

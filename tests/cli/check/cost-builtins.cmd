@@ -1,0 +1,1 @@
+check --cost gang drf proportion priority predicates nodeorder binpack conformance cdp overcommit resource-strategy-fit

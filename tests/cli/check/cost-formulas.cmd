@@ -1,0 +1,1 @@
+check --cost tests/cli/check/data/cost_shapes.policy

@@ -1,0 +1,1 @@
+check tests/cli/check/data/nested_range.policy

@@ -1,0 +1,264 @@
+// Containment of misbehaving policies (issue #16): a call over its loop budget is abandoned and
+// counted as a budget fault, other faults (allocation over the memory budget, a host error) are
+// contained the same way with their own kind, and the session's watchdog disables a plugin that
+// keeps faulting.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/codegen/runtime_support.h"
+#include "compiler/host/compiled_policy.h"
+#include "compiler/host/policy_provider.h"
+#include "runtime/abi.h"
+#include "runtime/session.h"
+#include "tests/unit/core_test_util.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PolicyDir {
+ public:
+  PolicyDir() {
+    static int n = 0;
+    path_ = fs::temp_directory_path() /
+            ("kiln_containment_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::create_directories(path_);
+  }
+  ~PolicyDir() { fs::remove_all(path_); }
+  void Write(const std::string& file, const std::string& text) {
+    std::ofstream(path_ / file) << text;
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// Restores the process-wide limits a test changes.
+struct LimitsGuard {
+  int64_t iterations = PolicyCallIterationBudget();
+  int faults = PluginFaultLimit();
+  size_t memory = PolicyCallMemoryBudget();
+  ~LimitsGuard() {
+    SetPolicyCallIterationBudget(iterations);
+    SetPluginFaultLimit(faults);
+    SetPolicyCallMemoryBudget(memory);
+  }
+};
+
+// A session with one node, one task and the policy `name` (written to a temporary directory) as
+// its only plugin.
+struct PolicySession {
+  PolicyDir dir;
+  std::unique_ptr<PolicyProvider> provider;
+  std::optional<SchedulerConf> conf;
+  PluginRegistry registry;
+  std::unique_ptr<Session> ssn;
+  Task* task = nullptr;
+  Node* node = nullptr;
+
+  explicit PolicySession(const std::string& name, const std::string& text) {
+    dir.Write(name + ".policy", text);
+    auto c = ParseSchedulerConf("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: " + name + "\n",
+                                "scheduler.conf");
+    EXPECT_TRUE(c.ok());
+    conf = std::move(*c);
+    auto p = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, false});
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().Format());
+    provider = std::move(*p);
+    auto builder = provider->Prepare(conf->tiers[0].plugins[0]);
+    EXPECT_TRUE(builder.ok() && *builder) << (builder.ok() ? "" : builder.error().Format());
+    EXPECT_TRUE(registry.Register(name, **builder).ok());
+    testing::ClusterBuilder b;
+    b.AddQueue("default");
+    b.AddNode("n1", testing::Res(4000, 8e9));
+    Job& j = b.AddJob("ns", "j", "default", 1);
+    b.AddTask(j, "t-0", testing::Res(1000, 0));
+    EXPECT_TRUE(b.cluster.Link().ok());
+    ssn = std::make_unique<Session>(std::move(b.cluster), *conf, 1000, "s1");
+    EXPECT_TRUE(ssn->Open(registry).ok());
+    task = ssn->cluster().FindTask("ns-t-0");
+    node = ssn->cluster().FindNode("n1");
+  }
+};
+
+// 9 million iterations: within the static cost budget, over the small run-time budgets below.
+constexpr const char* kSpin = R"(policy spin;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  if task.priority > 100 {
+    for i in range(3000) {
+      for j in range(3000) { total += (i + j) % 3; }
+    }
+  }
+  return float(total) + 5.0;
+}
+)";
+
+TEST(PolicyContainment, CallOverItsLoopBudgetIsAbandonedAsABudgetFault) {
+  LimitsGuard limits;
+  SetPolicyCallIterationBudget(2'000'000);
+  SetPluginFaultLimit(0);  // no watchdog here: every call runs
+  PolicySession ps("spin", kSpin);
+  ASSERT_TRUE(ps.ssn);
+  auto fine = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(*fine, 5.0);
+  ps.task->priority = 1000;
+  auto start = std::chrono::steady_clock::now();
+  auto spun = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(spun.ok());
+  EXPECT_EQ(*spun, 0.0);  // the faulted call's score is ignored
+  EXPECT_LT(seconds, 2.0);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->decisions().faults[0],
+            "plugin spin: node_order: exceeded its budget of 2000000 loop iterations");
+  const PluginSlot& slot = ps.ssn->plugins()[0];
+  EXPECT_EQ(slot.faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 1u);
+  EXPECT_EQ(slot.faults_by_kind[static_cast<size_t>(FaultKind::Host)], 0u);
+  // The budget is per call: the next call starts afresh.
+  ps.task->priority = 1;
+  auto again = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 5.0);
+  EXPECT_EQ(ps.ssn->fault_count(), 1u);
+  ps.ssn->Close();
+}
+
+TEST(PolicyContainment, LoopsWithinTheBudgetAreNotCut) {
+  LimitsGuard limits;
+  SetPolicyCallIterationBudget(10'000);
+  // 100 × 99 inner + 100 outer iterations = 10,000 back-edges: exactly the budget.
+  PolicySession ps("fits", R"(policy fits;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(100) { for j in range(99) { total += 1; } }
+  return float(total);
+}
+)");
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(*score, 9900.0);
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+  SetPolicyCallIterationBudget(9'999);
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  EXPECT_EQ(ps.ssn->fault_count(), 1u);
+  ps.ssn->Close();
+}
+
+// A loop inside a called `fn` draws on the same per-call budget as its caller's loop.
+TEST(PolicyContainment, BudgetSpansCalledFunctions) {
+  LimitsGuard limits;
+  SetPolicyCallIterationBudget(100'000);
+  PolicySession ps("nested", R"(policy nested;
+fn inner() -> int {
+  var s = 0;
+  for k in range(3000) { s += k % 7; }
+  return s;
+}
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(3000) { total += inner(); }
+  return float(total);
+}
+)");
+  auto start = std::chrono::steady_clock::now();
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 1u);
+  ps.ssn->Close();
+}
+
+TEST(PolicyContainment, AllocationOverTheMemoryBudgetIsAMemoryFault) {
+  LimitsGuard limits;
+  SetPolicyCallMemoryBudget(1 << 20);
+  PolicySession ps("hog", R"(policy hog;
+on node_order(task: Task, node: Node) -> float {
+  let huge = [x for x in range(0, 1000000)];
+  return float(len(huge));
+}
+)");
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Memory)], 1u);
+  ps.ssn->Close();
+}
+
+// The watchdog: after PluginFaultLimit() faults the plugin is disabled for the rest of the
+// session; its handlers are no longer called and the point answers as if it were absent.
+TEST(PolicyContainment, WatchdogDisablesAPluginThatKeepsFaulting) {
+  LimitsGuard limits;
+  SetPolicyCallIterationBudget(100'000);
+  SetPluginFaultLimit(3);
+  PolicySession ps("spin", kSpin);
+  ps.task->priority = 1000;
+  for (int i = 0; i < 5; ++i) (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  EXPECT_EQ(ps.ssn->fault_count(), 3u);
+  EXPECT_TRUE(ps.ssn->plugin_disabled(0));
+  EXPECT_EQ(ps.ssn->decisions().disabled_plugins, std::vector<std::string>{"spin"});
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 3u);
+  ps.ssn->Close();
+}
+
+// A C++ plugin whose handler reports a host error (as a native does when it catches an
+// exception): contained like a policy's, kind "host", and the watchdog counts it too.
+class FaultingPlugin : public Plugin {
+ public:
+  Status OnSessionOpen(Session& ssn, PluginHandle self) override {
+    ssn.On<ExtensionPoint::TaskOrder>(self, [](const Task*, const Task*) -> int32_t {
+      static constexpr std::string_view kMsg = "host error: boom";
+      kiln_policy_fault(kMsg.data(), kMsg.size());
+      return -1;
+    });
+    return Status::Ok();
+  }
+};
+
+TEST(PolicyContainment, HostErrorsAreContainedWithTheirKind) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(2);
+  auto conf = ParseSchedulerConf("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: faulty\n",
+                                 "scheduler.conf");
+  ASSERT_TRUE(conf.ok());
+  PluginRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register("faulty",
+                            [](const PluginOption&) -> Result<std::unique_ptr<Plugin>> {
+                              return std::unique_ptr<Plugin>(new FaultingPlugin());
+                            })
+                  .ok());
+  testing::ClusterBuilder b;
+  b.AddQueue("default");
+  b.AddNode("n1", testing::Res(4000, 8e9));
+  Job& j = b.AddJob("ns", "j", "default", 2);
+  b.AddTask(j, "t-0", testing::Res(1000, 0));
+  b.AddTask(j, "t-1", testing::Res(1000, 0));
+  ASSERT_TRUE(b.cluster.Link().ok());
+  Session ssn(std::move(b.cluster), *conf, 1000, "s1");
+  ASSERT_TRUE(ssn.Open(registry).ok());
+  const Task* t0 = ssn.cluster().FindTask("ns-t-0");
+  const Task* t1 = ssn.cluster().FindTask("ns-t-1");
+  // The faulted answer (-1) is ignored: the fallback orders by name (t-0 before t-1 either way,
+  // so ask both directions).
+  int forward = ssn.TaskOrderFn(t0, t1);
+  int backward = ssn.TaskOrderFn(t1, t0);
+  EXPECT_EQ(forward, -backward);
+  EXPECT_EQ(ssn.fault_count(), 2u);
+  EXPECT_EQ(ssn.plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Host)], 2u);
+  EXPECT_TRUE(ssn.plugin_disabled(0));
+  (void)ssn.TaskOrderFn(t0, t1);
+  EXPECT_EQ(ssn.fault_count(), 2u);  // disabled: not called again
+  ssn.Close();
+}
+
+}  // namespace
+}  // namespace kiln
