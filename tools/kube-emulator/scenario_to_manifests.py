@@ -357,8 +357,8 @@ class Converter:
         if cls_name:
             spec["priorityClassName"] = cls_name
             cls = next((c for c in classes if isinstance(c, dict) and c.get("name") == cls_name), None)
-            if cls is None:
-                self.fail(p, f"pod `{ns}/{name}` names priority class `{cls_name}`, which is not defined")
+            # A class that does not exist is a fact about the cluster, not a broken file: the pod
+            # keeps the name and gets no priority from it (volcano-semantics.md §7).
         else:
             cls = next((c for c in classes if isinstance(c, dict) and c.get("globalDefault")), None)
         if p.get("priority") is not None:
