@@ -38,25 +38,6 @@
 
 namespace kiln::cli {
 
-namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitMismatch = 1;
-constexpr int kExitBadInput = 2;
-
-struct SimulateOptions {
-  std::string file;
-  std::string output = "table";
-  bool check = false;
-  std::string conf_file;
-  int cycles = 1;
-  std::string period = "1s";
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
-  bool watch = false;
-};
-
 // "file:line:col: error: message", then the offending source line with a caret under the column.
 void PrintError(const Error& e) {
   std::string out = e.Format() + "\n";
@@ -95,6 +76,25 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts
   return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
 #endif
 }
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitMismatch = 1;
+constexpr int kExitBadInput = 2;
+
+struct SimulateOptions {
+  std::string file;
+  std::string output = "table";
+  bool check = false;
+  std::string conf_file;
+  int cycles = 1;
+  std::string period = "1s";
+  std::vector<std::string> policy_dirs;
+  bool allow_builtin_override = false;
+  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
+  bool watch = false;
+};
 
 // --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
 // the wall clock, with the conf and policies reloaded between cycles.

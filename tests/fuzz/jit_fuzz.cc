@@ -15,9 +15,9 @@
 
 #include "compiler/frontend.h"
 #include "compiler/host/policy_provider.h"
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 #include "runtime/session.h"
-#include "runtime/simulator.h"
+#include "simulator/simulator.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "runtime/conf.h"
-#include "runtime/scenario.h"
+#include "simulator/scenario.h"
 
 // KILN_FUZZ_ENTRY renames the entry point when the replay binary links every target.
 #ifndef KILN_FUZZ_ENTRY

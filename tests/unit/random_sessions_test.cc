@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "compiler/host/policy_provider.h"
-#include "runtime/scenario.h"
-#include "runtime/simulator.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
 
 namespace kiln {
 namespace {
