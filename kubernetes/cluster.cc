@@ -142,6 +142,14 @@ Result<std::pair<std::string, T>> Keyed(Result<T> r, const ObjectMeta& m) {
   return std::pair<std::string, T>(Key(m), std::move(*r));
 }
 
+// A decoder for objects keyed by their metadata (namespace/name, or name).
+template <typename T, Result<T> (*Decode)(const json&, ObjectMeta*)>
+Result<std::pair<std::string, T>> DecodeKeyed(const json& o) {
+  ObjectMeta m;
+  auto r = Decode(o, &m);
+  return Keyed(std::move(r), m);
+}
+
 }  // namespace
 
 void KubernetesCluster::Start() {
@@ -174,67 +182,55 @@ void KubernetesCluster::Start() {
         st.unschedulable_written.erase(u);
   };
   add("pods", "/api/v1/pods",
-      StoreHandler<DecodedPod>(st, st.pods, "pods",
-                               [](const json& o) -> Result<std::pair<std::string, DecodedPod>> {
-                                 auto r = DecodePod(o);
-                                 if (!r) return r.error();
-                                 std::string key = r->spec.Key();
-                                 return std::pair<std::string, DecodedPod>(key, std::move(*r));
-                               },
-                               on_pod));
-  add("nodes", "/api/v1/nodes", StoreHandler<NodeSpec>(st, st.nodes, "nodes", [](const json& o) {
-        ObjectMeta m;
-        auto r = DecodeNode(o, &m);
-        return Keyed(std::move(r), m);
-      }));
+      StoreHandler<DecodedPod>(
+          st, st.pods, "pods",
+          [](const json& o) -> Result<std::pair<std::string, DecodedPod>> {
+            auto r = DecodePod(o);
+            if (!r) return r.error();
+            std::string key = r->spec.Key();
+            return std::pair<std::string, DecodedPod>(key, std::move(*r));
+          },
+          on_pod));
+  add("nodes", "/api/v1/nodes",
+      StoreHandler<NodeSpec>(st, st.nodes, "nodes", DecodeKeyed<NodeSpec, DecodeNode>));
   auto on_pg = [&st](const std::string& key, const DecodedPodGroup* g) {
     // The written status has arrived (or the group is gone): the overlay is no longer needed.
     auto it = st.pg_overlay.find(key);
     if (it == st.pg_overlay.end()) return;
-    if (!g || (g->spec.phase == it->second.phase && SameConditions(g->spec.conditions, it->second.conditions)))
+    if (!g || (g->spec.phase == it->second.phase &&
+               SameConditions(g->spec.conditions, it->second.conditions)))
       st.pg_overlay.erase(it);
   };
   add("podgroups", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
-      StoreHandler<DecodedPodGroup>(st, st.pod_groups, "podgroups",
-                                    [](const json& o) -> Result<std::pair<std::string, DecodedPodGroup>> {
-                                      auto r = DecodePodGroup(o);
-                                      if (!r) return r.error();
-                                      std::string key = r->spec.Uid();
-                                      return std::pair<std::string, DecodedPodGroup>(key, std::move(*r));
-                                    },
-                                    on_pg));
+      StoreHandler<DecodedPodGroup>(
+          st, st.pod_groups, "podgroups",
+          [](const json& o) -> Result<std::pair<std::string, DecodedPodGroup>> {
+            auto r = DecodePodGroup(o);
+            if (!r) return r.error();
+            std::string key = r->spec.Uid();
+            return std::pair<std::string, DecodedPodGroup>(key, std::move(*r));
+          },
+          on_pg));
   add("queues", "/apis/scheduling.volcano.sh/v1beta1/queues",
-      StoreHandler<QueueSpec>(st, st.queues, "queues", [](const json& o) {
-        ObjectMeta m;
-        auto r = DecodeQueue(o, &m);
-        return Keyed(std::move(r), m);
-      }));
+      StoreHandler<QueueSpec>(st, st.queues, "queues", DecodeKeyed<QueueSpec, DecodeQueue>));
   add("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses",
-      StoreHandler<PriorityClassSpec>(st, st.priority_classes, "priorityclasses", [](const json& o) {
-        ObjectMeta m;
-        auto r = DecodePriorityClass(o, &m);
-        return Keyed(std::move(r), m);
-      }));
+      StoreHandler<PriorityClassSpec>(st, st.priority_classes, "priorityclasses",
+                                      DecodeKeyed<PriorityClassSpec, DecodePriorityClass>));
   add("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets",
-      StoreHandler<PodDisruptionBudget>(st, st.pdbs, "poddisruptionbudgets", [](const json& o) {
-        ObjectMeta m;
-        auto r = DecodePdb(o, &m);
-        return Keyed(std::move(r), m);
-      }));
+      StoreHandler<PodDisruptionBudget>(st, st.pdbs, "poddisruptionbudgets",
+                                        DecodeKeyed<PodDisruptionBudget, DecodePdb>));
   add("resourcequotas", "/api/v1/resourcequotas",
-      StoreHandler<ResourceQuota>(st, st.quotas, "resourcequotas", [](const json& o) {
-        ObjectMeta m;
-        auto r = DecodeResourceQuota(o, &m);
-        return Keyed(std::move(r), m);
-      }));
+      StoreHandler<ResourceQuota>(st, st.quotas, "resourcequotas",
+                                  DecodeKeyed<ResourceQuota, DecodeResourceQuota>));
   add("namespaces", "/api/v1/namespaces",
-      StoreHandler<DecodedNamespace>(st, st.namespaces, "namespaces",
-                                     [](const json& o) -> Result<std::pair<std::string, DecodedNamespace>> {
-                                       auto r = DecodeNamespace(o);
-                                       if (!r) return r.error();
-                                       std::string key = r->meta.name;
-                                       return std::pair<std::string, DecodedNamespace>(key, std::move(*r));
-                                     }));
+      StoreHandler<DecodedNamespace>(
+          st, st.namespaces, "namespaces",
+          [](const json& o) -> Result<std::pair<std::string, DecodedNamespace>> {
+            auto r = DecodeNamespace(o);
+            if (!r) return r.error();
+            std::string key = r->meta.name;
+            return std::pair<std::string, DecodedNamespace>(key, std::move(*r));
+          }));
   for (auto& r : reflectors_) r->Start();
 }
 
