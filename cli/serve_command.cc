@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,19 @@ std::string Identity() {
   return fmt::format("{}_{:08x}{:08x}", host, rd(), rd());
 }
 
+// What reload Events are about: the scheduler's own Pod when the Deployment passes it in through
+// the downward API (POD_NAME, POD_NAMESPACE, POD_UID; see deploy/), else the leader-election
+// Lease, which every replica shares and `kubectl describe lease` shows.
+kube::ObjectReference SchedulerObject(const ServeFlags& f) {
+  const char* pod = std::getenv("POD_NAME");
+  const char* ns = std::getenv("POD_NAMESPACE");
+  if (pod != nullptr && *pod != '\0' && ns != nullptr && *ns != '\0') {
+    const char* uid = std::getenv("POD_UID");
+    return kube::ObjectReference{"v1", "Pod", ns, pod, uid != nullptr ? uid : ""};
+  }
+  return kube::ObjectReference{"coordination.k8s.io/v1", "Lease", f.lock_namespace, f.lock_name, ""};
+}
+
 int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::ServeHooks hooks) {
   auto config = kube::ResolveKubeConfig(f.kubeconfig);
   if (!config) {
@@ -111,6 +125,16 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
     cluster.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(grace));
   };
   hooks.on_leadership = [&cluster](bool leading) { cluster.SetWritesEnabled(leading); };
+  hooks.on_reload = [&cluster, about = SchedulerObject(f)](const server::ReloadOutcome& o) {
+    if (o.kind == server::ReloadOutcome::Kind::kRejected)
+      cluster.PostEvent(about, "Warning", "ConfigRejected", "Reload",
+                        fmt::format("configuration rejected, generation {} stays active: {}",
+                                    o.generation, o.error ? o.error->Format() : "unknown error"));
+    else
+      cluster.PostEvent(about, "Normal", "ConfigReloaded", "Reload",
+                        fmt::format("configuration generation {} is active (loaded in {} ms)",
+                                    o.generation, o.took.count() / 1000));
+  };
   // kiln_watch_relists_total: the reflectors count relists; the metric follows after each
   // session.
   std::mutex relist_mu;

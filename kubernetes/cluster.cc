@@ -352,6 +352,20 @@ void KubernetesCluster::SubmitWrite(std::function<void()> work) {
   }
 }
 
+void KubernetesCluster::PostEvent(ObjectReference about, std::string type, std::string reason,
+                                  std::string action, std::string message) {
+  if (options_.dry_run) return;
+  SubmitWrite([this, about = std::move(about), type = std::move(type), reason = std::move(reason),
+               action = std::move(action), message = std::move(message)] {
+    WriteResult r = writer_.Event(about, type, reason, action, message);
+    std::lock_guard lock(state_->mu);
+    if (r.done())
+      ++state_->stats.events;
+    else
+      ++state_->stats.status_write_failures;
+  });
+}
+
 void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node) {
   State& st = *state_;
   std::string ns = key.substr(0, key.find('/'));

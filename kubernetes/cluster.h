@@ -94,6 +94,10 @@ class KubernetesCluster : public ClusterBinding {
   void Stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000));
 
   void SetWritesEnabled(bool enabled) { writes_enabled_ = enabled; }
+  // Posts an Event from the write pool, leader or not (each replica reports about itself, e.g. a
+  // rejected configuration); nothing in dry-run mode.
+  void PostEvent(ObjectReference about, std::string type, std::string reason, std::string action,
+                 std::string message);
   bool writes_enabled() const { return writes_enabled_.load(); }
   // Waits until no write is queued or running (tests, shutdown); true when idle.
   bool WaitForWrites(std::chrono::milliseconds timeout);

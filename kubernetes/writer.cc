@@ -174,28 +174,39 @@ WriteResult Writer::SetNominatedNode(const std::string& ns, const std::string& n
   return Classify(client_->Patch(PodPath(ns, name) + "/status", patch.dump(), "merge"), what);
 }
 
-WriteResult Writer::PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
-                             const std::string& type, const std::string& reason,
-                             const std::string& message) {
-  std::string what = fmt::format("event {} on {}/{}", reason, ns, name);
+WriteResult Writer::Event(const ObjectReference& about, const std::string& type,
+                          const std::string& reason, const std::string& action,
+                          const std::string& message) {
+  std::string what = fmt::format("event {} on {} {}/{}", reason, about.kind, about.ns, about.name);
   if (options_.dry_run) return DryRun(what);
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::string now = Now();
+  json involved = {{"apiVersion", about.api_version}, {"kind", about.kind}, {"namespace", about.ns},
+                   {"name", about.name}};
+  if (!about.uid.empty()) involved["uid"] = about.uid;
+  // The API server caps an Event's message at 1 kB; a longer one is refused whole.
+  std::string text = message.size() > 1024 ? message.substr(0, 1021) + "..." : message;
   json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
-             {"metadata", {{"name", fmt::format("{}.{:016x}", name, rng())}, {"namespace", ns}}},
-             {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
+             {"metadata", {{"name", fmt::format("{}.{:016x}", about.name, rng())}, {"namespace", about.ns}}},
+             {"involvedObject", std::move(involved)},
              {"type", type},
              {"reason", reason},
-             {"message", message},
+             {"message", std::move(text)},
              {"source", {{"component", options_.scheduler_name}}},
              {"reportingComponent", options_.scheduler_name},
              {"firstTimestamp", now},
              {"lastTimestamp", now},
              {"eventTime", MicroNow()},
-             {"action", "Scheduling"},
+             {"action", action},
              {"count", 1}};
-  return Classify(client_->Post(fmt::format("/api/v1/namespaces/{}/events", ns), ev.dump()), what);
+  return Classify(client_->Post(fmt::format("/api/v1/namespaces/{}/events", about.ns), ev.dump()), what);
+}
+
+WriteResult Writer::PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
+                             const std::string& type, const std::string& reason,
+                             const std::string& message) {
+  return Event(ObjectReference{"v1", "Pod", ns, name, uid}, type, reason, "Scheduling", message);
 }
 
 WriteResult Writer::UpdatePodGroupStatus(const std::string& ns, const std::string& name,

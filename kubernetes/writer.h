@@ -62,6 +62,15 @@ struct WriteResult {
   bool done() const { return outcome == Outcome::kDone; }
 };
 
+// What an Event is about (core/v1 ObjectReference).
+struct ObjectReference {
+  std::string api_version = "v1";
+  std::string kind = "Pod";
+  std::string ns;
+  std::string name;
+  std::string uid;  // may be empty
+};
+
 // The status a session wants a PodGroup to have.
 struct PodGroupStatusUpdate {
   PodGroupPhase phase = PodGroupPhase::Pending;
@@ -91,7 +100,10 @@ class Writer {
   // status.conditions PodScheduled=False reason Unschedulable with `message`.
   WriteResult SetUnschedulable(const std::string& ns, const std::string& name, const std::string& message);
   WriteResult SetNominatedNode(const std::string& ns, const std::string& name, const std::string& node);
-  // A core/v1 Event about a pod.
+  // A core/v1 Event about any object (involvedObject = `about`), as component `scheduler_name`.
+  WriteResult Event(const ObjectReference& about, const std::string& type, const std::string& reason,
+                    const std::string& action, const std::string& message);
+  // A core/v1 Event about a pod (action Scheduling).
   WriteResult PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& type, const std::string& reason, const std::string& message);
   // GET the PodGroup, set its status, PUT it with that resourceVersion; on 409 again.

@@ -84,8 +84,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   ServerMetrics metrics;
   if (hooks.attach_metrics) hooks.attach_metrics(metrics);
   PolicyReloader reloader(options.sources, CompiledProviderFactory());
-  reloader.AddObserver(
-      [&metrics](const ReloadOutcome& o, const PolicySet* active) { metrics.ObserveReload(o, active); });
+  reloader.AddObserver([&metrics, &hooks](const ReloadOutcome& o, const PolicySet* active) {
+    metrics.ObserveReload(o, active);
+    if (hooks.on_reload && !o.initial && o.kind != ReloadOutcome::Kind::kUnchanged) hooks.on_reload(o);
+  });
   if (Status s = reloader.LoadInitial(); !s) {
     spdlog::error("configuration: {}", s.error().Format());
     return 2;

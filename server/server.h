@@ -49,6 +49,8 @@ struct ServeHooks {
   std::function<void(ServerMetrics&)> attach_metrics;
   // Called after each session with its result (tests, logs).
   std::function<void(const SessionResult&)> on_session;
+  // Called after every reload that changed something or was rejected (not the initial load).
+  std::function<void(const ReloadOutcome&)> on_reload;
   // Called once everything runs (the port actually bound, for tests with --listen :0).
   std::function<void(int port)> on_started;
 };

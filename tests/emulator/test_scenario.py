@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 """scenario_to_manifests.py: a Kiln scenario becomes Kubernetes objects the emulator serves."""
 
-import argparse
 import glob
 import json
 import os
@@ -110,7 +109,7 @@ class Scenario(unittest.TestCase):
                        glob.glob(os.path.join(ROOT, "tests", "volcano-compat", "**", "*.yaml"), recursive=True) +
                        glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.yaml")))
         self.assertGreater(len(files), 20)
-        opts = argparse.Namespace(history=1000000)
+        opts = kube_emulator.make_parser().parse_args(["--history", "1000000"])
         for f in files:
             with self.subTest(scenario=os.path.relpath(f, ROOT)):
                 objs, _ = scenario_to_manifests.convert_file(f)

@@ -3,6 +3,7 @@
 
 Run with Debian's python3 (PyYAML): serve_cluster_test.py KILN [TestCase.test_name]
 """
+import base64
 import datetime
 import json
 import os
@@ -54,12 +55,12 @@ def simulate(scenario, cycles=1):
 class Serve:
     """One `kiln serve` process against an emulator."""
 
-    def __init__(self, emu, conf, *extra, period="1s"):
+    def __init__(self, emu, conf, *extra, period="1s", kubeconfig=None, env=None):
         self.log = []
         self.proc = subprocess.Popen(
-            [KILN, "serve", "--kubeconfig", emu.kubeconfig, "--conf", conf, "--listen", "127.0.0.1:0",
+            [KILN, "serve", "--kubeconfig", kubeconfig or emu.kubeconfig, "--conf", conf, "--listen", "127.0.0.1:0",
              "--schedule-period", period, "-v", "2", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         threading.Thread(target=self._drain, daemon=True).start()
 
     def _drain(self):
@@ -82,6 +83,23 @@ class Serve:
                 self.proc.wait()
                 raise AssertionError("kiln serve did not stop:\n" + self.text())
         return self.proc.returncode
+
+
+def kubeconfig_with_token(emu, token, path):
+    """emu's kubeconfig with another user's bearer token (the emulator's --user NAME=TOKEN)."""
+    with open(emu.kubeconfig) as f:
+        kc = yaml.safe_load(f)
+    kc["users"][0]["user"] = {"token": token}
+    with open(path, "w") as f:
+        yaml.safe_dump(kc, f)
+    return path
+
+
+def cluster_writes(emu, since=0.0):
+    """The emulator's log of mutating requests, leases left out: who wrote to the cluster."""
+    code, out, _ = emu.get(f"/emulator/writes?since={since}")
+    assert code == 200, out
+    return [w for w in out["writes"] if "/leases" not in w["path"]]
 
 
 def kubectl_json(emu, *args):
@@ -144,6 +162,191 @@ class FirstSession(unittest.TestCase):
         for job, phase in want["podGroupPhases"].items():
             if job in phases:
                 self.assertEqual(phases[job], phase, job)
+
+
+def expected_after_cycles(manifests, sessions):
+    """The cluster `kiln simulate --cycles` describes, replayed on the exported objects: which pods
+    exist and where each runs. An evicted pod of a PodGroup comes back Pending (the job
+    controller); a plain pod goes."""
+    with open(manifests) as f:
+        objs = [o for o in yaml.safe_load_all(f) if o]
+    groups = {f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}' for o in objs if o["kind"] == "PodGroup"}
+    nodes = {}
+    pod_group = {}
+    for o in objs:
+        if o["kind"] != "Pod":
+            continue
+        key = f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}'
+        nodes[key] = o["spec"].get("nodeName") or ""
+        g = (o["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+        pod_group[key] = f'{o["metadata"]["namespace"]}/{g}' if g else None
+    for s in sessions:
+        for pod in s["evictions"]:
+            if pod_group.get(pod) in groups:
+                nodes[pod] = ""
+            else:
+                nodes.pop(pod, None)
+        for pod, node in s["binds"].items():
+            nodes[pod] = node
+    return nodes
+
+
+class Converge(unittest.TestCase):
+    maxDiff = None
+
+    def test_kubelet_mode_converges_as_simulate_cycles(self):
+        cycles = 4
+        with tempfile.TemporaryDirectory() as tmp:
+            manifests = os.path.join(tmp, "m.yaml")
+            conf = os.path.join(tmp, "scheduler.conf")
+            export_manifests(TRAINING, manifests)
+            scenario_conf(TRAINING, conf)
+            sim = simulate(TRAINING, cycles=cycles)["sessions"]
+            # The simulation settles: its last cycle decides nothing, so later sessions of
+            # `kiln serve` must not either.
+            self.assertEqual((sim[-1]["binds"], sim[-1]["evictions"], sim[-1]["pipelined"]), ({}, [], {}))
+            want_nodes = expected_after_cycles(manifests, sim)
+            want_phases = sim[-1]["podGroupPhases"]
+            with Emulator("--kubelet", "--kubelet-delay", "0.2", "--job-controller", load=[manifests]) as emu:
+                # A period long enough for each session's writes, the kubelet and the job
+                # controller to settle before the next session looks, as between simulated cycles.
+                serve = Serve(emu, conf, period="2s")
+                try:
+                    wait_until(lambda: serve.sessions() >= cycles + 1, timeout=120, what=f"{cycles + 1} sessions")
+                    pods, groups = cluster_state(emu)
+                    s = emu.stats()
+                finally:
+                    self.assertEqual(serve.stop(), 0, serve.text())
+        got_nodes = {f'{p["metadata"]["namespace"]}/{p["metadata"]["name"]}': p["spec"].get("nodeName") or ""
+                     for p in pods if not p["metadata"].get("deletionTimestamp")}
+        self.assertEqual(got_nodes, want_nodes)
+        # Bound pods run; the rest wait.
+        for p in pods:
+            phase = p.get("status", {}).get("phase")
+            self.assertEqual(phase, "Running" if p["spec"].get("nodeName") else "Pending", p["metadata"]["name"])
+        phases = {f'{g["metadata"]["namespace"]}/{g["metadata"]["name"]}': g.get("status", {}).get("phase")
+                  for g in groups}
+        for job, phase in want_phases.items():
+            if job in phases:
+                self.assertEqual(phases[job], phase, job)
+        # Every pod object (uid) was bound at most once, and the evicted ones came back.
+        self.assertTrue(all(n == 1 for n in s["bindsOkByUid"].values()), s["bindsOkByUid"])
+        evicted = {p for x in sim for p in x["evictions"]}
+        self.assertTrue(set(s.get("podsRecreated", {})) <= evicted)
+
+
+def make_client_cert(tmp, cn):
+    """A throwaway CA and a client certificate for `cn` signed by it: (ca.crt, client.crt, client.key)."""
+    ca_key, ca_crt = os.path.join(tmp, "ca.key"), os.path.join(tmp, "ca.crt")
+    key, csr, crt = (os.path.join(tmp, f"client.{x}") for x in ("key", "csr", "crt"))
+    quiet = {"check": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", ca_key, "-out", ca_crt], **quiet)
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-subj", f"/O=system:masters/CN={cn}", "-keyout", key, "-out", csr], **quiet)
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+                    "-days", "1", "-out", crt], **quiet)
+    return ca_crt, crt, key
+
+
+class ClientCertificate(unittest.TestCase):
+    """kubeconfig users with a client certificate and key, inline (-data) or as files: the
+    emulator verifies the certificate against its client CA and takes the user from its CN."""
+
+    def check(self, inline):
+        with tempfile.TemporaryDirectory() as tmp:
+            scenario = os.path.join(tmp, "s.yaml")
+            pods, groups = small_scenario(scenario, jobs=1)
+            manifests = os.path.join(tmp, "m.yaml")
+            conf = os.path.join(tmp, "scheduler.conf")
+            export_manifests(scenario, manifests)
+            scenario_conf(scenario, conf)
+            ca, crt, key = make_client_cert(tmp, "kiln-scheduler")
+            with Emulator("--client-ca", ca, load=[manifests]) as emu:
+                with open(emu.kubeconfig) as f:
+                    kc = yaml.safe_load(f)
+                if inline:
+                    with open(crt, "rb") as c, open(key, "rb") as k:
+                        kc["users"][0]["user"] = {
+                            "client-certificate-data": base64.b64encode(c.read()).decode(),
+                            "client-key-data": base64.b64encode(k.read()).decode()}
+                else:
+                    kc["users"][0]["user"] = {"client-certificate": crt, "client-key": key}
+                path = os.path.join(tmp, "kc-cert")
+                with open(path, "w") as f:
+                    yaml.safe_dump(kc, f)
+                # Without a token or certificate the emulator refuses (the check is real).
+                code, _, _ = emu.get("/api/v1/pods", token=False)
+                self.assertEqual(code, 401)
+                # kubectl takes the same kubeconfig.
+                r = subprocess.run([KUBECTL, "--kubeconfig", path, "get", "pods", "-A", "-o", "name"],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                serve = Serve(emu, conf, period="500ms", kubeconfig=path)
+                try:
+                    wait_until(lambda: sum(emu.stats()["bindsOk"].values()) >= len(pods), timeout=60,
+                               what="binds over a client-certificate connection")
+                finally:
+                    self.assertEqual(serve.stop(), 0, serve.text())
+                users = {w["user"] for w in cluster_writes(emu)}
+                self.assertEqual(users, {"kiln-scheduler"})
+
+    def test_inline_certificate_and_key(self):
+        self.check(inline=True)
+
+    def test_certificate_and_key_files(self):
+        self.check(inline=False)
+
+
+class ReloadEvents(unittest.TestCase):
+    """A rewritten conf is reported as an Event on the scheduler's own Pod (the downward API's
+    POD_NAME/POD_NAMESPACE): ConfigRejected with file:line for a broken one, which changes
+    nothing, ConfigReloaded for a good one."""
+
+    def events(self, emu):
+        return [e for e in kubectl_json(emu, "events", "-n", "kube-system")["items"]
+                if e["involvedObject"].get("name") == "kiln-scheduler-0"]
+
+    def test_rejected_and_accepted_reload_events(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            scenario = os.path.join(tmp, "s.yaml")
+            small_scenario(scenario, jobs=1)
+            manifests = os.path.join(tmp, "m.yaml")
+            export_manifests(scenario, manifests)
+            confdir = os.path.join(tmp, "conf")
+            os.mkdir(confdir)
+            conf = os.path.join(confdir, "scheduler.conf")
+            scenario_conf(scenario, conf)
+            with open(conf) as f:
+                good = f.read()
+            with Emulator(load=[manifests]) as emu:
+                env = dict(os.environ, POD_NAME="kiln-scheduler-0", POD_NAMESPACE="kube-system",
+                           POD_UID="0f0e0d0c-0000-4000-8000-000000000001")
+                serve = Serve(emu, conf, period="300ms", env=env)
+                try:
+                    wait_until(lambda: serve.sessions() >= 1, timeout=60, what="a session")
+                    with open(conf + ".tmp", "w") as f:
+                        f.write(good.replace("gang", "gnag", 1))
+                    os.replace(conf + ".tmp", conf)
+                    wait_until(lambda: any(e["reason"] == "ConfigRejected" for e in self.events(emu)),
+                               timeout=30, what="a ConfigRejected event")
+                    ev = next(e for e in self.events(emu) if e["reason"] == "ConfigRejected")
+                    self.assertEqual(ev["type"], "Warning")
+                    self.assertEqual(ev["involvedObject"]["kind"], "Pod")
+                    self.assertEqual(ev["involvedObject"]["uid"], "0f0e0d0c-0000-4000-8000-000000000001")
+                    self.assertIn("generation 1 stays active", ev["message"])
+                    self.assertRegex(ev["message"], r"scheduler\.conf:\d+:\d+")
+                    self.assertIn("gnag", ev["message"])
+                    with open(conf + ".tmp", "w") as f:
+                        f.write(good.replace("actions:", "# edited\nactions:", 1))
+                    os.replace(conf + ".tmp", conf)
+                    wait_until(lambda: any(e["reason"] == "ConfigReloaded" for e in self.events(emu)),
+                               timeout=30, what="a ConfigReloaded event")
+                    ev = next(e for e in self.events(emu) if e["reason"] == "ConfigReloaded")
+                    self.assertEqual(ev["type"], "Normal")
+                    self.assertIn("generation 2 is active", ev["message"])
+                finally:
+                    self.assertEqual(serve.stop(), 0, serve.text())
 
 
 def small_scenario(path, nodes=4, jobs=6, per_job=3):
@@ -239,10 +442,13 @@ class LeaderElection(unittest.TestCase):
             conf = os.path.join(tmp, "scheduler.conf")
             export_manifests(scenario, manifests)
             scenario_conf(scenario, conf)
-            with Emulator("--kubelet", load=[manifests]) as emu:
-                a = Serve(emu, conf, "--leader-elect", period="500ms")
+            with Emulator("--kubelet", "--user", "replica-a=token-a", "--user", "replica-b=token-b",
+                          load=[manifests]) as emu:
+                a = Serve(emu, conf, "--leader-elect", period="500ms",
+                          kubeconfig=kubeconfig_with_token(emu, "token-a", os.path.join(tmp, "kc-a")))
                 wait_until(lambda: self.lease(emu) is not None, timeout=60, what="a lease")
-                b = Serve(emu, conf, "--leader-elect", period="500ms")
+                b = Serve(emu, conf, "--leader-elect", period="500ms",
+                          kubeconfig=kubeconfig_with_token(emu, "token-b", os.path.join(tmp, "kc-b")))
                 try:
                     wait_until(lambda: any("is leading" in l for l in a.log), timeout=30, what="a leading")
                     leader_id = self.lease(emu)["spec"]["holderIdentity"]
@@ -268,7 +474,7 @@ class LeaderElection(unittest.TestCase):
                     # client-go semantics: the standby takes the lease once it has seen it unchanged
                     # for 15 s; it notices the last renewal at its next poll and acts at the poll
                     # after 15 s, each poll 2 s + up to 20% jitter apart.
-                    self.assertLess(now - last_renew, 15 + 2 * 2.4 + 0.5)
+                    self.assertLess(now - last_renew, 15 + 2 * 2.4 + 1.5)
                     self.assertGreater(now - last_renew, 15 - 0.5)
                     lease = self.lease(emu)["spec"]
                     self.assertNotEqual(lease["holderIdentity"], leader_id)
@@ -277,6 +483,16 @@ class LeaderElection(unittest.TestCase):
                     s = emu.stats()
                     for pod in pods:
                         self.assertEqual(s["bindsOk"].get(pod, 0), 1, pod)
+                    # Never two writers: every write to the cluster came from the leader of the
+                    # moment, the first leader's all before the second's first.
+                    writes = cluster_writes(emu)
+                    users = {w["user"] for w in writes}
+                    self.assertEqual(users - {"replica-a", "replica-b"}, set(), writes)
+                    a_times = [w["time"] for w in writes if w["user"] == "replica-a"]
+                    b_times = [w["time"] for w in writes if w["user"] == "replica-b"]
+                    self.assertTrue(a_times, "the leader wrote nothing")
+                    self.assertTrue(all(t < killed for t in a_times))
+                    self.assertTrue(all(t > killed for t in b_times))
                     # A clean stop releases the lease.
                     self.assertEqual(b.stop(), 0, b.text())
                     self.assertEqual(self.lease(emu)["spec"].get("holderIdentity", ""), "")
@@ -284,6 +500,75 @@ class LeaderElection(unittest.TestCase):
                     for s in (a, b):
                         if s.proc.poll() is None:
                             s.proc.kill()
+
+    def check_lease_loss(self, lose, regain):
+        """A leader that loses its lease stops writing at once: pods created while it does not
+        hold the lease stay unbound; once it holds it again they are bound, each exactly once."""
+        with tempfile.TemporaryDirectory() as tmp:
+            scenario = os.path.join(tmp, "s.yaml")
+            pods, groups = small_scenario(scenario, jobs=2)
+            manifests = os.path.join(tmp, "m.yaml")
+            conf = os.path.join(tmp, "scheduler.conf")
+            export_manifests(scenario, manifests)
+            scenario_conf(scenario, conf)
+            with Emulator("--kubelet", "--user", "replica-a=token-a", load=[manifests]) as emu:
+                a = Serve(emu, conf, "--leader-elect", period="300ms",
+                          kubeconfig=kubeconfig_with_token(emu, "token-a", os.path.join(tmp, "kc-a")))
+                try:
+                    wait_until(lambda: sum(emu.stats()["bindsOk"].values()) >= len(pods), timeout=60,
+                               what="the first binds")
+                    lost_at = time.time()
+                    lose(emu)
+                    wait_until(lambda: any(" lost " in l for l in a.log[-50:]), timeout=20, interval=0.1,
+                               what="the leader noticing the loss")
+                    noticed = time.time()
+                    print(f"[ measured ] leadership lost {noticed - lost_at:.1f} s after the lease was")
+                    # New work arrives while nobody may write.
+                    for i in range(3):
+                        emu.post("/api/v1/namespaces/c1/pods", {
+                            "apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": f"late-{i}", "namespace": "c1"},
+                            "spec": {"schedulerName": "volcano",
+                                     "containers": [{"name": "main", "image": "busybox",
+                                                     "resources": {"requests": {"cpu": "1"}}}]}})
+                    time.sleep(3)
+                    self.assertEqual([w for w in cluster_writes(emu, since=noticed) if w["user"] == "replica-a"], [])
+                    self.assertFalse(any(emu.stats()["bindsOk"].get(f"c1/late-{i}") for i in range(3)))
+                    regain(emu)
+                    wait_until(lambda: all(emu.stats()["bindsOk"].get(f"c1/late-{i}") for i in range(3)),
+                               timeout=40, what="binds after the lease came back")
+                    time.sleep(1)
+                    s = emu.stats()
+                    for pod in pods + [f"c1/late-{i}" for i in range(3)]:
+                        self.assertEqual(s["bindsOk"].get(pod, 0), 1, pod)
+                    self.assertEqual(a.stop(), 0, a.text())
+                finally:
+                    if a.proc.poll() is None:
+                        a.proc.kill()
+
+    def test_lease_taken_over(self):
+        path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kiln-scheduler"
+
+        def lose(emu):
+            lease = self.lease(emu)
+            lease["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
+            code, out, _ = emu.request("PUT", path, lease)
+            self.assertEqual(code, 200, out)
+
+        def regain(emu):
+            lease = self.lease(emu)
+            lease["spec"].update(holderIdentity="", leaseDurationSeconds=1)
+            code, out, _ = emu.request("PUT", path, lease)
+            self.assertEqual(code, 200, out)
+        self.check_lease_loss(lose, regain)
+
+    def test_lease_cannot_be_renewed(self):
+        def lose(emu):
+            emu.control("faults", {"resource": "leases", "count": 100000, "code": 500})
+
+        def regain(emu):
+            emu.control("clear-faults", {})
+        self.check_lease_loss(lose, regain)
 
 
 if __name__ == "__main__":

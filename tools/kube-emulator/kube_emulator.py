@@ -10,6 +10,7 @@ history of its resource; watches and resourceVersion-exact LISTs are served from
 import argparse
 import base64
 import bisect
+import collections
 import datetime
 import json
 import os
@@ -112,6 +113,7 @@ FIELD_SELECTORS = {
     "nodes": ["spec.unschedulable"],
     "namespaces": ["status.phase"],
 }
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"]
 
 
@@ -554,6 +556,9 @@ class Store:
         # duration), so its loop does not walk every pod of a large cluster.
         self.kubelet_work = set()
         self.watchers = set()
+        # Pods removed from the store, for the job-controller mode (only kept when it is on).
+        self.track_removed_pods = False
+        self.removed_pods = []
 
     def key_of(self, res, obj):
         md = obj["metadata"]
@@ -571,6 +576,8 @@ class Store:
         key = self.key_of(res, obj)
         if type_ == "DELETED":
             self.objects[res.key].pop(key, None)
+            if self.track_removed_pods and res.plural == "pods" and res.group == "":
+                self.removed_pods.append(obj)
         else:
             self.objects[res.key][key] = obj
         if res.plural == "pods" and res.group == "":
@@ -641,8 +648,9 @@ class Store:
 
 
 class Stats:
-    FIELDS = ["binds", "bindsOk", "evictions", "evictionsOk", "podDeletes", "podStatusWrites",
-              "podGroupWrites", "podGroupStatusWrites", "queueStatusWrites", "events", "requests"]
+    FIELDS = ["binds", "bindsOk", "bindsOkByUid", "evictions", "evictionsOk", "podDeletes",
+              "podStatusWrites", "podGroupWrites", "podGroupStatusWrites", "queueStatusWrites", "events",
+              "requests", "podsRecreated"]
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -660,6 +668,24 @@ class Stats:
     def snapshot(self):
         with self.lock:
             return deep(self.c)
+
+
+class Writes:
+    """Every mutating API request, in arrival order: when, who (the authenticated user), what.
+    Tests read it to prove who wrote (e.g. never two schedulers writing at once)."""
+
+    def __init__(self, limit=200000):
+        self.lock = threading.Lock()
+        self.log = collections.deque(maxlen=limit)
+
+    def record(self, t, user, verb, path, code, agent):
+        with self.lock:
+            self.log.append({"time": t, "user": user, "verb": verb, "path": path, "code": code,
+                             "userAgent": agent})
+
+    def since(self, t):
+        with self.lock:
+            return [w for w in self.log if w["time"] >= t]
 
 
 class Faults:
@@ -740,6 +766,15 @@ class Api:
         self.watchers = self.store.watchers
         self.kubelet_bound_at = {}  # (ns, name) -> time the kubelet first saw it bound
         self.started = time.time()
+        self.writes = Writes()
+        major, minor = (opts.server_version.split(".") + ["0"])[:2]
+        self.clears_nominated_at_bind = (int(major), int(minor)) >= (1, 34)
+        self.store.track_removed_pods = opts.job_controller
+        # token -> user name: the kubeconfig's token, plus --user NAME=TOKEN.
+        self.users = {opts.token: "kiln-emulator"}
+        for spec in opts.user:
+            name, _, token = spec.partition("=")
+            self.users[token] = name
         with self.store.cond:
             for ns in DEFAULT_NAMESPACES:
                 self._create_locked(NAMESPACE, "", {"apiVersion": "v1", "kind": "Namespace",
@@ -1146,11 +1181,15 @@ class Api:
                 raise conflict(POD, pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates")
             self._bind_locked(pod, node, (body.get("metadata") or {}).get("annotations") or {})
         self.stats.inc("bindsOk", key)
+        self.stats.inc("bindsOkByUid", pod["metadata"].get("uid", ""))
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     def _bind_locked(self, pod, node, annotations):
         new = deep(pod)
         new["spec"]["nodeName"] = node
+        if self.clears_nominated_at_bind:
+            # Kubernetes 1.34 on (ClearingNominatedNodeNameAfterBinding): the binding clears it.
+            new.setdefault("status", {}).pop("nominatedNodeName", None)
         if annotations:
             new["metadata"]["annotations"] = dict(new["metadata"].get("annotations") or {}, **annotations)
         conds = [c for c in (new.setdefault("status", {}).get("conditions") or []) if c.get("type") != "PodScheduled"]
@@ -1275,6 +1314,39 @@ class Api:
                     started = max(parse_time(status.get("startTime")) or now, self.started)
                     if dur is not None and now >= started + dur:
                         self._kubelet_finish_locked(pod)
+
+    # ----- job controller
+
+    def job_controller_tick(self):
+        """Plays Volcano's job controller for pods of a PodGroup: a pod of a live PodGroup that was
+        removed before it finished is created again, Pending and unbound, under the same name
+        (with a new uid), as `kiln simulate` does between cycles for evicted pods."""
+        with self.store.cond:
+            removed, self.store.removed_pods = self.store.removed_pods, []
+            for pod in removed:
+                md, spec = pod["metadata"], pod.get("spec") or {}
+                ns = md.get("namespace", "")
+                if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    continue
+                group = (md.get("annotations") or {}).get(GROUP_ANNOTATION)
+                pg = self.store.get(PODGROUP, ns, group) if group else None
+                namespace = self.store.get(NAMESPACE, "", ns)
+                if pg is None or pg["metadata"].get("deletionTimestamp") or namespace is None or \
+                        namespace["metadata"].get("deletionTimestamp"):
+                    continue
+                if self.store.get(POD, ns, md["name"]) is not None:
+                    continue
+                fresh_spec = {k: v for k, v in spec.items() if k not in ("nodeName", "priority")}
+                body = {"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {k: md[k] for k in ("name", "namespace", "labels", "annotations",
+                                                        "ownerReferences") if k in md},
+                        "spec": fresh_spec}
+                try:
+                    self._create_locked(POD, ns, body)
+                    self.stats.inc("podsRecreated", f'{ns}/{md["name"]}')
+                except ApiError as e:
+                    print(f"job controller: cannot recreate {ns}/{md['name']}: {e.message}",
+                          file=sys.stderr, flush=True)
 
     def _kubelet_start_locked(self, pod):
         new = deep(pod)
@@ -1586,6 +1658,7 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self):
         t0 = time.time()
         self._code = 0
+        self.user = None
         url = urllib.parse.urlsplit(self.path)
         self.query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
         path = url.path.rstrip("/") or "/"
@@ -1599,7 +1672,12 @@ class Handler(BaseHTTPRequestHandler):
                 if not self.authorized(path):
                     self.read_body()
                     raise ApiError(401, "Unauthorized", "Unauthorized")
-                self.kube(path)
+                try:
+                    self.kube(path)
+                finally:
+                    if self.command in ("POST", "PUT", "PATCH", "DELETE"):
+                        self.api.writes.record(t0, self.user, self.command, path, self._code,
+                                               self.headers.get("User-Agent", ""))
         except ApiError as e:
             self.send_error_status(e)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
@@ -1612,13 +1690,29 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
         self._log(self._code, t0)
 
+    def authenticate(self):
+        """The user this request comes from: a bearer token's user, else the common name of a
+        verified client certificate; None when neither is there."""
+        opts = self.server.api.opts
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            return self.server.api.users.get(auth[len("Bearer "):])
+        if self.server.ssl_ctx is not None and opts.client_ca:
+            cert = self.request.getpeercert()
+            for rdn in (cert or {}).get("subject", ()):
+                for k, v in rdn:
+                    if k == "commonName":
+                        return v
+        return None
+
     def authorized(self, path):
         opts = self.server.api.opts
+        self.user = self.authenticate()
         if path in ("/version",):
             return True
         if not (opts.tls or opts.require_token):
             return True
-        return self.headers.get("Authorization", "") == f"Bearer {opts.token}"
+        return self.user is not None
 
     # ----- control API
 
@@ -1639,6 +1733,9 @@ class Handler(BaseHTTPRequestHandler):
             with st.cond:
                 out.update(revision=st.rv, compacted=st.compacted, watches=len(api.watchers))
             return self.send_json(200, out)
+        if cmd == "writes" and self.command == "GET":
+            self.read_body()
+            return self.send_json(200, {"writes": api.writes.since(float(self.query.get("since", 0)))})
         if cmd == "revision":
             with st.cond:
                 return self.send_json(200, {"revision": st.rv, "compacted": st.compacted,
@@ -2218,7 +2315,7 @@ def read_manifests(path):
     return out
 
 
-def main(argv=None):
+def make_parser():
     p = argparse.ArgumentParser(description="A Kubernetes API-server emulator for tests (see README.md).")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--url-file")
@@ -2227,10 +2324,13 @@ def main(argv=None):
     p.add_argument("--key")
     p.add_argument("--token", default="kiln-emulator-token")
     p.add_argument("--require-token", action="store_true")
+    p.add_argument("--user", action="append", default=[], metavar="NAME=TOKEN")
+    p.add_argument("--client-ca")
     p.add_argument("--write-kubeconfig")
     p.add_argument("--load", nargs="+", action="extend", default=[])
     p.add_argument("--kubelet", action="store_true")
     p.add_argument("--kubelet-delay", type=float, default=0.2)
+    p.add_argument("--job-controller", action="store_true")
     p.add_argument("--bookmark-interval", type=float, default=5.0)
     p.add_argument("--watch-timeout", type=float, default=1800.0)
     p.add_argument("--history", type=int, default=200000)
@@ -2239,6 +2339,11 @@ def main(argv=None):
     p.add_argument("--fail-code", type=int, default=500)
     p.add_argument("--server-version", default="1.30.0")
     p.add_argument("--log")
+    return p
+
+
+def main(argv=None):
+    p = make_parser()
     opts = p.parse_args(argv)
     if opts.cert or opts.key:
         if not (opts.cert and opts.key):
@@ -2267,6 +2372,10 @@ def main(argv=None):
         ssl_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ssl_ctx.load_cert_chain(cert, key)
         ssl_ctx.set_alpn_protocols(["http/1.1"])
+        if opts.client_ca:
+            # Client certificates are asked for and verified when sent; token clients send none.
+            ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
+            ssl_ctx.load_verify_locations(opts.client_ca)
         ca_file = cert
 
     server = Server(("127.0.0.1", opts.port), Handler, api, ssl_ctx)
@@ -2287,10 +2396,13 @@ def main(argv=None):
     def kubelet():
         while not stop.wait(0.05):
             try:
-                api.kubelet_tick()
+                if opts.kubelet:
+                    api.kubelet_tick()
+                if opts.job_controller:
+                    api.job_controller_tick()
             except Exception:
                 traceback.print_exc()
-    if opts.kubelet:
+    if opts.kubelet or opts.job_controller:
         threading.Thread(target=kubelet, daemon=True).start()
 
     def on_signal(signum, frame):
