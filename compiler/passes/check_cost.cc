@@ -8,6 +8,7 @@
 //   candidates                   a handler's list<Task> (victim candidates, ...)
 //   tasks_per_job, tasks_per_node   job.tasks, node.tasks
 //   resources, labels, terms     resource names, label/annotation maps, a pod's short lists
+//                                (also the parts `split` cuts a label or annotation value into)
 //   args                         a list or map from scheduler.conf
 //   collection                   anything else: lists and maps of strings and numbers built at
 //                                run time: queue paths, topology domains, keys (a collection of
@@ -26,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "compiler/passes/passes.h"
 #include "compiler/passes/walk.h"
@@ -133,11 +135,15 @@ class CostEstimator {
   explicit CostEstimator(const CostLimits& limits) : limits_(limits) {}
 
   // The cost of one call of `c`, with its list parameters sized by `param_sizes`.
-  Poly Callable(const ast::Callable& c, const std::map<const Local*, Poly>& param_sizes) {
+  Poly Callable(const ast::Callable& c, const std::map<const Local*, Poly>& param_sizes,
+                const std::map<const Local*, Poly>& param_elem_sizes = {}) {
     auto saved = sizes_;
+    auto saved_elems = elem_sizes_;
     for (const auto& [local, size] : param_sizes) sizes_[local] = size;
+    for (const auto& [local, size] : param_elem_sizes) elem_sizes_[local] = size;
     Poly cost = Add(Constant(1), Block(c.body.get()));
     sizes_ = std::move(saved);
+    elem_sizes_ = std::move(saved_elems);
     return cost;
   }
 
@@ -159,7 +165,10 @@ class CostEstimator {
     switch (s->kind) {
       case NodeKind::Let: {
         auto* l = static_cast<const Let*>(s);
-        if (!l->local->is_mutable) sizes_[l->local.get()] = Size(l->value.get());
+        if (!l->local->is_mutable) {
+          sizes_[l->local.get()] = Size(l->value.get());
+          if (NestedCollection(l->value.get())) elem_sizes_[l->local.get()] = ElemSize(l->value.get());
+        }
         return Add(cost, Expr(l->value.get()));
       }
       case NodeKind::Assign: {
@@ -177,9 +186,19 @@ class CostEstimator {
       }
       case NodeKind::For: {
         auto* f = static_cast<const For*>(s);
+        // A loop over a list of lists: each element is as long as the source's elements.
+        if (f->first && !f->second && NestedCollection(f->source.get()))
+          sizes_[f->first.get()] = ElemSize(f->source.get());
         return Add(cost, Loop(f, f->source.get(), [&] { return Block(f->body.get()); }));
       }
-      case NodeKind::Return: return Add(cost, Expr(static_cast<const Return*>(s)->value.get()));
+      case NodeKind::Return: {
+        auto* r = static_cast<const Return*>(s);
+        if (returns_ != nullptr && r->value)
+          returns_->push_back({Size(r->value.get()), NestedCollection(r->value.get())
+                                                         ? ElemSize(r->value.get())
+                                                         : Poly{}});
+        return Add(cost, Expr(r->value.get()));
+      }
       case NodeKind::Block: return Block(static_cast<const ast::Block*>(s));
       case NodeKind::ExprStmt: return Add(cost, Expr(static_cast<const ExprStmt*>(s)->value.get()));
       default: return cost;
@@ -225,6 +244,8 @@ class CostEstimator {
       case NodeKind::Call: return CallCost(static_cast<const Call*>(e));
       case NodeKind::Comprehension: {
         auto* c = static_cast<const Comprehension*>(e);
+        if (c->first && !c->second && NestedCollection(c->source.get()))
+          sizes_[c->first.get()] = ElemSize(c->source.get());
         return Loop(c, c->source.get(), [&] {
           return Add(Add(Expr(c->element.get()), Expr(c->filter.get())), Expr(c->order_key.get()));
         });
@@ -253,11 +274,12 @@ class CostEstimator {
     Poly cost = Add(Constant(1), Expr(c->receiver.get()));
     for (const auto& a : c->args) cost = Add(cost, Expr(a.get()));
     if (c->call == CallKind::Function && c->fn) {
-      std::map<const Local*, Poly> params;
-      for (size_t i = 0; i < c->fn->params.size() && i < c->args.size(); ++i)
-        params[c->fn->params[i].local.get()] = Size(c->args[i].get());
+      auto [params, elems] = ParamSizes(*c);
       ++depth_;  // the callee's loops are part of the caller's nest
-      cost = Add(cost, Callable(*c->fn, params));
+      auto* saved_returns = returns_;
+      returns_ = nullptr;  // the callee's returns are not the caller's
+      cost = Add(cost, Callable(*c->fn, params, elems));
+      returns_ = saved_returns;
       --depth_;
     }
     return cost;
@@ -300,9 +322,20 @@ class CostEstimator {
         if (s->view_field >= 0 || s->shape_field >= 0) return Symbol("terms");
         return ByType(e, "collection");
       }
+      case NodeKind::Binary: {
+        // Concatenating lists: no longer than both together.
+        auto* b = static_cast<const Binary*>(e);
+        if (b->op == BinaryOp::Add && IsCollection(e)) return Add(Size(b->left.get()), Size(b->right.get()));
+        return ByType(e, "collection");
+      }
       case NodeKind::Call: {
         auto* c = static_cast<const Call*>(e);
         if (c->call == CallKind::Builtin && c->callee == "range") return RangeSize(c);
+        // A policy fn answers the largest of what its `return`s build, with its list parameters
+        // sized by the arguments: `return [chain[i]]` is one element, not every queue.
+        if (c->call == CallKind::Function && c->fn && c->fn->body) return ReturnSizes(*c).first;
+        // The parts of a label, annotation or argument string are one of its short lists.
+        if (c->call == CallKind::Std && c->callee == "split") return Symbol("terms");
         // A function of a list (sort, filter, keys, ...) answers at most as many elements as the
         // list it is given, when it is given one.
         if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());
@@ -311,6 +344,83 @@ class CostEstimator {
         return ByType(e, "collection");
       }
       default: return ByType(e, "collection");
+    }
+  }
+
+  // The sizes (and element sizes, for lists of lists) a call passes to a fn's parameters.
+  std::pair<std::map<const Local*, Poly>, std::map<const Local*, Poly>> ParamSizes(const Call& c) {
+    std::map<const Local*, Poly> params, elems;
+    for (size_t i = 0; i < c.fn->params.size() && i < c.args.size(); ++i) {
+      const Local* p = c.fn->params[i].local.get();
+      params[p] = Size(c.args[i].get());
+      if (NestedCollection(c.args[i].get())) elems[p] = ElemSize(c.args[i].get());
+    }
+    return {std::move(params), std::move(elems)};
+  }
+
+  // The largest size (and element size) among what a fn's `return`s build for this call.
+  std::pair<Poly, Poly> ReturnSizes(const Call& c) {
+    auto [params, elems] = ParamSizes(c);
+    std::vector<std::pair<Poly, Poly>> returns;
+    auto* saved_returns = returns_;
+    returns_ = &returns;
+    ++depth_;  // not a loop nest of the handler being estimated
+    Callable(*c.fn, params, elems);
+    --depth_;
+    returns_ = saved_returns;
+    if (returns.empty()) return {ByType(&c, "collection"), Symbol("collection")};
+    std::pair<Poly, Poly> largest = returns.front();
+    for (size_t i = 1; i < returns.size(); ++i) {
+      largest.first = Larger(largest.first, returns[i].first);
+      largest.second = Larger(largest.second, returns[i].second);
+    }
+    return largest;
+  }
+
+  // A list whose elements are lists or maps.
+  static bool NestedCollection(const ast::Expr* e) {
+    return e && e->type && e->type->kind == TypeKind::List && e->type->elem &&
+           (e->type->elem->kind == TypeKind::List || e->type->elem->kind == TypeKind::Map);
+  }
+
+  // An upper bound on the size of each element of a list of lists.
+  Poly ElemSize(const ast::Expr* e) {
+    if (!e) return {};
+    switch (e->kind) {
+      case NodeKind::NameRef: {
+        auto* n = static_cast<const NameRef*>(e);
+        if (n->ref == NameKind::Local) {
+          auto it = elem_sizes_.find(n->local);
+          if (it != elem_sizes_.end()) return it->second;
+        }
+        return Symbol("collection");
+      }
+      case NodeKind::Comprehension: {
+        auto* c = static_cast<const Comprehension*>(e);
+        if (c->first && !c->second && NestedCollection(c->source.get()))
+          sizes_[c->first.get()] = ElemSize(c->source.get());
+        return Size(c->element.get());
+      }
+      case NodeKind::Conditional: {
+        auto* c = static_cast<const Conditional*>(e);
+        return Larger(ElemSize(c->then.get()), ElemSize(c->otherwise.get()));
+      }
+      case NodeKind::ListLit: {
+        Poly largest;
+        for (const auto& el : static_cast<const ListLit*>(e)->elements) largest = Larger(largest, Size(el.get()));
+        return largest;
+      }
+      case NodeKind::Binary: {
+        auto* b = static_cast<const Binary*>(e);
+        if (b->op == BinaryOp::Add) return Larger(ElemSize(b->left.get()), ElemSize(b->right.get()));
+        return Symbol("collection");
+      }
+      case NodeKind::Call: {
+        auto* c = static_cast<const Call*>(e);
+        if (c->call == CallKind::Function && c->fn && c->fn->body) return ReturnSizes(*c).second;
+        return Symbol("collection");
+      }
+      default: return Symbol("collection");
     }
   }
 
@@ -414,6 +524,7 @@ class CostEstimator {
   }
   void Reset() {
     sizes_.clear();
+    elem_sizes_.clear();
     bounds_.clear();
     let_values_.clear();
     worst_loop_ = nullptr;
@@ -429,6 +540,9 @@ class CostEstimator {
   const Node* worst_loop_ = nullptr;
   double worst_loop_cost_ = 0;
   int depth_ = 0;
+  std::map<const Local*, Poly> elem_sizes_;  // lists of lists: the size of each element
+  // Collecting a callee's return sizes and element sizes (ReturnSizes).
+  std::vector<std::pair<Poly, Poly>>* returns_ = nullptr;
 };
 
 }  // namespace
@@ -457,11 +571,7 @@ void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCo
     if (out) out->push_back(hc);
     if (worst > effective.max_handler_cost) {
       const Node* at = est.worst_loop() ? est.worst_loop() : h;
-      // A warning, not a rejection, until the estimate is tight enough for the shipped policies:
-      // it sizes every list by its element kind (a policy fn that returns at most one ancestor
-      // queue counts as `queues`), so capacity and task-topology exceed the budget on paper. The
-      // run-time iteration budget (loop_budget.h) is what stops a runaway handler today.
-      ctx.diags.Warning(
+      ctx.diags.Error(
           at->range,
           fmt::format("handler `{}` may take {} steps at the largest cluster (cost {}), over the "
                       "budget of {}; this loop nest costs {}",
