@@ -54,7 +54,7 @@ struct SessionResult {
   int64_t open_micros = 0;                                      // Session::Open
   std::vector<std::pair<std::string, int64_t>> action_micros;   // per action, in run order
   std::vector<PluginTiming> plugin_timings;
-  std::vector<std::pair<std::string, std::string>> fault_points;  // (plugin, handler) per fault
+  std::vector<PolicyFaultPoint> fault_points;  // one per fault
   int preemption_attempts = 0;
   std::map<std::string, int> unschedulable_tasks_per_job;  // job uid → pending tasks with reason
   std::map<std::string, TimeNs> bound_created;             // bound pod key → its creation time

@@ -542,4 +542,12 @@ class Cluster {
   Resource total_resource_;
 };
 
+// One policy fault of a session (kiln_policy_faults_total{plugin,point,kind}): the plugin, the
+// handler that faulted and what went wrong ("host", "memory", "budget").
+struct PolicyFaultPoint {
+  std::string plugin;
+  std::string point;
+  std::string kind;
+};
+
 }  // namespace kiln

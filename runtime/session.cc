@@ -294,7 +294,7 @@ void Session::ReportFault(int slot, ExtensionPoint point, std::string_view messa
   spdlog::warn("policy fault: {}", line);
   std::lock_guard<std::mutex> lock(fault_mu_);
   decisions_.faults.push_back(std::move(line));
-  decisions_.fault_points.emplace_back(name, std::string(Info(point).handler));
+  decisions_.fault_points.push_back({name, std::string(Info(point).handler), FaultKindName(kind)});
   if (!known) return;
   PluginSlot& ps = plugins_[slot];
   ++ps.faults;

@@ -160,7 +160,7 @@ struct Decisions {
   std::vector<std::string> faults;
   // For the server's metrics (Volcano's volcano_* families): the same faults as (plugin, handler),
   // each plugin's OnSessionOpen / OnSessionClose time, and how many preemptors preempt tried.
-  std::vector<std::pair<std::string, std::string>> fault_points;
+  std::vector<PolicyFaultPoint> fault_points;
   struct PluginTiming {
     std::string plugin;
     bool open = true;  // OnSessionOpen (true) or OnSessionClose

@@ -102,7 +102,8 @@ struct ServerMetrics::Impl {
   // Kiln's own.
   Family<Counter>& faults = CounterFamily(
       r, "kiln_policy_faults_total",
-      "Policy faults at run time (the plugin abstained for that call), by plugin and handler");
+      "Policy faults at run time (the plugin abstained for that call), by plugin, handler and "
+      "kind (host, memory, budget)");
   Family<Counter>& reloads = CounterFamily(r, "kiln_config_reloads_total",
                                            "Configuration reload attempts, by result");
   Gauge& generation = GaugeFamily(r, "kiln_config_generation",
@@ -150,8 +151,8 @@ void ServerMetrics::ObserveSession(const SessionResult& s, double e2e_ms) {
       .Increment(static_cast<double>(s.unschedulable.size()));
   m.victims.Set(static_cast<double>(s.evictions.size()));
   m.preemption_attempts.Increment(s.preemption_attempts);
-  for (const auto& [plugin, point] : s.fault_points)
-    m.faults.Add({{"plugin", plugin}, {"point", point}}).Increment();
+  for (const PolicyFaultPoint& f : s.fault_points)
+    m.faults.Add({{"plugin", f.plugin}, {"point", f.point}, {"kind", f.kind}}).Increment();
 
   std::lock_guard<std::mutex> lock(m.mu);
   // volcano_unschedule_task_count{job_id}: jobs that have no unschedulable task any more drop

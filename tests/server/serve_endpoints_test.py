@@ -35,6 +35,9 @@ tiers:
 """
 CONF_B = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
 CONF_BROKEN = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeordr\n")
+# tests/cli/simulate/data/runaway: every node_order call runs past the loop budget.
+CONF_RUNAWAY = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: runaway\n")
+RUNAWAY_DIR = os.path.join(SRC, "tests/cli/simulate/data/runaway")
 
 
 def fail(msg):
@@ -78,7 +81,7 @@ try:
     write(conf, CONF_A)
     proc = subprocess.Popen(
         [KILN, "serve", "--scenario", SCENARIO, "--conf", conf, "--listen", "127.0.0.1:0",
-         "--schedule-period", "200ms"],
+         "--schedule-period", "200ms", "--policy-dir", RUNAWAY_DIR],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     log = []
 
@@ -161,6 +164,16 @@ try:
     sessions = metric(get(port, "/metrics")[1], "kiln_sessions_total")
     wait_for(lambda: metric(get(port, "/metrics")[1], "kiln_sessions_total") > sessions + 1,
              "sessions continuing after the rejected reload")
+
+    # A policy that faults: each abandoned call is counted by plugin, handler and kind, and the
+    # scheduler keeps going.
+    write(conf, CONF_RUNAWAY)
+    fault_re = re.compile(r'^kiln_policy_faults_total\{kind="budget",plugin="runaway",point="node_order"\} ([0-9.e+]+)$', re.M)
+    wait_for(lambda: (m := fault_re.search(get(port, "/metrics")[1])) and float(m.group(1)) >= 3,
+             "kiln_policy_faults_total for the runaway plugin")
+    sessions = metric(get(port, "/metrics")[1], "kiln_sessions_total")
+    wait_for(lambda: metric(get(port, "/metrics")[1], "kiln_sessions_total") > sessions,
+             "sessions continuing with a faulting plugin")
 
     proc.send_signal(signal.SIGTERM)
     try:
