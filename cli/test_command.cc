@@ -119,6 +119,19 @@ std::string CallStatus(const CallCheck& c) {
   return !c.checked ? "unchecked" : c.diff.empty() ? "pass" : "fail";
 }
 
+// `text` with every line indented by `prefix`.
+std::string Indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 // The details of a failed case: its differences field by field, each expected call as a
 // sub-result, and the actual decisions as an `expect:` block to paste if they are right.
 std::string FailureDetails(const CaseRun& c) {
@@ -126,16 +139,7 @@ std::string FailureDetails(const CaseRun& c) {
   std::string out = fmt::format("--- FAIL {}", c.tc.name);
   if (!r.scenario.empty() && r.scenario != c.tc.name) out += fmt::format(" (scenario {})", r.scenario);
   out += "\n";
-  if (r.error) {
-    std::string text = FormatError(*r.error);
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      out += "  " + text.substr(start, end - start) + "\n";
-      start = end + 1;
-    }
-    return out;
-  }
+  if (r.error) return out + Indent(FormatError(*r.error), "  ");
   for (const std::string& d : r.diffs) out += "  " + d + "\n";
   if (!r.calls.empty()) {
     out += "  calls:\n";
@@ -151,11 +155,30 @@ std::string FailureDetails(const CaseRun& c) {
   std::string block = FormatExpectBlock(*r.session);
   if (r.expects_warnings) block += FormatWarningsBlock(r.warnings);
   if (!r.ran_calls.empty()) block += FormatCallsBlock(r.ran_calls);
-  size_t start = 0;
-  while (start < block.size()) {
-    size_t end = block.find('\n', start);
-    out += "    " + block.substr(start, end - start) + "\n";
-    start = end + 1;
+  return out + Indent(block, "    ");
+}
+
+std::vector<PluginCoverage> Coverage(const std::vector<CaseRun>& runs) {
+  std::vector<const SessionResult*> sessions;
+  for (const CaseRun& c : runs)
+    if (c.result.session) sessions.push_back(&*c.result.session);
+  return MergeCoverage(sessions);
+}
+
+// "coverage: ..." and one line per plugin: handlers run / registered, and those not run.
+std::string FormatCoverage(const std::vector<PluginCoverage>& coverage) {
+  if (coverage.empty()) return "";
+  size_t width = 0;
+  for (const PluginCoverage& c : coverage) width = std::max(width, c.plugin.size());
+  std::string out = "coverage: handlers the cases ran / handlers registered, per plugin\n";
+  for (const PluginCoverage& c : coverage) {
+    std::string count = fmt::format("{}/{}", c.called(), c.handlers.size());
+    std::string line = fmt::format("  {:<{}}  {:>5}", c.plugin, width, count);
+    std::vector<std::string> missed;
+    for (const auto& [handler, called] : c.handlers)
+      if (!called) missed.push_back(handler);
+    if (!missed.empty()) line += fmt::format("  not run: {}", fmt::join(missed, ", "));
+    out += line + "\n";
   }
   return out;
 }
@@ -200,6 +223,13 @@ std::string FormatTestJson(const TestOptions& opts, const std::vector<CaseRun>& 
   doc["cases"] = std::move(cases);
   int total = static_cast<int>(runs.size());
   doc["summary"] = {{"passed", passed}, {"failed", total - passed}, {"total", total}};
+  Json coverage = Json::object();
+  for (const PluginCoverage& c : Coverage(runs)) {
+    Json handlers = Json::object();
+    for (const auto& [handler, called] : c.handlers) handlers[handler] = called;
+    coverage[c.plugin] = std::move(handlers);
+  }
+  doc["coverage"] = std::move(coverage);
   return doc.dump(2) + "\n";
 }
 
@@ -313,6 +343,7 @@ int RunTests(const TestOptions& opts) {
     PrintError(p.error());
     return kExitBadInput;
   }
+  // Other kinds of test sources (policy packs) add their discoverers here.
   TestDiscovery discovery;
   auto found = discovery.Discover(opts.paths);
   if (!found) {
@@ -348,6 +379,7 @@ int RunTests(const TestOptions& opts) {
       if (!c.result.passed()) out += "\n" + FailureDetails(c);
     if (failed > 0) out += "\n";
     out += fmt::format("{} passed, {} failed\n", passed, failed);
+    out += FormatCoverage(Coverage(runs));
   } else if (opts.output == "json") {
     out = FormatTestJson(opts, runs);
   } else {
@@ -362,6 +394,10 @@ int RunTests(const TestOptions& opts) {
 int RunCompare(const TestOptions& opts) {
   if (opts.paths.size() != 1) {
     PrintError(Error{"--compare REF takes one CANDIDATE: a plugin name or a .policy file", {}});
+    return kExitBadInput;
+  }
+  if (opts.output != "table" || !opts.run.empty()) {
+    PrintError(Error{"--compare prints its own report: --output and --run do not apply", {}});
     return kExitBadInput;
   }
   if (opts.cases < 1) {
@@ -509,7 +545,9 @@ void AddTestCommand(CLI::App& app) {
                   "candidate plugin name or .policy file");
   cmd->add_option("--run", opts->run, "run only the cases whose name matches this ECMAScript regex");
   cmd->add_option("-o,--output", opts->output, "table (default), json or junit");
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  // One directory per --policy-dir, so the paths that follow stay paths.
+  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
                 "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->add_option("--compile-cache", opts->compile_cache,

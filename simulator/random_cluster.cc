@@ -7,24 +7,14 @@
 #include <random>
 #include <set>
 
+#include "runtime/conf.h"
+
 namespace kiln {
 
 const std::vector<std::string>& DefaultRandomConfs() {
   static const std::vector<std::string> confs = {
-      R"(actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-)",
+      // Volcano's default conf with binpack.
+      std::string(DefaultSchedulerConfText()) + "  - name: binpack\n",
       R"(actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins:
@@ -228,16 +218,18 @@ class Shrinker {
     std::set<std::string> gone;
     for (const auto& g : out.groups)
       if (g.queue == name) gone.insert(g.name);
-    std::erase_if(out.groups, [&](const RandomGroup& g) { return gone.count(g.name) > 0; });
-    std::erase_if(out.pods, [&](const RandomPod& p) { return gone.count(p.group) > 0; });
+    DropGroups(out, gone);
     return out;
   }
   static RandomCluster RemoveGroup(const RandomCluster& c, size_t i) {
     RandomCluster out = c;
-    std::string name = c.groups[i].name;
-    out.groups.erase(out.groups.begin() + static_cast<std::ptrdiff_t>(i));
-    std::erase_if(out.pods, [&](const RandomPod& p) { return p.group == name; });
+    DropGroups(out, {c.groups[i].name});
     return out;
+  }
+  // Removes the named groups and their pods.
+  static void DropGroups(RandomCluster& c, const std::set<std::string>& names) {
+    std::erase_if(c.groups, [&](const RandomGroup& g) { return names.count(g.name) > 0; });
+    std::erase_if(c.pods, [&](const RandomPod& p) { return names.count(p.group) > 0; });
   }
   static RandomCluster RemoveNode(const RandomCluster& c, size_t i) {
     RandomCluster out = c;

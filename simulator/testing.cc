@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "runtime/yaml_util.h"
 #include "simulator/scenario.h"
@@ -129,6 +130,30 @@ TestResult RunTestCase(const TestCase& tc, PolicyProvider& provider) {
     for (const CallCheck& c : r.calls) failed |= !c.diff.empty();
   }
   return finish(failed ? TestResult::Status::Fail : TestResult::Status::Pass);
+}
+
+int PluginCoverage::called() const {
+  return static_cast<int>(std::count_if(handlers.begin(), handlers.end(),
+                                        [](const auto& h) { return h.second; }));
+}
+
+std::vector<PluginCoverage> MergeCoverage(const std::vector<const SessionResult*>& sessions) {
+  std::map<std::string, PluginCoverage> by_plugin;
+  for (const SessionResult* s : sessions) {
+    for (const SessionResult::HandlerUse& h : s->handlers) {
+      PluginCoverage& c = by_plugin[h.plugin];
+      c.plugin = h.plugin;
+      auto it = std::find_if(c.handlers.begin(), c.handlers.end(),
+                             [&](const auto& x) { return x.first == h.handler; });
+      if (it == c.handlers.end())
+        c.handlers.emplace_back(h.handler, h.called);
+      else
+        it->second = it->second || h.called;
+    }
+  }
+  std::vector<PluginCoverage> out;
+  for (auto& [name, c] : by_plugin) out.push_back(std::move(c));
+  return out;
 }
 
 // ---- differential testing ----

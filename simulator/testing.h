@@ -81,6 +81,15 @@ struct TestResult {
 // Runs one case with `provider` (which must resolve the scenario's plugins).
 TestResult RunTestCase(const TestCase& tc, PolicyProvider& provider);
 
+// Which handlers of each plugin the sessions ran: plugins in name order, each with the handlers
+// it registered (in extension-point table order, as first seen) and whether any session ran it.
+struct PluginCoverage {
+  std::string plugin;
+  std::vector<std::pair<std::string, bool>> handlers;
+  int called() const;
+};
+std::vector<PluginCoverage> MergeCoverage(const std::vector<const SessionResult*>& sessions);
+
 // ---- differential testing (kiln test --compare) ----
 
 // The random confs of DefaultRandomConfs() with `plugin` in each (appended to the last tier of
