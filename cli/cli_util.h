@@ -13,6 +13,8 @@ namespace kiln::cli {
 // "file:line:col: error: message" on stderr, then the offending source line with a caret under
 // the column.
 void PrintError(const Error& e);
+// The same text as a string (ends with a newline).
+std::string FormatError(const Error& e);
 
 struct ProviderOptions {
   std::vector<std::string> policy_dirs;

@@ -1,4 +1,4 @@
-// The kiln command: simulate, check, compile, serve.
+// The kiln command: simulate, check, compile, serve, explain, test.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddExportManifestsCommand(app);
   kiln::cli::AddServeCommand(app);
   kiln::cli::AddExplainCommand(app);
+  kiln::cli::AddTestCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

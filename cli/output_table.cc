@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cli/output_format.h"
+#include "simulator/testing.h"
 
 namespace kiln::cli {
 
@@ -118,12 +119,9 @@ std::string FormatExpectBlock(const SessionResult& s) {
     for (const auto& [k, v] : m) out += fmt::format("{}{}: {}", out.size() > 1 ? ", " : "", k, v);
     return out + "}";
   };
-  std::string out = "expect:\n";
-  out += "  binds: " + flow_map(s.binds) + "\n";
-  std::string ev = "[";
-  for (const auto& e : s.evictions) ev += (ev.size() > 1 ? ", " : "") + e;
-  out += "  evictions: " + ev + "]\n";
-  out += "  pipelined: " + flow_map(s.pipelined) + "\n";
+  // binds, evictions, pipelined: the block `kiln test --compare` writes, then what else --check
+  // can compare.
+  std::string out = DecisionsExpectBlock(s);
   out += "  podGroupPhases: " + flow_map(s.pod_group_phases) + "\n";
   if (s.unschedulable.empty()) {
     out += "  unschedulable: {}\n";

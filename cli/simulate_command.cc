@@ -39,7 +39,7 @@
 namespace kiln::cli {
 
 // "file:line:col: error: message", then the offending source line with a caret under the column.
-void PrintError(const Error& e) {
+std::string FormatError(const Error& e) {
   std::string out = e.Format() + "\n";
   if (!e.where.file.empty() && e.where.line > 0) {
     if (auto text = ReadTextFile(e.where.file)) {
@@ -58,8 +58,10 @@ void PrintError(const Error& e) {
       }
     }
   }
-  std::fputs(out.c_str(), stderr);
+  return out;
 }
+
+void PrintError(const Error& e) { std::fputs(FormatError(e).c_str(), stderr); }
 
 Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts) {
 #ifdef KILN_HAVE_POLICY_HOST

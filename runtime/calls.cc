@@ -388,29 +388,55 @@ void RunCalls(Session& ssn, std::vector<CallSpec>& calls, const std::vector<Task
   for (CallSpec& c : calls) c.result = RunOne(ssn, res, c, &empty);
 }
 
+std::vector<CallCheck> CheckEachCall(const std::vector<CallSpec>& expected,
+                                     const std::vector<CallSpec>& got) {
+  std::vector<CallCheck> out;
+  for (size_t i = 0; i < std::max(expected.size(), got.size()); ++i) {
+    CallCheck c;
+    c.index = i;
+    if (i >= got.size()) {
+      c.call = Describe(expected[i]);
+      c.diff = fmt::format("calls[{}]: expected {}, the scenario ran only {} calls", i, c.call,
+                           got.size());
+    } else if (i >= expected.size()) {
+      c.call = Describe(got[i]);
+      c.diff = fmt::format("calls[{}]: {}: not in `expect.calls`", i, c.call);
+    } else if (!SameInputs(expected[i], got[i])) {
+      c.call = Describe(got[i]);
+      c.diff = fmt::format("calls[{}]: expected {}, the scenario calls {}", i,
+                           Describe(expected[i]), c.call);
+    } else {
+      c.call = Describe(got[i]);
+      const CallSpec& w = expected[i];
+      c.checked = w.result.has_value();
+      if (c.checked) {
+        const CallValue none{};
+        const CallValue& have = got[i].result ? *got[i].result : none;
+        if (!SameValue(*w.result, have))
+          c.diff = fmt::format("calls[{}]: {}: expected {}, got {}", i, c.call,
+                               FormatCallValue(*w.result), FormatCallValue(have));
+      }
+    }
+    if (!c.diff.empty()) c.checked = true;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<std::string> CheckCalls(const std::vector<CallSpec>& expected,
                                     const std::vector<CallSpec>& got) {
   std::vector<std::string> diffs;
   if (expected.size() != got.size())
     diffs.push_back(fmt::format("calls: expected {} entries, the scenario ran {}", expected.size(),
                                 got.size()));
-  for (size_t i = 0; i < std::min(expected.size(), got.size()); ++i) {
-    const CallSpec& w = expected[i];
-    const CallSpec& g = got[i];
-    if (!SameInputs(w, g)) {
-      diffs.push_back(fmt::format("calls[{}]: expected {}, the scenario calls {}", i, Describe(w),
-                                  Describe(g)));
-      continue;
-    }
-    if (!w.result) continue;  // no expectation written for this entry
-    const CallValue none{};
-    const CallValue& have = g.result ? *g.result : none;
-    if (!SameValue(*w.result, have))
-      diffs.push_back(fmt::format("calls[{}]: {}: expected {}, got {}", i, Describe(g),
-                                  FormatCallValue(*w.result), FormatCallValue(have)));
-  }
+  // Entries past the shorter list are covered by the count line above.
+  for (const CallCheck& c : CheckEachCall(expected, got))
+    if (c.index < std::min(expected.size(), got.size()) && !c.diff.empty())
+      diffs.push_back(c.diff);
   return diffs;
 }
+
+std::string DescribeCall(const CallSpec& c) { return Describe(c); }
 
 std::string FormatCallValue(const CallValue& v) {
   switch (v.kind) {

@@ -91,6 +91,22 @@ void RunCalls(Session& ssn, std::vector<CallSpec>& calls, const std::vector<Task
 std::vector<std::string> CheckCalls(const std::vector<CallSpec>& expected,
                                     const std::vector<CallSpec>& got);
 
+// One entry of `expect.calls` against the call the scenario ran at its position: `call` describes
+// it ("predicate(task: c1/p1, node: n1)"); `checked` when a result was expected (or the entry
+// does not line up); `diff` is CheckCalls' line for it, empty when it passed. Entries past the
+// shorter list are included with a diff.
+struct CallCheck {
+  size_t index = 0;
+  std::string call;
+  bool checked = false;
+  std::string diff;
+};
+std::vector<CallCheck> CheckEachCall(const std::vector<CallSpec>& expected,
+                                     const std::vector<CallSpec>& got);
+
+// "predicate(task: c1/p1, node: n1)": the call's function and inputs as the diffs name it.
+std::string DescribeCall(const CallSpec& c);
+
 // "true", "-1", "12.5", "{code: Unschedulable, reason: ...}", "[c1/p2, c1/p3]", "null".
 std::string FormatCallValue(const CallValue& v);
 

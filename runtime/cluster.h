@@ -31,6 +31,13 @@ struct SessionResult {
   std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
   std::map<std::string, std::string> unschedulable;    // pod key → reason
   std::vector<std::string> faults;                     // policy faults, as the session logged
+  // Every handler the session's plugins registered and whether it ran (kiln test's coverage).
+  struct HandlerUse {
+    std::string plugin;
+    std::string handler;  // the handler's name in the language ("node_order")
+    bool called = false;
+  };
+  std::vector<HandlerUse> handlers;
   // Pods pipelined after evicting others get status.nominatedNodeName; PodGroups keep the
   // conditions the session set.
   std::map<std::string, std::string> nominated;                        // pod key → node

@@ -105,6 +105,8 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
   }
   result.faults = d.faults;
+  for (const Session::HandlerUse& h : ssn.HandlerCoverage())
+    result.handlers.push_back({h.plugin, std::string(Info(h.point).handler), h.called});
   result.fault_points = d.fault_points;
   result.preemption_attempts = d.preemption_attempts;
   for (const auto& t : d.plugin_timings)

@@ -87,6 +87,7 @@ class Session::CallScope {
         saved_faulted_(call_.faulted),
         saved_kind_(call_.kind),
         saved_fuel_(call_.fuel) {
+    s->MarkCalled(slot, point);
     call_.session = s;
     call_.slot = slot;
     call_.point = point;
@@ -139,6 +140,8 @@ Status Session::Open(const PluginRegistry& registry) {
   size_t options = 0;
   for (const Tier& tier : conf_.tiers) options += tier.plugins.size();
   disabled_ = std::make_unique<std::atomic<bool>[]>(options);
+  called_ = std::make_unique<std::atomic<uint64_t>[]>(options);
+  called_slots_ = options;
   for (size_t ti = 0; ti < conf_.tiers.size(); ++ti) {
     for (const PluginOption& option : conf_.tiers[ti].plugins) {
       const PluginBuilder* builder = registry.Find(option.name);
@@ -171,6 +174,30 @@ Status Session::Open(const PluginRegistry& registry) {
     }
   }
   return Status::Ok();
+}
+
+void Session::MarkCalled(int slot, ExtensionPoint point) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return;
+  const uint64_t bit = uint64_t{1} << static_cast<int>(point);
+  std::atomic<uint64_t>& word = called_[static_cast<size_t>(slot)];
+  if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_relaxed);
+}
+
+std::vector<Session::HandlerUse> Session::HandlerCoverage() const {
+  std::vector<HandlerUse> out;
+  for (size_t slot = 0; slot < plugins_.size(); ++slot) {
+    for (int p = 0; p < kExtensionPointCount; ++p) {
+      const auto& list = handlers_[static_cast<size_t>(p)];
+      bool registered = std::any_of(list.begin(), list.end(), [&](const Registration& r) {
+        return r.slot == static_cast<int>(slot);
+      });
+      if (!registered) continue;
+      bool called = slot < called_slots_ &&
+                    (called_[slot].load(std::memory_order_relaxed) & (uint64_t{1} << p)) != 0;
+      out.push_back({plugins_[slot].name, static_cast<ExtensionPoint>(p), called});
+    }
+  }
+  return out;
 }
 
 void Session::CallSessionHandlers(ExtensionPoint point, int slot) {

@@ -231,6 +231,15 @@ class Session {
            disabled_[static_cast<size_t>(slot)].load(std::memory_order_relaxed);
   }
 
+  // Handler coverage (kiln test's coverage line): per plugin of the session, each point it
+  // registered a handler for and whether that handler ran so far.
+  struct HandlerUse {
+    std::string plugin;
+    ExtensionPoint point;
+    bool called = false;
+  };
+  std::vector<HandlerUse> HandlerCoverage() const;
+
   // ---- registration (from Plugin::OnSessionOpen) ----
   // Registers fn for point P when the plugin's conf flag for P is enabled (or P has no flag);
   // returns whether it was registered. A plugin may register several handlers for a point; they
@@ -411,6 +420,12 @@ class Session {
   mutable std::atomic<uint64_t> fault_count_{0};
   // One flag per plugin slot, set by the watchdog (read by concurrent dispatchers).
   std::unique_ptr<std::atomic<bool>[]> disabled_;
+  // Per plugin slot, one bit per extension point whose handler ran (CallScope sets them). A
+  // relaxed load per call; the atomic write happens once per handler and session.
+  static_assert(kExtensionPointCount <= 64);
+  void MarkCalled(int slot, ExtensionPoint point) const;
+  std::unique_ptr<std::atomic<uint64_t>[]> called_;
+  size_t called_slots_ = 0;
   // Incremented by every mutation of task placement/status; lets Statement check in debug
   // builds that nothing else interleaved before it verifies an exact undo.
   uint64_t mutation_seq_ = 0;

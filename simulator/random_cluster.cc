@@ -1,0 +1,331 @@
+#include "simulator/random_cluster.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "runtime/conf.h"
+
+namespace kiln {
+
+const std::vector<std::string>& DefaultRandomConfs() {
+  static const std::vector<std::string> confs = {
+      // Volcano's default conf with binpack.
+      std::string(DefaultSchedulerConfText()) + "  - name: binpack\n",
+      R"(actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+)",
+      R"(actions: "allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: predicates
+  - name: binpack
+)",
+  };
+  return confs;
+}
+
+RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& options) {
+  const std::vector<std::string>& confs = options.confs.empty() ? DefaultRandomConfs() : options.confs;
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  RandomCluster c;
+  c.seed = seed;
+  c.conf = confs[static_cast<size_t>(pick(0, static_cast<int>(confs.size()) - 1))];
+  int n_nodes = pick(1, options.max_nodes), n_queues = pick(1, options.max_queues),
+      n_groups = pick(1, options.max_groups);
+  for (int i = 0; i < n_nodes; ++i) {
+    RandomNode n;
+    n.name = fmt::format("n{}", i);
+    n.cpu_milli = 1000LL * pick(1, 8);
+    n.memory_mi = 1024LL * pick(1, 16);
+    n.tainted = pick(0, 6) == 0;
+    c.nodes.push_back(n);
+  }
+  std::vector<int64_t> free_cpu, free_mem;
+  for (const auto& n : c.nodes) {
+    free_cpu.push_back(n.cpu_milli);
+    free_mem.push_back(n.memory_mi);
+  }
+  for (int i = 0; i < n_groups; ++i) {
+    RandomGroup g;
+    g.name = fmt::format("pg{}", i);
+    g.queue = fmt::format("q{}", pick(0, n_queues - 1));
+    g.priority = pick(0, 2);
+    int size = pick(1, options.max_group_size);
+    g.min_member = pick(1, size);
+    g.running = pick(0, 2) == 0;
+    for (int k = 0; k < size; ++k) {
+      RandomPod p;
+      p.name = fmt::format("{}-{}", g.name, k);
+      p.group = g.name;
+      p.cpu_milli = 250LL * pick(1, 8);
+      p.memory_mi = 256LL * pick(0, 8);
+      if (g.running) {
+        // Running pods sit where they fit: the snapshot must be a state a cluster can be in.
+        for (size_t n = 0; n < c.nodes.size(); ++n) {
+          if (free_cpu[n] >= p.cpu_milli && free_mem[n] >= p.memory_mi) {
+            free_cpu[n] -= p.cpu_milli;
+            free_mem[n] -= p.memory_mi;
+            p.node = c.nodes[n].name;
+            break;
+          }
+        }
+      }
+      c.pods.push_back(p);
+    }
+    c.groups.push_back(g);
+  }
+  for (int q = 0; q < n_queues; ++q) c.queues.push_back({fmt::format("q{}", q), pick(1, 4)});
+  // A group of which no pod found room is still "running" by its phase; the snapshot's gang
+  // rules treat it like any other Running PodGroup.
+  return c;
+}
+
+namespace {
+
+const char* PriorityClass(int priority) {
+  return priority >= 2 ? "high" : priority == 1 ? "mid" : "low";
+}
+
+void AppendIndented(std::string& out, const std::string& text, const char* indent) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += indent + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+std::string RenderScenario(const RandomCluster& c, const std::string& name,
+                           const std::string& extra, const std::string& conf) {
+  std::string y = fmt::format("name: {}\nconf: |\n", name);
+  AppendIndented(y, conf.empty() ? c.conf : conf, "  ");
+  y += "cluster:\n";
+  y += "  priorityClasses: [{name: low, value: 10}, {name: mid, value: 100}, {name: high, value: "
+       "1000}]\n";
+  y += c.queues.empty() ? "  queues: []\n" : "  queues:\n";
+  for (const auto& q : c.queues) y += fmt::format("  - {{name: {}, weight: {}}}\n", q.name, q.weight);
+  y += c.nodes.empty() ? "  nodes: []\n" : "  nodes:\n";
+  for (const auto& n : c.nodes) {
+    y += fmt::format("  - {{name: {}, allocatable: {{cpu: \"{}m\", memory: {}Mi, pods: \"110\"}}",
+                     n.name, n.cpu_milli, n.memory_mi);
+    if (n.tainted) y += ", taints: [{key: dedicated, value: x, effect: NoSchedule}]";
+    y += "}\n";
+  }
+  y += c.groups.empty() ? "  podGroups: []\n" : "  podGroups:\n";
+  for (const auto& g : c.groups)
+    y += fmt::format(
+        "  - {{name: {}, namespace: c1, queue: {}, minMember: {}, priorityClassName: {}, phase: "
+        "{}}}\n",
+        g.name, g.queue, g.min_member, PriorityClass(g.priority), g.running ? "Running" : "Inqueue");
+  std::map<std::string, int> priority;
+  for (const auto& g : c.groups) priority[g.name] = g.priority;
+  y += c.pods.empty() ? "  pods: []\n" : "  pods:\n";
+  for (const auto& p : c.pods) {
+    y += fmt::format(
+        "  - {{name: {}, namespace: c1, group: {}, priorityClassName: {}, requests: {{cpu: "
+        "\"{}m\", memory: {}Mi}}",
+        p.name, p.group, PriorityClass(priority[p.group]), p.cpu_milli, p.memory_mi);
+    if (!p.node.empty()) y += fmt::format(", phase: Running, node: {}", p.node);
+    y += "}\n";
+  }
+  y += extra;
+  return y;
+}
+
+bool IsConsistent(const RandomCluster& c) {
+  std::set<std::string> queues;
+  for (const auto& q : c.queues) queues.insert(q.name);
+  std::map<std::string, std::pair<int64_t, int64_t>> free;
+  for (const auto& n : c.nodes) free[n.name] = {n.cpu_milli, n.memory_mi};
+  std::map<std::string, int> members;
+  for (const auto& g : c.groups) {
+    if (!queues.count(g.queue)) return false;
+    members[g.name] = 0;
+  }
+  for (const auto& p : c.pods) {
+    auto m = members.find(p.group);
+    if (m == members.end()) return false;
+    ++m->second;
+    if (p.node.empty()) continue;
+    auto n = free.find(p.node);
+    if (n == free.end()) return false;
+    n->second.first -= p.cpu_milli;
+    n->second.second -= p.memory_mi;
+    if (n->second.first < 0 || n->second.second < 0) return false;
+  }
+  for (const auto& g : c.groups)
+    if (g.min_member < 1 || g.min_member > members[g.name]) return false;
+  return true;
+}
+
+namespace {
+
+// Greedy shrinking: each pass tries every single-step reduction in a fixed order and keeps the
+// first candidate that is still interesting, restarting its pass from there; passes repeat until
+// one changes nothing. Fixed orders keep the result a function of the input.
+class Shrinker {
+ public:
+  Shrinker(const std::function<bool(const RandomCluster&)>& interesting, ShrinkStats& stats,
+           int max_attempts)
+      : interesting_(interesting), stats_(stats), max_attempts_(max_attempts) {}
+
+  RandomCluster Run(RandomCluster c) {
+    for (bool changed = true; changed && !Exhausted();) {
+      changed = false;
+      changed |= RemoveEach(c, &RandomCluster::queues, RemoveQueue);
+      changed |= RemoveEach(c, &RandomCluster::groups, RemoveGroup);
+      changed |= RemoveEach(c, &RandomCluster::nodes, RemoveNode);
+      changed |= RemoveEach(c, &RandomCluster::pods, RemovePod);
+      changed |= Simplify(c);
+    }
+    return c;
+  }
+
+ private:
+  bool Exhausted() const { return stats_.attempts >= max_attempts_; }
+
+  bool Try(RandomCluster& c, RandomCluster candidate) {
+    if (Exhausted() || !IsConsistent(candidate)) return false;
+    ++stats_.attempts;
+    if (!interesting_(candidate)) return false;
+    ++stats_.accepted;
+    c = std::move(candidate);
+    return true;
+  }
+
+  static RandomCluster RemoveQueue(const RandomCluster& c, size_t i) {
+    RandomCluster out = c;
+    std::string name = c.queues[i].name;
+    out.queues.erase(out.queues.begin() + static_cast<std::ptrdiff_t>(i));
+    std::set<std::string> gone;
+    for (const auto& g : out.groups)
+      if (g.queue == name) gone.insert(g.name);
+    DropGroups(out, gone);
+    return out;
+  }
+  static RandomCluster RemoveGroup(const RandomCluster& c, size_t i) {
+    RandomCluster out = c;
+    DropGroups(out, {c.groups[i].name});
+    return out;
+  }
+  // Removes the named groups and their pods.
+  static void DropGroups(RandomCluster& c, const std::set<std::string>& names) {
+    std::erase_if(c.groups, [&](const RandomGroup& g) { return names.count(g.name) > 0; });
+    std::erase_if(c.pods, [&](const RandomPod& p) { return names.count(p.group) > 0; });
+  }
+  static RandomCluster RemoveNode(const RandomCluster& c, size_t i) {
+    RandomCluster out = c;
+    std::string name = c.nodes[i].name;
+    out.nodes.erase(out.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+    std::erase_if(out.pods, [&](const RandomPod& p) { return p.node == name; });
+    FixGroups(out);
+    return out;
+  }
+  static RandomCluster RemovePod(const RandomCluster& c, size_t i) {
+    RandomCluster out = c;
+    out.pods.erase(out.pods.begin() + static_cast<std::ptrdiff_t>(i));
+    FixGroups(out);
+    return out;
+  }
+  // After pods went away: a group with none left goes too, and minMember is capped at what is
+  // left (a gang of 3 with one pod removed still asks for all of them).
+  static void FixGroups(RandomCluster& c) {
+    std::map<std::string, int> members;
+    for (const auto& p : c.pods) ++members[p.group];
+    std::erase_if(c.groups, [&](const RandomGroup& g) { return members[g.name] == 0; });
+    for (auto& g : c.groups) g.min_member = std::min(g.min_member, members[g.name]);
+  }
+
+  template <typename T>
+  bool RemoveEach(RandomCluster& c, std::vector<T> RandomCluster::*list,
+                  RandomCluster (*remove)(const RandomCluster&, size_t)) {
+    bool changed = false;
+    for (size_t i = 0; i < (c.*list).size() && !Exhausted();) {
+      if (Try(c, remove(c, i)))
+        changed = true;  // the element at i is now the next one
+      else
+        ++i;
+    }
+    return changed;
+  }
+
+  // Tries `values` in order of preference for one field, stopping at the current value: a
+  // value is only replaced by a simpler one.
+  template <typename V, typename Set>
+  bool SimplifyField(RandomCluster& c, V current, const std::vector<V>& values, Set set) {
+    for (const V& v : values) {
+      if (v == current) return false;
+      RandomCluster candidate = c;
+      set(candidate, v);
+      if (Try(c, std::move(candidate))) return true;
+    }
+    return false;
+  }
+
+  bool Simplify(RandomCluster& c) {
+    bool changed = false;
+    const std::vector<int64_t> pod_cpu = {1000, 500, 2000, 250};
+    const std::vector<int64_t> pod_mem = {0, 1024, 512};
+    std::vector<int64_t> node_cpu, node_mem;
+    for (int k = 1; k <= 16; ++k) node_cpu.push_back(1000LL * k);
+    for (int k = 1; k <= 64; ++k) node_mem.push_back(1024LL * k);
+    for (size_t i = 0; i < c.queues.size(); ++i)
+      changed |= SimplifyField(c, c.queues[i].weight, {1},
+                               [i](RandomCluster& x, int v) { x.queues[i].weight = v; });
+    for (size_t i = 0; i < c.groups.size(); ++i) {
+      changed |= SimplifyField(c, c.groups[i].priority, {0},
+                               [i](RandomCluster& x, int v) { x.groups[i].priority = v; });
+      changed |= SimplifyField(c, c.groups[i].min_member, {1},
+                               [i](RandomCluster& x, int v) { x.groups[i].min_member = v; });
+    }
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+      changed |= SimplifyField(c, c.nodes[i].tainted, {false},
+                               [i](RandomCluster& x, bool v) { x.nodes[i].tainted = v; });
+      changed |= SimplifyField(c, c.nodes[i].cpu_milli, node_cpu,
+                               [i](RandomCluster& x, int64_t v) { x.nodes[i].cpu_milli = v; });
+      changed |= SimplifyField(c, c.nodes[i].memory_mi, node_mem,
+                               [i](RandomCluster& x, int64_t v) { x.nodes[i].memory_mi = v; });
+    }
+    for (size_t i = 0; i < c.pods.size(); ++i) {
+      changed |= SimplifyField(c, c.pods[i].cpu_milli, pod_cpu,
+                               [i](RandomCluster& x, int64_t v) { x.pods[i].cpu_milli = v; });
+      changed |= SimplifyField(c, c.pods[i].memory_mi, pod_mem,
+                               [i](RandomCluster& x, int64_t v) { x.pods[i].memory_mi = v; });
+    }
+    return changed;
+  }
+
+  const std::function<bool(const RandomCluster&)>& interesting_;
+  ShrinkStats& stats_;
+  int max_attempts_;
+};
+
+}  // namespace
+
+RandomCluster ShrinkRandomCluster(RandomCluster c,
+                                  const std::function<bool(const RandomCluster&)>& interesting,
+                                  ShrinkStats* stats, int max_attempts) {
+  ShrinkStats local;
+  Shrinker shrinker(interesting, stats ? *stats : local, max_attempts);
+  return shrinker.Run(std::move(c));
+}
+
+}  // namespace kiln

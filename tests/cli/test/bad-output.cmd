@@ -1,0 +1,1 @@
+test -o yaml tests/kiln-test

@@ -1,0 +1,1 @@
+test --run "(unclosed" tests/kiln-test

@@ -1,0 +1,1 @@
+test --compare binpack binpack

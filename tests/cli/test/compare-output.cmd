@@ -1,0 +1,1 @@
+test --compare binpack tests/kiln-test/compare/binpack_copy.policy -o json

@@ -1,0 +1,1 @@
+test --compare binpack no_such_plugin

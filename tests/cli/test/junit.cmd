@@ -1,0 +1,1 @@
+test --no-times -o junit tests/kiln-test

@@ -1,0 +1,1 @@
+test tests/kiln-test/does-not-exist

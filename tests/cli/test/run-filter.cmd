@@ -1,0 +1,1 @@
+test --no-times --run "^tests/kiln-test/(binpack|gang)/" tests/kiln-test

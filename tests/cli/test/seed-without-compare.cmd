@@ -1,0 +1,1 @@
+test --seed 3 tests/kiln-test

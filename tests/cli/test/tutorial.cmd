@@ -1,0 +1,1 @@
+test --no-times --policy-dir examples/tutorial examples/tutorial/tests
