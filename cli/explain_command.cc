@@ -533,11 +533,13 @@ void AddExplainCommand(CLI::App& app) {
       "explain", "Show what every plugin said about every node for each pending pod of a scenario");
   cmd->add_option("scenario", opts->file, "scenario YAML file (see scenario-format.md)")->required();
   cmd->add_option("-o,--output", opts->output, "table (default), json or html");
-  cmd->add_option("--pod", opts->pods, "explain only this pod, <namespace>/<name> (repeatable)");
+  cmd->add_option("--pod", opts->pods, "explain only this pod, <namespace>/<name> (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--at-open", opts->at_open,
                 "evaluate every pending pod right after the session opens, before any action");
   cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
                 "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->add_option("--compile-cache", opts->compile_cache,

@@ -206,7 +206,8 @@ void AddServeCommand(CLI::App& app) {
       "serve", "Run the scheduler: one session per period against a cluster, with live reload, "
                "metrics and health endpoints");
   cmd->add_option("--conf", f->conf_file, "scheduler.conf (watched: changes apply live)");
-  cmd->add_option("--policy-dir", f->policy_dirs, "directory of user policies (repeatable, watched)");
+  cmd->add_option("--policy-dir", f->policy_dirs, "directory of user policies (repeatable, watched)")
+      ->allow_extra_args(false);
   cmd->add_flag("--allow-builtin-override", f->allow_builtin_override,
                 "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->add_option("--compile-cache", f->compile_cache,

@@ -262,7 +262,8 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--period", opts->period,
                   "simulated time between cycles, a Go duration (default 1s, Volcano's "
                   "schedule-period)");
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)");
+  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
                 "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->add_option("--compile-cache", opts->compile_cache,

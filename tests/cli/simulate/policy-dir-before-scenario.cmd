@@ -1,0 +1,1 @@
+simulate --policy-dir examples/tutorial --check examples/tutorial/tests/research-goes-last.yaml
