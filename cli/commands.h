@@ -14,5 +14,6 @@ void AddCompileCommand(CLI::App& app);   // compile_command.cc
 void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc
 void AddServeCommand(CLI::App& app);     // serve_command.cc
 void AddExplainCommand(CLI::App& app);   // explain_command.cc
+void AddPackCommand(CLI::App& app);      // pack_command.cc
 
 }  // namespace kiln::cli
