@@ -7,6 +7,7 @@ way the policy says; a failing pack test stops the build; inspect shows handlers
 
 Usage: pack_cli_test.py KILN SOURCE_DIR. Needs openssl and zstd on PATH. Stdlib only.
 """
+import hashlib
 import io
 import json
 import os
@@ -88,7 +89,6 @@ try:
           str(sorted(entries)))
     manifest = entries["kiln-pack.yaml"].decode()
     src_policy = open(os.path.join(PACK_DIR, "policies/team-share.policy"), "rb").read()
-    import hashlib
     check(f'"policies/team-share.policy": "sha256:{hashlib.sha256(src_policy).hexdigest()}"'
           in manifest, "build: the manifest carries each file's sha256", manifest)
     again = os.path.join(tmp, "again.kpack")

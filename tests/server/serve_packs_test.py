@@ -8,46 +8,16 @@ Usage: serve_packs_test.py KILN SOURCE_DIR. Needs openssl. Stdlib only.
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-import urllib.request
+
+from serve_util import fail, metric, get, start_serve, wait_for
 
 KILN, SRC = sys.argv[1], sys.argv[2]
 PACK_DIR = os.path.join(SRC, "examples/packs/team-fairness")
 SCENARIO = os.path.join(PACK_DIR, "tests/team-share-order.yaml")
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" ([0-9.e+-]+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_for(pred, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for " + what)
 
 
 def build(src, out, key):
@@ -101,28 +71,9 @@ try:
     conf = os.path.join(conf_dir, "scheduler.conf")
     shutil.copyfile(os.path.join(PACK_DIR, "scheduler.conf"), conf)
 
-    proc = subprocess.Popen(
+    proc, log, port = start_serve(
         [KILN, "serve", "--scenario", SCENARIO, "--conf", conf, "--packs", packs_dir,
-         "--trust", keys["trusted"][1], "--listen", "127.0.0.1:0", "--schedule-period", "200ms"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    log = []
-
-    def drain():
-        for line in proc.stderr:
-            log.append(line)
-
-    threading.Thread(target=drain, daemon=True).start()
-
-    def port_from_log():
-        for line in log:
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m:
-                return int(m.group(1))
-        if proc.poll() is not None:
-            fail("kiln serve exited early:\n" + "".join(log))
-        return None
-
-    port = wait_for(port_from_log, "the listen line")
+         "--trust", keys["trusted"][1], "--listen", "127.0.0.1:0", "--schedule-period", "200ms"])
 
     def config():
         return json.loads(get(port, "/config")[1])
