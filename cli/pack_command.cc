@@ -1,12 +1,15 @@
 // `kiln pack build DIR -o NAME.kpack [--sign KEY.pem]`
 // `kiln pack verify NAME.kpack [--trust PUB.pem]...`
 // `kiln pack inspect NAME.kpack [--output text|json]`
+// `kiln pack conf NAME.kpack [--into scheduler.conf] [-o FILE]`
 //
 // Policy packs (packs/, docs/packs.md). `build` checks and compiles every policy, validates the
 // pack's conf against them, runs the pack's tests (as `kiln simulate --check` runs a scenario),
 // fills the manifest's sha256s and writes the archive, signed when a key is given. `verify` checks
 // the digests, the signature and (with --trust) the signer. `inspect` shows the manifest and, per
-// policy, the extension points it serves and the arguments it reads from scheduler.conf.
+// policy, the extension points it serves and the arguments it reads from scheduler.conf. `conf`
+// prints the pack's example conf or, with --into, merges the pack's plugin entries into a conf
+// (packs/conf_merge.h) and checks the result against the pack's policies.
 //
 // Exit codes: 0 ok; 1 a test failed (build) or verification failed (verify); 2 bad input.
 #include <CLI/CLI.hpp>
@@ -24,9 +27,11 @@
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/language_version.h"
+#include "packs/conf_merge.h"
 #include "packs/pack.h"
 #include "packs/scenario_check.h"
 #include "runtime/scheduler.h"
+#include "simulator/scenario.h"
 
 namespace kiln::cli {
 
@@ -336,6 +341,68 @@ int RunInspect(const std::string& file, const std::string& output) {
   return kExitOk;
 }
 
+struct ConfOptions {
+  std::string pack;
+  std::string into;
+  std::string output;
+};
+
+int RunConf(const ConfOptions& opts) {
+  auto pack = packs::ReadPack(opts.pack);
+  if (!pack) {
+    PrintError(pack.error());
+    return kExitBadInput;
+  }
+  const packs::PackManifest& m = pack->manifest;
+  if (m.conf.empty()) {
+    PrintError(Error{fmt::format("pack {} ships no conf (`conf:` in its manifest)", m.name),
+                     m.At("manifest")});
+    return kExitBadInput;
+  }
+  const std::string& pack_conf = pack->files.at(m.conf);
+  std::string text = pack_conf;
+  if (!opts.into.empty()) {
+    auto conf = ReadTextFile(opts.into);
+    if (!conf) {
+      PrintError(conf.error());
+      return kExitBadInput;
+    }
+    auto merged = packs::MergePackConf(m.name, pack_conf, pack->Where(m.conf), *conf, opts.into);
+    if (!merged) {
+      PrintError(merged.error());
+      return kExitBadInput;
+    }
+    for (const std::string& a : merged->added) fmt::print(stderr, "added {}\n", a);
+    for (const std::string& k : merged->kept) fmt::print(stderr, "kept {}: the conf already has it\n", k);
+    text = merged->text;
+    // The merged conf must load with the pack: names, flags and argument types.
+    std::string name = opts.output.empty() ? "<merged scheduler.conf>" : opts.output;
+    auto parsed = ParseSchedulerConf(text, name);
+    if (!parsed) {
+      PrintError(parsed.error());
+      return kExitBadInput;
+    }
+    auto provider = packs::MakePackProvider({}, {*pack});
+    if (!provider) {
+      PrintError(provider.error());
+      return kExitBadInput;
+    }
+    if (auto registry = ResolvePlugins(*parsed, **provider); !registry) {
+      PrintError(registry.error());
+      return kExitBadInput;
+    }
+  }
+  if (opts.output.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status s = WriteAtomically(opts.output, text); !s) {
+    PrintError(s.error());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddPackCommand(CLI::App& app) {
@@ -374,6 +441,19 @@ void AddPackCommand(CLI::App& app) {
   i->add_option("-o,--output", *output, "text (default) or json");
   i->callback([inspect_file, output] {
     int code = RunInspect(*inspect_file, *output);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+
+  auto conf = std::make_shared<ConfOptions>();
+  CLI::App* c = pack->add_subcommand(
+      "conf", "Print a pack's example scheduler.conf, or merge its plugins into yours (--into)");
+  c->add_option("pack", conf->pack, "the .kpack or pack directory")->required();
+  c->add_option("--into", conf->into,
+                "scheduler.conf to add the pack's plugin entries to (same tier, next to the "
+                "plugin they follow in the pack's example)");
+  c->add_option("-o,--output", conf->output, "write the result here instead of stdout");
+  c->callback([conf] {
+    int code = RunConf(*conf);
     if (code != kExitOk) throw CLI::RuntimeError(code);
   });
 }

@@ -33,7 +33,7 @@ Result<std::string> ReadWhole(const std::string& path) {
 struct SourceTexts {
   std::string conf_text;
   std::vector<std::pair<std::string, std::string>> files;  // path → text, conf first
-  std::vector<packs::Pack> packs;  // read (and safety-checked), not yet verified
+  std::vector<Result<packs::Pack>> packs;  // read (and safety-checked), not yet verified
   std::string hash;
 };
 
@@ -104,23 +104,23 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
     return Error{fmt::format("--packs {}: {}", sources.packs_dir, ec.message()),
                  SourceLocation{sources.packs_dir}};
   for (const std::string& path : pack_paths) {
-    // A .kpack is read once: the bytes hashed are the bytes unpacked and verified.
-    Result<packs::Pack> pack = Error{};
+    // A .kpack is read once: the bytes hashed are the bytes unpacked and verified. A pack that
+    // cannot be unpacked is LoadPolicySet's error to report; its bytes still go into the hash,
+    // so the same broken pack is rejected once, not again on every unrelated event.
     if (fs::is_directory(path, ec)) {
-      pack = packs::ReadPack(path);
+      auto pack = packs::ReadPack(path);
       if (!pack) return pack.error();
       out.files.emplace_back(pack->Where(std::string(packs::kManifestFile)), pack->manifest_text);
       if (pack->signature_text)
         out.files.emplace_back(pack->Where(std::string(packs::kSignatureFile)), *pack->signature_text);
       for (const auto& [rel, bytes] : pack->files) out.files.emplace_back(pack->Where(rel), bytes);
+      out.packs.push_back(std::move(pack));
     } else {
       auto bytes = ReadWhole(path);
       if (!bytes) return bytes.error();
-      pack = packs::ReadPackBytes(*bytes, path);
+      out.packs.push_back(packs::ReadPackBytes(*bytes, path));
       out.files.emplace_back(path, std::move(*bytes));
-      if (!pack) return pack.error();
     }
-    out.packs.push_back(std::move(*pack));
   }
   out.hash = Sha256Hex(out.files);
   return out;
@@ -135,7 +135,9 @@ Result<std::vector<NamedPolicySource>> CheckPacks(const PolicySources& sources,
   if (!trust) return trust.error();
   std::vector<NamedPolicySource> named;
   std::map<std::string, std::string> seen;  // pack name → source
-  for (const packs::Pack& pack : texts.packs) {
+  for (const Result<packs::Pack>& read : texts.packs) {
+    if (!read) return read.error();
+    const packs::Pack& pack = *read;
     if (Status s = packs::CheckPackForUse(pack, *trust); !s) return s.error();
     if (auto [it, fresh] = seen.emplace(pack.manifest.name, pack.source); !fresh)
       return Error{fmt::format("pack `{}` is provided twice: by {} and by {}", pack.manifest.name,

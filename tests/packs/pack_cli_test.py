@@ -189,6 +189,20 @@ try:
           and any(a["key"] == "team-share.label" for a in doc["policies"][0]["arguments"]),
           "inspect --output json", out)
 
+    # kiln pack conf --into: the pack's plugins merged into Volcano's default conf, beside the
+    # plugins they sit next to in the pack's example; the result runs like the pack's conf.
+    merged = os.path.join(tmp, "merged.conf")
+    code, out = kiln("pack", "conf", kpack, "--into",
+                     os.path.join(SRC, "examples/conf/volcano-default.conf"), "-o", merged)
+    check(code == 0 and "added team-fairness/team-share (tier 2, before drf)" in out
+          and "added team-fairness/team-nodes (tier 2, after nodeorder)" in out,
+          "pack conf --into: both plugins placed", out)
+    code, out = kiln("simulate", scenario, "--conf", merged, "--pack", kpack, "--output", "json")
+    check(code == 0 and json.loads(out)["sessions"][0]["binds"] == {"beta/b-next-0": "n1"},
+          "pack conf --into: the merged conf takes team-share's decision", out)
+    code, out = kiln("pack", "conf", kpack)
+    check(code == 0 and out == open(conf).read(), "pack conf: prints the pack's example conf", out)
+
     # A failing pack test stops the build; a bad manifest is reported at its line.
     broken = os.path.join(tmp, "broken")
     shutil.copytree(PACK_DIR, broken)

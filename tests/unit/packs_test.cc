@@ -11,6 +11,8 @@
 #include <memory>
 
 #include "packs/archive.h"
+#include "packs/conf_merge.h"
+#include "runtime/conf.h"
 #include "packs/crypto.h"
 #include "packs/manifest.h"
 #include "packs/pack.h"
@@ -302,6 +304,72 @@ TEST(PackVerify, LanguageRangeOutsideThisCompilerIsRefused) {
   EXPECT_NE(s.error().message.find("needs Kiln policy language `>=9.0.0`"), std::string::npos)
       << s.error().message;
   EXPECT_EQ(s.error().where.line, 5);
+}
+
+}  // namespace
+}  // namespace kiln::packs
+
+namespace kiln::packs {
+namespace {
+
+TEST(PackConfMerge, PutsThePacksPluginsBesideTheirNeighbours) {
+  const char* pack_conf = R"(actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+- plugins:
+  - name: tf/share
+    arguments: {share.weight.ml: 2}
+  - name: drf
+  - name: nodeorder
+  - name: tf/nodes
+- plugins:
+  - name: tf/extra
+)";
+  const char* conf = R"(actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: drf
+  - name: nodeorder
+  - name: binpack
+)";
+  auto merged = MergePackConf("tf", pack_conf, "pack.conf", conf, "my.conf");
+  ASSERT_TRUE(merged.ok()) << merged.error().Format();
+  EXPECT_EQ(merged->added,
+            (std::vector<std::string>{"tf/share (tier 2, before drf)",
+                                      "tf/nodes (tier 2, after nodeorder)",
+                                      "tf/extra (tier 3, at the end)"}));
+  auto parsed = ParseSchedulerConf(merged->text, "merged");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().Format() << "\n" << merged->text;
+  std::vector<std::string> tier2;
+  for (const PluginOption& p : parsed->tiers[1].plugins) tier2.push_back(p.name);
+  EXPECT_EQ(tier2, (std::vector<std::string>{"predicates", "tf/share", "drf", "nodeorder",
+                                             "tf/nodes", "binpack"}));
+  ASSERT_EQ(parsed->tiers.size(), 3u);
+  EXPECT_EQ(parsed->tiers[2].plugins[0].name, "tf/extra");
+  EXPECT_EQ(parsed->tiers[1].plugins[1].arguments.size(), 1u);  // the arguments came along
+  EXPECT_EQ(parsed->actions, (std::vector<std::string>{"enqueue", "allocate"}));  // the operator's
+
+  // Merging again changes nothing: every pack plugin is kept as the conf has it.
+  auto again = MergePackConf("tf", pack_conf, "pack.conf", merged->text, "merged");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->added.empty());
+  EXPECT_EQ(again->kept.size(), 3u);
+  EXPECT_EQ(again->text, merged->text);
+}
+
+TEST(PackConfMerge, BadYamlNamesTheFile) {
+  auto merged = MergePackConf("tf", "tiers: [", "pack.conf", "actions: x\n", "my.conf");
+  ASSERT_FALSE(merged.ok());
+  EXPECT_EQ(merged.error().where.file, "pack.conf");
+  auto bad_tiers = MergePackConf("tf", "tiers: []\n", "pack.conf", "tiers: 3\n", "my.conf");
+  ASSERT_FALSE(bad_tiers.ok());
+  EXPECT_NE(bad_tiers.error().message.find("`tiers` must be a list"), std::string::npos);
+  EXPECT_EQ(bad_tiers.error().where.line, 1);
 }
 
 }  // namespace
