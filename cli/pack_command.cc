@@ -30,7 +30,6 @@
 #include "packs/conf_merge.h"
 #include "packs/pack.h"
 #include "packs/scenario_check.h"
-#include "runtime/scheduler.h"
 #include "simulator/scenario.h"
 
 namespace kiln::cli {
@@ -128,13 +127,9 @@ int RunBuild(const BuildOptions& opts) {
     return kExitBadInput;
   }
   if (!m.conf.empty()) {
-    auto conf = ParseSchedulerConf(pack->files.at(m.conf), pack->Where(m.conf));
-    if (!conf) {
-      PrintError(conf.error());
-      return kExitBadInput;
-    }
-    if (auto registry = ResolvePlugins(*conf, **provider); !registry) {
-      PrintError(registry.error());
+    if (Status s = packs::CheckConfLoads(pack->files.at(m.conf), pack->Where(m.conf), **provider);
+        !s) {
+      PrintError(s.error());
       return kExitBadInput;
     }
   }
@@ -377,18 +372,13 @@ int RunConf(const ConfOptions& opts) {
     text = merged->text;
     // The merged conf must load with the pack: names, flags and argument types.
     std::string name = opts.output.empty() ? "<merged scheduler.conf>" : opts.output;
-    auto parsed = ParseSchedulerConf(text, name);
-    if (!parsed) {
-      PrintError(parsed.error());
-      return kExitBadInput;
-    }
     auto provider = packs::MakePackProvider({}, {*pack});
     if (!provider) {
       PrintError(provider.error());
       return kExitBadInput;
     }
-    if (auto registry = ResolvePlugins(*parsed, **provider); !registry) {
-      PrintError(registry.error());
+    if (Status s = packs::CheckConfLoads(text, name, **provider); !s) {
+      PrintError(s.error());
       return kExitBadInput;
     }
   }

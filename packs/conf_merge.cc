@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/conf.h"
+#include "runtime/scheduler.h"
 #include "runtime/yaml_util.h"
 
 namespace kiln::packs {
@@ -100,6 +102,13 @@ Result<ConfMerge> MergePackConf(std::string_view pack_name, std::string_view pac
   emitter << *root;
   out.text = std::string(emitter.c_str()) + "\n";
   return out;
+}
+
+Status CheckConfLoads(std::string_view text, const std::string& file, PolicyProvider& provider) {
+  auto conf = ParseSchedulerConf(text, file);
+  if (!conf) return conf.error();
+  if (auto registry = ResolvePlugins(*conf, provider); !registry) return registry.error();
+  return Status::Ok();
 }
 
 }  // namespace kiln::packs

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/policy_provider.h"
 #include "runtime/status.h"
 
 namespace kiln::packs {
@@ -27,5 +28,10 @@ struct ConfMerge {
 Result<ConfMerge> MergePackConf(std::string_view pack_name, std::string_view pack_conf,
                                 const std::string& pack_file, std::string_view conf,
                                 const std::string& conf_file);
+
+// Whether scheduler.conf `text` loads with the plugins of `provider` (a pack's, via
+// MakePackProvider): the conf's own validation, then every plugin name resolved and its arguments
+// checked against the policy's schema. Errors name `file` and the line.
+Status CheckConfLoads(std::string_view text, const std::string& file, PolicyProvider& provider);
 
 }  // namespace kiln::packs
