@@ -15,5 +15,6 @@ void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc
 void AddServeCommand(CLI::App& app);     // serve_command.cc
 void AddExplainCommand(CLI::App& app);   // explain_command.cc
 void AddTestCommand(CLI::App& app);      // test_command.cc
+void AddPackCommand(CLI::App& app);      // pack_command.cc
 
 }  // namespace kiln::cli

@@ -1,11 +1,19 @@
-// The kiln command: simulate, check, compile, serve, explain, test.
+// The kiln command: simulate, check, compile, serve, explain, test, pack.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "compiler/language_version.h"
+
+namespace kiln {
+const char* Version();  // runtime/version.cc
+}  // namespace kiln
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a Volcano-compatible batch scheduler with JIT-compiled policies"};
   app.require_subcommand(1);
+  // The policy language version is what a pack's `language:` range is checked against.
+  app.set_version_flag("--version", std::string("kiln ") + kiln::Version() + " (policy language " +
+                                        std::string(kiln::kLanguageVersion) + ")");
   kiln::cli::AddSimulateCommand(app);
   kiln::cli::AddCheckCommand(app);
   kiln::cli::AddCompileCommand(app);
@@ -13,6 +21,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddServeCommand(app);
   kiln::cli::AddExplainCommand(app);
   kiln::cli::AddTestCommand(app);
+  kiln::cli::AddPackCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

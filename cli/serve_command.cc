@@ -1,9 +1,9 @@
 // `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
-//             [--policy-dir D]... [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
+//             [--policy-dir D]... [--packs DIR [--trust PUB.pem]...] [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
 //             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
 //
 // The long-running scheduler (server/server.h): one session per period against a cluster, with
-// live reload of the conf and policies, Prometheus metrics and health endpoints. The cluster is a
+// live reload of the conf, policies and policy packs, Prometheus metrics and health endpoints. The cluster is a
 // scenario file (`--scenario`: the simulated cluster of `kiln simulate`, advancing in real time;
 // useful for demos, dashboards and trying a conf) or the Kubernetes API server (`--kubeconfig`,
 // else $KUBECONFIG, else the pod's service account, else ~/.kube/config).
@@ -44,6 +44,8 @@ struct ServeFlags {
   std::vector<std::string> policy_dirs;
   bool allow_builtin_override = false;
   std::string compile_cache;
+  std::string packs_dir;
+  std::vector<std::string> trust;
   std::string scenario;
   std::string kubeconfig;
   std::string scheduler_name = "volcano";
@@ -171,6 +173,8 @@ int RunServe(const ServeFlags& f) {
   options.sources.policy_dirs = f.policy_dirs;
   options.sources.allow_builtin_override = f.allow_builtin_override;
   options.sources.compile_cache_dir = f.compile_cache;
+  options.sources.packs_dir = f.packs_dir;
+  options.sources.trust_keys = f.trust;
   options.schedule_period = std::chrono::nanoseconds(*period);
   options.listen = f.listen;
   options.dry_run = f.dry_run;
@@ -212,6 +216,12 @@ void AddServeCommand(CLI::App& app) {
                 "let a --policy-dir policy replace the built-in policy of the same name");
   cmd->add_option("--compile-cache", f->compile_cache,
                   "reuse policies' native code across runs from this directory");
+  cmd->add_option("--packs", f->packs_dir,
+                  "directory of policy packs (*.kpack, watched: a pack added, replaced or removed "
+                  "applies live); their plugins are named pack/plugin in the conf");
+  cmd->add_option("--trust", f->trust,
+                  "public key (PEM) trusted to sign packs (repeatable); with any given, unsigned "
+                  "or otherwise signed packs are refused");
   cmd->add_option("--scenario", f->scenario,
                   "serve the simulated cluster of a scenario file instead of Kubernetes");
   cmd->add_option("--kubeconfig", f->kubeconfig,

@@ -1,6 +1,6 @@
 // `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
 //                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]
-//                     [--watch]`
+//                     [--pack NAME.kpack]... [--trust PUB.pem]... [--watch]`
 //
 // --watch runs the cycles in real time, one per --period, with `kiln serve`'s live reload
 // (server/): the conf and policy directories are watched, and a change that compiles is in effect
@@ -26,6 +26,7 @@
 #include "server/policy_set.h"
 #include "server/scheduler_loop.h"
 #include "server/server.h"
+#include "packs/scenario_check.h"
 
 #include <chrono>
 #include <thread>
@@ -33,6 +34,7 @@
 // The policy host lives in kiln_compiler; builds without it (-DKILN_NO_POLICY_HOST) run plugin-free.
 #if !defined(KILN_NO_POLICY_HOST) && __has_include("compiler/host/policy_provider.h")
 #include "compiler/host/policy_provider.h"
+#include "packs/pack.h"
 #define KILN_HAVE_POLICY_HOST 1
 #endif
 
@@ -69,12 +71,20 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts
   options.policy_dirs = opts.policy_dirs;
   options.allow_builtin_override = opts.allow_builtin_override;
   options.compile_cache_dir = opts.compile_cache;
-  return MakeCompiledPolicyProvider(options);
+  auto trust = packs::LoadTrustedKeys(opts.trust);
+  if (!trust) return trust.error();
+  std::vector<packs::Pack> loaded;
+  for (const std::string& path : opts.packs) {
+    auto pack = packs::LoadPackForUse(path, *trust);
+    if (!pack) return pack.error();
+    loaded.push_back(std::move(*pack));
+  }
+  return packs::MakePackProvider(std::move(options), loaded);
 #else
   PolicyProviderOptions options;
   options.policy_dirs = opts.policy_dirs;
-  if (!options.policy_dirs.empty())
-    return Error{"--policy-dir: this build of kiln has no policy host", SourceLocation{}};
+  if (!options.policy_dirs.empty() || !opts.packs.empty())
+    return Error{"--policy-dir, --pack: this build of kiln has no policy host", SourceLocation{}};
   return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
 #endif
 }
@@ -96,6 +106,8 @@ struct SimulateOptions {
   bool allow_builtin_override = false;
   std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
   bool watch = false;
+  std::vector<std::string> packs;
+  std::vector<std::string> trust;
 };
 
 // --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
@@ -108,6 +120,8 @@ int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationN
   sources.policy_dirs = opts.policy_dirs;
   sources.allow_builtin_override = opts.allow_builtin_override;
   sources.compile_cache_dir = opts.compile_cache;
+  sources.pack_files = opts.packs;
+  sources.trust_keys = opts.trust;
   server::PolicyReloader reloader(sources, server::CompiledProviderFactory());
   if (Status s = reloader.LoadInitial(); !s) {
     PrintError(s.error());
@@ -204,7 +218,8 @@ int RunSimulate(const SimulateOptions& opts) {
                      SourceLocation{spec->file}});
     return kExitBadInput;
   }
-  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache});
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache,
+                                opts.packs, opts.trust});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;
@@ -212,23 +227,18 @@ int RunSimulate(const SimulateOptions& opts) {
   SimulatorOptions sim_options;
   sim_options.cycles = opts.cycles;
   sim_options.period = *period;
-  auto sim = Simulator::Create(*spec, std::move(*conf), **provider, sim_options);
-  if (!sim) {
-    PrintError(sim.error());
+  // CheckScenario runs the simulation and, when the scenario has `expect`, compares the first
+  // session with it (the same check `kiln pack build` runs on a pack's tests).
+  auto checked = packs::CheckScenario(*spec, std::move(*conf), **provider, sim_options);
+  if (!checked) {
+    PrintError(checked.error());
     return kExitBadInput;
   }
-  auto result = (*sim)->Run();
-  if (!result) {
-    PrintError(result.error());
-    return kExitBadInput;
-  }
+  SimulationResult* result = &checked->result;
   if (opts.check) {
-    std::vector<std::string> diffs = CheckExpectations(*spec->expect, result->sessions.front());
-    for (std::string& d : CheckWarnings(*spec->expect, spec->warnings)) diffs.push_back(std::move(d));
+    const std::vector<std::string>& diffs = checked->diffs;
     // The cluster's warnings go to stderr: --check's stdout is the verdict.
     std::fputs(FormatWarnings(spec->warnings).c_str(), stderr);
-    if (spec->expect->calls)
-      for (std::string& d : CheckCalls(*spec->expect->calls, result->calls)) diffs.push_back(std::move(d));
     if (diffs.empty()) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
       return kExitOk;
@@ -269,6 +279,12 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--compile-cache", opts->compile_cache,
                   "reuse policies' native code across runs from this directory (created 0700; "
                   "default $KILN_COMPILE_CACHE, unset: no cache)");
+  cmd->add_option("--pack", opts->packs,
+                  "policy pack (.kpack or pack directory) whose plugins the conf may name as "
+                  "pack/plugin (repeatable; verified before use)");
+  cmd->add_option("--trust", opts->trust,
+                  "public key (PEM) a --pack must be signed by (repeatable; none: any signature "
+                  "or none is accepted)");
   cmd->add_flag("--watch", opts->watch,
                 "run the cycles in real time (one per --period) and reload --conf and the policy "
                 "directories when they change, as `kiln serve` does");

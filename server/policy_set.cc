@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "compiler/host/policy_provider.h"
+#include "packs/pack.h"
 #include "runtime/scheduler.h"
 
 namespace kiln::server {
@@ -26,12 +28,27 @@ Result<std::string> ReadWhole(const std::string& path) {
   return ss.str();
 }
 
-// What a set is built from, read once: the conf text and every policy file of the dirs.
+// What a set is built from, read once: the conf text, every policy file of the dirs, the trust
+// keys and the packs (a .kpack's bytes; a pack directory's manifest and files).
 struct SourceTexts {
   std::string conf_text;
   std::vector<std::pair<std::string, std::string>> files;  // path → text, conf first
+  std::vector<Result<packs::Pack>> packs;  // read (and safety-checked), not yet verified
   std::string hash;
 };
+
+// The packs a configuration uses: each *.kpack of `packs_dir` in name order, then `pack_files`.
+std::vector<std::string> PackPaths(const PolicySources& sources, std::error_code& ec) {
+  std::vector<std::string> paths;
+  if (!sources.packs_dir.empty()) {
+    for (const auto& entry : fs::directory_iterator(sources.packs_dir, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".kpack")
+        paths.push_back(entry.path().string());
+    std::sort(paths.begin(), paths.end());
+  }
+  paths.insert(paths.end(), sources.pack_files.begin(), sources.pack_files.end());
+  return paths;
+}
 
 std::string Sha256Hex(const std::vector<std::pair<std::string, std::string>>& files) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -76,18 +93,77 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
       out.files.emplace_back(p.string(), std::move(*text));
     }
   }
+  for (const std::string& key : sources.trust_keys) {
+    auto text = ReadWhole(key);
+    if (!text) return Error{fmt::format("--trust {}", text.error().message), SourceLocation{key}};
+    out.files.emplace_back(key, std::move(*text));
+  }
+  std::error_code ec;
+  std::vector<std::string> pack_paths = PackPaths(sources, ec);
+  if (ec)
+    return Error{fmt::format("--packs {}: {}", sources.packs_dir, ec.message()),
+                 SourceLocation{sources.packs_dir}};
+  for (const std::string& path : pack_paths) {
+    // A .kpack is read once: the bytes hashed are the bytes unpacked and verified. A pack that
+    // cannot be unpacked is LoadPolicySet's error to report; its bytes still go into the hash,
+    // so the same broken pack is rejected once, not again on every unrelated event.
+    if (fs::is_directory(path, ec)) {
+      auto pack = packs::ReadPack(path);
+      if (!pack) return pack.error();
+      out.files.emplace_back(pack->Where(std::string(packs::kManifestFile)), pack->manifest_text);
+      if (pack->signature_text)
+        out.files.emplace_back(pack->Where(std::string(packs::kSignatureFile)), *pack->signature_text);
+      for (const auto& [rel, bytes] : pack->files) out.files.emplace_back(pack->Where(rel), bytes);
+      out.packs.push_back(std::move(pack));
+    } else {
+      auto bytes = ReadWhole(path);
+      if (!bytes) return bytes.error();
+      out.packs.push_back(packs::ReadPackBytes(*bytes, path));
+      out.files.emplace_back(path, std::move(*bytes));
+    }
+  }
   out.hash = Sha256Hex(out.files);
   return out;
+}
+
+// Verifies every pack (digests, signature, trust, language version): one that fails rejects the
+// whole configuration. Returns the packs' policies for the provider.
+Result<std::vector<NamedPolicySource>> CheckPacks(const PolicySources& sources,
+                                                  const SourceTexts& texts,
+                                                  std::vector<std::string>* descriptions) {
+  auto trust = packs::LoadTrustedKeys(sources.trust_keys);
+  if (!trust) return trust.error();
+  std::vector<NamedPolicySource> named;
+  std::map<std::string, std::string> seen;  // pack name → source
+  for (const Result<packs::Pack>& read : texts.packs) {
+    if (!read) return read.error();
+    const packs::Pack& pack = *read;
+    if (Status s = packs::CheckPackForUse(pack, *trust); !s) return s.error();
+    if (auto [it, fresh] = seen.emplace(pack.manifest.name, pack.source); !fresh)
+      return Error{fmt::format("pack `{}` is provided twice: by {} and by {}", pack.manifest.name,
+                               it->second, pack.source),
+                   SourceLocation{pack.source}};
+    for (NamedPolicySource& n : packs::NamedPolicies(pack)) named.push_back(std::move(n));
+    std::string signer;
+    if (pack.signature_text)
+      if (auto sig = packs::VerifySignature(pack.manifest_text, *pack.signature_text))
+        signer = ", signed by " + sig->signer.id;
+    descriptions->push_back(fmt::format("{} {} ({}{})", pack.manifest.name, pack.manifest.version,
+                                        pack.source, signer));
+  }
+  return named;
 }
 
 }  // namespace
 
 ProviderFactory CompiledProviderFactory() {
-  return [](const PolicySources& s) -> Result<std::unique_ptr<PolicyProvider>> {
+  return [](const PolicySources& s,
+            const std::vector<NamedPolicySource>& named) -> Result<std::unique_ptr<PolicyProvider>> {
     CompiledPolicyOptions options;
     options.policy_dirs = s.policy_dirs;
     options.allow_builtin_override = s.allow_builtin_override;
     options.compile_cache_dir = s.compile_cache_dir;
+    options.named_policies = named;
     return MakeCompiledPolicyProvider(options);
   };
 }
@@ -106,9 +182,13 @@ Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sour
   std::string conf_name = sources.conf_file.empty() ? "<default scheduler.conf>" : sources.conf_file;
   auto conf = ParseSchedulerConf(texts->conf_text, conf_name);
   if (!conf) return conf.error();
-  auto provider = factory(sources);
+  std::vector<std::string> pack_descriptions;
+  auto named = CheckPacks(sources, *texts, &pack_descriptions);
+  if (!named) return named.error();
+  auto provider = factory(sources, *named);
   if (!provider) return provider.error();
   auto set = std::make_shared<PolicySet>();
+  set->packs = std::move(pack_descriptions);
   set->conf = std::move(*conf);
   set->provider = std::move(*provider);
   auto registry = ResolvePlugins(set->conf, *set->provider);
@@ -210,6 +290,19 @@ std::vector<std::string> PolicyReloader::WatchDirectories() const {
     dirs.push_back(parent.empty() ? "." : parent.string());
   }
   for (const std::string& d : sources_.policy_dirs) dirs.push_back(d);
+  if (!sources_.packs_dir.empty()) dirs.push_back(sources_.packs_dir);
+  for (const std::string& p : sources_.pack_files) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      // A pack directory's files sit in subdirectories too (policies/, tests/).
+      dirs.push_back(p);
+      for (const auto& entry : fs::recursive_directory_iterator(p, ec))
+        if (entry.is_directory()) dirs.push_back(entry.path().string());
+    } else {
+      fs::path parent = fs::path(p).parent_path();
+      dirs.push_back(parent.empty() ? "." : parent.string());
+    }
+  }
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   return dirs;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/host/policy_provider.h"
 #include "runtime/conf.h"
 #include "runtime/plugin.h"
 #include "runtime/policy_provider.h"
@@ -31,12 +32,18 @@ struct PolicySources {
   std::vector<std::string> policy_dirs;  // --policy-dir
   bool allow_builtin_override = false;
   std::string compile_cache_dir;  // --compile-cache; empty: the compiler's default
+  // Policy packs (packs/): every *.kpack in `packs_dir` (serve --packs) and each of `pack_files`
+  // (simulate --pack: a .kpack or a pack directory). Their plugins are `pack/plugin`.
+  std::string packs_dir;
+  std::vector<std::string> pack_files;
+  // --trust: PEM public keys; when any is given, every pack must be signed by one of them.
+  std::vector<std::string> trust_keys;
 };
 
 // Makes the provider a set resolves its plugin names through. The default compiles policies
-// (compiler/host); tests pass C++ test plugins.
-using ProviderFactory =
-    std::function<Result<std::unique_ptr<PolicyProvider>>(const PolicySources& sources)>;
+// (compiler/host), the packs' (`named`) among them; tests pass C++ test plugins.
+using ProviderFactory = std::function<Result<std::unique_ptr<PolicyProvider>>(
+    const PolicySources& sources, const std::vector<NamedPolicySource>& named)>;
 ProviderFactory CompiledProviderFactory();
 
 struct PolicySet {
@@ -48,7 +55,8 @@ struct PolicySet {
 
   uint64_t generation = 0;  // 1 for the first set loaded, +1 per accepted reload
   std::string hash;         // sha256 over the conf text and every policy file read
-  std::vector<std::string> source_files;  // the conf and the policy files, as read
+  std::vector<std::string> source_files;  // the conf, the policy files and packs, as read
+  std::vector<std::string> packs;         // "team-fairness 1.0.0 (signed by ed25519:...)"
   std::chrono::system_clock::time_point loaded_at;
 };
 
@@ -90,7 +98,8 @@ class PolicyReloader {
   std::shared_ptr<const PolicySet> Current() const;
   const PolicySources& sources() const { return sources_; }
   // The directories whose changes may change the configuration: the conf file's directory (not
-  // the file: a ConfigMap mount replaces it by swapping the `..data` symlink) and each policy dir.
+  // the file: a ConfigMap mount replaces it by swapping the `..data` symlink), each policy dir,
+  // the packs dir and the directories holding --pack files.
   std::vector<std::string> WatchDirectories() const;
 
   // Called after every Reload (metrics, logs, events), on the reloading thread.

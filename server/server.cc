@@ -45,6 +45,7 @@ std::string ConfigJson(const PolicySet* set) {
   j["generation"] = set->generation;
   j["hash"] = "sha256:" + set->hash;
   j["sources"] = set->source_files;
+  j["packs"] = set->packs;
   j["loadedAt"] = fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(
                                                 set->loaded_at)));
   j["actions"] = set->conf.actions;

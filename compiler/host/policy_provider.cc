@@ -51,14 +51,16 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
 
 class CompiledPolicyProvider : public PolicyProvider {
  public:
-  CompiledPolicyProvider(PolicyCompiler* compiler, std::map<std::string, std::string> user)
-      : compiler_(compiler), user_(std::move(user)) {}
+  CompiledPolicyProvider(PolicyCompiler* compiler, std::map<std::string, std::string> user,
+                         std::map<std::string, NamedPolicySource> named)
+      : compiler_(compiler), user_(std::move(user)), named_(std::move(named)) {}
 
   std::vector<std::string> Names() const override {
     std::vector<std::string> names;
     for (const auto& p : BuiltinPolicies()) names.emplace_back(p.name);
     for (const auto& [name, path] : user_)
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    for (const auto& [name, named] : named_) names.push_back(name);
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -84,9 +86,11 @@ class CompiledPolicyProvider : public PolicyProvider {
       e.where = option.where;
       return e;
     }
-    if ((*compiled)->name != option.name) {
+    std::string declared = option.name;
+    if (auto it = named_.find(option.name); it != named_.end()) declared = it->second.declared_name;
+    if ((*compiled)->name != declared) {
       return Error{fmt::format("plugin `{}`: {} declares `policy {};`, not `{}`", option.name,
-                               (*source)->path, (*compiled)->name, option.name),
+                               (*source)->path, (*compiled)->name, declared),
                    option.where};
     }
     auto bound = BindArguments(*compiled, option);
@@ -101,6 +105,8 @@ class CompiledPolicyProvider : public PolicyProvider {
  private:
   // The source a plugin name resolves to; nullopt-like null when none.
   Result<std::unique_ptr<SourceFile>> Source(const std::string& name) {
+    if (auto it = named_.find(name); it != named_.end())
+      return std::make_unique<SourceFile>(it->second.source);
     if (auto it = user_.find(name); it != user_.end()) {
       auto text = ReadFile(it->second);
       if (!text.ok()) return text.error();
@@ -113,6 +119,7 @@ class CompiledPolicyProvider : public PolicyProvider {
 
   PolicyCompiler* compiler_;
   std::map<std::string, std::string> user_;  // name → path
+  std::map<std::string, NamedPolicySource> named_;  // conf name → source held in memory (packs)
   std::deque<PluginBuilder> builders_;       // stable addresses for Prepare's result
 };
 
@@ -148,8 +155,19 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
       user[name] = path.string();
     }
   }
+  std::map<std::string, NamedPolicySource> named;
+  for (const NamedPolicySource& n : options.named_policies) {
+    if (user.count(n.conf_name) || FindBuiltinPolicy(n.conf_name))
+      return Error{fmt::format("policy `{}` ({}) has the name of another policy", n.conf_name,
+                               n.source.path),
+                   SourceLocation{n.source.path, 0, 0}};
+    if (auto [it, fresh] = named.emplace(n.conf_name, n); !fresh)
+      return Error{fmt::format("policy `{}` is provided twice: by {} and by {}", n.conf_name,
+                               it->second.source.path, n.source.path),
+                   SourceLocation{n.source.path, 0, 0}};
+  }
   return std::unique_ptr<PolicyProvider>(
-      std::make_unique<CompiledPolicyProvider>(*compiler, std::move(user)));
+      std::make_unique<CompiledPolicyProvider>(*compiler, std::move(user), std::move(named)));
 }
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(

@@ -13,10 +13,19 @@
 #include <string>
 #include <vector>
 
+#include "compiler/source.h"
 #include "runtime/policy_provider.h"
 #include "runtime/status.h"
 
 namespace kiln {
+
+// A policy that is not a file of a --policy-dir: a policy pack's (packs/), named `conf_name` in
+// scheduler.conf (`team-fairness/team-share`) while its source declares `policy declared_name;`.
+struct NamedPolicySource {
+  std::string conf_name;
+  std::string declared_name;
+  SourceFile source;
+};
 
 struct CompiledPolicyOptions {
   std::vector<std::string> policy_dirs;
@@ -24,6 +33,7 @@ struct CompiledPolicyOptions {
   // --compile-cache: where the process-wide compiler caches native code (overrides
   // $KILN_COMPILE_CACHE); empty leaves the compiler's cache as it is.
   std::string compile_cache_dir;
+  std::vector<NamedPolicySource> named_policies;  // packs' policies, beside the dirs' files
 };
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(

@@ -13,9 +13,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
+
+from serve_util import fail, get, metric, start_serve, wait_for
 
 KILN, SRC = sys.argv[1], sys.argv[2]
 SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
@@ -40,11 +40,6 @@ CONF_RUNAWAY = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  -
 RUNAWAY_DIR = os.path.join(SRC, "tests/cli/simulate/data/runaway")
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
 def write(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -52,55 +47,13 @@ def write(path, text):
     os.rename(tmp, path)
 
 
-def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" ([0-9.e+-]+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_for(pred, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for " + what)
-
-
 tmp = tempfile.mkdtemp(prefix="kiln-serve-test-")
 try:
     conf = os.path.join(tmp, "scheduler.conf")
     write(conf, CONF_A)
-    proc = subprocess.Popen(
+    proc, log, port = start_serve(
         [KILN, "serve", "--scenario", SCENARIO, "--conf", conf, "--listen", "127.0.0.1:0",
-         "--schedule-period", "200ms", "--policy-dir", RUNAWAY_DIR],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    log = []
-
-    def drain():
-        for line in proc.stderr:
-            log.append(line)
-
-    threading.Thread(target=drain, daemon=True).start()
-
-    def port_from_log():
-        for line in log:
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m:
-                return int(m.group(1))
-        if proc.poll() is not None:
-            fail("kiln serve exited early:\n" + "".join(log))
-        return None
-
-    port = wait_for(port_from_log, "the listen line")
+         "--schedule-period", "200ms", "--policy-dir", RUNAWAY_DIR])
     status, body = get(port, "/healthz")
     if status != 200:
         fail(f"/healthz: {status} {body}")

@@ -1,0 +1,64 @@
+#include "packs/scenario_check.h"
+
+#include <fmt/format.h>
+
+namespace kiln::packs {
+
+Result<ScenarioCheck> CheckScenario(const ScenarioSpec& spec, SchedulerConf conf,
+                                    PolicyProvider& provider, SimulatorOptions options) {
+  auto sim = Simulator::Create(spec, std::move(conf), provider, options);
+  if (!sim) return sim.error();
+  auto result = (*sim)->Run();
+  if (!result) return result.error();
+  ScenarioCheck check;
+  check.result = std::move(*result);
+  if (!spec.expect) return check;
+  check.diffs = CheckExpectations(*spec.expect, check.result.sessions.front());
+  for (std::string& d : CheckWarnings(*spec.expect, spec.warnings)) check.diffs.push_back(std::move(d));
+  if (spec.expect->calls)
+    for (std::string& d : CheckCalls(*spec.expect->calls, check.result.calls))
+      check.diffs.push_back(std::move(d));
+  return check;
+}
+
+Result<std::unique_ptr<PolicyProvider>> MakePackProvider(CompiledPolicyOptions options,
+                                                         const std::vector<Pack>& packs) {
+  for (const Pack& pack : packs)
+    for (NamedPolicySource& n : NamedPolicies(pack)) options.named_policies.push_back(std::move(n));
+  return MakeCompiledPolicyProvider(options);
+}
+
+std::vector<PackTestResult> RunPackTests(const Pack& pack, PolicyProvider& provider) {
+  std::vector<PackTestResult> out;
+  const std::string* pack_conf = nullptr;
+  if (!pack.manifest.conf.empty())
+    if (auto it = pack.files.find(pack.manifest.conf); it != pack.files.end()) pack_conf = &it->second;
+  for (const std::string& file : pack.manifest.tests) {
+    PackTestResult r;
+    r.file = file;
+    auto run = [&]() -> Status {
+      auto text = pack.files.find(file);
+      if (text == pack.files.end())
+        return Error{fmt::format("{}: no such file in the pack", file), SourceLocation{pack.source}};
+      auto spec = ParseScenario(text->second, pack.Where(file));
+      if (!spec) return spec.error();
+      r.name = spec->name;
+      if (!spec->expect || spec->expect->empty())
+        return Error{"a pack test needs an `expect` block (binds, evictions, calls, ...) to check",
+                     SourceLocation{pack.Where(file)}};
+      bool use_pack_conf = !spec->has_conf && pack_conf;
+      auto conf = ResolveScenarioConf(*spec, use_pack_conf ? pack_conf : nullptr,
+                                      pack.Where(pack.manifest.conf));
+      if (!conf) return conf.error();
+      auto check = CheckScenario(*spec, std::move(*conf), provider);
+      if (!check) return check.error();
+      r.check = std::move(*check);
+      return Status::Ok();
+    };
+    if (Status s = run(); !s) r.error = s.error();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace kiln::packs
