@@ -417,7 +417,8 @@ void AddPackCommand(CLI::App& app) {
   v->add_option("pack", *verify_file, "the .kpack (or a built pack directory)")->required();
   v->add_option("--trust", *trust,
                 "public key (PEM) whose signature is accepted (repeatable); with any given, an "
-                "unsigned pack or another signer fails");
+                "unsigned pack or another signer fails")
+      ->allow_extra_args(false);
   v->callback([verify_file, trust] {
     int code = RunVerify(*verify_file, *trust);
     if (code != kExitOk) throw CLI::RuntimeError(code);

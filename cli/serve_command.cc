@@ -221,7 +221,8 @@ void AddServeCommand(CLI::App& app) {
                   "applies live); their plugins are named pack/plugin in the conf");
   cmd->add_option("--trust", f->trust,
                   "public key (PEM) trusted to sign packs (repeatable); with any given, unsigned "
-                  "or otherwise signed packs are refused");
+                  "or otherwise signed packs are refused")
+      ->allow_extra_args(false);
   cmd->add_option("--scenario", f->scenario,
                   "serve the simulated cluster of a scenario file instead of Kubernetes");
   cmd->add_option("--kubeconfig", f->kubeconfig,

@@ -281,10 +281,12 @@ void AddSimulateCommand(CLI::App& app) {
                   "default $KILN_COMPILE_CACHE, unset: no cache)");
   cmd->add_option("--pack", opts->packs,
                   "policy pack (.kpack or pack directory) whose plugins the conf may name as "
-                  "pack/plugin (repeatable; verified before use)");
+                  "pack/plugin (repeatable; verified before use)")
+      ->allow_extra_args(false);
   cmd->add_option("--trust", opts->trust,
                   "public key (PEM) a --pack must be signed by (repeatable; none: any signature "
-                  "or none is accepted)");
+                  "or none is accepted)")
+      ->allow_extra_args(false);
   cmd->add_flag("--watch", opts->watch,
                 "run the cycles in real time (one per --period) and reload --conf and the policy "
                 "directories when they change, as `kiln serve` does");

@@ -32,6 +32,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/output_format.h"
+#include "packs/pack.h"
 #include "simulator/random_cluster.h"
 #include "simulator/testing.h"
 
@@ -72,6 +73,40 @@ Result<std::unique_ptr<PolicyProvider>> ProviderFor(const TestOptions& opts, con
   ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache};
   p.policy_dirs.insert(p.policy_dirs.end(), tc.policy_dirs.begin(), tc.policy_dirs.end());
   return MakeProvider(p);
+}
+
+// A policy pack (a .kpack file, or a directory with kiln-pack.yaml) is a test source: its
+// manifest's tests, each run with the pack's plugins (named pack/plugin) and, when the scenario
+// has no conf of its own, the pack's conf, as `kiln pack build` runs them.
+std::optional<Result<std::vector<TestCase>>> DiscoverPack(const TestOptions& opts,
+                                                          const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool archive = fs::is_regular_file(path, ec) && fs::path(path).extension() == ".kpack";
+  bool directory = fs::is_directory(path, ec) && fs::exists(fs::path(path) / "kiln-pack.yaml", ec);
+  if (!archive && !directory) return std::nullopt;
+  auto pack = packs::ReadPack(path);
+  if (!pack) return Result<std::vector<TestCase>>(pack.error());
+  std::optional<std::string> conf;
+  if (!pack->manifest.conf.empty())
+    if (auto it = pack->files.find(pack->manifest.conf); it != pack->files.end()) conf = it->second;
+  std::vector<TestCase> cases;
+  for (const std::string& test : pack->manifest.tests) {
+    TestCase tc;
+    tc.file = pack->Where(test);
+    tc.name = tc.file;
+    tc.suite = pack->manifest.name;
+    if (auto it = pack->files.find(test); it != pack->files.end()) tc.text = it->second;
+    tc.default_conf = conf;
+    tc.default_conf_file = pack->Where(pack->manifest.conf);
+    tc.provider = [opts, path]() {
+      ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache};
+      p.packs = {path};
+      return MakeProvider(p);
+    };
+    cases.push_back(std::move(tc));
+  }
+  return Result<std::vector<TestCase>>(std::move(cases));
 }
 
 TestResult RunOne(const TestOptions& opts, const TestCase& tc) {
@@ -343,8 +378,8 @@ int RunTests(const TestOptions& opts) {
     PrintError(p.error());
     return kExitBadInput;
   }
-  // Other kinds of test sources (policy packs) add their discoverers here.
   TestDiscovery discovery;
+  discovery.Add([&opts](const std::string& path) { return DiscoverPack(opts, path); });
   auto found = discovery.Discover(opts.paths);
   if (!found) {
     PrintError(found.error());

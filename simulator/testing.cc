@@ -105,13 +105,15 @@ TestResult RunTestCase(const TestCase& tc, PolicyProvider& provider) {
     r.error = std::move(e);
     return finish(TestResult::Status::Error);
   };
-  auto spec = LoadScenarioFile(tc.file);
+  auto spec = tc.text ? ParseScenario(*tc.text, tc.file) : LoadScenarioFile(tc.file);
   if (!spec) return broken(spec.error());
   r.scenario = spec->name;
   if (!spec->expect || spec->expect->empty())
     return broken(Error{"the scenario has no `expect` block to check against",
                         SourceLocation{spec->file}});
-  auto conf = ResolveScenarioConf(*spec, nullptr, "");
+  bool use_default = !spec->has_conf && tc.default_conf;
+  auto conf = ResolveScenarioConf(*spec, use_default ? &*tc.default_conf : nullptr,
+                                  use_default ? tc.default_conf_file : "");
   if (!conf) return broken(conf.error());
   auto sim = Simulator::Create(*spec, std::move(*conf), provider);
   if (!sim) return broken(sim.error());

@@ -31,6 +31,13 @@ struct TestCase {
   // whose plugin names the default cannot resolve, like a pack's `pack/plugin`). Called once per
   // case, possibly from several threads at once.
   std::function<Result<std::unique_ptr<PolicyProvider>>()> provider;
+  // When set, the scenario's text, read instead of `file` (a test inside a .kpack archive; `file`
+  // then names it in errors, "team.kpack:tests/a.yaml").
+  std::optional<std::string> text;
+  // When set, the conf a scenario without its own `conf` runs with (a pack's conf), and the name
+  // its errors carry.
+  std::optional<std::string> default_conf;
+  std::string default_conf_file;
 };
 
 // A finder for one kind of test source. Given a path, it returns nullopt when the path is not

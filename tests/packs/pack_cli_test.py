@@ -215,6 +215,14 @@ try:
     code, out = kiln("pack", "build", broken, "-o", out_kpack)
     check(code == 1 and "FAIL tests/team-share-order.yaml" in out and "2 passed, 1 failed" in out
           and not os.path.exists(out_kpack), "build: a failing test stops it, with the diff", out)
+    # kiln test: the built archive's cases pass; the broken directory's case fails with its diff.
+    code, out = kiln("test", kpack, "--no-times")
+    check(code == 0 and re.search(r"PASS \S*team-fairness\.kpack:tests/team-share-order\.yaml", out)
+          and "3 passed, 0 failed" in out, "kiln test on the .kpack passes", out)
+    code, out = kiln("test", broken, "--no-times")
+    check(code == 1 and "FAIL " in out and "tests/team-share-order.yaml" in out
+          and "alpha/a-next-0" in out and "2 passed, 1 failed" in out,
+          "kiln test on the broken pack fails with the difference", out)
     m = os.path.join(broken, "kiln-pack.yaml")
     with open(m) as f:
         body = f.read()

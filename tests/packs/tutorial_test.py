@@ -2,8 +2,7 @@
 """docs/tutorial-policy.md, run as written: every ```LANG file=PATH block is written to PATH and
 every ```sh block runs, in order, in one bash session (`set -euo pipefail`) in a scratch
 directory, with `kiln` from the build on PATH and KILN_SRC set. The only change: the tutorial's
-port 8080 becomes a free port, so the test can run beside others. `kiln test`, which lands with
-another branch, appears only in prose and is not run.
+port 8080 becomes a free port, so the test can run beside others.
 
 Usage: tutorial_test.py KILN SOURCE_DIR.
 """
@@ -48,7 +47,7 @@ try:
                        text=True, timeout=280)
     out = r.stdout + r.stderr
     print(out)
-    expected = ["PASS draining", "1 passed, 0 failed", "packs/drain.kpack: OK: drain 0.1.0",
+    expected = ["PASS draining", "1 passed, 0 failed", "PASS drain-pack/tests/draining.yaml", "packs/drain.kpack: OK: drain 0.1.0",
                 "policy drain/drain-aware", "unknown field `lables` on Node",
                 "policies/drain-aware.policy: sha256 differs from the manifest",
                 '"generation": 1', "drain 0.2.0", "the pack is not signed",
