@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <tuple>
 
 #include "compiler/host/policy_provider.h"
 #include "runtime/calls.h"
@@ -176,6 +177,34 @@ TEST(Explain, JobsAndQueuesShowWhatThePoliciesDeclare) {
     ASSERT_NE(allocated, figures.end());
     // run-0's cpu 2 (milli-units), as the session accounts it.
     EXPECT_DOUBLE_EQ(std::get<Resource>(allocated->value).values[kCpu], 2000);
+  }
+}
+
+// capacity shows its own view of each queue it manages: deserved and capability as the
+// scenario writes them (team-a: deserved 4 cpu, capability 6; team-b: 4 and 8), and the
+// requests of the queue's jobs (team-a: a1 and a2, four 1-cpu pods each = 8 cpu).
+TEST(Explain, CapacityShowsDeservedAndCapability) {
+  Loaded l = Load("tests/cli/simulate/data/helm-capacity.yaml");
+  auto e = ExplainScenarioAtOpen(l.spec, l.conf, *l.provider);
+  ASSERT_TRUE(e.ok()) << e.error().Format();
+  auto figure = [&](const std::string& queue, const std::string& name) -> const Resource* {
+    for (const QueueExplain& q : e->queues) {
+      if (q.name != queue) continue;
+      for (const auto& [plugin, figures] : q.plugins) {
+        if (plugin != "capacity") continue;
+        for (const Figure& f : figures)
+          if (f.name == name) return std::get_if<Resource>(&f.value);
+      }
+    }
+    return nullptr;
+  };
+  for (const auto& [queue, name, cpu] :
+       {std::tuple{"team-a", "deserved", 4000.0}, std::tuple{"team-a", "capability", 6000.0},
+        std::tuple{"team-b", "deserved", 4000.0}, std::tuple{"team-b", "capability", 8000.0},
+        std::tuple{"team-a", "request", 8000.0}}) {
+    const Resource* r = figure(queue, name);
+    ASSERT_NE(r, nullptr) << queue << " " << name;
+    EXPECT_DOUBLE_EQ(r->cpu(), cpu) << queue << " " << name;
   }
 }
 
