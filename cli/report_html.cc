@@ -277,16 +277,20 @@ constexpr const char* kScript = R"JS(
   lineChart(card(grid, 'Fragmentation (free capacity that cannot host the median pending request)'),
             Object.keys(D.fragmentation).map(function (k, i) { return ds(k, D.fragmentation[k], i); }),
             'share of free', 1);
-  // Waiting-time distribution: one histogram per queue over shared bins.
-  var all = [];
-  Object.keys(D.waiting).forEach(function (q) { all = all.concat(D.waiting[q]); });
-  var maxWait = all.length ? Math.max.apply(null, all) : 0;
-  var bins = 12, width = maxWait > 0 ? maxWait / bins : 1;
+  // Waiting-time distribution: one histogram per queue over shared bins that widen with the
+  // wait (waits span from under a second to hours).
+  var edges = [0, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, Infinity];
+  function span(s) { return s < 60 ? s + 's' : s < 3600 ? (s / 60) + 'm' : (s / 3600) + 'h'; }
   var labels = [];
-  for (var b = 0; b < bins; b++) labels.push(Math.round(b * width) + '–' + Math.round((b + 1) * width) + ' s');
+  for (var b = 0; b + 1 < edges.length; b++)
+    labels.push(edges[b + 1] === Infinity ? '≥ ' + span(edges[b]) : span(edges[b]) + '–' + span(edges[b + 1]));
   var hsets = Object.keys(D.waiting).map(function (q, i) {
-    var counts = new Array(bins).fill(0);
-    D.waiting[q].forEach(function (w) { counts[Math.min(bins - 1, Math.floor(w / width))]++; });
+    var counts = new Array(labels.length).fill(0);
+    D.waiting[q].forEach(function (w) {
+      var k = 0;
+      while (k + 2 < edges.length && w >= edges[k + 1]) k++;
+      counts[k]++;
+    });
     return {label: q, data: counts, backgroundColor: palette[i % palette.length]};
   });
   charts.push(new Chart(card(grid, 'Waiting time (arrival → first bind) per queue'), {
