@@ -173,6 +173,13 @@ TEST(TraceTest, HandComputedSummary) {
   EXPECT_EQ(sum["jobs"]["t/c"]["jctSeconds"], 78.0);
   EXPECT_EQ(sum["queues"]["q2"]["waitingSeconds"]["p95"], 58.0);
   EXPECT_EQ(sum["utilisation"]["overTime"].size(), 11u);
+
+  // The table ends with the same summary for people.
+  std::string table = cli::FormatTable(*run);
+  EXPECT_NE(table.find("11 sessions run, 2 idle periods skipped, stopped by idle"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("mean 29.00, p50 0.00, p95 58.00, max 58.00"), std::string::npos) << table;
 }
 
 TEST(TraceTest, SkippingDecidesTheSameAsEveryPeriod) {
