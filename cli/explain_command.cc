@@ -21,8 +21,10 @@
 #include <set>
 
 #include "cli/cli_util.h"
+#include "cli/json_util.h"
 #include "cli/commands.h"
 #include "runtime/explain.h"
+#include "runtime/quantity.h"
 #include "simulator/explain_scenario.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
@@ -49,34 +51,11 @@ struct ExplainOptions {
 
 // ---- quantities for people ------------------------------------------------------------------
 
-// A resource value in Volcano's units (cpu and extended resources milli, memory bytes, pods
-// whole) in Kubernetes notation: "4", "500m", "1Gi", "110".
-std::string FormatQuantity(std::string_view name, double v) {
-  auto integral = [](double x) { return std::fabs(x - std::round(x)) < 1e-6; };
-  if (name == "memory") {
-    static constexpr std::pair<const char*, double> kUnits[] = {
-        {"Ti", 1099511627776.0}, {"Gi", 1073741824.0}, {"Mi", 1048576.0}, {"Ki", 1024.0}};
-    for (const auto& [suffix, unit] : kUnits)
-      if (v != 0 && std::fabs(v) >= unit && integral(v / unit))
-        return fmt::format("{}{}", static_cast<int64_t>(std::round(v / unit)), suffix);
-    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
-    return fmt::format("{:.0f}", v);
-  }
-  if (name == "pods") {
-    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
-    return fmt::format("{:g}", v);
-  }
-  // Milli-units.
-  if (integral(v / 1000)) return fmt::format("{}", static_cast<int64_t>(std::round(v / 1000)));
-  if (integral(v)) return fmt::format("{}m", static_cast<int64_t>(std::round(v)));
-  return fmt::format("{:.3f}m", v);
-}
-
 Json ResourceJson(const Resource& r) {
   Json out = Json::object();
   ForEachBit(r.present, [&](ResourceId id) {
     std::string_view name = ResourceRegistry::Name(id);
-    out[std::string(name)] = FormatQuantity(name, r.values[id]);
+    out[std::string(name)] = FormatResourceQuantity(name, r.values[id]);
   });
   return out;
 }
@@ -85,7 +64,7 @@ std::string ResourceText(const Resource& r) {
   std::vector<std::string> parts;
   ForEachBit(r.present, [&](ResourceId id) {
     std::string_view name = ResourceRegistry::Name(id);
-    parts.push_back(fmt::format("{}: {}", name, FormatQuantity(name, r.values[id])));
+    parts.push_back(fmt::format("{}: {}", name, FormatResourceQuantity(name, r.values[id])));
   });
   return parts.empty() ? "{}" : "{" + fmt::format("{}", fmt::join(parts, ", ")) + "}";
 }
@@ -123,27 +102,41 @@ Json NodeJson(const NodeExplain& n) {
   return j;
 }
 
-std::string FormatExplainJson(const std::string& scenario, const Explanation& e) {
-  Json doc;
-  doc["scenario"] = scenario;
-  doc["mode"] = e.at_open ? "atOpen" : "session";
-  Json tasks = Json::object();
-  for (const TaskExplain& t : e.tasks) {
-    Json j;
-    if (!t.action.empty()) j["action"] = t.action;
-    if (!t.result_kind.empty()) j["result"] = Json{{t.result_kind, t.result_value}};
-    j["job"] = t.job;
-    if (!t.note.empty()) j["note"] = t.note;
-    if (t.pre_predicate)
-      j["prePredicate"] = Json{{"plugin", t.pre_predicate->plugin},
-                               {"code", std::string(ToString(t.pre_predicate->code))},
-                               {"reason", t.pre_predicate->reason}};
-    Json nodes = Json::object();
-    for (const NodeExplain& n : t.nodes) nodes[n.node] = NodeJson(n);
-    j["nodes"] = std::move(nodes);
-    tasks[t.key] = std::move(j);
+Json TaskJson(const TaskExplain& t) {
+  Json j;
+  if (!t.action.empty()) j["action"] = t.action;
+  if (!t.result_kind.empty()) j["result"] = Json{{t.result_kind, t.result_value}};
+  j["job"] = t.job;
+  if (!t.note.empty()) j["note"] = t.note;
+  if (t.pre_predicate)
+    j["prePredicate"] = Json{{"plugin", t.pre_predicate->plugin},
+                             {"code", std::string(ToString(t.pre_predicate->code))},
+                             {"reason", t.pre_predicate->reason}};
+  // Node names are distinct: appending keeps a pod on many nodes linear.
+  j["nodes"] = ObjectOfDistinctKeys(t.nodes, [](const NodeExplain& n) {
+    return std::pair(n.node, NodeJson(n));
+  });
+  return j;
+}
+
+// The same document as one nlohmann dump(2) of the whole, written pod by pod: the whole document
+// of a large scenario (pods × nodes answers) would need many times the memory of its text.
+void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explanation& e) {
+  auto put = [out](const std::string& s) { std::fwrite(s.data(), 1, s.size(), out); };
+  put("{\n  \"scenario\": " + Json(scenario).dump() + ",\n  \"mode\": " +
+      Json(e.at_open ? "atOpen" : "session").dump() + ",\n  \"tasks\": ");
+  if (e.tasks.empty()) {
+    put("{}");
+  } else {
+    put("{\n");
+    for (size_t i = 0; i < e.tasks.size(); ++i) {
+      TaskExplain t = e.tasks[i];
+      put("    " + Json(t.key).dump() + ": " + Nested(TaskJson(t), 2) +
+          (i + 1 < e.tasks.size() ? ",\n" : "\n"));
+    }
+    put("  }");
   }
-  doc["tasks"] = std::move(tasks);
+  Json doc;
   Json jobs = Json::object();
   for (const JobExplain& j : e.jobs) {
     Json o{{"queue", j.queue}, {"ready", j.ready}, {"pipelined", j.pipelined}, {"valid", j.valid}};
@@ -168,7 +161,8 @@ std::string FormatExplainJson(const std::string& scenario, const Explanation& e)
     queues[q.name] = Json{{"overused", q.overused}, {"order", q.order}, {"plugins", std::move(plugins)}};
   }
   doc["queues"] = std::move(queues);
-  return doc.dump(2) + "\n";
+  put(",\n  \"jobs\": " + Nested(doc["jobs"], 1) + ",\n  \"queues\": " + Nested(doc["queues"], 1) +
+      "\n}\n");
 }
 
 // ---- shared by the table and the page -------------------------------------------------------
@@ -517,9 +511,12 @@ int RunExplain(const ExplainOptions& opts) {
     return kExitBadInput;
   }
 
+  if (opts.output == "json") {
+    WriteExplainJson(stdout, spec->name, *explanation);
+    return kExitOk;
+  }
   std::string out;
-  if (opts.output == "json") out = FormatExplainJson(spec->name, *explanation);
-  else if (opts.output == "html") out = FormatExplainHtml(spec->name, *explanation);
+  if (opts.output == "html") out = FormatExplainHtml(spec->name, *explanation);
   else out = FormatExplainTable(spec->name, *explanation, Style{isatty(STDOUT_FILENO) == 1});
   std::fputs(out.c_str(), stdout);
   return kExitOk;

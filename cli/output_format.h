@@ -24,6 +24,9 @@ std::string FormatWarningsBlock(const std::vector<ClusterWarning>& warnings);
 // (output_calls.cc), and a YAML `expect.calls` block for pasting into a scenario.
 nlohmann::ordered_json CallsJson(const std::vector<CallSpec>& calls);
 std::string FormatCallsBlock(const std::vector<CallSpec>& calls);
+// Trace replay (scenario-format.md): one session's `metrics` and the run's `summary`.
+nlohmann::ordered_json MetricsJson(const SessionMetrics& m);
+nlohmann::ordered_json SummaryJson(const TraceSummary& s);
 // RFC 3339 in UTC with second precision ("2025-01-01T00:00:00Z"); sub-second parts are kept
 // when present ("...00.5Z").
 std::string FormatTime(TimeNs t);

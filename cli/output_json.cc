@@ -1,7 +1,9 @@
 // scenario-format.md's Output section, key for key and in that order.
 #include <nlohmann/json.hpp>
 
+#include "cli/json_util.h"
 #include "cli/output_format.h"
+#include "runtime/quantity.h"
 
 namespace kiln::cli {
 
@@ -9,28 +11,87 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// An object from keys known to be distinct, in the given order. ordered_json's own insert
-// searches the object linearly for the key first, which made the output quadratic in the number
-// of decisions (77k binds took ~6 s); appending to the underlying vector keeps it linear.
-template <typename Range, typename KeyValue>
-Json ObjectOfDistinctKeys(const Range& range, KeyValue key_value) {
-  Json obj = Json::object();
-  auto& items = static_cast<Json::object_t::Container&>(obj.get_ref<Json::object_t&>());
-  items.reserve(std::size(range));
-  for (const auto& item : range) {
-    auto [key, value] = key_value(item);
-    items.emplace_back(std::move(key), Json(std::move(value)));
-  }
-  return obj;
+Json ResourceJson(const Resource& r) {
+  Json out = Json::object();
+  ForEachBit(r.present & ~(1u << kPods), [&](ResourceId id) {
+    std::string_view name = ResourceRegistry::Name(id);
+    out[std::string(name)] = FormatResourceQuantity(name, r.values[id]);
+  });
+  return out;
 }
+
+Json SharesJson(const std::vector<std::pair<std::string, double>>& shares) {
+  return ObjectOfDistinctKeys(shares, [](const auto& kv) { return std::pair(kv.first, kv.second); });
+}
+
+double Seconds(DurationNs d) { return static_cast<double>(d) / 1e9; }
 
 }  // namespace
 
+Json MetricsJson(const SessionMetrics& m) {
+  Json j;
+  j["time"] = FormatTime(m.time);
+  j["pending"] = m.pending;
+  j["running"] = m.running;
+  j["utilisation"] = SharesJson(m.utilisation);
+  j["fragmentation"] = SharesJson(m.fragmentation);
+  Json queues = Json::object();
+  for (const auto& [name, q] : m.queues) {
+    Json qj;
+    qj["allocated"] = ResourceJson(q.allocated);
+    if (q.deserved) qj["deserved"] = ResourceJson(*q.deserved);
+    qj["pending"] = q.pending;
+    queues[name] = std::move(qj);
+  }
+  j["queues"] = std::move(queues);
+  return j;
+}
+
+Json SummaryJson(const TraceSummary& s) {
+  Json j;
+  j["start"] = FormatTime(s.start);
+  j["end"] = FormatTime(s.end);
+  j["sessionsRun"] = s.sessions_run;
+  j["sessionsSkipped"] = s.sessions_skipped;
+  j["stopped"] = s.stopped;
+  j["jobs"] = ObjectOfDistinctKeys(s.jobs, [](const JobRecord& r) {
+    Json job;
+    job["queue"] = r.queue;
+    job["arrival"] = FormatTime(r.arrival);
+    job["firstBind"] = r.first_bind ? Json(FormatTime(*r.first_bind)) : Json(nullptr);
+    job["completion"] = r.completion ? Json(FormatTime(*r.completion)) : Json(nullptr);
+    job["waitingSeconds"] = r.first_bind ? Json(Seconds(*r.first_bind - r.arrival)) : Json(nullptr);
+    job["jctSeconds"] = r.completion ? Json(Seconds(*r.completion - r.arrival)) : Json(nullptr);
+    return std::pair(r.uid, std::move(job));
+  });
+  Json queues = Json::object();
+  for (const auto& [name, w] : s.queues) {
+    Json q;
+    q["jobs"] = w.jobs;
+    q["notStarted"] = w.not_started;
+    Json waiting;
+    waiting["mean"] = w.mean;
+    waiting["p50"] = w.p50;
+    waiting["p95"] = w.p95;
+    waiting["max"] = w.max;
+    q["waitingSeconds"] = std::move(waiting);
+    queues[name] = std::move(q);
+  }
+  j["queues"] = std::move(queues);
+  Json util;
+  util["mean"] = SharesJson(s.mean_utilisation);
+  j["utilisation"] = std::move(util);
+  return j;
+}
+
 std::string FormatJson(const SimulationResult& result) {
-  Json doc;
-  doc["scenario"] = result.scenario;
-  Json sessions = Json::array();
-  for (const SessionResult& s : result.sessions) {
+  // Written session by session (see Nested): a long trace's document as one JSON tree took
+  // several times the memory of its text.
+  std::string out = "{\n  \"scenario\": " + Json(result.scenario).dump() + ",\n  \"sessions\": ";
+  if (result.sessions.empty()) out += "[]";
+  else out += "[\n";
+  for (size_t i = 0; i < result.sessions.size(); ++i) {
+    const SessionResult& s = result.sessions[i];
     Json j;
     j["index"] = s.index;
     j["binds"] = ObjectOfDistinctKeys(
@@ -45,9 +106,9 @@ std::string FormatJson(const SimulationResult& result) {
     j["durationMicros"] = s.duration_micros;
     // An extension of the contract's shape: only present when a policy faulted.
     if (!s.faults.empty()) j["faults"] = s.faults;
-    sessions.push_back(std::move(j));
+    if (result.trace) j["metrics"] = MetricsJson(result.metrics[i]);
+    out += "    " + Nested(j, 2) + (i + 1 < result.sessions.size() ? ",\n" : "\n  ]");
   }
-  doc["sessions"] = std::move(sessions);
   // Kiln extension (docs/scenario-extensions.md): references in the cluster that do not resolve.
   Json warnings = Json::array();
   for (const ClusterWarning& w : result.warnings) {
@@ -58,10 +119,23 @@ std::string FormatJson(const SimulationResult& result) {
     if (w.where.line > 0) j["line"] = w.where.line;
     warnings.push_back(std::move(j));
   }
-  doc["warnings"] = std::move(warnings);
+  out += ",\n  \"warnings\": " + Nested(warnings, 1);
   // The scenario's direct extension-point calls (scenario-format.md), when it has any.
-  if (!result.calls.empty()) doc["calls"] = CallsJson(result.calls);
-  return doc.dump(2) + "\n";
+  if (!result.calls.empty()) out += ",\n  \"calls\": " + Nested(CallsJson(result.calls), 1);
+  if (result.trace) {
+    Json summary = SummaryJson(result.summary);
+    // Utilisation over time: the per-session samples, in one place for plotting.
+    Json over_time = Json::array();
+    for (const SessionMetrics& m : result.metrics) {
+      Json point;
+      point["time"] = FormatTime(m.time);
+      for (const auto& [name, u] : m.utilisation) point[name] = u;
+      over_time.push_back(std::move(point));
+    }
+    summary["utilisation"]["overTime"] = std::move(over_time);
+    out += ",\n  \"summary\": " + Nested(summary, 1);
+  }
+  return out + "\n}\n";
 }
 
 }  // namespace kiln::cli

@@ -60,6 +60,25 @@ std::string FormatWarningsBlock(const std::vector<ClusterWarning>& warnings) {
   return out;
 }
 
+namespace {
+
+// A trace replay's summary for people: the run, mean utilisation, waiting time per queue.
+std::string FormatTraceSummary(const TraceSummary& t) {
+  std::string out = fmt::format(
+      "\nsummary: {} to {}, {} sessions run, {} idle periods skipped, stopped by {}\n",
+      FormatTime(t.start), FormatTime(t.end), t.sessions_run, t.sessions_skipped, t.stopped);
+  out += "  mean utilisation:";
+  for (const auto& [name, u] : t.mean_utilisation) out += fmt::format(" {} {:.1f}%", name, 100 * u);
+  out += "\n  waiting time per queue (seconds; nearest-rank percentiles):\n";
+  for (const auto& [queue, w] : t.queues)
+    out += fmt::format("    {:<24} {} started, {} not started; mean {:.2f}, p50 {:.2f}, p95 {:.2f}, "
+                       "max {:.2f}\n",
+                       queue, w.jobs, w.not_started, w.mean, w.p50, w.p95, w.max);
+  return out;
+}
+
+}  // namespace
+
 std::string FormatTable(const SimulationResult& result) {
   std::string out = fmt::format("scenario: {}\n", result.scenario);
   out += FormatWarnings(result.warnings);
@@ -110,6 +129,7 @@ std::string FormatTable(const SimulationResult& result) {
       for (const auto& f : s.faults) out += fmt::format("    {}\n", f);
     }
   }
+  if (result.trace) out += FormatTraceSummary(result.summary);
   return out;
 }
 

@@ -1,6 +1,11 @@
 // `kiln simulate FILE [--output table|json] [--check] [--conf F] [--cycles N] [--period D]
 //                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]
-//                     [--pack NAME.kpack]... [--trust PUB.pem]... [--watch]`
+//                     [--pack NAME.kpack]... [--trust PUB.pem]... [--watch] [--until T]
+//                     [--every-period] [--report FILE.html]`
+//
+// --until T (an RFC 3339 time, or a Go duration after the scenario's `now`) and --cycles N > 1
+// replay the scenario as a trace (simulator/simulator.h): arrivals, completions, per-session
+// metrics and a summary; --report writes the run as an HTML page (report_html.h).
 //
 // --watch runs the cycles in real time, one per --period, with `kiln serve`'s live reload
 // (server/): the conf and policy directories are watched, and a change that compiles is in effect
@@ -13,12 +18,16 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/output_format.h"
+#include "cli/report_html.h"
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
@@ -108,6 +117,11 @@ struct SimulateOptions {
   bool watch = false;
   std::vector<std::string> packs;
   std::vector<std::string> trust;
+  std::string until;
+  bool every_period = false;
+  std::string report;
+  int report_explain = 5;
+  bool cycles_given = false;
 };
 
 // --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
@@ -213,6 +227,30 @@ int RunSimulate(const SimulateOptions& opts) {
     }
     return RunWatching(opts, *spec, *period);
   }
+  std::optional<TimeNs> until;
+  if (!opts.until.empty()) {
+    if (opts.cycles_given) {
+      PrintError(Error{"--until and --cycles do not go together: --until runs until the clock "
+                       "passes T",
+                       {}});
+      return kExitBadInput;
+    }
+    if (auto at = ParseTimestamp(opts.until)) {
+      until = *at;
+    } else if (auto after = ParseGoDuration(opts.until); after && *after >= 0) {
+      until = spec->now + *after;
+    } else {
+      PrintError(Error{fmt::format("--until must be an RFC 3339 time or a duration after the "
+                                   "scenario's `now` (like 1h), got `{}`",
+                                   opts.until),
+                       {}});
+      return kExitBadInput;
+    }
+  }
+  if (!opts.report.empty() && until == std::nullopt && opts.cycles < 2) {
+    PrintError(Error{"--report needs a multi-cycle run (--until T or --cycles N > 1)", {}});
+    return kExitBadInput;
+  }
   if (opts.check && (!spec->expect || spec->expect->empty())) {
     PrintError(Error{"--check: the scenario has no `expect` block to check against",
                      SourceLocation{spec->file}});
@@ -227,16 +265,36 @@ int RunSimulate(const SimulateOptions& opts) {
   SimulatorOptions sim_options;
   sim_options.cycles = opts.cycles;
   sim_options.period = *period;
-  // CheckScenario runs the simulation and, when the scenario has `expect`, compares the first
-  // session with it (the same check `kiln pack build` runs on a pack's tests).
-  auto checked = packs::CheckScenario(*spec, std::move(*conf), **provider, sim_options);
-  if (!checked) {
-    PrintError(checked.error());
+  sim_options.until = until;
+  sim_options.every_period = opts.every_period;
+  if (!opts.report.empty()) sim_options.explain_pending = std::max(0, opts.report_explain);
+  auto sim = Simulator::Create(*spec, std::move(*conf), **provider, sim_options);
+  if (!sim) {
+    PrintError(sim.error());
     return kExitBadInput;
   }
-  SimulationResult* result = &checked->result;
+  auto result = (*sim)->Run();
+  if (!result) {
+    PrintError(result.error());
+    return kExitBadInput;
+  }
+  if (!opts.report.empty()) {
+    auto page = FormatReportHtml(*result, (*sim)->state().cluster);
+    if (!page) {
+      PrintError(page.error());
+      return kExitBadInput;
+    }
+    std::ofstream out(opts.report, std::ios::binary | std::ios::trunc);
+    out << *page;
+    out.close();
+    if (!out) {
+      PrintError(Error{fmt::format("cannot write {}", opts.report), {}});
+      return kExitBadInput;
+    }
+  }
   if (opts.check) {
-    const std::vector<std::string>& diffs = checked->diffs;
+    // The same check `kiln pack build` and `kiln test` run on a case.
+    std::vector<std::string> diffs = packs::ExpectationDiffs(*spec, *result);
     // The cluster's warnings go to stderr: --check's stdout is the verdict.
     std::fputs(FormatWarnings(spec->warnings).c_str(), stderr);
     if (diffs.empty()) {
@@ -268,7 +326,19 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_flag("--check", opts->check,
                 "compare the first session with the scenario's `expect`; exit 1 when they differ");
   cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
-  cmd->add_option("--cycles", opts->cycles, "number of scheduling cycles to run (default 1)");
+  cmd->add_option("--cycles", opts->cycles, "number of scheduling cycles to run (default 1)")
+      ->each([opts](const std::string&) { opts->cycles_given = true; });
+  cmd->add_option("--until", opts->until,
+                  "replay the scenario as a trace until the clock passes T (RFC 3339 time, or a "
+                  "duration after the scenario's `now` such as 1h) or nothing is left to do");
+  cmd->add_flag("--every-period", opts->every_period,
+                "run a session every period even when it provably decides nothing (slower; the "
+                "decisions are the same)");
+  cmd->add_option("--report", opts->report,
+                  "write the multi-cycle run as a self-contained HTML page to FILE");
+  cmd->add_option("--report-explain", opts->report_explain,
+                  "pending pods per session (one per job) whose rejections the report explains "
+                  "(default 5)");
   cmd->add_option("--period", opts->period,
                   "simulated time between cycles, a Go duration (default 1s, Volcano's "
                   "schedule-period)");

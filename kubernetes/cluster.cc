@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "runtime/pod_group_status.h"
+
 namespace kiln::kube {
 
 using json = nlohmann::json;
@@ -23,17 +25,6 @@ struct Store {
 
 std::string Key(const ObjectMeta& m) {
   return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name;
-}
-
-// A PodGroup's status as Volcano compares it before writing (isPodGroupStatusUpdated): the
-// conditions' lastTransitionTime and transitionID do not count.
-bool SameConditions(const std::vector<PodGroupCondition>& a, const std::vector<PodGroupCondition>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].type != b[i].type || a[i].status != b[i].status || a[i].reason != b[i].reason ||
-        a[i].message != b[i].message)
-      return false;
-  return true;
 }
 
 }  // namespace

@@ -12,13 +12,18 @@ Result<ScenarioCheck> CheckScenario(const ScenarioSpec& spec, SchedulerConf conf
   if (!result) return result.error();
   ScenarioCheck check;
   check.result = std::move(*result);
-  if (!spec.expect) return check;
-  check.diffs = CheckExpectations(*spec.expect, check.result.sessions.front());
-  for (std::string& d : CheckWarnings(*spec.expect, spec.warnings)) check.diffs.push_back(std::move(d));
-  if (spec.expect->calls)
-    for (std::string& d : CheckCalls(*spec.expect->calls, check.result.calls))
-      check.diffs.push_back(std::move(d));
+  check.diffs = ExpectationDiffs(spec, check.result);
   return check;
+}
+
+std::vector<std::string> ExpectationDiffs(const ScenarioSpec& spec, const SimulationResult& result) {
+  std::vector<std::string> diffs;
+  if (!spec.expect || result.sessions.empty()) return diffs;
+  diffs = CheckExpectations(*spec.expect, result.sessions.front());
+  for (std::string& d : CheckWarnings(*spec.expect, spec.warnings)) diffs.push_back(std::move(d));
+  if (spec.expect->calls)
+    for (std::string& d : CheckCalls(*spec.expect->calls, result.calls)) diffs.push_back(std::move(d));
+  return diffs;
 }
 
 Result<std::unique_ptr<PolicyProvider>> MakePackProvider(CompiledPolicyOptions options,

@@ -29,6 +29,10 @@ struct ScenarioCheck {
 Result<ScenarioCheck> CheckScenario(const ScenarioSpec& spec, SchedulerConf conf,
                                     PolicyProvider& provider, SimulatorOptions options = {});
 
+// How a run differs from the scenario's `expect` (the first session, the warnings, the calls), one
+// line per difference; empty when it matches or there is no `expect`.
+std::vector<std::string> ExpectationDiffs(const ScenarioSpec& spec, const SimulationResult& result);
+
 // The policy host with the policies of `packs` added under their `pack/plugin` names.
 Result<std::unique_ptr<PolicyProvider>> MakePackProvider(CompiledPolicyOptions options,
                                                          const std::vector<Pack>& packs);

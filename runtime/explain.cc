@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 
 #include "runtime/actions/helpers.h"
@@ -94,6 +95,21 @@ TaskExplain ExplainTask(const Session& ssn, const Task* t) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::vector<Figure>>> ShowQueueFigures(Session& ssn,
+                                                                         const Queue* q) {
+  std::vector<std::pair<std::string, std::vector<Figure>>> figures;
+  // The show handlers report to the session's recorder; borrow one when it has none.
+  ExplainRecorder scratch;
+  ExplainRecorder* recorder = ssn.explain();
+  if (recorder == nullptr) ssn.set_explain(&scratch);
+  ExplainRecorder* sink = recorder ? recorder : &scratch;
+  sink->BeginFigures(&figures);
+  ssn.ShowQueueFn(q);
+  sink->BeginFigures(nullptr);
+  if (recorder == nullptr) ssn.set_explain(nullptr);
+  return figures;
+}
+
 void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
   // The show handlers report to the session's recorder; at open there is none yet.
   ExplainRecorder scratch;
@@ -137,9 +153,7 @@ void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
     qe.name = q->name;
     qe.order = static_cast<int>(i) + 1;
     qe.overused = ssn.Overused(q);
-    recorder->BeginFigures(&qe.plugins);
-    ssn.ShowQueueFn(q);
-    recorder->BeginFigures(nullptr);
+    qe.plugins = ShowQueueFigures(ssn, q);
     out.queues.push_back(std::move(qe));
   }
   std::sort(out.queues.begin(), out.queues.end(),
@@ -167,28 +181,149 @@ void ExplainRecorder::Record(const Session& ssn, std::string_view action, const 
   te.note = std::string(note);
   auto [it, inserted] = position_.try_emplace(te.key, explanation_.tasks.size());
   if (!inserted) {
-    explanation_.tasks[it->second] = std::move(te);
+    explanation_.tasks.Replace(it->second, te);
     return;
   }
-  explanation_.tasks.push_back(std::move(te));
+  explanation_.tasks.push_back(te);
 }
 
 void ExplainRecorder::Finish(Session& ssn) { ExplainJobsAndQueues(ssn, explanation_); }
 
 void ExplainRecorder::ApplyResults(const SessionResult& result) {
-  for (TaskExplain& te : explanation_.tasks) {
-    if (auto it = result.binds.find(te.key); it != result.binds.end()) {
-      te.result_kind = "bound";
-      te.result_value = it->second;
-    } else if (auto p = result.pipelined.find(te.key); p != result.pipelined.end()) {
-      te.result_kind = "pipelined";
-      te.result_value = p->second;
+  ExplainedTasks& tasks = explanation_.tasks;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::string& key = tasks.key(i);
+    if (auto it = result.binds.find(key); it != result.binds.end()) {
+      tasks.SetResult(i, "bound", it->second);
+    } else if (auto p = result.pipelined.find(key); p != result.pipelined.end()) {
+      tasks.SetResult(i, "pipelined", p->second);
     } else {
-      te.result_kind = "unschedulable";
-      auto u = result.unschedulable.find(te.key);
-      te.result_value = u != result.unschedulable.end() ? u->second : "";
+      auto u = result.unschedulable.find(key);
+      tasks.SetResult(i, "unschedulable", u != result.unschedulable.end() ? u->second : "");
     }
   }
+}
+
+// ---- ExplainedTasks ------------------------------------------------------------------------
+
+// Each distinct string once; ids are indexes. A deque keeps the strings where they are, so the
+// index can key on views of them.
+struct ExplainedTasks::Strings {
+  std::deque<std::string> values;
+  std::unordered_map<std::string_view, uint32_t> ids;
+  size_t bytes = 0;
+
+  uint32_t Intern(std::string_view s) {
+    if (auto it = ids.find(s); it != ids.end()) return it->second;
+    values.emplace_back(s);
+    auto id = static_cast<uint32_t>(values.size() - 1);
+    ids.emplace(values.back(), id);
+    bytes += sizeof(std::string) + s.size() + 48;  // the string, its text, its index entry
+    return id;
+  }
+  const std::string& at(uint32_t id) const { return values[id]; }
+};
+
+ExplainedTasks::ExplainedTasks() : strings_(std::make_unique<Strings>()) { strings_->Intern(""); }
+ExplainedTasks::~ExplainedTasks() = default;
+ExplainedTasks::ExplainedTasks(ExplainedTasks&&) noexcept = default;
+ExplainedTasks& ExplainedTasks::operator=(ExplainedTasks&&) noexcept = default;
+
+ExplainedTasks::Task ExplainedTasks::Compact(const TaskExplain& t) {
+  Strings& s = *strings_;
+  Task out;
+  out.key = s.Intern(t.key);
+  out.job = s.Intern(t.job);
+  out.action = s.Intern(t.action);
+  out.note = s.Intern(t.note);
+  out.result_kind = s.Intern(t.result_kind);
+  out.result_value = s.Intern(t.result_value);
+  if (t.pre_predicate) {
+    out.has_pre = true;
+    out.pre = Pred{s.Intern(t.pre_predicate->plugin), s.Intern(t.pre_predicate->reason),
+                   t.pre_predicate->code};
+  }
+  out.rows.reserve(t.nodes.size());
+  for (const NodeExplain& n : t.nodes) {
+    Row r{};
+    r.node_order = n.node_order;
+    r.total = n.total;
+    r.node = s.Intern(n.node);
+    r.reason = s.Intern(n.reason);
+    r.fits = s.Intern(n.fits);
+    r.score_error = s.Intern(n.score_error);
+    for (const std::string& dim : n.insufficient)
+      if (auto id = ResourceRegistry::Find(dim)) r.insufficient |= 1u << *id;
+    r.preds = static_cast<uint16_t>(n.predicates.size());
+    r.scores = static_cast<uint16_t>(n.scores.size());
+    r.batch = static_cast<uint16_t>(n.batch_scores.size());
+    r.code = n.code;
+    r.scored = n.scored;
+    for (const PluginAnswer& a : n.predicates)
+      out.preds.push_back(Pred{s.Intern(a.plugin), s.Intern(a.reason), a.code});
+    for (const auto& [plugin, v] : n.scores) out.scores.push_back(Score{v, s.Intern(plugin)});
+    for (const auto& [plugin, v] : n.batch_scores) out.scores.push_back(Score{v, s.Intern(plugin)});
+    out.rows.push_back(r);
+  }
+  out.preds.shrink_to_fit();
+  out.scores.shrink_to_fit();
+  return out;
+}
+
+void ExplainedTasks::push_back(const TaskExplain& t) { tasks_.push_back(Compact(t)); }
+
+void ExplainedTasks::Replace(size_t i, const TaskExplain& t) { tasks_[i] = Compact(t); }
+
+const std::string& ExplainedTasks::key(size_t i) const { return strings_->at(tasks_[i].key); }
+
+void ExplainedTasks::SetResult(size_t i, std::string_view kind, std::string_view value) {
+  tasks_[i].result_kind = strings_->Intern(kind);
+  tasks_[i].result_value = strings_->Intern(value);
+}
+
+TaskExplain ExplainedTasks::operator[](size_t i) const {
+  const Strings& s = *strings_;
+  const Task& c = tasks_[i];
+  TaskExplain t;
+  t.key = s.at(c.key);
+  t.job = s.at(c.job);
+  t.action = s.at(c.action);
+  t.note = s.at(c.note);
+  t.result_kind = s.at(c.result_kind);
+  t.result_value = s.at(c.result_value);
+  if (c.has_pre) t.pre_predicate = PluginAnswer{s.at(c.pre.plugin), c.pre.code, s.at(c.pre.reason)};
+  t.nodes.resize(c.rows.size());
+  size_t p = 0, k = 0;
+  for (size_t r = 0; r < c.rows.size(); ++r) {
+    const Row& row = c.rows[r];
+    NodeExplain& n = t.nodes[r];
+    n.node = s.at(row.node);
+    n.code = row.code;
+    n.reason = s.at(row.reason);
+    n.fits = s.at(row.fits);
+    n.score_error = s.at(row.score_error);
+    ForEachBit(row.insufficient,
+               [&](ResourceId id) { n.insufficient.emplace_back(ResourceRegistry::Name(id)); });
+    n.scored = row.scored;
+    n.node_order = row.node_order;
+    n.total = row.total;
+    for (uint16_t j = 0; j < row.preds; ++j, ++p)
+      n.predicates.push_back(PluginAnswer{s.at(c.preds[p].plugin), c.preds[p].code,
+                                          s.at(c.preds[p].reason)});
+    for (uint16_t j = 0; j < row.scores; ++j, ++k)
+      n.scores.emplace_back(s.at(c.scores[k].plugin), c.scores[k].value);
+    for (uint16_t j = 0; j < row.batch; ++j, ++k)
+      n.batch_scores.emplace_back(s.at(c.scores[k].plugin), c.scores[k].value);
+  }
+  return t;
+}
+
+size_t ExplainedTasks::MemoryBytes() const {
+  size_t bytes = strings_->bytes + tasks_.capacity() * sizeof(Task);
+  for (const Task& t : tasks_)
+    bytes += t.rows.capacity() * sizeof(Row) + t.preds.capacity() * sizeof(Pred) +
+             t.scores.capacity() * sizeof(Score);
+  return bytes;
 }
 
 void ExplainRecorder::AddFigure(std::string_view plugin, Figure f) {

@@ -18,10 +18,13 @@
 // those whose future idle resources fit it.
 
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -35,6 +38,7 @@ namespace kiln {
 class Session;
 struct SessionResult;
 struct Task;
+struct Queue;
 
 // One plugin's predicate answer.
 struct PluginAnswer {
@@ -100,9 +104,93 @@ struct JobExplain {
   std::string phase;  // at the moment it was explained
 };
 
+// The explained pods, stored compactly: an explanation holds pods × nodes answers (10k pods on
+// 1000 nodes are ten million), so each node's answer is a few integers and doubles, and every
+// string (node, plugin, reason, pod names) is stored once per explanation and referred to by
+// index. A pod is expanded back into a TaskExplain only while it is read, one at a time.
+class ExplainedTasks {
+ public:
+  ExplainedTasks();
+  ~ExplainedTasks();
+  ExplainedTasks(ExplainedTasks&&) noexcept;
+  ExplainedTasks& operator=(ExplainedTasks&&) noexcept;
+
+  size_t size() const { return tasks_.size(); }
+  bool empty() const { return tasks_.empty(); }
+  void push_back(const TaskExplain& t);
+  void Replace(size_t i, const TaskExplain& t);
+  TaskExplain operator[](size_t i) const;  // expanded
+  const std::string& key(size_t i) const;
+  void SetResult(size_t i, std::string_view kind, std::string_view value);
+  // Bytes held (for measurements).
+  size_t MemoryBytes() const;
+
+  // Iterates expanded pods: `for (const TaskExplain& t : e.tasks)` holds one pod at a time.
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = TaskExplain;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = TaskExplain;
+    Iterator(const ExplainedTasks* owner, size_t i) : owner_(owner), i_(i) {}
+    TaskExplain operator*() const { return (*owner_)[i_]; }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return i_ == o.i_; }
+    bool operator!=(const Iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const ExplainedTasks* owner_;
+    size_t i_;
+  };
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, tasks_.size()); }
+
+ private:
+  struct Strings;
+  struct Pred {
+    uint32_t plugin;
+    uint32_t reason;
+    StatusCode code;
+  };
+  struct Score {
+    double value;
+    uint32_t plugin;
+  };
+  struct Row {
+    double node_order;
+    double total;
+    uint32_t node;
+    uint32_t reason;
+    uint32_t fits;
+    uint32_t score_error;
+    uint32_t insufficient;  // bit per ResourceId
+    uint16_t preds;         // how many of the pod's `preds` entries are this node's
+    uint16_t scores;
+    uint16_t batch;
+    StatusCode code;
+    bool scored;
+  };
+  struct Task {
+    uint32_t key, job, action, note, result_kind, result_value;
+    bool has_pre = false;
+    Pred pre{};
+    std::vector<Row> rows;
+    std::vector<Pred> preds;    // rows' predicate answers, in row order
+    std::vector<Score> scores;  // rows' node_order scores then batch scores, in row order
+  };
+  Task Compact(const TaskExplain& t);
+
+  std::unique_ptr<Strings> strings_;
+  std::vector<Task> tasks_;
+};
+
 struct Explanation {
   bool at_open = false;
-  std::vector<TaskExplain> tasks;  // in the order pods were first recorded (at open: cluster order)
+  ExplainedTasks tasks;  // in the order pods were first recorded (at open: cluster order)
   std::vector<JobExplain> jobs;
   std::vector<QueueExplain> queues;
 };
@@ -110,6 +198,10 @@ struct Explanation {
 // Evaluates one pod against every node of the session as it stands (runs pre_predicate first,
 // as the actions do).
 TaskExplain ExplainTask(const Session& ssn, const Task* t);
+
+// The figures every plugin's show_queue handler reports for `q` (plugin → figures, conf order).
+std::vector<std::pair<std::string, std::vector<Figure>>> ShowQueueFigures(Session& ssn,
+                                                                         const Queue* q);
 
 // Job and queue answers of the session as it stands (also asks each plugin's show handler).
 void ExplainJobsAndQueues(Session& ssn, Explanation& out);

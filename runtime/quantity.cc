@@ -287,4 +287,25 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   return secs * 1'000'000'000 + frac_ns;
 }
 
+std::string FormatResourceQuantity(std::string_view name, double v) {
+  auto integral = [](double x) { return std::fabs(x - std::round(x)) < 1e-6; };
+  if (name == "memory") {
+    static constexpr std::pair<const char*, double> kUnits[] = {
+        {"Ti", 1099511627776.0}, {"Gi", 1073741824.0}, {"Mi", 1048576.0}, {"Ki", 1024.0}};
+    for (const auto& [suffix, unit] : kUnits)
+      if (v != 0 && std::fabs(v) >= unit && integral(v / unit))
+        return fmt::format("{}{}", static_cast<int64_t>(std::round(v / unit)), suffix);
+    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
+    return fmt::format("{:.0f}", v);
+  }
+  if (name == "pods") {
+    if (integral(v)) return fmt::format("{}", static_cast<int64_t>(std::round(v)));
+    return fmt::format("{:g}", v);
+  }
+  // Milli-units.
+  if (integral(v / 1000)) return fmt::format("{}", static_cast<int64_t>(std::round(v / 1000)));
+  if (integral(v)) return fmt::format("{}m", static_cast<int64_t>(std::round(v)));
+  return fmt::format("{:.3f}m", v);
+}
+
 }  // namespace kiln

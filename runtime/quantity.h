@@ -7,6 +7,7 @@
 // up like Kubernetes' resource.Quantity does.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "runtime/status.h"
@@ -29,6 +30,10 @@ Result<Quantity> ParseQuantity(std::string_view text);
 // The value Volcano stores for resource `name` (api.NewResource): cpu → milli-units, memory →
 // bytes, pods → whole units, every other (extended) resource → milli-units.
 Result<double> ParseResourceQuantity(std::string_view name, std::string_view text);
+
+// A resource value in Volcano's units (cpu and extended resources milli, memory bytes, pods
+// whole) in Kubernetes notation, for people: "4", "500m", "1Gi", "110".
+std::string FormatResourceQuantity(std::string_view name, double v);
 
 // Go time.ParseDuration ("300ms", "-1.5h", "2h45m", "0"). Result in nanoseconds.
 // Error: `invalid duration "x"`.

@@ -19,6 +19,23 @@
 // Cycle i runs at `now + i × period`; the period defaults to 1s, Volcano's default
 // schedule-period, and `kiln simulate --period` overrides it.
 //
+// Trace replay (multi-cycle runs: more than one cycle, or --until; scenario-format.md "Trace
+// replay and the simulation report"):
+//   * a pod or PodGroup whose creationTimestamp is later than the first session's time is not in
+//     the cluster until the first session at or after it;
+//   * a job whose pods have all Succeeded is deleted after the session that saw it finish (as a
+//     job with ttlSecondsAfterFinished: 0 would be), so long runs do not carry finished work;
+//   * after each session the cluster is measured (trace.h) and the run ends with a summary.
+// Skipping: Volcano runs a session every period whatever happens. A session can only decide
+// differently from the one before it when its snapshot differs or when something in it reads the
+// clock (a policy calling `now()`, preempt's start time of a pod never scheduled). So when a
+// session changed nothing in the cluster (no bind, eviction, nomination, deletion, PodGroup phase
+// or condition change) and nothing in it read the clock, every following period repeats it
+// exactly until the next arrival or completion; those periods are skipped and the clock jumps to
+// the first period at or after that event (`--every-period` runs them all; a test checks both
+// give the same decisions). With no event left, the cluster is idle and the run ends: --until
+// and --cycles are upper bounds.
+//
 // Plugins: the conf names plugins; the simulator asks a PolicyProvider for each one before the
 // first session. A name the provider does not know is an error ("unknown plugin `x`", or for a
 // plugin Volcano has but Kiln has no policy for, "is a Volcano plugin that Kiln does not
@@ -29,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,9 +59,13 @@
 #include "runtime/policy_provider.h"
 #include "runtime/scheduler.h"
 #include "simulator/scenario.h"
+#include "simulator/trace.h"
 #include "runtime/status.h"
 
 namespace kiln {
+
+class Session;
+struct TaskExplain;
 
 struct SimulationResult {
   std::string scenario;
@@ -52,11 +74,24 @@ struct SimulationResult {
   std::vector<ClusterWarning> warnings;
   // The scenario's `calls`, run in the first session, each with its result.
   std::vector<CallSpec> calls;
+  // Trace replay (multi-cycle runs): one sample per session in `sessions`, and the summary.
+  bool trace = false;
+  std::vector<SessionMetrics> metrics;
+  TraceSummary summary;
 };
 
 struct SimulatorOptions {
   int cycles = 1;
   DurationNs period = 1'000'000'000;  // 1s
+  // --until: run the sessions at times up to and including this one (instead of `cycles`).
+  std::optional<TimeNs> until;
+  // Run every period, even those that provably decide nothing (for checking the skipping).
+  bool every_period = false;
+  // --report: digest up to this many pending pods per session (one per job) for the decisions
+  // table. 0: none.
+  int explain_pending = 0;
+
+  bool trace() const { return cycles > 1 || until.has_value(); }
 };
 
 // The scenario's cluster as a ClusterBinding: snapshots are built from the scenario objects as
@@ -64,16 +99,38 @@ struct SimulatorOptions {
 // would (the rules at the top of this file).
 class SimulatedCluster : public ClusterBinding {
  public:
-  explicit SimulatedCluster(ScenarioSpec spec) : spec_(std::move(spec)) {}
-  // Pods whose `duration` has passed by `now` Succeed first.
+  // `trace`: hold back objects created after the scenario's `now` until they arrive, delete
+  // finished jobs, and keep the job records of the summary.
+  explicit SimulatedCluster(ScenarioSpec spec, bool trace = false);
+  // Pods whose `duration` has passed by `now` Succeed first, then (trace) arrivals come in.
   Result<Cluster> Snapshot(TimeNs now) override;
   void Apply(const SessionResult& result) override;
   const ScenarioSpec& state() const { return spec_; }
 
+  // Whether the last Apply changed anything a session reads (see the top of this file).
+  bool changed() const { return changed_; }
+  // The earliest arrival or completion still to come, if any.
+  std::optional<TimeNs> NextEvent() const;
+  // Every job seen so far (trace), by uid.
+  const std::map<std::string, JobRecord>& jobs() const { return jobs_; }
+
  private:
   void CompleteFinishedPods(TimeNs now);
+  void Arrive(TimeNs now);
+  void NoteJob(const PodGroupSpec& g);
+  void DeleteFinishedJobs();
 
   ScenarioSpec spec_;
+  bool trace_ = false;
+  bool changed_ = true;
+  bool completed_ = false;  // a pod Succeeded since the last DeleteFinishedJobs
+  // Objects not arrived yet, by creationTimestamp (stable), and how far arrivals have got.
+  std::vector<PodSpec> future_pods_;
+  std::vector<PodGroupSpec> future_groups_;
+  size_t next_pod_ = 0, next_group_ = 0;
+  std::map<std::string, int> future_pods_per_job_;
+  std::map<std::string, JobRecord> jobs_;
+  std::map<std::string, TimeNs> last_finish_;  // job uid → latest finish time of its pods
 };
 
 class Simulator {
@@ -102,7 +159,10 @@ class Simulator {
 
  private:
   Simulator(ScenarioSpec spec, SchedulerConf conf, SimulatorOptions options)
-      : cluster_(std::move(spec)), conf_(std::move(conf)), options_(options) {}
+      : cluster_(std::move(spec), options.trace()), conf_(std::move(conf)), options_(options) {}
+  Result<SimulationResult> RunTrace();
+  // Trace: each queue's shown deserved figure and (--report) digests of pending pods.
+  void ObserveSession(Session& ssn);
 
   SimulatedCluster cluster_;
   SchedulerConf conf_;
@@ -111,9 +171,15 @@ class Simulator {
   int next_index_ = 0;
   SessionHooks first_hooks_;
   std::vector<CallSpec> calls_;
+  // Trace: what the last session's before_close hook measured.
+  std::map<std::string, Resource> deserved_;
+  std::vector<PendingDigest> digests_;
   // The scenario's detached pods as tasks of no job (Link drops their queue-less jobs).
   Cluster detached_;
 };
+
+// Why a pending pod's nodes were rejected, grouped by plugin and reason (trace.h).
+PendingDigest DigestOf(const TaskExplain& te);
 
 // Differences between `expect` and the first session's decisions, one line each
 // ("binds: c1/p1: expected n1, got n2"); empty when they match.

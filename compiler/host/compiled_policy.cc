@@ -16,6 +16,7 @@
 #include "compiler/frontend.h"
 #include "compiler/host/host_symbols.h"
 #include "compiler/jit/kiln_jit.h"
+#include "compiler/passes/walk.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln {
@@ -49,6 +50,22 @@ Result<std::unique_ptr<ast::Policy>> Front(const SourceFile& source,
                  SourceLocation{source.path, 0, 0}};
   }
   return std::move(fe.policy);
+}
+
+// Whether any code of the policy reads the session clock: a call of `now()` or `session.now`.
+// Over-approximates (a record field named `now` counts too), which only costs skipped sessions.
+bool ReadsClock(ast::Policy& policy) {
+  bool reads = false;
+  passes::Walker w;
+  w.on_expr = [&](ast::Expr* e) {
+    if (auto* c = ast::As<ast::Call>(e); c && c->callee == "now") reads = true;
+    if (auto* s = ast::As<ast::Select>(e); s && s->field == "now") reads = true;
+  };
+  for (auto* fn : policy.All<ast::FnDecl>()) w.Stmt(fn->body.get());
+  for (auto* h : policy.All<ast::HandlerDecl>()) w.Stmt(h->body.get());
+  for (auto* st : policy.All<ast::StateDecl>())
+    if (st->init) w.Expr(st->init.get());
+  return reads;
 }
 
 }  // namespace
@@ -212,6 +229,7 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
                                   std::chrono::steady_clock::now() - jit_start)
                                       .count() -
                                   o2_ms);
+  compiled->reads_clock = ReadsClock(**policy);
   compiled->ast = std::move(*policy);
   compiled->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

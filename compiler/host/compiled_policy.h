@@ -47,6 +47,10 @@ struct CompiledPolicy {
   uint64_t args_size = 0;
   uint64_t args_align = 8;
   std::vector<ArgSlot> args;
+  // Some handler, function or state initialiser reads the session clock (`now()`). A session
+  // whose plugins never read it decides the same at any time, which lets a multi-cycle
+  // simulation skip sessions that provably decide nothing (simulator/simulator.h).
+  bool reads_clock = false;
   double compile_ms = 0;  // front end + codegen + JIT, for the benchmark and logs
   PhaseTimings timings;   // its phases (compiler/timings.h): front end, codegen, o2, machine-code
 

@@ -13,6 +13,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/diagnostics.h"
 #include "compiler/host/compiled_policy.h"
+#include "runtime/clock_use.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -28,6 +29,7 @@ class JitPlugin : public Plugin {
     const CompiledPolicy& policy = *args_->policy;
     ctx_.args = args_->data;
     ctx_.now = ssn.now();
+    if (policy.reads_clock) NoteClockUse();
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
     policy.state_init(&ctx_);

@@ -49,6 +49,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/clock_use.h"
 #include "runtime/explain.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
@@ -312,6 +313,7 @@ class PreemptRun {
   }
 
   TimeNs StartTime(const Task* t) const {
+    if (t->scheduled_at == 0) NoteClockUse();
     return t->scheduled_at != 0 ? t->scheduled_at : ssn_.now();
   }
 

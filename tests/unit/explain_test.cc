@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <tuple>
 
 #include "compiler/host/policy_provider.h"
 #include "runtime/calls.h"
@@ -32,9 +34,10 @@ Loaded Load(const std::string& path) {
   return Loaded{std::move(*spec), std::move(*conf), std::move(*provider)};
 }
 
-const TaskExplain* FindTask(const Explanation& e, const std::string& key) {
-  for (const auto& t : e.tasks)
-    if (t.key == key) return &t;
+// Explanations are stored compactly and expanded on reading: the pod is a copy.
+std::unique_ptr<TaskExplain> FindTask(const Explanation& e, const std::string& key) {
+  for (size_t i = 0; i < e.tasks.size(); ++i)
+    if (e.tasks.key(i) == key) return std::make_unique<TaskExplain>(e.tasks[i]);
   return nullptr;
 }
 
@@ -58,7 +61,7 @@ TEST(Explain, AtOpenScoresAndStatusesOfEveryScoringAndPredicatePolicy) {
   auto e = ExplainScenarioAtOpen(l.spec, l.conf, *l.provider);
   ASSERT_TRUE(e.ok()) << e.error().Format();
   EXPECT_TRUE(e->at_open);
-  const TaskExplain* p0 = FindTask(*e, "c1/p-0");
+  auto p0 = FindTask(*e, "c1/p-0");
   ASSERT_NE(p0, nullptr);
   EXPECT_TRUE(p0->result_kind.empty());  // no result at open
 
@@ -95,7 +98,7 @@ TEST(Explain, AtOpenScoresAndStatusesOfEveryScoringAndPredicatePolicy) {
   }
 
   // big asks for cpu 8: the predicates pass on n1 but the action's resource check does not.
-  const TaskExplain* big = FindTask(*e, "c1/big");
+  auto big = FindTask(*e, "c1/big");
   ASSERT_NE(big, nullptr);
   const NodeExplain* n1 = FindNode(*big, "n1");
   EXPECT_EQ(n1->code, StatusCode::Success);
@@ -114,13 +117,13 @@ TEST(Explain, AtOpenAndRecordedModesAgreeForTheFirstPodPlaced) {
   auto it = std::find_if(recorded->tasks.begin(), recorded->tasks.end(),
                          [](const TaskExplain& t) { return t.result_kind == "bound"; });
   ASSERT_NE(it, recorded->tasks.end());
-  EXPECT_EQ(recorded->tasks.front().key, "c1/big");
+  EXPECT_EQ(recorded->tasks.key(0), "c1/big");
   const TaskExplain& first = *it;
   EXPECT_EQ(first.key, "c1/p-0");
   EXPECT_EQ(first.action, "allocate");
   EXPECT_EQ(first.result_kind, "bound");
   EXPECT_EQ(first.result_value, "n1");
-  const TaskExplain* open = FindTask(*at_open, first.key);
+  auto open = FindTask(*at_open, first.key);
   ASSERT_NE(open, nullptr);
   ASSERT_EQ(open->nodes.size(), first.nodes.size());
   for (size_t i = 0; i < first.nodes.size(); ++i) {
@@ -137,14 +140,14 @@ TEST(Explain, AtOpenAndRecordedModesAgreeForTheFirstPodPlaced) {
     EXPECT_DOUBLE_EQ(a.total, b.total);
   }
   // The second pod was recorded after p-0 took cpu 1 and 2Gi of n1: its scores moved.
-  const TaskExplain* p1 = FindTask(*recorded, "c1/p-1");
+  auto p1 = FindTask(*recorded, "c1/p-1");
   ASSERT_NE(p1, nullptr);
   const NodeExplain* n1 = FindNode(*p1, "n1");
   EXPECT_DOUBLE_EQ(Score(n1->scores, "nodeorder"), 150);
   EXPECT_DOUBLE_EQ(Score(n1->scores, "binpack"), 50);
   EXPECT_DOUBLE_EQ(Score(n1->scores, "resource-strategy-fit"), 500);
   EXPECT_EQ(p1->result_kind, "bound");
-  const TaskExplain* big = FindTask(*recorded, "c1/big");
+  auto big = FindTask(*recorded, "c1/big");
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(big->result_kind, "unschedulable");
   EXPECT_NE(big->result_value.find("Insufficient cpu"), std::string::npos) << big->result_value;
@@ -174,6 +177,34 @@ TEST(Explain, JobsAndQueuesShowWhatThePoliciesDeclare) {
     ASSERT_NE(allocated, figures.end());
     // run-0's cpu 2 (milli-units), as the session accounts it.
     EXPECT_DOUBLE_EQ(std::get<Resource>(allocated->value).values[kCpu], 2000);
+  }
+}
+
+// capacity shows its own view of each queue it manages: deserved and capability as the
+// scenario writes them (team-a: deserved 4 cpu, capability 6; team-b: 4 and 8), and the
+// requests of the queue's jobs (team-a: a1 and a2, four 1-cpu pods each = 8 cpu).
+TEST(Explain, CapacityShowsDeservedAndCapability) {
+  Loaded l = Load("tests/cli/simulate/data/helm-capacity.yaml");
+  auto e = ExplainScenarioAtOpen(l.spec, l.conf, *l.provider);
+  ASSERT_TRUE(e.ok()) << e.error().Format();
+  auto figure = [&](const std::string& queue, const std::string& name) -> const Resource* {
+    for (const QueueExplain& q : e->queues) {
+      if (q.name != queue) continue;
+      for (const auto& [plugin, figures] : q.plugins) {
+        if (plugin != "capacity") continue;
+        for (const Figure& f : figures)
+          if (f.name == name) return std::get_if<Resource>(&f.value);
+      }
+    }
+    return nullptr;
+  };
+  for (const auto& [queue, name, cpu] :
+       {std::tuple{"team-a", "deserved", 4000.0}, std::tuple{"team-a", "capability", 6000.0},
+        std::tuple{"team-b", "deserved", 4000.0}, std::tuple{"team-b", "capability", 8000.0},
+        std::tuple{"team-a", "request", 8000.0}}) {
+    const Resource* r = figure(queue, name);
+    ASSERT_NE(r, nullptr) << queue << " " << name;
+    EXPECT_DOUBLE_EQ(r->cpu(), cpu) << queue << " " << name;
   }
 }
 

@@ -1,0 +1,1 @@
+simulate --until soon tests/cli/simulate/data/plugin-free.yaml
