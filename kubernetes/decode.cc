@@ -639,7 +639,10 @@ Result<ResourceQuota> DecodeResourceQuota(const json& obj, ObjectMeta* meta_out)
     ResourceQuota rq;
     rq.name = m.name;
     rq.namespace_ = m.namespace_.empty() ? "default" : m.namespace_;
-    rq.hard = Resources(Object(obj, "spec", "resourcequota"), "hard", "spec");
+    const json& spec = Object(obj, "spec", "resourcequota");
+    rq.hard = Resources(spec, "hard", "spec");
+    if (auto it = spec.find("hard"); it != spec.end() && it->is_object())
+      for (const auto& [name, value] : it->items()) rq.hard_names.push_back(name);
     rq.used = Resources(Object(obj, "status", "resourcequota"), "used", "status");
     if (meta_out) *meta_out = m;
     return rq;

@@ -356,6 +356,7 @@ KILN_STR_FN(kiln_resource_quota_name, ResourceQuota, o->name)
 KILN_STR_FN(kiln_resource_quota_namespace, ResourceQuota, o->namespace_)
 void kiln_resource_quota_hard(const ResourceQuota* o, kiln::Resource* out) { *out = o->hard; }
 void kiln_resource_quota_used(const ResourceQuota* o, kiln::Resource* out) { *out = o->used; }
+KILN_STRLIST_FN(kiln_resource_quota_hard_names, ResourceQuota, o->hard_names)
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

@@ -286,7 +286,8 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(ResourceQuota, "name",                String,         Host, kiln_resource_quota_name,              _)                        \
   X(ResourceQuota, "namespace",           String,         Host, kiln_resource_quota_namespace,         _)                        \
   X(ResourceQuota, "hard",                Resource,       Host, kiln_resource_quota_hard,              _)                        \
-  X(ResourceQuota, "used",                Resource,       Host, kiln_resource_quota_used,              _)
+  X(ResourceQuota, "used",                Resource,       Host, kiln_resource_quota_used,              _)                        \
+  X(ResourceQuota, "hard_names",          StringList,     Host, kiln_resource_quota_hard_names,        _)
 // clang-format on
 
 struct AbiFieldInfo {

@@ -210,6 +210,13 @@ CallValue RunOne(Session& ssn, Resolver& res, const CallSpec& c, Task* empty_tas
       return TaskNames(c.point == ExtensionPoint::Preemptable ? ssn.Preemptable(p, cands)
                                                                : ssn.Reclaimable(p, cands));
     }
+    case ExtensionPoint::UnifiedEvictable: {
+      if (!c.job) return Fail("unified_evictable needs `job`");
+      Job* j = res.FindJob(*c.job, err);
+      std::vector<Task*> cands = tasks(c.candidates);
+      if (!err.empty()) return Fail(err);
+      return TaskNames(ssn.UnifiedEvictable(j, cands));
+    }
     case ExtensionPoint::VictimTasks: {
       std::vector<Task*> cands = tasks(c.candidates);
       if (!err.empty()) return Fail(err);

@@ -34,6 +34,7 @@ namespace kiln {
   X(BestNode,         "best_node",          "enableBestNode",     FirstNonNull,     NoNode,            NodeOrNone, Task, NodeList)         \
   X(Preemptable,      "preemptable",        "enablePreemptable",  VictimIntersect,  NoVictims,         Victims,    Task, TaskList)         \
   X(Reclaimable,      "reclaimable",        "enableReclaimable",  VictimIntersect,  NoVictims,         Victims,    Task, TaskList)         \
+  X(UnifiedEvictable, "unified_evictable",  "",                   VictimIntersect,  NoVictims,         Victims,    Job, TaskList)          \
   X(VictimTasks,      "victim_tasks",       "enabledVictim",      TierUnion,        NoVictims,         TaskList,   TaskList)               \
   X(Overused,         "overused",           "enabledOverused",    Any,              False,             Bool,       Queue)                  \
   X(Allocatable,      "allocatable",        "enabledAllocatable", All,              True,              Bool,       Queue, Task)            \
@@ -53,6 +54,10 @@ namespace kiln {
   X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)                               \
   X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)
 // clang-format on
+
+// unified_evictable (gangpreempt/gangreclaim) gets the starving job and the candidates of one
+// eviction; Volcano's EvictionContext.Kind is implied by the candidates: gangpreempt offers only
+// tasks of the job's own queue, gangreclaim only tasks of other queues.
 
 // simulate_remove_task/simulate_add_task are gated by enablePreemptable OR enabledAllocatable
 // (Volcano's isEnabled(plugin.EnabledPreemptable) || isEnabled(plugin.EnabledAllocatable)); the

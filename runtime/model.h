@@ -204,8 +204,11 @@ struct PodDisruptionBudget {
 struct ResourceQuota {
   std::string name;
   std::string namespace_;
-  Resource hard;  // presence bits = the names listed in hard
+  Resource hard;  // presence bits = the names listed in hard (cpu and memory always present)
   Resource used;
+  // The names listed in hard, as written: tells `cpu: "0"` (nothing allowed) from no cpu limit,
+  // which `hard` cannot, since a Resource always carries cpu and memory.
+  std::vector<std::string> hard_names;
 };
 
 // ---------------------------------------------------------------------------------------------

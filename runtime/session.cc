@@ -448,8 +448,8 @@ void Session::CombineCallAll(A... args) const {
   }
 }
 
-template <ExtensionPoint P>
-std::vector<Task*> Session::CombineVictimIntersect(const Task* t,
+template <ExtensionPoint P, typename Subject>
+std::vector<Task*> Session::CombineVictimIntersect(const Subject* t,
                                                    std::span<Task* const> cands) const {
   static_assert(CombineOf(P) == Combine::VictimIntersect && FallbackOf(P) == Fallback::NoVictims);
   const auto& hs = Handlers<P>();
@@ -715,6 +715,11 @@ std::vector<Task*> Session::Preemptable(const Task* preemptor,
 std::vector<Task*> Session::Reclaimable(const Task* reclaimer,
                                         std::span<Task* const> reclaimees) const {
   return CombineVictimIntersect<ExtensionPoint::Reclaimable>(reclaimer, reclaimees);
+}
+
+std::vector<Task*> Session::UnifiedEvictable(const Job* job,
+                                             std::span<Task* const> candidates) const {
+  return CombineVictimIntersect<ExtensionPoint::UnifiedEvictable>(job, candidates);
 }
 
 std::vector<Task*> Session::VictimTasks(std::span<Task* const> tasks) const {

@@ -55,6 +55,7 @@
 #include "runtime/model.h"
 #include "runtime/plugin.h"
 #include "runtime/status.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln {
 
@@ -225,6 +226,11 @@ class Session {
   Decisions& decisions() { return decisions_; }
   const Decisions& decisions() const { return decisions_; }
   uint64_t fault_count() const { return fault_count_; }
+  // The pool the actions run per-node predicates and scores on. A plugin whose handlers block on
+  // the network (a policy with `uses http;`) asks for the I/O pool at open, so that the per-node
+  // calls of one task wait side by side instead of one after another on a few cores.
+  void RequireIoPool() { io_pool_ = true; }
+  ThreadPool& node_pool() const { return io_pool_ ? ThreadPool::Io() : ThreadPool::Default(); }
   // Whether the fault watchdog disabled the plugin in `slot` (its handlers are skipped).
   bool plugin_disabled(int slot) const {
     return slot >= 0 && slot < static_cast<int>(plugins_.size()) &&
@@ -305,6 +311,9 @@ class Session {
   // (§2.2 exact tier intersection). Empty = none on this node.
   std::vector<Task*> Preemptable(const Task* preemptor, std::span<Task* const> preemptees) const;
   std::vector<Task*> Reclaimable(const Task* reclaimer, std::span<Task* const> reclaimees) const;
+  // gangpreempt / gangreclaim, per domain: which of the flattened bundle candidates may be
+  // evicted for the starving job (same combination as Preemptable).
+  std::vector<Task*> UnifiedEvictable(const Job* job, std::span<Task* const> candidates) const;
   // shuffle: per tier union (dedup, input order); the first tier with a non-empty set decides.
   std::vector<Task*> VictimTasks(std::span<Task* const> tasks) const;
   // allocate / reclaim, per popped queue: true skips the queue for the rest of the action.
@@ -402,8 +411,8 @@ class Session {
   bool CombineVote(A... args) const;
   template <ExtensionPoint P, typename... A>
   void CombineCallAll(A... args) const;
-  template <ExtensionPoint P>
-  std::vector<Task*> CombineVictimIntersect(const Task* t, std::span<Task* const> cands) const;
+  template <ExtensionPoint P, typename Subject>
+  std::vector<Task*> CombineVictimIntersect(const Subject* t, std::span<Task* const> cands) const;
   template <ExtensionPoint P>
   std::vector<Task*> CombineTierUnion(std::span<Task* const> tasks) const;
   void CallSessionHandlers(ExtensionPoint point, int slot);
@@ -418,6 +427,7 @@ class Session {
   Decisions decisions_;
   mutable std::mutex fault_mu_;
   mutable std::atomic<uint64_t> fault_count_{0};
+  bool io_pool_ = false;
   // One flag per plugin slot, set by the watchdog (read by concurrent dispatchers).
   std::unique_ptr<std::atomic<bool>[]> disabled_;
   // Per plugin slot, one bit per extension point whose handler ran (CallScope sets them). A

@@ -20,7 +20,7 @@ struct InsideLoop {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, size_t min_grain) : min_grain_(std::max<size_t>(min_grain, 1)) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers_.reserve(threads - 1);
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
@@ -45,11 +45,22 @@ ThreadPool& ThreadPool::Default() {
   return pool;
 }
 
+ThreadPool& ThreadPool::Io() {
+  static ThreadPool pool(
+      [] {
+        const char* env = std::getenv("KILN_IO_THREADS");
+        int n = env ? std::atoi(env) : 0;
+        return n > 0 ? n : 16;
+      }(),
+      /*min_grain=*/1);
+  return pool;
+}
+
 size_t ThreadPool::DefaultGrain(size_t n) const {
   // Several ranges per participant balance uneven callbacks (one node's predicate may be far
   // slower than another's) without paying an atomic per index.
   size_t per = n / (static_cast<size_t>(size()) * 8);
-  return std::max<size_t>(per, 16);
+  return std::max<size_t>(per, min_grain_);
 }
 
 void ThreadPool::RunLoop(Loop& loop) {

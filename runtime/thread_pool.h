@@ -22,7 +22,9 @@ class ThreadPool {
  public:
   // `threads` counts the calling thread, which always takes part in the work: a pool of size 1
   // starts no worker and runs everything inline. 0 = std::thread::hardware_concurrency().
-  explicit ThreadPool(int threads = 0);
+  // `min_grain` is the fewest indices one range holds: 16 amortises the hand-out for CPU-bound
+  // callbacks; a pool for blocking I/O wants 1, so that every call can wait in parallel.
+  explicit ThreadPool(int threads = 0, size_t min_grain = 16);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -49,6 +51,10 @@ class ThreadPool {
 
   // The process-wide pool the actions use, sized to the hardware.
   static ThreadPool& Default();
+  // The process-wide pool for loops whose callbacks mostly wait (a policy's HTTP calls): as many
+  // threads as Volcano runs predicate goroutines (16, or KILN_IO_THREADS) whatever the core
+  // count, one index per range.
+  static ThreadPool& Io();
 
   // How long the rest of a loop must promise to take before the workers are woken (50µs by
   // default). Tests pin it to make the inline-or-parallel choice independent of machine load.
@@ -78,6 +84,7 @@ class ThreadPool {
   unsigned long generation_ = 0;
   bool stopping_ = false;
   std::chrono::nanoseconds wake_threshold_ = std::chrono::microseconds(50);
+  size_t min_grain_ = 16;
 };
 
 }  // namespace kiln

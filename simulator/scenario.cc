@@ -796,7 +796,11 @@ Status Loader::ReadResourceQuota(const YAML::Node& n, ResourceQuota& out) {
   out.namespace_ = "default";
   auto what = ReadFields<O>(n, "resource quota", {
       {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
-      {"hard", [&](auto& v, auto& f, O& o) { return Store(o.hard, ReadResources(v, f)); }},
+      {"hard", [&](auto& v, auto& f, O& o) {
+         if (v.IsMap())
+           for (const auto& kv : v) o.hard_names.push_back(kv.first.Scalar());
+         return Store(o.hard, ReadResources(v, f));
+       }},
       {"used", [&](auto& v, auto& f, O& o) { return Store(o.used, ReadResources(v, f)); }},
   }, out);
   return what ? Status::Ok() : Status(what.error());

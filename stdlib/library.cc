@@ -80,6 +80,27 @@ const Function kFunctions[] = {
      HOST(kiln_host_parse_json_resource_map),
      "a JSON object of Kubernetes ResourceLists (nodegroup limits); none otherwise"},
 
+    // ---- JSON (replies of HTTP services; `pointer` is an RFC 6901 JSON pointer, "" = all) ----
+    {"json", "json_quote", "", "(string) -> string", HOST(kiln_host_json_quote),
+     "the string as a JSON string literal, quotes and escapes included"},
+    {"json", "json_number", "", "(string, string) -> float?", HOST(kiln_host_json_number),
+     "json_number(text, pointer): the number there; none when text is not JSON, nothing is "
+     "there or it is not a number"},
+    {"json", "json_string", "", "(string, string) -> string?", HOST(kiln_host_json_string),
+     "json_string(text, pointer): the string there; none otherwise"},
+    {"json", "json_bool", "", "(string, string) -> bool?", HOST(kiln_host_json_bool),
+     "json_bool(text, pointer): the boolean there; none otherwise"},
+    {"json", "json_text", "", "(string, string) -> string?", HOST(kiln_host_json_text),
+     "json_text(text, pointer): the value there as compact JSON text (to hand to "
+     "parse_json_number_map and friends); none when nothing is there"},
+    {"json", "json_keys", "", "(string, string) -> list<string>?", HOST(kiln_host_json_keys),
+     "json_keys(text, pointer): the member names of the object there, sorted; none when it is "
+     "not an object"},
+    {"json", "json_strings", "", "(string, string, string) -> list<string>?",
+     HOST(kiln_host_json_strings),
+     "json_strings(text, pointer, field): the array there as strings — its elements, or with a "
+     "non-empty field each element's member `field`; none unless every one is a string"},
+
     // ---- Kubernetes matching (stdlib/k8s_natives.h; apimachinery / component-helpers rules) ----
     {"k8s", "requirement_matches", "", "(SelectorRequirement, map<string, string>) -> bool",
      NATIVE(kiln_std_requirement_matches),

@@ -1933,11 +1933,12 @@ class Lowering {
     }
     if (name == "show") return EmitStdNative(c, "kiln_host_show_resource", args, true);
     if (name == "show_number") return EmitStdNative(c, "kiln_host_show_number", args, true);
-    // Host helpers without session access (JSON parsing) use the native ABI as is.
+    // Host helpers without session access (JSON parsing, HTTP) use the native ABI as is; their
+    // string and list results are built in the call arena.
     for (const stdlib::Function& row : fns)
-      if (row.name == name && row.impl == stdlib::Impl::Host && row.capability.empty() &&
-          row.bundle == "strings")
-        return EmitStdNative(c, std::string(row.symbol), args);
+      if (row.name == name && row.impl == stdlib::Impl::Host &&
+          (row.bundle == "strings" || row.bundle == "json" || row.bundle == "http"))
+        return EmitStdNative(c, std::string(row.symbol), args, false, true);
     Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
   }
 
@@ -1945,7 +1946,8 @@ class Lowering {
   // parameters (data, size), Resource results through a trailing out pointer, T?
   // results as a bool return with the payload through a trailing out pointer.
   Value* EmitStdNative(const ast::Call& c, const std::string& sym,
-                       const std::vector<const ast::Expr*>& args, bool with_ctx = false) {
+                       const std::vector<const ast::Expr*>& args, bool with_ctx = false,
+                       bool builds_in_arena = false) {
     std::vector<Value*> vals;
     if (with_ctx) vals.push_back(ictx_);
     for (const ast::Expr* a : args) {
@@ -1961,7 +1963,8 @@ class Lowering {
     // Optional results come back through an out pointer: bool fn(args..., T* out). Natives
     // allocate only when they build maps/resources (the JSON helpers).
     if (IsKind(t, TypeKind::Optional) && !IsPtrOptional(t)) {
-      bool allocates = t->elem->kind == TypeKind::Map || t->elem->kind == TypeKind::Resource;
+      bool allocates = builds_in_arena || t->elem->kind == TypeKind::Map ||
+                       t->elem->kind == TypeKind::Resource;
       Value* out = Alloca(Ty(t->elem));
       b_.CreateStore(ZeroOf(t->elem), out);
       vals.push_back(out);
@@ -1981,7 +1984,7 @@ class Lowering {
       CallRt(sym, b_.getVoidTy(), vals);
       return llvm::UndefValue::get(i1_);
     }
-    return CallRt(sym, Ty(t), vals);
+    return CallRt(sym, Ty(t), vals, builds_in_arena);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -2290,9 +2293,17 @@ class Lowering {
         b_.CreateRet(b_.getInt32(0));
         break;
       case AbiKind::FloatList: {
-        // scores[i] = answer[i] for the nodes passed (extra answers are ignored, missing are 0).
-        Value* items = b_.CreateExtractValue(r, {0});
-        Value* n = b_.CreateExtractValue(r, {1});
+        // none fails the scoring (return 1); otherwise scores[i] = answer[i] for the nodes
+        // passed (extra answers are ignored, missing are 0).
+        BasicBlock* failed = BasicBlock::Create(ctx_, "scores.none", fn);
+        BasicBlock* present = BasicBlock::Create(ctx_, "scores", fn);
+        b_.CreateCondBr(b_.CreateExtractValue(r, {0}), present, failed);
+        b_.SetInsertPoint(failed);
+        b_.CreateRet(b_.getInt32(1));
+        b_.SetInsertPoint(present);
+        Value* answer = b_.CreateExtractValue(r, {1});
+        Value* items = b_.CreateExtractValue(answer, {0});
+        Value* n = b_.CreateExtractValue(answer, {1});
         Value* limit = lists.empty() ? n : b_.CreateSelect(b_.CreateICmpSLT(n, lists.back().second), n,
                                                           lists.back().second);
         ForRange(limit, [&](Value* i) {

@@ -71,6 +71,14 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_show_number", &kiln_host_show_number);
   add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
   add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
+  add("kiln_host_json_quote", &kiln_host_json_quote);
+  add("kiln_host_json_number", &kiln_host_json_number);
+  add("kiln_host_json_string", &kiln_host_json_string);
+  add("kiln_host_json_bool", &kiln_host_json_bool);
+  add("kiln_host_json_text", &kiln_host_json_text);
+  add("kiln_host_json_keys", &kiln_host_json_keys);
+  add("kiln_host_json_strings", &kiln_host_json_strings);
+  add("kiln_host_http_post", &kiln_host_http_post);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
     out.push_back({std::string(s.name), const_cast<void*>(s.address)});
   for (const stdlib::Function& f : stdlib::Functions())

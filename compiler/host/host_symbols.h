@@ -48,6 +48,24 @@ void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double 
 // a bool with the map through `out`.
 bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
 bool kiln_host_parse_json_resource_map(const char* text, size_t text_size, void** out);
+// stdlib `json_*` (json_natives.cc): values read from JSON text by JSON pointer; `T?` results as
+// a bool with the value through `out`.
+KStr kiln_host_json_quote(const char* s, size_t s_size);
+bool kiln_host_json_number(const char* text, size_t text_size, const char* pointer,
+                           size_t pointer_size, double* out);
+bool kiln_host_json_string(const char* text, size_t text_size, const char* pointer,
+                           size_t pointer_size, KStr* out);
+bool kiln_host_json_bool(const char* text, size_t text_size, const char* pointer,
+                         size_t pointer_size, bool* out);
+bool kiln_host_json_text(const char* text, size_t text_size, const char* pointer,
+                         size_t pointer_size, KStr* out);
+bool kiln_host_json_keys(const char* text, size_t text_size, const char* pointer,
+                         size_t pointer_size, KList* out);
+bool kiln_host_json_strings(const char* text, size_t text_size, const char* pointer,
+                            size_t pointer_size, const char* field, size_t field_size, KList* out);
+// stdlib `http_post(url, body, timeout)` (http_natives.cc): the reply body on status 200.
+bool kiln_host_http_post(const char* url, size_t url_size, const char* body, size_t body_size,
+                         int64_t timeout_ns, KStr* out);
 // selected[i] = 1 for every candidates[i] that appears in chosen (victim lists → session masks).
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
                              int64_t m, uint8_t* selected);

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "compiler/ast.h"
 #include "compiler/builtin_policies.h"
 #include "compiler/diagnostics.h"
 #include "compiler/host/compiled_policy.h"
@@ -32,6 +33,7 @@ class JitPlugin : public Plugin {
     if (policy.reads_clock) NoteClockUse();
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
+    if (policy.ast && policy.ast->Uses("http")) ssn.RequireIoPool();
     policy.state_init(&ctx_);
     for (const auto& [point, fn] : policy.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
     return Status::Ok();

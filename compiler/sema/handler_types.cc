@@ -21,7 +21,8 @@ const Type* TypeOfAbiKind(AbiKind kind, TypeContext& t) {
     case AbiKind::Queue: return t.Get(TypeKind::Queue);
     case AbiKind::TaskList: return t.List(t.Get(TypeKind::Task));
     case AbiKind::NodeList: return t.List(t.Get(TypeKind::Node));
-    case AbiKind::FloatList: return t.List(t.Float());
+    // none: the scoring failed (Volcano's BatchNodeOrderFn error), so no node is chosen.
+    case AbiKind::FloatList: return t.Optional(t.List(t.Float()));
     case AbiKind::NodeOrNone: return t.Optional(t.Get(TypeKind::Node));
     case AbiKind::Victims: return t.Get(TypeKind::Victims);
   }

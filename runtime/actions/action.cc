@@ -14,14 +14,14 @@ constexpr std::array<std::string_view, 8> kVolcanoActionNames = {
 };
 
 struct Registry {
-  std::array<const Action*, 6> actions;
-  std::array<std::string_view, 6> names;
+  std::array<const Action*, 8> actions;
+  std::array<std::string_view, 8> names;
 };
 
 const Registry& TheRegistry() {
   static const Registry registry = [] {
     Registry r{{&EnqueueAction(), &AllocateAction(), &BackfillAction(), &PreemptAction(),
-                &ReclaimAction(), &ShuffleAction()},
+                &ReclaimAction(), &ShuffleAction(), &GangPreemptAction(), &GangReclaimAction()},
                {}};
     for (size_t i = 0; i < r.actions.size(); ++i) r.names[i] = r.actions[i]->name();
     return r;

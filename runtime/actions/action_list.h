@@ -12,5 +12,7 @@ const Action& BackfillAction();  // backfill.cc
 const Action& PreemptAction();   // preempt.cc
 const Action& ReclaimAction();   // reclaim.cc
 const Action& ShuffleAction();   // shuffle.cc
+const Action& GangPreemptAction();  // gang_evict.cc
+const Action& GangReclaimAction();  // gang_evict.cc
 
 }  // namespace kiln

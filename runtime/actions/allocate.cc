@@ -57,7 +57,7 @@ class AllocateRun {
   explicit AllocateRun(Session& ssn)
       : ssn_(ssn),
         args_(ssn.conf().ArgumentsFor("allocate")),
-        pool_(ThreadPool::Default()),
+        pool_(ssn.node_pool()),
         queues_([&ssn](Queue* const& l, Queue* const& r) { return ssn.QueueLess(l, r); }) {}
 
   void Run() {
@@ -193,25 +193,7 @@ class AllocateRun {
 
   // 3e.
   Node* PrioritizeNodes(const Task* t, const std::vector<Node*>& nodes) const {
-    std::vector<Node*> idle_fit;
-    std::vector<Node*> future_fit;
-    for (Node* n : nodes) {
-      if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
-        idle_fit.push_back(n);
-      } else if (actions::FitsFutureIdle(t->init_resreq, n)) {
-        future_fit.push_back(n);
-      }
-    }
-    for (const auto* group : {&idle_fit, &future_fit}) {
-      Node* best = nullptr;
-      if (group->size() == 1) {
-        best = group->front();
-      } else if (group->size() > 1) {
-        best = actions::BestScoredNode(ssn_, t, *group, pool_);
-      }
-      if (best != nullptr) return best;
-    }
-    return nullptr;
+    return actions::BestIdleThenFutureIdleNode(ssn_, t, nodes, pool_);
   }
 
   // 3f.

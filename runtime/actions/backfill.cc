@@ -35,7 +35,7 @@ class Backfill final : public Action {
 
   void Execute(Session& ssn) const override {
     const ActionArguments& args = ssn.conf().ArgumentsFor(name());
-    ThreadPool& pool = ThreadPool::Default();
+    ThreadPool& pool = ssn.node_pool();
     auto queue_less = [&ssn](Queue* const& l, Queue* const& r) { return ssn.QueueLess(l, r); };
     auto job_less = [&ssn](Job* const& l, Job* const& r) { return ssn.JobLess(l, r); };
     auto task_less = [&ssn](Task* const& l, Task* const& r) { return ssn.TaskLess(l, r); };

@@ -207,6 +207,29 @@ Node* BestScoredNode(const Session& ssn, const Task* t, std::span<Node* const> n
   return SelectBestNode(nodes, *scores);
 }
 
+Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                                 ThreadPool& pool) {
+  std::vector<Node*> idle_fit;
+  std::vector<Node*> future_fit;
+  for (Node* n : nodes) {
+    if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
+      idle_fit.push_back(n);
+    } else if (FitsFutureIdle(t->init_resreq, n)) {
+      future_fit.push_back(n);
+    }
+  }
+  for (const auto* group : {&idle_fit, &future_fit}) {
+    Node* best = nullptr;
+    if (group->size() == 1) {
+      best = group->front();
+    } else if (group->size() > 1) {
+      best = BestScoredNode(ssn, t, *group, pool);
+    }
+    if (best != nullptr) return best;
+  }
+  return nullptr;
+}
+
 std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<const double> scores) {
   std::vector<size_t> order(nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

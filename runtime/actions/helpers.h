@@ -100,6 +100,12 @@ Node* SelectBestNode(std::span<Node* const> nodes, std::span<const double> score
 Node* BestScoredNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
                      ThreadPool& pool = ThreadPool::Default());
 
+// allocate's choice among feasible nodes (Volcano's prioritizeNodes): the nodes where the task's
+// InitResreq fits Idle, else those where it fits FutureIdle; one node is taken as is, several are
+// scored (BestScoredNode). nullptr when neither group has a node or scoring failed.
+Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                                 ThreadPool& pool);
+
 // Nodes by descending score, equal scores in node order (Volcano's SortNodes).
 std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<const double> scores);
 

@@ -64,7 +64,7 @@ class PreemptRun {
   explicit PreemptRun(Session& ssn)
       : ssn_(ssn),
         args_(ssn.conf().ArgumentsFor("preempt")),
-        pool_(ThreadPool::Default()),
+        pool_(ssn.node_pool()),
         helper_(&rotation_, pool_) {}
 
   void Run() {

@@ -41,7 +41,7 @@ class ReclaimRun {
   explicit ReclaimRun(Session& ssn)
       : ssn_(ssn),
         args_(ssn.conf().ArgumentsFor("reclaim")),
-        pool_(ThreadPool::Default()),
+        pool_(ssn.node_pool()),
         helper_(&rotation_, pool_) {}
 
   void Run() {

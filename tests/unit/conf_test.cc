@@ -141,10 +141,10 @@ TEST(ConfTest, UnknownActionNamesColumnAndSuggestion) {
   EXPECT_EQ(plain.where.column, 19);
 }
 
-TEST(ConfTest, VolcanoActionKilnLacksHasItsOwnMessage) {
-  Error e = MustFail("actions: \"allocate, gangpreempt\"\n");
-  EXPECT_EQ(e.message, "action `gangpreempt` is a Volcano action that Kiln does not support");
-  EXPECT_EQ(e.where.line, 1);
+TEST(ConfTest, GangEvictionActionsAreAccepted) {
+  auto conf = ParseSchedulerConf("actions: \"allocate, gangpreempt, gangreclaim\"\n", "c.conf");
+  ASSERT_TRUE(conf.ok()) << conf.error().Format();
+  EXPECT_EQ(conf->actions, (std::vector<std::string>{"allocate", "gangpreempt", "gangreclaim"}));
 }
 
 TEST(ConfTest, EmptyActionBetweenCommas) {

@@ -68,7 +68,7 @@ TEST(Frontend, HandlerSignaturesComeFromTheExtensionPointTable) {
       case AbiKind::Validation: result = " -> Validation"; body = "{ return valid; }"; break;
       case AbiKind::TaskList: result = " -> list<Task>"; body = "{ return a; }"; break;
       case AbiKind::FloatList:
-        result = " -> list<float>";
+        result = " -> list<float>?";
         body = "{ return [0.0 for n in b]; }";
         break;
       case AbiKind::NodeOrNone: result = " -> Node?"; body = "{ return none; }"; break;

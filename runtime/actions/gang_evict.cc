@@ -1,0 +1,383 @@
+// gangpreempt and gangreclaim (volcano-semantics.md §4.7): evict whole "bundles" of lower-ranked
+// jobs so that a starving gang gets everything it still needs in one go, instead of preempt's
+// task-by-task victims that may free a node for one pod and leave the gang short.
+//
+// Stages (both actions):
+//   1. Jobs that are not Pending, pass JobValid and have a queue put their queue into the queue
+//      heap (QueueOrderFn); starving ones (JobStarving) go into their queue's job heap (JobOrderFn).
+//   2. Pop queues in order (gangreclaim skips an Overused queue); for each of its starving jobs,
+//      in one statement, plan (3); commit when the job is then JobPipelined, else discard.
+//   3. The job's pending tasks (not scheduling-gated, with requests) in task order; their Σ
+//      InitResreq is the need. gangreclaim first asks Preemptive for the queue (Kiln's point
+//      takes one task: it is asked for every pending task, and all must agree). The domain is the
+//      whole cluster (Kiln has no HyperNodes, so `maxDomains` has nothing to cap; Volcano's
+//      fallback is the same cluster-wide domain).
+//   4. Candidates, per victim job: gangpreempt — Running or Bound, preemptable tasks of other jobs
+//      of the same queue with a lower job priority; gangreclaim — Running, preemptable tasks of
+//      jobs in other, reclaimable queues. A victim PodGroup that says `volcano.sh/preemptable`
+//      (annotation or label) must say true; one that says nothing is fair game.
+//   5. Bundles per victim job: its candidates by priority then UID; while the job keeps more ready
+//      tasks than minAvailable (and every role with a minTaskMember keeps its minimum) a task goes
+//      to the "safe" bundle, the rest to the "whole" bundle (evicting any of those breaks the
+//      gang, so the whole job's resources count against it). A job already below its minimum
+//      yields one safe bundle. Sorted: safe before whole; then victim order (gangpreempt: the job
+//      that orders last first; gangreclaim: VictimQueueOrderFn against the reclaimer's queue);
+//      then the best return on investment (Σ over the need's dimensions of min(freed, need)/need,
+//      divided by the same over the whole job, ∞ for safe bundles); then job UID, first task UID,
+//      size.
+//   6. UnifiedEvictable over the bundles' tasks in that order; a whole bundle survives only if all
+//      its tasks are allowed, a safe one keeps its allowed tasks. Re-sorted; without
+//      `allowWholeBundle` the whole bundles are dropped.
+//   7. Bundles are added one at a time; once cluster Idle + Releasing + the selected victims'
+//      requests cover the need, a plan is tried: evict the selected victims, then pipeline the
+//      pending tasks in task order (Allocatable, nodes minus UnschedulableAndUnresolvable,
+//      PrePredicate, FutureIdle and PredicateForPreemptAction, allocate's idle-then-future-idle
+//      choice). The plan stands when every task found a node and the job is JobPipelined;
+//      otherwise it is undone and the next, larger selection is tried.
+// Gang scheduling is what the bundles model, so the point of a plan is all-or-nothing: a
+// selection that cannot place the whole gang evicts nothing.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/actions/action_list.h"
+#include "runtime/actions/helpers.h"
+#include "runtime/session.h"
+#include "runtime/statement.h"
+
+namespace kiln {
+namespace {
+
+enum class GangEvictKind { Preempt, Reclaim };
+
+constexpr std::string_view kPreemptableKey = "volcano.sh/preemptable";
+
+struct Bundle {
+  bool whole = false;
+  Job* job = nullptr;
+  std::vector<Task*> tasks;
+  Resource local;   // Σ resreq of `tasks`
+  Resource global;  // whole bundles: Σ resreq of every task of the job; safe: empty
+};
+
+Resource SumResreq(std::span<Task* const> tasks) {
+  Resource r;
+  for (const Task* t : tasks) r.Add(t->resreq);
+  return r;
+}
+
+// A PodGroup that states its preemptability is taken at its word; one that does not may lose
+// tasks to gang eviction (Volcano's IsJobPreemptableForGangEviction).
+bool PreemptableForGangEviction(const Job* j) {
+  if (j->annotations.contains(kPreemptableKey) || j->labels.contains(kPreemptableKey))
+    return j->preemptable;
+  return true;
+}
+
+// Σ over the need's dimensions of res/need (capped at need when `cap`).
+double ScoreAgainstNeed(const Resource& res, const Resource& need, bool cap) {
+  double score = 0;
+  ForEachBit(need.present, [&](int id) {
+    double n = need.Get(static_cast<ResourceId>(id));
+    if (n < 0.1) return;  // Resource.ResourceNames skips dimensions below minResource
+    double v = res.Get(static_cast<ResourceId>(id));
+    if (cap && v > n) v = n;
+    score += v / n;
+  });
+  return score;
+}
+
+double Roi(const Bundle& b, const Resource& need) {
+  double global = ScoreAgainstNeed(b.global, need, false);
+  if (global == 0) return std::numeric_limits<double>::infinity();
+  return ScoreAgainstNeed(b.local, need, true) / global;
+}
+
+// Volcano's CreateJobBundles for a job without sub-job policies.
+std::vector<Bundle> JobBundles(Job* job, std::vector<Task*> tasks) {
+  std::sort(tasks.begin(), tasks.end(), [](const Task* l, const Task* r) {
+    if (l->priority != r->priority) return l->priority < r->priority;
+    return l->uid < r->uid;
+  });
+  int64_t job_surplus = job->ReadyTaskNum() - job->min_available;
+  if (job_surplus < 0) {
+    Bundle b{false, job, tasks, SumResreq(tasks), Resource{}};
+    return {std::move(b)};
+  }
+  // Per role with a minTaskMember: how many more tasks it can lose (ready = allocated-status or
+  // Succeeded, plus Pending tasks without requests), unless minMember is below the role sum.
+  const bool enforce_roles = job->min_available >= job->task_min_available_total;
+  std::map<std::string, int64_t, std::less<>> role_surplus;
+  if (enforce_roles) {
+    for (const auto& [role, min] : job->task_min_available) role_surplus[role] = -min;
+    for (const Task* t : job->tasks) {
+      bool ready = AllocatedStatus(t->status) || t->status == TaskStatus::Succeeded ||
+                   (t->status == TaskStatus::Pending && t->init_resreq.IsEmpty());
+      if (!ready) continue;
+      if (auto it = role_surplus.find(t->role); it != role_surplus.end()) ++it->second;
+    }
+  }
+  Bundle safe{false, job, {}, Resource{}, Resource{}};
+  Bundle whole{true, job, {}, Resource{}, Resource{}};
+  for (Task* t : tasks) {
+    auto role = enforce_roles ? role_surplus.find(t->role) : role_surplus.end();
+    bool role_safe = role == role_surplus.end() || role->second > 0;
+    if (job_surplus > 0 && role_safe) {
+      safe.tasks.push_back(t);
+      --job_surplus;
+      if (role != role_surplus.end()) --role->second;
+    } else {
+      whole.tasks.push_back(t);
+    }
+  }
+  std::vector<Bundle> out;
+  if (!safe.tasks.empty()) {
+    safe.local = SumResreq(safe.tasks);
+    out.push_back(std::move(safe));
+  }
+  if (!whole.tasks.empty()) {
+    whole.local = SumResreq(whole.tasks);
+    whole.global = SumResreq(job->tasks);
+    out.push_back(std::move(whole));
+  }
+  return out;
+}
+
+class GangEvictRun {
+ public:
+  GangEvictRun(Session& ssn, GangEvictKind kind)
+      : ssn_(ssn),
+        kind_(kind),
+        args_(ssn.conf().ArgumentsFor(kind == GangEvictKind::Preempt ? "gangpreempt"
+                                                                    : "gangreclaim")),
+        allocate_args_(ssn.conf().ArgumentsFor("allocate")),
+        pool_(ssn.node_pool()) {}
+
+  void Run() {
+    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
+    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
+    // 1.
+    PriorityQueue<Queue*> queues(queue_less);
+    std::unordered_map<const Queue*, PriorityQueue<Job*>> starving;
+    for (Job* job : ssn_.cluster().jobs()) {
+      if (job->IsPending()) continue;
+      if (ssn_.JobValid(job).has_value()) continue;
+      if (job->queue == nullptr) continue;
+      auto [it, inserted] = starving.try_emplace(job->queue, job_less);
+      if (inserted) queues.Push(job->queue);
+      if (ssn_.JobStarving(job)) it->second.Push(job);
+    }
+    // 2.
+    while (!queues.Empty()) {
+      Queue* queue = queues.Pop();
+      if (kind_ == GangEvictKind::Reclaim && ssn_.Overused(queue)) continue;
+      auto& jobs = starving.at(queue);
+      while (!jobs.Empty()) {
+        Job* job = jobs.Pop();
+        Statement stmt = PlanForJob(queue, job);
+        if (ssn_.JobPipelined(job)) {
+          stmt.Commit();
+        } else {
+          stmt.Discard();
+        }
+      }
+    }
+  }
+
+ private:
+  // 3. and 7.: the statement holding the plan that made the job pipelined, or an empty one.
+  Statement PlanForJob(Queue* queue, Job* job) {
+    std::vector<Task*> pending = PendingTasks(job);
+    if (pending.empty()) return Statement(ssn_);
+    if (kind_ == GangEvictKind::Reclaim) {
+      for (const Task* t : pending)
+        if (!ssn_.Preemptive(queue, t)) return Statement(ssn_);
+    }
+    Resource need;
+    for (const Task* t : pending) need.Add(t->init_resreq);
+    if (!ssn_.JobStarving(job)) return Statement(ssn_);
+    std::vector<Bundle> bundles = SelectBundles(job, need);
+    if (bundles.empty()) return Statement(ssn_);
+    Resource idle;
+    for (const Node* n : ssn_.cluster().nodes()) {
+      idle.Add(n->idle);
+      idle.Add(n->releasing);
+    }
+    std::vector<Task*> selected;
+    for (const Bundle& b : bundles) {
+      selected.insert(selected.end(), b.tasks.begin(), b.tasks.end());
+      Resource available = idle;
+      available.Add(SumResreq(selected));
+      if (!need.LessEqual(available, DimensionDefault::Zero)) continue;
+      Statement trial(ssn_);
+      if (TryPlan(trial, queue, job, pending, selected)) return trial;
+      trial.Discard();
+    }
+    return Statement(ssn_);
+  }
+
+  // The job's pending tasks the plan places: not gated, with requests, in task order.
+  std::vector<Task*> PendingTasks(const Job* job) const {
+    std::vector<Task*> out;
+    for (Task* t : job->TasksWith(TaskStatus::Pending))
+      if (!t->sch_gated && !t->resreq.IsEmpty()) out.push_back(t);
+    std::stable_sort(out.begin(), out.end(),
+                     [this](const Task* l, const Task* r) { return ssn_.TaskLess(l, r); });
+    return out;
+  }
+
+  // 4.–6.
+  std::vector<Bundle> SelectBundles(Job* job, const Resource& need) {
+    std::vector<Job*> order;  // victim jobs in the order their first candidate was met
+    std::unordered_map<Job*, std::vector<Task*>> by_job;
+    for (Node* node : ssn_.cluster().nodes()) {
+      for (Task* t : node->tasks) {
+        if (!IsCandidate(job, t)) continue;
+        auto [it, inserted] = by_job.try_emplace(t->job);
+        if (inserted) order.push_back(t->job);
+        it->second.push_back(t);
+      }
+    }
+    std::vector<Bundle> bundles;
+    for (Job* victim : order)
+      for (Bundle& b : JobBundles(victim, std::move(by_job[victim]))) bundles.push_back(std::move(b));
+    if (bundles.empty()) return {};
+    SortBundles(bundles, need, job);
+
+    std::vector<Task*> flat;
+    for (const Bundle& b : bundles) flat.insert(flat.end(), b.tasks.begin(), b.tasks.end());
+    std::vector<Task*> allowed = ssn_.UnifiedEvictable(job, flat);
+    if (allowed.empty()) return {};
+    std::vector<const Task*> allowed_set(allowed.begin(), allowed.end());
+    std::sort(allowed_set.begin(), allowed_set.end());
+    auto is_allowed = [&](const Task* t) {
+      return std::binary_search(allowed_set.begin(), allowed_set.end(), t);
+    };
+    std::vector<Bundle> valid;
+    for (Bundle& b : bundles) {
+      std::vector<Task*> approved;
+      for (Task* t : b.tasks)
+        if (is_allowed(t)) approved.push_back(t);
+      if (b.whole) {
+        if (approved.size() == b.tasks.size()) valid.push_back(std::move(b));
+        continue;
+      }
+      if (approved.empty()) continue;
+      b.local = SumResreq(approved);
+      b.tasks = std::move(approved);
+      valid.push_back(std::move(b));
+    }
+    SortBundles(valid, need, job);
+    if (!args_.allow_whole_bundle)
+      std::erase_if(valid, [](const Bundle& b) { return b.whole; });
+    return valid;
+  }
+
+  bool IsCandidate(const Job* preemptor, const Task* t) const {
+    if (!t->preemptable || t->job == nullptr || t->job->queue == nullptr) return false;
+    const Job* victim = t->job;
+    if (!PreemptableForGangEviction(victim)) return false;
+    if (kind_ == GangEvictKind::Preempt) {
+      if (!PreemptableStatus(t->status)) return false;
+      if (victim->queue != preemptor->queue) return false;
+      return victim != preemptor && preemptor->priority > victim->priority;
+    }
+    if (t->status != TaskStatus::Running) return false;
+    return victim->queue != preemptor->queue && victim->queue->reclaimable;
+  }
+
+  void SortBundles(std::vector<Bundle>& bundles, const Resource& need, const Job* job) const {
+    const Queue* own_queue = job->queue;
+    std::stable_sort(bundles.begin(), bundles.end(), [&](const Bundle& l, const Bundle& r) {
+      if (l.whole != r.whole) return !l.whole;
+      if (kind_ == GangEvictKind::Preempt) {
+        if (l.job != r.job) {
+          // Volcano's less = !JobOrderFn: the job that would be scheduled later goes first.
+          bool lr = !ssn_.JobLess(l.job, r.job);
+          bool rl = !ssn_.JobLess(r.job, l.job);
+          if (lr != rl) return lr;
+        }
+      } else if (l.job->queue != r.job->queue) {
+        bool lr = ssn_.VictimQueueOrderFn(l.job->queue, r.job->queue, own_queue) < 0;
+        bool rl = ssn_.VictimQueueOrderFn(r.job->queue, l.job->queue, own_queue) < 0;
+        if (lr != rl) return lr;
+      }
+      double lroi = Roi(l, need), rroi = Roi(r, need);
+      if (lroi != rroi) return lroi > rroi;
+      if (l.job->uid != r.job->uid) return l.job->uid < r.job->uid;
+      const std::string& lfirst = l.tasks.empty() ? std::string() : l.tasks.front()->uid;
+      const std::string& rfirst = r.tasks.empty() ? std::string() : r.tasks.front()->uid;
+      if (lfirst != rfirst) return lfirst < rfirst;
+      return l.tasks.size() < r.tasks.size();
+    });
+  }
+
+  // 7.: evict `victims`, then pipeline every pending task; true when the job is then pipelined.
+  bool TryPlan(Statement& trial, Queue* queue, Job* job, const std::vector<Task*>& pending,
+               const std::vector<Task*>& victims) {
+    const char* reason = kind_ == GangEvictKind::Preempt ? "gangpreempt" : "gangreclaim";
+    for (Task* v : victims) {
+      if (Status s = trial.Evict(v, reason); !s.ok()) {
+        spdlog::error("{}: evicting {} failed: {}", reason, v->Key(), s.error().message);
+        return false;
+      }
+    }
+    size_t rotation = 0;
+    actions::PredicateHelper helper(&rotation, pool_);
+    for (Task* t : pending) {
+      if (queue != nullptr && !ssn_.Allocatable(queue, t)) return false;
+      std::vector<Node*> storage;
+      std::span<Node* const> nodes = actions::NodesWithoutUnresolvable(ssn_, t, storage);
+      if (nodes.empty()) return false;
+      if (ssn_.PrePredicateFn(t)) return false;
+      actions::PredicateResult found = helper.PredicateNodes(
+          t, nodes,
+          [this](const Task* task, const Node* n) { return ssn_.PredicateForPreemptAction(task, n); },
+          allocate_args_.predicate_error_cache_enable, &t->init_resreq);
+      if (found.nodes.empty()) return false;
+      Node* best = actions::BestIdleThenFutureIdleNode(ssn_, t, found.nodes, pool_);
+      if (best == nullptr || !actions::FitsFutureIdle(t->init_resreq, best)) return false;
+      if (Status s = trial.Pipeline(t, best, !victims.empty()); !s.ok()) return false;
+    }
+    if (trial.empty()) return false;
+    return ssn_.JobPipelined(job);
+  }
+
+  Session& ssn_;
+  GangEvictKind kind_;
+  const ActionArguments& args_;
+  const ActionArguments& allocate_args_;
+  ThreadPool& pool_;
+};
+
+class GangPreempt final : public Action {
+ public:
+  std::string_view name() const override { return "gangpreempt"; }
+  void Execute(Session& ssn) const override { GangEvictRun(ssn, GangEvictKind::Preempt).Run(); }
+};
+
+class GangReclaim final : public Action {
+ public:
+  std::string_view name() const override { return "gangreclaim"; }
+  void Execute(Session& ssn) const override { GangEvictRun(ssn, GangEvictKind::Reclaim).Run(); }
+};
+
+}  // namespace
+
+const Action& GangPreemptAction() {
+  static const GangPreempt action;
+  return action;
+}
+
+const Action& GangReclaimAction() {
+  static const GangReclaim action;
+  return action;
+}
+
+}  // namespace kiln

@@ -1,1 +1,0 @@
-simulate --conf tests/cli/simulate/data/unsupported-action.conf tests/cli/simulate/data/plugin-free.yaml
