@@ -255,12 +255,7 @@ class ClientCertificate(unittest.TestCase):
 
     def check(self, inline):
         with tempfile.TemporaryDirectory() as tmp:
-            scenario = os.path.join(tmp, "s.yaml")
-            pods, groups = small_scenario(scenario, jobs=1)
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(scenario, manifests)
-            scenario_conf(scenario, conf)
+            pods, groups, manifests, conf = small_cluster(tmp, jobs=1)
             ca, crt, key = make_client_cert(tmp, "kiln-scheduler")
             with Emulator("--client-ca", ca, load=[manifests]) as emu:
                 with open(emu.kubeconfig) as f:
@@ -309,14 +304,9 @@ class ReloadEvents(unittest.TestCase):
 
     def test_rejected_and_accepted_reload_events(self):
         with tempfile.TemporaryDirectory() as tmp:
-            scenario = os.path.join(tmp, "s.yaml")
-            small_scenario(scenario, jobs=1)
-            manifests = os.path.join(tmp, "m.yaml")
-            export_manifests(scenario, manifests)
             confdir = os.path.join(tmp, "conf")
             os.mkdir(confdir)
-            conf = os.path.join(confdir, "scheduler.conf")
-            scenario_conf(scenario, conf)
+            _, _, manifests, conf = small_cluster(tmp, confdir, jobs=1)
             with open(conf) as f:
                 good = f.read()
             with Emulator(load=[manifests]) as emu:
@@ -364,6 +354,17 @@ def small_scenario(path, nodes=4, jobs=6, per_job=3):
     return [f"c1/job{j}-{k}" for j in range(jobs) for k in range(per_job)], [f"c1/job{j}" for j in range(jobs)]
 
 
+def small_cluster(tmp, conf_dir=None, **sizes):
+    """small_scenario in `tmp` as manifests plus its conf: (pods, groups, manifests, conf)."""
+    scenario = os.path.join(tmp, "s.yaml")
+    pods, groups = small_scenario(scenario, **sizes)
+    manifests = os.path.join(tmp, "m.yaml")
+    export_manifests(scenario, manifests)
+    conf = os.path.join(conf_dir or tmp, "scheduler.conf")
+    scenario_conf(scenario, conf)
+    return pods, groups, manifests, conf
+
+
 class Faults(unittest.TestCase):
     def check_converged(self, emu, pods_expected, groups_expected):
         def all_running():
@@ -385,12 +386,7 @@ class Faults(unittest.TestCase):
 
     def run_with_faults(self, inject):
         with tempfile.TemporaryDirectory() as tmp:
-            scenario = os.path.join(tmp, "s.yaml")
-            pods, groups = small_scenario(scenario)
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(scenario, manifests)
-            scenario_conf(scenario, conf)
+            pods, groups, manifests, conf = small_cluster(tmp)
             with Emulator("--kubelet", "--kubelet-delay", "0.2", load=[manifests]) as emu:
                 serve = inject(emu, conf, tmp)
                 try:
@@ -436,12 +432,7 @@ class LeaderElection(unittest.TestCase):
 
     def test_two_replicas_one_writer_and_handover(self):
         with tempfile.TemporaryDirectory() as tmp:
-            scenario = os.path.join(tmp, "s.yaml")
-            pods, groups = small_scenario(scenario, jobs=3)
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(scenario, manifests)
-            scenario_conf(scenario, conf)
+            pods, groups, manifests, conf = small_cluster(tmp, jobs=3)
             with Emulator("--kubelet", "--user", "replica-a=token-a", "--user", "replica-b=token-b",
                           load=[manifests]) as emu:
                 a = Serve(emu, conf, "--leader-elect", period="500ms",
@@ -505,12 +496,7 @@ class LeaderElection(unittest.TestCase):
         """A leader that loses its lease stops writing at once: pods created while it does not
         hold the lease stay unbound; once it holds it again they are bound, each exactly once."""
         with tempfile.TemporaryDirectory() as tmp:
-            scenario = os.path.join(tmp, "s.yaml")
-            pods, groups = small_scenario(scenario, jobs=2)
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(scenario, manifests)
-            scenario_conf(scenario, conf)
+            pods, groups, manifests, conf = small_cluster(tmp, jobs=2)
             with Emulator("--kubelet", "--user", "replica-a=token-a", load=[manifests]) as emu:
                 a = Serve(emu, conf, "--leader-elect", period="300ms",
                           kubeconfig=kubeconfig_with_token(emu, "token-a", os.path.join(tmp, "kc-a")))
