@@ -66,13 +66,14 @@ Result<YAML::Node> FindNamed(const yaml::Reader& r, const YAML::Node& root, std:
   if (items.IsDefined() && !items.IsNull() && !items.IsSequence())
     return r.Fail(items, fmt::format("kubeconfig {}: `{}` must be a list", r.file(), list));
   std::vector<std::string> names;
-  if (items.IsSequence())
+  // A missing key is an invalid node in yaml-cpp: asking its type throws.
+  if (items.IsDefined() && items.IsSequence())
     for (const auto& item : items) {
       if (!item.IsMap()) continue;
       const YAML::Node n = item["name"];
-      if (n.IsScalar() && n.Scalar() == name) {
+      if (n.IsDefined() && n.IsScalar() && n.Scalar() == name) {
         const YAML::Node body = item[std::string(inner)];
-        if (!body.IsMap())
+        if (!body.IsDefined() || !body.IsMap())
           return r.Fail(item, fmt::format("kubeconfig {}: {} `{}` has no `{}` map", r.file(), list,
                                           name, inner));
         return body;

@@ -324,5 +324,20 @@ TEST(KubeConfigTest, ErrorsNameTheFileAndTheField) {
   EXPECT_EQ(none.error().message, "cannot read kubeconfig /nonexistent/kubeconfig");
 }
 
+// Found by the kube fuzz target: a kubeconfig without a `contexts` key (or an entry without a
+// `name` or its inner map) threw yaml-cpp's InvalidNode instead of answering an error.
+TEST(KubeConfigTest, MissingListsAndFieldsAreErrorsNotExceptions) {
+  auto no_list = ParseKubeConfig("kind: Config\ncurrent-context: a\n", "/k");
+  ASSERT_FALSE(no_list.ok());
+  EXPECT_EQ(no_list.error().message,
+            "kubeconfig /k: `current-context` names context `a`, which is not defined in `contexts`");
+  auto unnamed = ParseKubeConfig("contexts: [{context: {cluster: c}}]\ncurrent-context: a\n", "/k");
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_NE(unnamed.error().message.find("not defined in `contexts`"), std::string::npos);
+  auto no_inner = ParseKubeConfig("contexts: [{name: a}]\ncurrent-context: a\n", "/k");
+  ASSERT_FALSE(no_inner.ok());
+  EXPECT_NE(no_inner.error().message.find("has no `context` map"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln::kube
