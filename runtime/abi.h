@@ -172,6 +172,7 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Node,  "used",                Resource,     Field, used)                                   \
   X(Node,  "releasing",           Resource,     Field, releasing)                              \
   X(Node,  "pipelined",           Resource,     Field, pipelined)                              \
+  X(Node,  "nonzero_requested",   Resource,     Field, nonzero_requested)                      \
   X(Node,  "future_idle",         Resource,     Host,  kiln_node_future_idle)                  \
   X(Node,  "task_count",          Int,          Host,  kiln_node_task_count)                   \
   X(Node,  "tasks",               TaskList,     Host,  kiln_node_tasks)                        \

@@ -315,6 +315,20 @@ Resource Node::FutureIdle() const {
   return r;
 }
 
+namespace {
+
+// Kubernetes' non-zero defaults (pkg/scheduler/util: DefaultMilliCPURequest,
+// DefaultMemoryRequest), for a pod that requests none of the resource.
+constexpr double kNonZeroMilliCpu = 100;
+constexpr double kNonZeroMemory = 200.0 * 1024 * 1024;
+
+void AddNonZeroRequest(Resource& sum, const Resource& request, double sign) {
+  sum.values[kCpu] += sign * (request.cpu() > 0 ? request.cpu() : kNonZeroMilliCpu);
+  sum.values[kMemory] += sign * (request.memory() > 0 ? request.memory() : kNonZeroMemory);
+}
+
+}  // namespace
+
 Status Node::AddTask(Task* t) {
   if (t->node_pos >= 0)
     return Error{fmt::format("task <{}/{}> already on node <{}>", t->namespace_, t->name,
@@ -346,6 +360,7 @@ Status Node::AddTask(Task* t) {
   }
   t->node = this;
   t->node_status = t->status;
+  AddNonZeroRequest(nonzero_requested, t->resreq, 1.0);
   t->node_pos = static_cast<int32_t>(tasks.size());
   tasks.push_back(t);
   if (t->has_pod_affinity_terms) {
@@ -375,6 +390,7 @@ void Node::RemoveTask(Task* t) {
       used.SubUnchecked(t->resreq);
       break;
   }
+  AddNonZeroRequest(nonzero_requested, t->resreq, -1.0);
   Task* last = tasks.back();
   tasks[t->node_pos] = last;
   last->node_pos = t->node_pos;
@@ -488,6 +504,7 @@ Status Cluster::Link() {
     n->used = Resource{};
     n->releasing = Resource{};
     n->pipelined = Resource{};
+    n->nonzero_requested = Resource{};
     n->tasks.clear();
     n->affinity_tasks.clear();
     n->affinity_nodes = affinity_nodes_.get();

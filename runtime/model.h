@@ -395,6 +395,10 @@ struct Node {
   Resource used;
   Resource releasing;
   Resource pipelined;
+  // Σ over `tasks` of each pod's non-zero cpu and memory request (Kubernetes' NodeInfo
+  // NonZeroRequested): a pod asking for no cpu counts 100m, for no memory 200Mi. Kept by
+  // AddTask/RemoveTask so that scorers read it instead of walking every pod per (pod, node).
+  Resource nonzero_requested;
 
   std::string name;
   StringMap labels;

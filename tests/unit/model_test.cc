@@ -125,6 +125,45 @@ TEST(Cluster, AffinityIndexFollowsPlacement) {
   EXPECT_EQ(f.b.cluster.affinity_nodes(), std::vector<Node*>{n1});
 }
 
+// node.nonzero_requested is the sum nodeorder's resource scorers used to compute by walking the
+// node's pods: every placed pod, whatever its status, with 100m / 200Mi for a missing request.
+TEST(Cluster, NonZeroRequestedFollowsPlacement) {
+  constexpr double kDefaultMemory = 200.0 * 1024 * 1024;
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 1);
+  Task& run = f.b.AddTask(j, "run", Res(1000, 1024), TaskStatus::Running, "n1");
+  Task& best_effort = f.b.AddTask(j, "be", Res(0, 0), TaskStatus::Running, "n1");
+  Task& releasing = f.b.AddTask(j, "rel", Res(300, 0), TaskStatus::Releasing, "n1");
+  Task& pending = f.b.AddTask(j, "pending", Res(0, 512));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Node* n1 = f.b.cluster.FindNode("n1");
+  Node* n2 = f.b.cluster.FindNode("n2");
+  auto walked = [](const Node* n) {
+    double cpu = 0, mem = 0;
+    for (const Task* t : n->tasks) {
+      cpu += t->resreq.cpu() > 0 ? t->resreq.cpu() : 100;
+      mem += t->resreq.memory() > 0 ? t->resreq.memory() : kDefaultMemory;
+    }
+    return std::pair{cpu, mem};
+  };
+  EXPECT_EQ(n1->nonzero_requested.cpu(), 1000 + 100 + 300);
+  EXPECT_EQ(n1->nonzero_requested.memory(), 1024 + kDefaultMemory + kDefaultMemory);
+  EXPECT_EQ(walked(n1), std::pair(n1->nonzero_requested.cpu(), n1->nonzero_requested.memory()));
+  EXPECT_EQ(n2->nonzero_requested.cpu(), 0);
+
+  pending.status = TaskStatus::Pipelined;  // pipelined pods count too
+  ASSERT_TRUE(n2->AddTask(&pending).ok());
+  EXPECT_EQ(n2->nonzero_requested.cpu(), 100);
+  EXPECT_EQ(n2->nonzero_requested.memory(), 512);
+  n1->RemoveTask(&best_effort);
+  n1->RemoveTask(&run);
+  EXPECT_EQ(walked(n1), std::pair(n1->nonzero_requested.cpu(), n1->nonzero_requested.memory()));
+  EXPECT_EQ(n1->nonzero_requested.cpu(), 300);
+  n1->RemoveTask(&releasing);
+  EXPECT_EQ(n1->nonzero_requested.cpu(), 0);
+  EXPECT_EQ(n1->nonzero_requested.memory(), 0);
+}
+
 TEST(Cluster, DenseIndicesAndLookups) {
   Fixture f;
   Job& a = f.b.AddJob("ns", "a", "default", 1);
