@@ -122,6 +122,57 @@ struct SimulateOptions {
   std::string report;
   int report_explain = 5;
   bool cycles_given = false;
+  bool timings = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double MillisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Peak resident set size of this process in MiB (Linux: VmHWM), 0 when unknown.
+double PeakRssMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0;
+}
+
+// --timings: where a run's time went, on stderr (stdout stays the result). One `name value` row
+// per phase so that scripts/bench can read it; a session's rate is its binds over its own time
+// (open, actions, close), the figure the scale benchmarks compare.
+struct RunTimings {
+  double load_ms = 0, compile_ms = 0, output_ms = 0;
+
+  std::string Format(const SimulationResult& result) const {
+    std::string out = "timings (ms)\n";
+    auto row = [&out](int indent, std::string_view name, double ms) {
+      out += fmt::format("{:{}}{:<{}} {:>10.1f}\n", "", indent, name, 22 - indent, ms);
+    };
+    row(2, "load", load_ms);
+    row(2, "compile", compile_ms);
+    for (const SessionResult& s : result.sessions) {
+      const double session_ms = s.duration_micros / 1000.0;
+      out += fmt::format("  session {}: pending {} binds {} evictions {} pods/s {:.0f}\n", s.index,
+                         s.pending_tasks, s.binds.size(), s.evictions.size(),
+                         session_ms > 0 ? s.binds.size() / (session_ms / 1000.0) : 0.0);
+      row(4, "snapshot", s.snapshot_micros / 1000.0);
+      row(4, "open", s.open_micros / 1000.0);
+      for (const auto& [action, micros] : s.action_micros) row(4, action, micros / 1000.0);
+      row(4, "close", s.close_micros / 1000.0);
+      row(4, "session", session_ms);
+      row(4, "results", s.results_micros / 1000.0);
+      if (result.sessions.size() > 8 && s.index == 3) {
+        out += fmt::format("  ({} more sessions)\n", result.sessions.size() - 4);
+        break;
+      }
+    }
+    row(2, "output", output_ms);
+    out += fmt::format("  {:<20} {:>10.1f}\n", "peak RSS (MiB)", PeakRssMiB());
+    return out;
+  }
 };
 
 // --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
@@ -195,11 +246,14 @@ int RunSimulate(const SimulateOptions& opts) {
                      {}});
     return kExitBadInput;
   }
+  RunTimings timings;
+  auto load_start = Clock::now();
   auto spec = LoadScenarioFile(opts.file);
   if (!spec) {
     PrintError(spec.error());
     return kExitBadInput;
   }
+  timings.load_ms = MillisSince(load_start);
   std::string conf_text;
   if (!opts.conf_file.empty()) {
     auto text = ReadTextFile(opts.conf_file);
@@ -256,6 +310,7 @@ int RunSimulate(const SimulateOptions& opts) {
                      SourceLocation{spec->file}});
     return kExitBadInput;
   }
+  auto compile_start = Clock::now();
   auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache,
                                 opts.packs, opts.trust});
   if (!provider) {
@@ -273,6 +328,7 @@ int RunSimulate(const SimulateOptions& opts) {
     PrintError(sim.error());
     return kExitBadInput;
   }
+  timings.compile_ms = MillisSince(compile_start);
   auto result = (*sim)->Run();
   if (!result) {
     PrintError(result.error());
@@ -310,8 +366,12 @@ int RunSimulate(const SimulateOptions& opts) {
     std::fputs(out.c_str(), stdout);
     return kExitMismatch;
   }
+  auto output_start = Clock::now();
   std::string out = opts.output == "json" ? FormatJson(*result) : FormatTable(*result);
   std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  timings.output_ms = MillisSince(output_start);
+  if (opts.timings) std::fputs(timings.Format(*result).c_str(), stderr);
   return kExitOk;
 }
 
@@ -357,6 +417,9 @@ void AddSimulateCommand(CLI::App& app) {
                   "public key (PEM) a --pack must be signed by (repeatable; none: any signature "
                   "or none is accepted)")
       ->allow_extra_args(false);
+  cmd->add_flag("--timings", opts->timings,
+                "print where the time went (load, compile, each session's snapshot, open, actions "
+                "and close, output) and the peak RSS on stderr");
   cmd->add_flag("--watch", opts->watch,
                 "run the cycles in real time (one per --period) and reload --conf and the policy "
                 "directories when they change, as `kiln serve` does");

@@ -58,7 +58,11 @@ struct SessionResult {
     double capability_milli_cpu = 0, capability_memory = 0;  // 0 when the queue has none
     int64_t weight = 1;
   };
+  int64_t snapshot_micros = 0;                                  // ClusterBinding::Snapshot
   int64_t open_micros = 0;                                      // Session::Open
+  int64_t close_micros = 0;                                     // Session::Close
+  int64_t results_micros = 0;  // turning the decisions into this result
+  int64_t pending_tasks = 0;   // Pending pods in the snapshot the session started from
   std::vector<std::pair<std::string, int64_t>> action_micros;   // per action, in run order
   std::vector<PluginTiming> plugin_timings;
   std::vector<PolicyFaultPoint> fault_points;  // one per fault

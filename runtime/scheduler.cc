@@ -71,6 +71,8 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   SessionResult result;
   result.index = index;
   result.time = now;
+  for (const Task* t : cluster.tasks())
+    if (t->status == TaskStatus::Pending) ++result.pending_tasks;
   auto start = std::chrono::steady_clock::now();
   Session ssn(std::move(cluster), conf, now, fmt::format("session-{}", index));
   if (Status s = ssn.Open(registry); !s) return s.error();
@@ -84,10 +86,11 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     result.action_micros.emplace_back(name, MicrosSince(action_start));
   }
   if (hooks != nullptr && hooks->before_close) hooks->before_close(ssn);
+  auto close_start = std::chrono::steady_clock::now();
   ssn.Close();
-  result.duration_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+  result.close_micros = MicrosSince(close_start);
+  result.duration_micros = MicrosSince(start);
+  auto results_start = std::chrono::steady_clock::now();
 
   const Decisions& d = ssn.decisions();
   for (const auto& b : d.binds) {
@@ -133,16 +136,20 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     }
     result.queues.push_back(std::move(u));
   }
+  result.results_micros = MicrosSince(results_start);
   return result;
 }
 
 Result<SessionResult> RunCycle(ClusterBinding& binding, const SchedulerConf& conf,
                                const PluginRegistry& registry, TimeNs now, int index,
                                const SessionHooks* hooks) {
+  auto start = std::chrono::steady_clock::now();
   auto cluster = binding.Snapshot(now);
   if (!cluster) return cluster.error();
+  const int64_t snapshot_micros = MicrosSince(start);
   auto result = RunSession(std::move(*cluster), conf, registry, now, index, hooks);
   if (!result) return result.error();
+  result->snapshot_micros = snapshot_micros;
   binding.Apply(*result);
   return result;
 }
