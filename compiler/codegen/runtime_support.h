@@ -67,6 +67,7 @@ class Arena {
   size_t block_index_ = 0;
   size_t offset_ = 0;
   size_t used_total_ = 0;
+  size_t block_bytes_ = 0;  // Σ blocks_[i].size
   size_t limit_ = SIZE_MAX;
 };
 
