@@ -256,6 +256,11 @@ class Session {
   }
   // Untyped form for JIT code: fn must have the signature HandlerFn<point>.
   bool RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)());
+  // Whether any plugin registered a handler for `point` (an action may then skip work whose
+  // result is known without one, such as scoring nodes nobody scores).
+  bool HasHandlers(ExtensionPoint point) const {
+    return !handlers_[static_cast<int>(point)].empty();
+  }
   // Convenience for C++ test plugins: f is called with HandlerFn<P>'s arguments minus ctx.
   template <ExtensionPoint P, typename F>
   bool On(PluginHandle plugin, F f);

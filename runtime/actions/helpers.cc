@@ -201,6 +201,14 @@ Node* SelectBestNode(std::span<Node* const> nodes, std::span<const double> score
 
 Node* BestScoredNode(const Session& ssn, const Task* t, std::span<Node* const> nodes,
                      ThreadPool& pool) {
+  // Nobody scores and nobody picks: every score is 0, and SelectBestNode's tie-break (the lowest
+  // node index) decides alone.
+  if (!ssn.HasHandlers(ExtensionPoint::NodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BatchNodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BestNode) && !nodes.empty()) {
+    return *std::min_element(nodes.begin(), nodes.end(),
+                             [](const Node* a, const Node* b) { return a->index < b->index; });
+  }
   auto scores = PrioritizeNodes(ssn, t, nodes, pool);
   if (!scores) return nullptr;
   if (Node* n = ssn.BestNodeFn(t, nodes, *scores)) return n;
@@ -211,6 +219,7 @@ Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<No
                                  ThreadPool& pool) {
   std::vector<Node*> idle_fit;
   std::vector<Node*> future_fit;
+  idle_fit.reserve(nodes.size());
   for (Node* n : nodes) {
     if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
       idle_fit.push_back(n);
