@@ -18,9 +18,29 @@ struct InsideLoop {
   ~InsideLoop() { t_inside_loop = saved; }
 };
 
+// Spins until pred() or `limit` passed; true when pred() held. Reads the clock every 64 polls.
+template <typename Pred>
+bool SpinUntil(Pred pred, std::chrono::nanoseconds limit) {
+  if (limit.count() <= 0) return pred();
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (unsigned i = 1;; ++i) {
+    if (pred()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return pred();
+  }
+}
+
+std::chrono::nanoseconds DefaultSpin() {
+  const char* env = std::getenv("KILN_POOL_SPIN_US");
+  return std::chrono::microseconds(env ? std::max(0, std::atoi(env)) : 50);
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(int threads, size_t min_grain) : min_grain_(std::max<size_t>(min_grain, 1)) {
+ThreadPool::ThreadPool(int threads, size_t min_grain)
+    : min_grain_(std::max<size_t>(min_grain, 1)), spin_ns_(DefaultSpin().count()) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers_.reserve(threads - 1);
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
@@ -53,6 +73,8 @@ ThreadPool& ThreadPool::Io() {
         return n > 0 ? n : 16;
       }(),
       /*min_grain=*/1);
+  // Its loops wait on the network: nothing to gain from spinning, sixteen threads to burn.
+  pool.set_spin(std::chrono::nanoseconds(0));
   return pool;
 }
 
@@ -83,11 +105,13 @@ void ThreadPool::WorkerMain() {
   unsigned long seen = 0;
   for (;;) {
     Loop* loop;
+    SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; },
+              std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed)));
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stopping_ || generation_.load() != seen; });
       if (stopping_) return;
-      seen = generation_;
+      seen = generation_.load();
       loop = loop_;
     }
     RunLoop(*loop);
@@ -134,10 +158,12 @@ void ThreadPool::ParallelForRange(size_t n, size_t grain,
   {
     std::lock_guard lock(mu_);
     loop_ = &loop;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunLoop(loop);
+  SpinUntil([&] { return loop.active.load(std::memory_order_acquire) == 0; },
+            std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed)));
   {
     std::unique_lock lock(mu_);
     done_.wait(lock, [&] { return loop.active.load(std::memory_order_acquire) == 0; });
