@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""The scale matrix of scripts/bench: `kiln simulate --timings` on generated clusters under three
+confs, then the compile and handler benchmarks of kiln_bench, printed as one table.
+
+Every figure in a table comes from this one run, and the ratios divide figures of the same run
+(default conf vs plugin-free on the same cluster; JIT vs C++ in the same benchmark binary), so a
+noisy shared machine moves both sides alike.
+
+Usage: run_bench.py --kiln build/kiln --bench build/tests/kiln_bench --work DIR
+                    [--sizes 1000x10000,3000x30000,10000x100000] [--confs default,...]
+                    [--repeat N] [--no-kiln-bench] [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFS = {
+    "default": "default.conf",
+    "+binpack": "default-binpack.conf",
+    "plugin-free": "plugin-free.conf",
+}
+
+
+def parse_timings(text):
+    """Reads `kiln simulate --timings` (stderr) into a dict: load, compile, output, rss and the
+    first session's pending, binds, snapshot, open, each action, close, session."""
+    out = {"actions": {}}
+    session = None
+    for line in text.splitlines():
+        m = re.match(r"\s*session (\d+): pending (\d+) binds (\d+) evictions (\d+)", line)
+        if m:
+            session = int(m.group(1))
+            if session == 0:
+                out["pending"], out["binds"] = int(m.group(2)), int(m.group(3))
+            continue
+        m = re.match(r"(\s*)(.+?)\s+(-?[\d.]+)$", line)
+        if not m:
+            continue
+        indent, name, value = len(m.group(1)), m.group(2).strip(), float(m.group(3))
+        if name == "peak RSS (MiB)":
+            out["rss_mib"] = value
+        elif indent == 2:
+            out[name] = value
+        elif indent == 4 and session == 0:
+            if name in ("snapshot", "open", "close", "session", "results"):
+                out[name] = value
+            else:
+                out["actions"][name] = value
+    return out
+
+
+def run_simulate(kiln, scenario, conf):
+    start = time.monotonic()
+    proc = subprocess.run([kiln, "simulate", scenario, "--conf", conf, "-o", "json", "--timings"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        sys.exit(f"kiln simulate {scenario} --conf {conf} failed ({proc.returncode}):\n"
+                 f"{proc.stderr}")
+    t = parse_timings(proc.stderr)
+    t["wall"] = wall * 1000
+    return t
+
+
+def best_of(runs):
+    """The run with the shortest session: on a shared machine the fastest run is the one least
+    disturbed by others."""
+    return min(runs, key=lambda t: t["session"])
+
+
+def fmt_ms(ms):
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def scale_matrix(args):
+    rows = []
+    for size in args.sizes.split(","):
+        nodes, pods = (int(x) for x in size.split("x"))
+        scenario = os.path.join(args.work, f"scale-{nodes}x{pods}.yaml")
+        if not os.path.exists(scenario):
+            with open(scenario + ".tmp", "w") as f:
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_scale_scenario.py"),
+                                str(nodes), str(pods)], stdout=f, check=True)
+            os.replace(scenario + ".tmp", scenario)
+        results = {}
+        for conf in args.confs.split(","):
+            runs = [run_simulate(args.kiln, scenario, os.path.join(HERE, "confs", CONFS[conf]))
+                    for _ in range(args.repeat)]
+            results[conf] = best_of(runs)
+            t = results[conf]
+            print(f"  {nodes}x{pods} {conf}: session {fmt_ms(t['session'])}, "
+                  f"{t['binds']} binds", file=sys.stderr, flush=True)
+        if args.bench:
+            results["C++ limit"] = sampled_limit(args, scenario)
+        rows.append(((nodes, pods), results))
+    return rows
+
+
+def sampled_limit(args, scenario):
+    """BM_SampledLimit (scale_limit_bench.cc): the same pending pods placed by plain one-thread
+    C++ (fit + least-allocated over Volcano's node sample), as a session-shaped row."""
+    env = dict(os.environ, KILN_BENCH_SCENARIO=scenario)
+    proc = subprocess.run([args.bench, "--benchmark_filter=BM_SampledLimit$",
+                           "--benchmark_format=json", "--benchmark_min_time=0.01"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"kiln_bench BM_SampledLimit failed:\n{proc.stderr}")
+    b = json.loads(proc.stdout)["benchmarks"][0]
+    if b.get("error_occurred"):
+        sys.exit(f"BM_SampledLimit: {b.get('error_message')}")
+    ms = to_ns(b) / 1e6
+    return {"pending": "–", "binds": int(b["binds"]), "load": 0, "compile": 0, "open": 0,
+            "actions": {"allocate": ms}, "session": ms, "output": 0, "rss_mib": 0}
+
+
+def print_scale(rows):
+    print("### Scale matrix (`kiln simulate --timings`, first session; best of the repeats)\n")
+    print("| cluster | conf | pending | binds | load | compile | open | allocate | session "
+          "| pods/s | output | peak RSS | session / plugin-free | session / C++ limit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (nodes, pods), results in rows:
+        base = results.get("plugin-free")
+        limit = results.get("C++ limit")
+        for conf, t in results.items():
+            pods_s = t["binds"] / (t["session"] / 1000) if t["session"] > 0 else 0
+            ratio = f"{t['session'] / base['session']:.2f}×" if base and base["session"] else "–"
+            to_limit = f"{t['session'] / limit['session']:.1f}×" if limit and limit["session"] else "–"
+            if conf == "C++ limit":
+                ratio = to_limit = "–"
+            print(f"| {nodes // 1000}k × {pods // 1000}k | {conf} | {t['pending']} | {t['binds']} "
+                  f"| {fmt_ms(t['load'])} | {fmt_ms(t['compile'])} | {fmt_ms(t['open'])} "
+                  f"| {fmt_ms(t['actions'].get('allocate', 0))} | {fmt_ms(t['session'])} "
+                  f"| {pods_s / 1000:.1f}k | {fmt_ms(t['output'])} | {t['rss_mib']:.0f} MiB "
+                  f"| {ratio} | {to_limit} |")
+    print()
+
+
+def kiln_bench(args, pattern):
+    proc = subprocess.run([args.bench, f"--benchmark_filter={pattern}",
+                           "--benchmark_format=json", f"--benchmark_min_time={args.min_time}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"kiln_bench failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)["benchmarks"]
+
+
+def to_ns(b):
+    scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+    return b["real_time"] * scale
+
+
+def print_kiln_bench(args):
+    compile_rows = kiln_bench(args, "BM_Compile")
+    print("### Compile (kiln_bench)\n")
+    print("| benchmark | time |")
+    print("|---|---|")
+    for b in compile_rows:
+        print(f"| {b['name']} | {to_ns(b) / 1e6:.1f} ms |")
+    print()
+    # Handler pairs: BM_Jit<X> against BM_Native<X> from the same binary and run.
+    rows = kiln_bench(args, "BM_(Jit|Native)")
+    by_name = {b["name"]: to_ns(b) for b in rows}
+    print("### Handlers: JIT'd policy vs the same algorithm in C++ (kiln_bench)\n")
+    print("| handler | JIT | C++ | JIT / C++ |")
+    print("|---|---|---|---|")
+    for name, ns in by_name.items():
+        if not name.startswith("BM_Jit"):
+            continue
+        handler = name[len("BM_Jit"):]
+        native = by_name.get("BM_Native" + handler)
+        if native is None:
+            continue
+        print(f"| {handler} | {ns:.1f} ns | {native:.1f} ns | {ns / native:.2f} |")
+    print()
+
+
+def check(rows):
+    """What CI's short run asserts: every conf ran on every cluster, bound pods, never more than
+    were pending, and `--timings` reported each phase (a parse miss would print zeros)."""
+    problems = []
+    for (nodes, pods), results in rows:
+        for conf, t in results.items():
+            where = f"{nodes}x{pods} {conf}"
+            if not 0 < t["binds"] <= (pods if conf == "C++ limit" else t["pending"]):
+                problems.append(f"{where}: {t['binds']} binds of {t['pending']} pending")
+            if conf == "C++ limit":
+                continue
+            for phase in ("load", "compile", "session", "rss_mib"):
+                if not t.get(phase, 0) > 0:
+                    problems.append(f"{where}: no `{phase}` figure")
+            if "allocate" not in t["actions"]:
+                problems.append(f"{where}: no allocate timing")
+    if problems:
+        sys.exit("bench check failed:\n  " + "\n  ".join(problems))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--bench")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--sizes", default="1000x10000,3000x30000,10000x100000")
+    ap.add_argument("--confs", default="default,+binpack,plugin-free")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--min-time", default="0.2")
+    ap.add_argument("--no-kiln-bench", action="store_true")
+    ap.add_argument("--json", help="also write the scale matrix's figures here")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless every cell ran, bound pods and reported every phase")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rows = scale_matrix(args)
+    print_scale(rows)
+    if args.check:
+        check(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"nodes": n, "pods": p, "results": r} for (n, p), r in rows], f, indent=1)
+    if not args.no_kiln_bench and args.bench:
+        print_kiln_bench(args)
+
+
+if __name__ == "__main__":
+    main()
