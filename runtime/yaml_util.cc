@@ -154,6 +154,10 @@ namespace {
 
 // The checks, written once for both node types (yaml::Node and YAML::Node).
 
+// The 1-based line of a node, without building a SourceLocation (every key of every map asks).
+int LineOf(const Node& node) { return node.GetMark().line + 1; }
+int LineOf(const YAML::Node& node) { return node.IsDefined() ? node.Mark().line + 1 : 0; }
+
 template <typename N>
 Status CheckAnyMap(const Reader& r, const N& node, std::string_view what, bool allow_null) {
   if (allow_null && node.IsNull()) return Status::Ok();
@@ -169,7 +173,7 @@ Status CheckAnyMap(const Reader& r, const N& node, std::string_view what, bool a
     if (it != seen.end())
       return r.Fail(kv.first,
                     fmt::format("duplicate key `{}` in {} (first at line {})", key, what, it->second));
-    seen.emplace_back(key, Where(kv.first, r.file()).line);
+    seen.emplace_back(key, LineOf(kv.first));
     if (seen.size() > 64) break;
   }
   if (seen.size() <= 64) return Status::Ok();
@@ -179,7 +183,7 @@ Status CheckAnyMap(const Reader& r, const N& node, std::string_view what, bool a
     if (!kv.first.IsScalar())
       return r.Fail(kv.first, fmt::format("{} has a key that is not a plain name", what));
     std::string_view key = kv.first.Scalar();
-    auto [it, inserted] = index.emplace(key, Where(kv.first, r.file()).line);
+    auto [it, inserted] = index.emplace(key, LineOf(kv.first));
     if (!inserted)
       return r.Fail(kv.first,
                     fmt::format("duplicate key `{}` in {} (first at line {})", key, what, it->second));
