@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <unordered_map>
+#include <utility>
 
 namespace kiln::yaml {
 
@@ -15,6 +17,15 @@ SourceLocation Where(const YAML::Node& node, const std::string& file) {
   loc.file = file;
   if (!node.IsDefined()) return loc;
   YAML::Mark m = node.Mark();
+  if (m.line >= 0) loc.line = m.line + 1;
+  if (m.column >= 0) loc.column = m.column + 1;
+  return loc;
+}
+
+SourceLocation Where(const Node& node, const std::string& file) {
+  SourceLocation loc;
+  loc.file = file;
+  Mark m = node.GetMark();
   if (m.line >= 0) loc.line = m.line + 1;
   if (m.column >= 0) loc.column = m.column + 1;
   return loc;
@@ -98,6 +109,19 @@ std::string KindName(const YAML::Node& node) {
   }
 }
 
+std::string KindName(const Node& node) {
+  switch (node.Type()) {
+    case NodeType::Map:
+      return "a map";
+    case NodeType::Sequence:
+      return "a list";
+    case NodeType::Scalar:
+      return fmt::format("`{}`", node.Scalar());
+    default:
+      return "nothing";
+  }
+}
+
 std::optional<bool> ParseBoolText(std::string_view t) {
   static const std::vector<std::string_view> yes = {"true", "True", "TRUE", "yes", "Yes", "YES",
                                                     "y",    "Y",    "on",   "On",  "ON"};
@@ -126,64 +150,126 @@ std::optional<double> ParseFloatText(std::string_view t) {
   return v;
 }
 
-Status Reader::ExpectAnyMap(const YAML::Node& node, std::string_view what, bool allow_null) const {
+namespace {
+
+// The checks, written once for both node types (yaml::Node and YAML::Node).
+
+// The 1-based line of a node, without building a SourceLocation (every key of every map asks).
+int LineOf(const Node& node) { return node.GetMark().line + 1; }
+int LineOf(const YAML::Node& node) { return node.IsDefined() ? node.Mark().line + 1 : 0; }
+
+template <typename N>
+Status CheckAnyMap(const Reader& r, const N& node, std::string_view what, bool allow_null) {
   if (allow_null && node.IsNull()) return Status::Ok();
-  if (!node.IsMap()) return Fail(node, fmt::format("{} must be a map, got {}", what, KindName(node)));
-  std::map<std::string, int> seen;
+  if (!node.IsMap()) return r.Fail(node, fmt::format("{} must be a map, got {}", what, KindName(node)));
+  // Maps are small (an object's fields), so a linear scan beats hashing; the keys' text lives in
+  // the document for as long as `node` does.
+  std::vector<std::pair<std::string_view, int>> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar())
-      return Fail(kv.first, fmt::format("{} has a key that is not a plain name", what));
-    const std::string& key = kv.first.Scalar();
-    auto [it, inserted] = seen.emplace(key, Where(kv.first, file_).line);
+      return r.Fail(kv.first, fmt::format("{} has a key that is not a plain name", what));
+    std::string_view key = kv.first.Scalar();
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
+    if (it != seen.end())
+      return r.Fail(kv.first,
+                    fmt::format("duplicate key `{}` in {} (first at line {})", key, what, it->second));
+    seen.emplace_back(key, LineOf(kv.first));
+    if (seen.size() > 64) break;
+  }
+  if (seen.size() <= 64) return Status::Ok();
+  // A large map (labels written by a tool): hash the keys instead.
+  std::unordered_map<std::string_view, int> index;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar())
+      return r.Fail(kv.first, fmt::format("{} has a key that is not a plain name", what));
+    std::string_view key = kv.first.Scalar();
+    auto [it, inserted] = index.emplace(key, LineOf(kv.first));
     if (!inserted)
-      return Fail(kv.first,
-                  fmt::format("duplicate key `{}` in {} (first at line {})", key, what, it->second));
+      return r.Fail(kv.first,
+                    fmt::format("duplicate key `{}` in {} (first at line {})", key, what, it->second));
   }
   return Status::Ok();
 }
 
-Status Reader::ExpectMap(const YAML::Node& node, std::string_view what,
-                         const std::vector<std::string_view>& allowed, bool allow_null) const {
-  if (Status s = ExpectAnyMap(node, what, allow_null); !s) return s;
+template <typename N>
+Status CheckMap(const Reader& r, const N& node, std::string_view what,
+                const std::vector<std::string_view>& allowed, bool allow_null) {
+  if (Status s = CheckAnyMap(r, node, what, allow_null); !s) return s;
   if (node.IsNull()) return Status::Ok();
   for (const auto& kv : node) {
-    const std::string& key = kv.first.Scalar();
+    std::string_view key = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return Fail(kv.first, fmt::format("unknown key `{}` in {}{}", key, what, DidYouMean(key, allowed)));
+      return r.Fail(kv.first, fmt::format("unknown key `{}` in {}{}", key, what, DidYouMean(key, allowed)));
   }
   return Status::Ok();
 }
 
-Status Reader::ExpectList(const YAML::Node& node, std::string_view what) const {
+template <typename N>
+Status CheckList(const Reader& r, const N& node, std::string_view what) {
   if (node.IsNull() || node.IsSequence()) return Status::Ok();
-  return Fail(node, fmt::format("{} must be a list, got {}", what, KindName(node)));
+  return r.Fail(node, fmt::format("{} must be a list, got {}", what, KindName(node)));
 }
 
-Result<std::string> Reader::String(const YAML::Node& node, std::string_view what) const {
+template <typename N>
+Result<std::string> ReadString(const Reader& r, const N& node, std::string_view what) {
   if (!node.IsScalar())
-    return Fail(node, fmt::format("{} must be a string, got {}", what, KindName(node)));
-  return node.Scalar();
+    return r.Fail(node, fmt::format("{} must be a string, got {}", what, KindName(node)));
+  return std::string(node.Scalar());
 }
 
-Result<bool> Reader::Bool(const YAML::Node& node, std::string_view what) const {
+template <typename N>
+Result<bool> ReadBool(const Reader& r, const N& node, std::string_view what) {
   if (node.IsScalar() && !IsQuoted(node)) {
     if (auto b = ParseBoolText(node.Scalar())) return *b;
   }
-  return Fail(node, fmt::format("{} must be true or false, got {}", what, KindName(node)));
+  return r.Fail(node, fmt::format("{} must be true or false, got {}", what, KindName(node)));
 }
 
-Result<int64_t> Reader::Int(const YAML::Node& node, std::string_view what) const {
+template <typename N>
+Result<int64_t> ReadInt(const Reader& r, const N& node, std::string_view what) {
   if (node.IsScalar() && !IsQuoted(node)) {
     if (auto v = ParseIntText(node.Scalar())) return *v;
   }
-  return Fail(node, fmt::format("{} must be an integer, got {}", what, KindName(node)));
+  return r.Fail(node, fmt::format("{} must be an integer, got {}", what, KindName(node)));
 }
 
-Result<double> Reader::Number(const YAML::Node& node, std::string_view what) const {
+template <typename N>
+Result<double> ReadNumber(const Reader& r, const N& node, std::string_view what) {
   if (node.IsScalar() && !IsQuoted(node)) {
     if (auto v = ParseFloatText(node.Scalar())) return *v;
   }
-  return Fail(node, fmt::format("{} must be a number, got {}", what, KindName(node)));
+  return r.Fail(node, fmt::format("{} must be a number, got {}", what, KindName(node)));
 }
+
+}  // namespace
+
+#define KILN_READER_OVERLOADS(N)                                                               \
+  Status Reader::ExpectAnyMap(const N& node, std::string_view what, bool allow_null) const {  \
+    return CheckAnyMap(*this, node, what, allow_null);                                         \
+  }                                                                                            \
+  Status Reader::ExpectMap(const N& node, std::string_view what,                              \
+                           const std::vector<std::string_view>& allowed, bool allow_null)      \
+      const {                                                                                  \
+    return CheckMap(*this, node, what, allowed, allow_null);                                   \
+  }                                                                                            \
+  Status Reader::ExpectList(const N& node, std::string_view what) const {                     \
+    return CheckList(*this, node, what);                                                       \
+  }                                                                                            \
+  Result<std::string> Reader::String(const N& node, std::string_view what) const {            \
+    return ReadString(*this, node, what);                                                      \
+  }                                                                                            \
+  Result<bool> Reader::Bool(const N& node, std::string_view what) const {                     \
+    return ReadBool(*this, node, what);                                                        \
+  }                                                                                            \
+  Result<int64_t> Reader::Int(const N& node, std::string_view what) const {                   \
+    return ReadInt(*this, node, what);                                                         \
+  }                                                                                            \
+  Result<double> Reader::Number(const N& node, std::string_view what) const {                 \
+    return ReadNumber(*this, node, what);                                                      \
+  }
+
+KILN_READER_OVERLOADS(Node)
+KILN_READER_OVERLOADS(YAML::Node)
+#undef KILN_READER_OVERLOADS
 
 }  // namespace kiln::yaml

@@ -25,9 +25,9 @@ bool IsYamlFile(const fs::path& p) { return p.extension() == ".yaml" || p.extens
 bool LooksLikeTest(const std::string& file) {
   auto text = ReadTextFile(file);
   if (!text) return true;
-  auto doc = yaml::Load(*text, file);
+  auto doc = yaml::Document::Parse(*text, file);
   if (!doc) return true;
-  return doc->IsMap() && (*doc)["expect"];
+  return doc->root().IsMap() && doc->root()["expect"];
 }
 
 }  // namespace
