@@ -99,6 +99,12 @@ ResourceId Rid(std::string_view name) {
   return *id;
 }
 
+// A label's value, or null when the map has no such key.
+const std::string* Label(const StringMap& labels, std::string_view key) {
+  auto it = labels.find(key);
+  return it == labels.end() ? nullptr : &it->second;
+}
+
 // The timed loops: one handler call per element (per node, per job pair, ...), through a volatile
 // function pointer; the `calls` counter (calls per iteration) lets handler_ratios.py report ns
 // per call.
@@ -220,6 +226,7 @@ class NativeNodeOrder : public Plugin {
         gpu_(Rid("nvidia.com/gpu")) {}
 
   Status OnSessionOpen(Session& ssn, PluginHandle self) override {
+    session_ = &ssn;
     const auto& nodes = ssn.cluster().nodes();
     // Kubernetes' NonZeroRequested per node (what node.nonzero_requested will hold).
     nonzero_cpu_.assign(nodes.size(), 0.0);
@@ -356,13 +363,230 @@ class NativeNodeOrder : public Plugin {
 
   int64_t least_, most_, node_affinity_, pod_affinity_, balanced_, taint_, image_, spread_;
   ResourceId gpu_;
+  const Session* session_ = nullptr;
   std::vector<double> nonzero_cpu_, nonzero_memory_;
   std::map<std::string, int64_t, std::less<>> image_nodes_;
   int64_t node_total_ = 0;
 };
 
-int32_t NativeNodeOrder::BatchNodeOrder(void*, const Task*, const Node* const*, size_t, double*) {
-  return 0;  // filled in below (batch scorers)
+namespace nodeorder_batch {
+
+constexpr int64_t kMax = 100;
+constexpr std::string_view kHostname = "kubernetes.io/hostname";
+
+// Kubernetes' DefaultNormalizeScore: the highest raw score maps to 100 (reversed: to 0).
+void DefaultNormalize(std::vector<int64_t>& raw, bool reverse) {
+  int64_t top = 0;
+  bool first = true;
+  for (int64_t s : raw) {
+    if (first || s > top) top = s;
+    first = false;
+  }
+  for (int64_t& s : raw) {
+    if (top == 0) s = reverse ? kMax : 0;
+    else s = reverse ? kMax - kMax * s / top : kMax * s / top;
+  }
+}
+
+bool HasAllKeys(const Node* n, const std::vector<const std::string*>& keys) {
+  for (const std::string* k : keys)
+    if (!n->labels.count(*k)) return false;
+  return true;
+}
+
+int64_t MatchingPods(const Node* n, const std::optional<LabelSelector>& sel, const std::string& ns) {
+  if (!sel) return 0;
+  int64_t c = 0;
+  for (const Task* p : n->tasks)
+    if (p->namespace_ == ns && !p->deleting && kiln_std_selector_matches_task(&*sel, p)) ++c;
+  return c;
+}
+
+bool SpreadIncludes(const TopologySpreadConstraint& c, const Task* task, const Node* n) {
+  if (c.node_affinity_policy != "Ignore" && !kiln_std_required_node_affinity_matches(task, n))
+    return false;
+  if (c.node_taints_policy == "Honor")
+    for (const Taint& taint : n->taints)
+      if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") &&
+          !kiln_std_task_tolerates(task, &taint))
+        return false;
+  return true;
+}
+
+// InterPodAffinity's PreScore table, keyed "topology key\nvalue", and the keys in first-use order.
+struct Topo {
+  std::unordered_map<std::string, int64_t> table;
+  std::vector<std::string> keys;
+  std::string buf;
+
+  void Add(const std::string& key, const std::string& value, int64_t delta) {
+    buf.assign(key);
+    buf += '\n';
+    buf += value;
+    table[buf] += delta;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  int64_t Score(const Node* n) {
+    int64_t score = 0;
+    for (const std::string& key : keys)
+      if (const std::string* v = Label(n->labels, key)) {
+        buf.assign(key);
+        buf += '\n';
+        buf += *v;
+        auto it = table.find(buf);
+        score += it == table.end() ? 0 : it->second;
+      }
+    return score;
+  }
+};
+
+int64_t PodsMatchingTerm(const PodAffinityTerm& term, const Task* owner, const Node* n) {
+  int64_t c = 0;
+  for (const Task* p : n->tasks)
+    if (kiln_std_term_matches_pod(&term, owner, p)) ++c;
+  return c;
+}
+
+}  // namespace nodeorder_batch
+
+int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node* const* nodes,
+                                        size_t n, double* out) {
+  using namespace nodeorder_batch;
+  const auto& self = *static_cast<const NativeNodeOrder*>(ctx);
+  std::vector<int64_t> scores(n, 0);
+  const auto& na = task->affinity.node_affinity;
+  if (self.node_affinity_ != 0 && na && !na->preferred.empty()) {
+    std::vector<int64_t> raw(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (const PreferredSchedulingTerm& p : na->preferred)
+        if (p.weight != 0 && kiln_std_term_matches_node(&p.preference, nodes[i])) raw[i] += p.weight;
+    DefaultNormalize(raw, false);
+    for (size_t i = 0; i < n; ++i) scores[i] += raw[i] * self.node_affinity_;
+  }
+  if (self.taint_ != 0) {
+    std::vector<const Toleration*> tolerations;
+    for (const Toleration& t : task->tolerations)
+      if (t.effect.empty() || t.effect == "PreferNoSchedule") tolerations.push_back(&t);
+    std::vector<int64_t> raw(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (const Taint& taint : nodes[i]->taints) {
+        if (taint.effect != "PreferNoSchedule") continue;
+        bool tolerated = false;
+        for (const Toleration* tol : tolerations)
+          if (kiln_std_tolerates(tol, &taint)) {
+            tolerated = true;
+            break;
+          }
+        if (!tolerated) ++raw[i];
+      }
+    DefaultNormalize(raw, true);
+    for (size_t i = 0; i < n; ++i) scores[i] += raw[i] * self.taint_;
+  }
+  if (self.pod_affinity_ != 0) {
+    Topo topo;
+    const Cluster& cluster = self.session_->cluster();
+    auto own = [&](const std::vector<WeightedPodAffinityTerm>& terms, int64_t sign) {
+      for (const WeightedPodAffinityTerm& w : terms) {
+        const std::string& key = w.term.topology_key;
+        for (const Node* node : cluster.nodes())
+          if (const std::string* v = Label(node->labels, key)) {
+            const int64_t matched = PodsMatchingTerm(w.term, task, node);
+            if (matched > 0) topo.Add(key, *v, sign * matched * w.weight);
+          }
+      }
+    };
+    if (task->affinity.pod_affinity) own(task->affinity.pod_affinity->preferred, 1);
+    if (task->affinity.pod_anti_affinity) own(task->affinity.pod_anti_affinity->preferred, -1);
+    for (const Node* node : cluster.affinity_nodes()) {
+      if (node->labels.empty()) continue;
+      for (const Task* p : node->affinity_tasks) {
+        auto theirs = [&](const std::optional<PodAffinity>& a, int64_t sign) {
+          if (!a) return;
+          for (const WeightedPodAffinityTerm& w : a->preferred)
+            if (kiln_std_term_matches_pod(&w.term, p, task))
+              if (const std::string* v = Label(node->labels, w.term.topology_key))
+                topo.Add(w.term.topology_key, *v, sign * w.weight);
+        };
+        theirs(p->affinity.pod_affinity, 1);
+        theirs(p->affinity.pod_anti_affinity, -1);
+      }
+    }
+    if (!topo.table.empty()) {
+      std::vector<int64_t> raw(n);
+      for (size_t i = 0; i < n; ++i) raw[i] = topo.Score(nodes[i]);
+      const int64_t lo = *std::min_element(raw.begin(), raw.end());
+      const int64_t hi = *std::max_element(raw.begin(), raw.end());
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t norm =
+            hi - lo <= 0 ? 0
+                         : IntOf(static_cast<double>(kMax) *
+                                 (static_cast<double>(raw[i] - lo) / static_cast<double>(hi - lo)));
+        scores[i] += norm * self.pod_affinity_;
+      }
+    }
+  }
+  std::vector<const TopologySpreadConstraint*> constraints;
+  for (const auto& c : task->topology_spread_constraints)
+    if (c.when_unsatisfiable == "ScheduleAnyway") constraints.push_back(&c);
+  if (self.spread_ != 0 && !constraints.empty()) {
+    std::vector<const std::string*> keys;
+    for (const auto* c : constraints) keys.push_back(&c->topology_key);
+    std::vector<bool> counted(n);
+    int64_t counted_nodes = 0;
+    for (size_t i = 0; i < n; ++i) counted_nodes += (counted[i] = HasAllKeys(nodes[i], keys));
+    std::vector<double> raw(n, 0.0);
+    for (const TopologySpreadConstraint* c : constraints) {
+      std::map<std::string, int64_t, std::less<>> counts;
+      int64_t domains = counted_nodes;
+      const bool by_host = c->topology_key == kHostname;
+      if (!by_host) {
+        for (size_t i = 0; i < n; ++i)
+          if (HasAllKeys(nodes[i], keys)) {
+            const std::string* v = Label(nodes[i]->labels, c->topology_key);
+            counts[v ? *v : std::string()] += 0;
+          }
+        domains = static_cast<int64_t>(counts.size());
+        for (const Node* node : self.session_->cluster().nodes())
+          if (const std::string* v = Label(node->labels, c->topology_key)) {
+            auto it = counts.find(*v);
+            if (it != counts.end() && HasAllKeys(node, keys) && SpreadIncludes(*c, task, node))
+              it->second += MatchingPods(node, c->label_selector, task->namespace_);
+          }
+      }
+      const double weight = kiln_std_log(static_cast<double>(domains + 2));
+      for (size_t i = 0; i < n; ++i) {
+        double added = 0.0;
+        if (HasAllKeys(nodes[i], keys)) {
+          int64_t count;
+          if (by_host) {
+            count = MatchingPods(nodes[i], c->label_selector, task->namespace_);
+          } else {
+            const std::string* v = Label(nodes[i]->labels, c->topology_key);
+            auto it = counts.find(v ? std::string_view(*v) : std::string_view());
+            count = it == counts.end() ? 0 : it->second;
+          }
+          added = static_cast<double>(count) * weight + static_cast<double>(c->max_skew - 1);
+        }
+        raw[i] = raw[i] + added;
+      }
+    }
+    std::vector<int64_t> rounded(n);
+    int64_t lo = 0, hi = 0;
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      rounded[i] = IntOf(kiln_std_round(raw[i]));
+      if (!counted[i]) continue;
+      if (first || rounded[i] < lo) lo = rounded[i];
+      if (first || rounded[i] > hi) hi = rounded[i];
+      first = false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!counted[i]) continue;
+      scores[i] += hi == 0 ? kMax * self.spread_ : kMax * (hi + lo - rounded[i]) / hi * self.spread_;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(scores[i]);
+  return 0;
 }
 
 // ============================================================================================
@@ -690,10 +914,6 @@ const std::vector<PodAffinityTerm>& RequiredAffinity(const Task* t) {
 }
 const std::vector<PodAffinityTerm>& RequiredAntiAffinity(const Task* t) {
   return t->affinity.pod_anti_affinity ? t->affinity.pod_anti_affinity->required : NoTerms();
-}
-const std::string* Label(const StringMap& labels, std::string_view key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? nullptr : &it->second;
 }
 
 class NativePredicates : public Plugin {
@@ -1225,8 +1445,10 @@ void BM_NativeDrfAllocateShare(benchmark::State& s) {
 }
 BENCHMARK(BM_JitDrfJobOrder);
 BENCHMARK(BM_NativeDrfJobOrder);
-BENCHMARK(BM_JitDrfAllocateShare);
-BENCHMARK(BM_NativeDrfAllocateShare);
+// Fixed iterations: every JIT'd allocate stores a fresh Resource copy in the session arena (see
+// docs/performance.md), so a time-based run would grow the process by ~0.5 KB per iteration.
+BENCHMARK(BM_JitDrfAllocateShare)->Iterations(50'000);
+BENCHMARK(BM_NativeDrfAllocateShare)->Iterations(50'000);
 
 // ---- proportion ----
 
@@ -1418,6 +1640,67 @@ void BM_JitPredicatesPrePredicate(benchmark::State& s) { PrePredicateBench(s, tr
 void BM_NativePredicatesPrePredicate(benchmark::State& s) { PrePredicateBench(s, false); }
 BENCHMARK(BM_JitPredicatesPrePredicate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_NativePredicatesPrePredicate)->Unit(benchmark::kMicrosecond);
+
+// ---- nodeorder: batch_node_order per scorer ----
+
+std::string OnlyWeight(const char* scorer) {
+  std::string out;
+  for (const char* w : {"leastrequested", "mostrequested", "balancedresource", "imagelocality",
+                        "nodeaffinity", "tainttoleration", "podaffinity", "podtopologyspread"})
+    out += fmt::format("      {}.weight: {}\n", w, std::string_view(w) == scorer ? 2 : 0);
+  return out;
+}
+
+void CheckBatchNodeOrder(PairSession& p, const std::string& key) {
+  std::vector<Node*> nodes(p.cluster().nodes().begin(), p.cluster().nodes().end());
+  int nonzero = 0;
+  for (BenchTask bt : kBenchTasks) {
+    const Task* t = p.task(bt);
+    std::string error;
+    auto each = p.session->BatchNodeOrderEach(t, nodes, &error);
+    if (!error.empty() || each.size() != 2) Mismatch(key, "batch_node_order failed: " + error);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (each[0].second[i] != each[1].second[i])
+        Mismatch(key, fmt::format("batch_node_order({})[{}]: jit {} native {}", t->uid,
+                                  nodes[i]->name, each[0].second[i], each[1].second[i]));
+      nonzero += each[0].second[i] != 0;
+    }
+  }
+  if (nonzero == 0) Mismatch(key, "every score is 0: the check proves nothing");
+}
+
+PairSession& BatchPair(const char* scorer) {
+  return Pair(std::string("nodeorder-batch/") + scorer, "nodeorder", OnlyWeight(scorer),
+              Make<NativeNodeOrder>(), &CheckBatchNodeOrder);
+}
+
+void BatchBench(benchmark::State& s, const char* scorer, BenchTask bt, bool jit) {
+  auto& p = BatchPair(scorer);
+  auto nodes = AllNodes(p);
+  std::vector<double> scores(nodes.size());
+  const Task* t = p.task(bt);
+  auto fn = jit ? p.jit->Fn<ExtensionPoint::BatchNodeOrder>()
+                : HandlerFn<ExtensionPoint::BatchNodeOrder>(&NativeNodeOrder::BatchNodeOrder);
+  void* ctx = jit ? p.jit->ctx() : static_cast<void*>(static_cast<NativeNodeOrder*>(p.native));
+  decltype(fn) volatile target = fn;
+  for (auto _ : s) {
+    std::fill(scores.begin(), scores.end(), 0.0);
+    benchmark::DoNotOptimize(target(ctx, t, nodes.data(), nodes.size(), scores.data()));
+  }
+  s.counters["calls"] = 1;
+  s.counters["nodes"] = static_cast<double>(nodes.size());
+}
+
+#define KILN_BATCH_PAIR(Name, scorer, task)                                                     \
+  void BM_Jit##Name(benchmark::State& s) { BatchBench(s, scorer, task, true); }                 \
+  void BM_Native##Name(benchmark::State& s) { BatchBench(s, scorer, task, false); }             \
+  BENCHMARK(BM_Jit##Name)->Unit(benchmark::kMicrosecond);                                       \
+  BENCHMARK(BM_Native##Name)->Unit(benchmark::kMicrosecond);
+
+KILN_BATCH_PAIR(BatchNodeOrderNodeAffinity, "nodeaffinity", BenchTask::Selector)
+KILN_BATCH_PAIR(BatchNodeOrderTaintToleration, "tainttoleration", BenchTask::Selector)
+KILN_BATCH_PAIR(BatchNodeOrderPodAffinity, "podaffinity", BenchTask::Affinity)
+KILN_BATCH_PAIR(BatchNodeOrderPodTopologySpread, "podtopologyspread", BenchTask::Affinity)
 
 }  // namespace
 }  // namespace kiln::bench
