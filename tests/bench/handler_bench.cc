@@ -105,6 +105,20 @@ const std::string* Label(const StringMap& labels, std::string_view key) {
   return it == labels.end() ? nullptr : &it->second;
 }
 
+// Topology spread's node inclusion policies (predicates and nodeorder both define it):
+// nodeAffinityPolicy Honor (default) keeps nodes the pod's required affinity admits;
+// nodeTaintsPolicy Honor keeps nodes whose NoSchedule/NoExecute taints it tolerates.
+bool SpreadIncludes(const TopologySpreadConstraint& c, const Task* task, const Node* n) {
+  if (c.node_affinity_policy != "Ignore" && !kiln_std_required_node_affinity_matches(task, n))
+    return false;
+  if (c.node_taints_policy == "Honor")
+    for (const Taint& taint : n->taints)
+      if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") &&
+          !kiln_std_task_tolerates(task, &taint))
+        return false;
+  return true;
+}
+
 // The timed loops: one handler call per element (per node, per job pair, ...), through a volatile
 // function pointer; the `calls` counter (calls per iteration) lets handler_ratios.py report ns
 // per call.
@@ -402,16 +416,6 @@ int64_t MatchingPods(const Node* n, const std::optional<LabelSelector>& sel, con
   return c;
 }
 
-bool SpreadIncludes(const TopologySpreadConstraint& c, const Task* task, const Node* n) {
-  if (c.node_affinity_policy != "Ignore" && !kiln_std_required_node_affinity_matches(task, n))
-    return false;
-  if (c.node_taints_policy == "Honor")
-    for (const Taint& taint : n->taints)
-      if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") &&
-          !kiln_std_task_tolerates(task, &taint))
-        return false;
-  return true;
-}
 
 // InterPodAffinity's PreScore table, keyed "topology key\nvalue", and the keys in first-use order.
 struct Topo {
@@ -1089,16 +1093,6 @@ class NativePredicates : public Plugin {
     for (const std::string& key : c.match_label_keys)
       if (owner->labels.count(key)) return true;
     return false;
-  }
-  static bool SpreadIncludes(const TopologySpreadConstraint& c, const Task* task, const Node* n) {
-    if (c.node_affinity_policy != "Ignore" && !kiln_std_required_node_affinity_matches(task, n))
-      return false;
-    if (c.node_taints_policy == "Honor")
-      for (const Taint& taint : n->taints)
-        if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") &&
-            !kiln_std_task_tolerates(task, &taint))
-          return false;
-    return true;
   }
   std::map<std::string, int64_t> SpreadDomainCounts(
       const Task* task, const TopologySpreadConstraint& c,

@@ -20,8 +20,11 @@ def run(bench, filt, repetitions, min_time):
     cmd = [bench, "--benchmark_filter=" + filt, "--benchmark_format=json",
            "--benchmark_min_time=%g" % min_time]
     if repetitions > 1:
+        # Interleaved repetitions: a burst of load on the shared machine then hits both sides of
+        # a pair instead of one.
         cmd += ["--benchmark_repetitions=%d" % repetitions,
-                "--benchmark_report_aggregates_only=true"]
+                "--benchmark_report_aggregates_only=true",
+                "--benchmark_enable_random_interleaving=true"]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
@@ -43,7 +46,8 @@ def pairs(doc):
         # With repetitions, keep the median only.
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
-        name = b.get("run_name", b["name"])
+        # "BM_JitX/iterations:50000" and the like: the pair is named by the part before '/'.
+        name = b.get("run_name", b["name"]).split("/")[0]
         m = re.fullmatch(r"BM_(Jit|Native)(\w+)", name)
         if not m:
             continue
