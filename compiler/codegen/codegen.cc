@@ -227,7 +227,7 @@ class Lowering {
     // kiln_rt_res_id maps a name to its interned id: the same name always gives the same id, and
     // interning a new name changes nothing a policy can observe. Declared read-only, the
     // optimiser merges the repeated lookups of one name (`r[name]` on several resources, as
-    // binpack and resource-strategy-fit do per resource per node) and hoists them out of loops.
+    // binpack and resource-strategy-fit do per resource per node).
     if (name == "kiln_rt_res_id")
       if (auto* fn = llvm::dyn_cast<Function>(callee.getCallee())) fn->setOnlyReadsMemory();
     return callee;

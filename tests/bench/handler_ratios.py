@@ -40,7 +40,7 @@ def per_call_ns(b):
 
 
 def pairs(doc):
-    """{handler: {"jit": ns, "native": ns}} in the order the benchmarks ran."""
+    """{handler: {"jit": ns, "native": ns}}."""
     out = {}
     for b in doc["benchmarks"]:
         # With repetitions, keep the median only.
@@ -71,8 +71,9 @@ def main():
     table = pairs(run(args.bench, args.filter, args.repetitions, args.min_time))
     if not table:
         raise SystemExit("no BM_Jit*/BM_Native* pair matched %r" % args.filter)
+    # By name, so that the policy's pairs stand together whatever order they ran in.
     rows = [(h, v["jit"], v["native"], v["jit"] / v["native"] if v["native"] > 0 else 0.0)
-            for h, v in table.items()]
+            for h, v in sorted(table.items())]
     width = max(len("handler"), max(len(r[0]) for r in rows))
     if args.markdown:
         print("| handler | jit ns | native ns | ratio |")
