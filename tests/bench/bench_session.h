@@ -40,7 +40,7 @@ void Run(benchmark::State& state, Fn fn, void* ctx, A... args) {
 
 // ---- the fixed cluster ---------------------------------------------------------------------
 // 300 nodes in 3 zones and 10 racks; every 10th node has 8 GPUs and a NoSchedule GPU taint; some
-// nodes carry PreferNoSchedule or NoExecute taints; one is cordoned. 20 running pods per node
+// nodes carry PreferNoSchedule or NoExecute taints; one is cordoned; 18 are full by pod count. 20 running pods per node
 // (600 jobs of 10 in 4 queues), some with required anti-affinity, preferred affinity or host
 // ports. One pending job holds the tasks the benchmarks ask about (BenchTask below).
 inline constexpr int kBenchNodes = 300;
@@ -122,7 +122,9 @@ inline Cluster BenchCluster() {
     node_names.push_back(n.name);
     const bool has_gpu = i % 10 == 0;
     n.allocatable = Req(32'000, 128 * kGi);
-    n.allocatable.Set(kPods, 110);
+    // A few nodes are full by pod count (20 pods placed), some of them also NoExecute-tainted,
+    // so predicate verdicts with two reasons occur.
+    n.allocatable.Set(kPods, i % 25 == 24 || i % 50 == 25 ? kPodsPerNode : 110);
     if (has_gpu) n.allocatable.Set(gpu, 8000);
     n.capacity = n.allocatable;
     n.labels["kubernetes.io/hostname"] = n.name;

@@ -1570,6 +1570,7 @@ PredicateSplit& Split() {
 }
 
 void CheckPredicates(PairSession& p, const std::string& key) {
+  bool combined = false;
   for (BenchTask bt : kBenchTasks) {
     const Task* t = p.task(bt);
     Prepare(p, t);
@@ -1582,9 +1583,12 @@ void CheckPredicates(PairSession& p, const std::string& key) {
                                   n->name, static_cast<int>(a.code), fmt::join(a.reasons, "; "),
                                   static_cast<int>(b.code), fmt::join(b.reasons, "; ")));
       (a.code == StatusCode::Success ? Split().pass : Split().fail)[bt].push_back(n);
+      combined |= a.reasons.size() >= 2;
     }
   }
-  // The benchmarks below need both outcomes.
+  // The verdicts must include a combined one (several reasons), and the benchmarks below need
+  // both outcomes.
+  if (!combined) Mismatch(key, "no node gives a verdict with several reasons");
   if (Split().pass[BenchTask::Plain].empty() || Split().fail[BenchTask::Selector].empty() ||
       Split().pass[BenchTask::Affinity].empty() || Split().fail[BenchTask::Affinity].empty())
     Mismatch(key, "the fixed cluster no longer gives passing and failing nodes");
