@@ -222,7 +222,15 @@ class Lowering {
   llvm::FunctionCallee Rt(const std::string& name, llvm::Type* ret,
                           std::vector<llvm::Type*> params, bool allocates = false) {
     if (allocates) allocates_ = true;
-    return m_.getOrInsertFunction(name, llvm::FunctionType::get(ret, params, false));
+    llvm::FunctionCallee callee =
+        m_.getOrInsertFunction(name, llvm::FunctionType::get(ret, params, false));
+    // kiln_rt_res_id maps a name to its interned id: the same name always gives the same id, and
+    // interning a new name changes nothing a policy can observe. Declared read-only, the
+    // optimiser merges the repeated lookups of one name (`r[name]` on several resources, as
+    // binpack and resource-strategy-fit do per resource per node).
+    if (name == "kiln_rt_res_id")
+      if (auto* fn = llvm::dyn_cast<Function>(callee.getCallee())) fn->setOnlyReadsMemory();
+    return callee;
   }
 
   Value* CallRt(const std::string& name, llvm::Type* ret, std::vector<Value*> args,
@@ -627,7 +635,7 @@ class Lowering {
       Value* arena = var->ref == ast::NameKind::State ? CtxField(kCtxSessionArena, ptr_)
                                                       : static_cast<Value*>(llvm::ConstantPointerNull::get(ptr_));
       const Type* ft = FloatType();
-      Value* cur = CallRt("kiln_rt_res_get", f64_, {old, id});
+      Value* cur = ResourceDimAt(old, id);
       Value* nv = combine(cur, ft);
       Value* copy = CallRt("kiln_rt_res_copy", ptr_, {old, arena}, true);
       CallRt("kiln_rt_res_set", b_.getVoidTy(), {copy, id, nv});
@@ -917,6 +925,19 @@ class Lowering {
         CallRt(fn + "_at", b_.getVoidTy(), {obj, i, k, v});
         body(b_.CreateLoad(str_, k), b_.CreateLoad(str_, v));
       }, continue_to, break_to);
+      return;
+    }
+    // A view's record or string list (node.taints, task.tolerations, term.values): iterate through
+    // the host's _size/_at accessors instead of first copying the list into the call arena, as
+    // using it as a value does. The views are read-only during a call, so the walk sees the
+    // same elements.
+    if (const AbiFieldInfo* f = ViewListField(source)) {
+      Value* obj = Emit(*ast::As<ast::Select>(&source)->operand);
+      std::string fn(f->host);
+      llvm::Type* et = f->kind == FieldKind::StringList ? static_cast<llvm::Type*>(str_) : ptr_;
+      Value* n = CallRt(fn + "_size", i64_, {obj});
+      LoopN(n, [&](Value* i) { body(CallRt(fn + "_at", et, {obj, i}), nullptr); }, continue_to,
+            break_to);
       return;
     }
     if (IsKind(st, TypeKind::List)) {
@@ -1382,17 +1403,21 @@ class Lowering {
 
   Value* EmitIn(const ast::Binary& bin) {
     const Type* ct = bin.right->type;
-    if (IsKind(ct, TypeKind::Map)) {
-      Value* k = Coerce(Emit(*bin.left), bin.left->type, ct->key);
-      Value* m = Emit(*bin.right);
-      return b_.CreateIsNotNull(MapSlot(ct, m, k, ct->key, false, ct->elem));
-    }
+    // `key in view.labels` asks the view's map in place. This must come before the general map
+    // case (a view's labels have a map type too), which would copy every label into a policy map
+    // per test: O(labels²) host calls and an allocation, in nodeorder's and predicates' per-node
+    // loops.
     if (const AbiFieldInfo* f = StringMapField(*bin.right)) {
       Value* k = Emit(*bin.left);
       Value* obj = Emit(*ast::As<ast::Select>(bin.right.get())->operand);
       Value* out = Alloca(str_);
       return CallRt(std::string(f->host), i1_,
                     {obj, b_.CreateExtractValue(k, {0}), b_.CreateExtractValue(k, {1}), out});
+    }
+    if (IsKind(ct, TypeKind::Map)) {
+      Value* k = Coerce(Emit(*bin.left), bin.left->type, ct->key);
+      Value* m = Emit(*bin.right);
+      return b_.CreateIsNotNull(MapSlot(ct, m, k, ct->key, false, ct->elem));
     }
     if (IsKind(ct, TypeKind::String)) {
       Value* s = Emit(*bin.left);
@@ -1416,6 +1441,18 @@ class Lowering {
       return b_.CreateLoad(i1_, found);
     }
     Fail(&bin, fmt::format("cannot lower `in` on {}", ct ? ct->Name() : "?"));
+  }
+
+  // The shape-table entry when `e` is `view.taints`-like (a RecordList or StringList field of a
+  // view or shape, read through _size/_at host calls).
+  const AbiFieldInfo* ViewListField(const ast::Expr& e) {
+    const auto* sel = ast::As<ast::Select>(&e);
+    if (!sel || !IsViewPtr(sel->operand->type) || IsKind(sel->operand->type, TypeKind::Session))
+      return nullptr;
+    if (FindAbiField(ViewOwner(sel->operand->type), sel->field)) return nullptr;
+    const AbiFieldInfo* f = FindAbiShapeField(ViewOwner(sel->operand->type), sel->field);
+    return f && (f->kind == FieldKind::RecordList || f->kind == FieldKind::StringList) ? f
+                                                                                       : nullptr;
   }
 
   // The ABI entry when `e` is `view.labels`-like (a StringMap field read through host calls).
@@ -1483,6 +1520,18 @@ class Lowering {
     // values[id] at offset 8 + 8*id (runtime/resource.h layout).
     Value* p = b_.CreateConstGEP1_64(i8_, res, 8 + 8 * static_cast<uint64_t>(id));
     return b_.CreateLoad(f64_, p);
+  }
+
+  // values[id] for an id known only at run time (kiln_rt_res_id of a name), as kiln_rt_res_get
+  // defines it but inline: an id outside 0..kMaxResources-1 (-1: the registry is full) reads 0.
+  // A load, not a host call, since binpack and resource-strategy-fit do this per resource per
+  // node.
+  Value* ResourceDimAt(Value* res, Value* id) {
+    Value* valid = b_.CreateICmpULT(id, b_.getInt32(kMaxResources));
+    Value* slot = b_.CreateZExt(b_.CreateSelect(valid, id, b_.getInt32(0)), i64_);
+    Value* offset = b_.CreateAdd(b_.getInt64(8), b_.CreateMul(slot, b_.getInt64(8)));
+    Value* v = b_.CreateLoad(f64_, b_.CreateGEP(i8_, res, offset));
+    return b_.CreateSelect(valid, v, llvm::ConstantFP::get(f64_, 0.0));
   }
 
   // A Derived Bool of Job (runtime/abi.h DerivedJobBool): loads of the job's counters and one
@@ -1663,7 +1712,7 @@ class Lowering {
       Value* name = Emit(*ix.index);
       id = CallRt("kiln_rt_res_id", i32_,
                   {b_.CreateExtractValue(name, {0}), b_.CreateExtractValue(name, {1})});
-      return CallRt("kiln_rt_res_get", f64_, {r, id});
+      return ResourceDimAt(r, id);
     }
     if (IsKind(ot, TypeKind::List)) {
       Value* list = Emit(*ix.operand);
@@ -2126,6 +2175,10 @@ class Lowering {
   Value* SourceSize(const ast::Expr& source) {
     if (const ast::Call* call = RangeCall(source)) return RangeBounds(*call).second;
     if (const AbiFieldInfo* f = StringMapField(source)) {
+      Value* obj = Emit(*ast::As<ast::Select>(&source)->operand);
+      return CallRt(std::string(f->host) + "_size", i64_, {obj});
+    }
+    if (const AbiFieldInfo* f = ViewListField(source)) {
       Value* obj = Emit(*ast::As<ast::Select>(&source)->operand);
       return CallRt(std::string(f->host) + "_size", i64_, {obj});
     }

@@ -653,6 +653,9 @@ double kiln_rt_res_get(const Resource* r, int32_t id) {
 }
 
 int32_t kiln_rt_res_id(const char* name, int64_t len) {
+  // Names seen before (every name after the first lookup): the lock-free Find, without the
+  // Guard and Result around Intern.
+  if (auto known = kiln::ResourceNames::Find(View(name, len))) return *known;
   return Guard<int32_t>(-1, [&]() -> int32_t {
     auto id = kiln::ResourceNames::Intern(View(name, len));
     return id.ok() ? static_cast<int32_t>(*id) : -1;

@@ -42,6 +42,7 @@
 #include "compiler/host/compiled_policy.h"
 #include "compiler/parse/literals.h"
 #include "runtime/session.h"
+#include "tests/bench/bench_session.h"
 #include "tests/oracles/cdp_oracle.h"
 #include "tests/oracles/gang_oracle.h"
 #include "tests/oracles/priority_oracle.h"
@@ -240,12 +241,8 @@ int32_t OracleCdpPreemptable(void* ctx, const Task* p, const Task* const* c, siz
                  oracles::cdp::Victims(*p, std::span(c, n), static_cast<PolicyContext*>(ctx)->now));
 }
 
-// Calls through a volatile function pointer so neither side is inlined into the loop.
-template <typename Fn, typename... A>
-void Run(benchmark::State& state, Fn fn, void* ctx, A... args) {
-  Fn volatile target = fn;
-  for (auto _ : state) benchmark::DoNotOptimize(target(ctx, args...));
-}
+// The per-call path shape every JIT/C++ pair is measured through (bench_session.h).
+using bench::Run;
 
 // The native side gets a context too (the session always passes one); cdp reads its clock.
 PolicyContext& NativeCtx() {

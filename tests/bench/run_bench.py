@@ -162,41 +162,13 @@ def print_kiln_bench(args):
     for b in compile_rows:
         print(f"| {b['name']} | {to_ns(b) / 1e6:.1f} ms |")
     print()
-    # Handler pairs: BM_Jit<X> against BM_Native<X> from the same binary and run.
-    rows = kiln_bench(args, "BM_(Jit|Native)")
-    by_name = {b["name"]: to_ns(b) for b in rows}
-    print("### Handlers: JIT'd policy vs the same algorithm in C++ (kiln_bench)\n")
-    print("| handler | JIT | C++ | JIT / C++ |")
-    print("|---|---|---|---|")
-    for name, ns in by_name.items():
-        if not name.startswith("BM_Jit"):
-            continue
-        handler = name[len("BM_Jit"):]
-        native = by_name.get("BM_Native" + handler)
-        if native is None:
-            continue
-        print(f"| {handler} | {ns:.1f} ns | {native:.1f} ns | {ns / native:.2f} |")
+    # Handler pairs: tests/bench/handler_ratios.py pairs BM_Jit<X> with BM_Native<X> (per-call
+    # CPU time, interleaved repetitions) from the same binary and run.
+    print("### Handlers: JIT'd policy vs the same algorithm in C++ (kiln_bench)\n", flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "handler_ratios.py"), "--bench", args.bench,
+                    "--min-time", str(args.min_time), "--repetitions", str(args.repeat),
+                    "--markdown"], check=True)
     print()
-
-
-def check(rows):
-    """What CI's short run asserts: every conf ran on every cluster, bound pods, never more than
-    were pending, and `--timings` reported each phase (a parse miss would print zeros)."""
-    problems = []
-    for (nodes, pods), results in rows:
-        for conf, t in results.items():
-            where = f"{nodes}x{pods} {conf}"
-            if not 0 < t["binds"] <= (pods if conf == "C++ limit" else t["pending"]):
-                problems.append(f"{where}: {t['binds']} binds of {t['pending']} pending")
-            if conf == "C++ limit":
-                continue
-            for phase in ("load", "compile", "session", "rss_mib"):
-                if not t.get(phase, 0) > 0:
-                    problems.append(f"{where}: no `{phase}` figure")
-            if "allocate" not in t["actions"]:
-                problems.append(f"{where}: no allocate timing")
-    if problems:
-        sys.exit("bench check failed:\n  " + "\n  ".join(problems))
 
 
 def main():

@@ -144,6 +144,36 @@ on node_order(task: Task, node: Node) -> float {
   EXPECT_EQ(score, -1.0);
 }
 
+// `r[name]` with a name known only at run time: the id lookup is merged across resources and
+// the dimension is read inline (codegen ResourceDimAt); a name no resource has reads 0, as does a
+// dimension the resource lacks, and compound assignment through such a name still copies.
+TEST(CodegenSemantics, ResourceDimensionByRuntimeName) {
+  auto l = Load(R"(policy dyn;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0.0;
+  for name in split("cpu,memory,example.com/dyn-gpu,example.com/never-set", ",") {
+    total += task.resreq[name] * 1000.0 + node.idle[name];
+  }
+  var r = task.resreq;
+  let key = split("x,cpu", ",")[1];
+  r[key] += 1.0;
+  return total + r.cpu * 1000000.0 + task.resreq.cpu;
+}
+)");
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  task.resreq.Set(kCpu, 2);
+  task.resreq.Set(kMemory, 3);
+  task.resreq.Set(*ResourceRegistry::Intern("example.com/dyn-gpu"), 5);
+  node.idle.Set(kCpu, 7);
+  node.idle.Set(kMemory, 11);
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  // Σ resreq·1000 + idle over the names = 2007 + 3011 + 5000 + 0; r.cpu = 3; resreq unchanged.
+  EXPECT_EQ(score, 10018.0 + 3000000.0 + 2.0);
+}
+
 TEST(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
   auto l = Load(R"(policy counter;
 state placed: int;
@@ -238,6 +268,94 @@ TEST(CodegenSemantics, JsonMapsParseOrGiveNone) {
   EXPECT_EQ(EvalFloat("if let m = parse_json_number_map(\"{\\\"a\\\": \\\"x\\\"}\") { return 1.0; }\n"
                       "if let m = parse_json_number_map(\"not json\") { return 2.0; }\nreturn -1.0;"),
             -1.0);
+}
+
+// The IR of one handler's thunk (its body is inlined there), from `define` to the closing brace.
+std::string HandlerIr(const std::string& ir, const std::string& handler) {
+  size_t start = ir.find("@kiln.on." + handler + "(");
+  if (start == std::string::npos) return "<no handler " + handler + ">";
+  size_t end = ir.find("\n}\n", start);
+  return ir.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// `key in view.labels` (also inside a comprehension) asks the view's map in place: a present
+// key with an empty value is in, an absent key is not, and nothing copies the labels into a
+// policy map (which once made nodeorder's topology-spread scorer 10x slower).
+TEST(CodegenSemantics, InOnViewLabelsAsksTheViewInPlace) {
+  const char* text = R"(policy inlabels;
+fn has_all(node: Node, keys: list<string>) -> bool {
+  return all(k in node.labels for k in keys);
+}
+on node_order(task: Task, node: Node) -> float {
+  var score = 0.0;
+  if "zone" in node.labels { score += 1.0; }
+  if "empty" in node.labels { score += 10.0; }
+  if "absent" in node.labels { score += 100.0; }
+  if has_all(node, split("zone,empty", ",")) { score += 1000.0; }
+  if has_all(node, split("zone,absent", ",")) { score += 10000.0; }
+  if "app" in task.labels { score += 100000.0; }
+  return score;
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  node.labels["zone"] = "z1";
+  node.labels["empty"] = "";
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1011.0);
+  task.labels["app"] = "a";
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 101011.0);
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_inlabels.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  EXPECT_EQ(ir->find("kiln_node_label_at"), std::string::npos) << "labels were copied";
+  EXPECT_EQ(HandlerIr(*ir, "node_order").find("kiln_rt_map_new"), std::string::npos)
+      << "labels were copied";
+}
+
+// Iterating a view's record or string list (node.taints, task.tolerations, task.images) walks
+// the host's accessors: loops, comprehensions and break see every element in order, and nothing
+// is copied into the call arena for it.
+TEST(CodegenSemantics, IteratingViewListsWalksTheViewInPlace) {
+  const char* text = R"(policy viewlists;
+on node_order(task: Task, node: Node) -> float {
+  var score = 0.0;
+  score += float(count(t for t in node.taints where t.effect == "PreferNoSchedule"));
+  for t in node.taints {
+    if t.key == "stop" { break; }
+    score += 10.0;
+  }
+  if any(any(tolerates(tol, t) for tol in task.tolerations) for t in node.taints) { score += 100.0; }
+  var i = 0;
+  for image in task.images {
+    i += 1;
+    if image == "b" { score += 1000.0 * float(i); }
+  }
+  return score;
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  node.taints.push_back({"a", "1", "PreferNoSchedule"});
+  node.taints.push_back({"b", "2", "NoSchedule"});
+  node.taints.push_back({"stop", "", "PreferNoSchedule"});
+  node.taints.push_back({"c", "3", "PreferNoSchedule"});
+  task.images = {"a", "b", "c"};
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 3.0 + 20.0 + 2000.0);
+  task.tolerations.push_back({"b", "Exists", "", "", std::nullopt});
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 3.0 + 20.0 + 100.0 + 2000.0);
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewlists.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  EXPECT_EQ(HandlerIr(*ir, "node_order").find("kiln_rt_alloc"), std::string::npos)
+      << "a view list was copied";
 }
 
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
