@@ -323,7 +323,13 @@ int RunSimulate(const SimulateOptions& opts) {
   sim_options.until = until;
   sim_options.every_period = opts.every_period;
   if (!opts.report.empty()) sim_options.explain_pending = std::max(0, opts.report_explain);
-  auto sim = Simulator::Create(*spec, std::move(*conf), **provider, sim_options);
+  // The simulator takes the cluster (100k pods are a few hundred MiB: no copy); what is read
+  // after the run (expect, warnings, name) stays in `spec`.
+  ClusterSpec cluster = std::move(spec->cluster);
+  spec->cluster = ClusterSpec{};
+  ScenarioSpec for_simulator = *spec;  // everything but the cluster
+  for_simulator.cluster = std::move(cluster);
+  auto sim = Simulator::Create(std::move(for_simulator), std::move(*conf), **provider, sim_options);
   if (!sim) {
     PrintError(sim.error());
     return kExitBadInput;
