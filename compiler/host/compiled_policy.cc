@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -109,7 +110,66 @@ Result<PolicyCompiler*> PolicyCompiler::Global() {
   global = new PolicyCompiler(std::move(impl));
   if (const char* dir = std::getenv("KILN_COMPILE_CACHE"); dir && *dir)
     global->SetCompileCacheDir(dir);
+  global->SetShippedCacheDir(DefaultShippedCacheDir());
   return global;
+}
+
+std::string PolicyCompiler::DefaultShippedCacheDir() {
+  if (const char* dir = std::getenv("KILN_BUILTIN_CACHE")) return dir;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const char* rel : {"kiln-builtins", "../lib/kiln/builtins"}) {
+    std::filesystem::path dir = exe.parent_path() / rel;
+    if (std::filesystem::is_directory(dir, ec)) return dir.lexically_normal().string();
+  }
+  return "";
+}
+
+void PolicyCompiler::SetShippedCacheDir(const std::string& dir) {
+  impl_->jit->SetShippedCache(
+      dir.empty() ? nullptr
+                  : std::make_shared<ObjectCache>(dir, ObjectCache::Mode::kReadOnly));
+}
+
+ObjectCacheStats PolicyCompiler::ShippedCacheStats() {
+  std::shared_ptr<ObjectCache> cache = impl_->jit->GetShippedCache();
+  return cache ? cache->Stats() : ObjectCacheStats{};
+}
+
+Result<size_t> PolicyCompiler::WriteCacheDir(const std::string& dir,
+                                             const std::vector<SourceFile>& sources) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".kobj") fs::remove(e.path(), ec);
+  auto cache = std::make_shared<ObjectCache>(dir);
+  if (!cache->enabled()) return Error{fmt::format("cannot use {} as a compile cache", dir), {}};
+  std::shared_ptr<ObjectCache> saved = impl_->jit->GetObjectCache();
+  std::shared_ptr<ObjectCache> saved_shipped = impl_->jit->GetShippedCache();
+  impl_->jit->SetObjectCache(cache);
+  impl_->jit->SetShippedCache(nullptr);
+  // Under a path no compile of this process has used, so the in-memory cache cannot answer and
+  // every object goes through the disk cache.
+  static std::atomic<uint64_t> batch{0};
+  std::vector<SourceFile> fresh;
+  std::string prefix = fmt::format("kiln-warm-cache/{}/", batch++);
+  for (const SourceFile& s : sources) fresh.push_back(SourceFile{prefix + s.path, s.text});
+  std::vector<CompileResult> results = CompileAll(fresh);
+  impl_->jit->SetObjectCache(saved);
+  impl_->jit->SetShippedCache(saved_shipped);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ok()) {
+      Error e = results[i].error();
+      e.message = fmt::format("{}: {}", sources[i].path, e.message);
+      return e;
+    }
+  ObjectCacheStats stats = cache->Stats();
+  if (stats.store_failures > 0 || stats.stores + stats.hits < sources.size())
+    return Error{fmt::format("{} of {} objects could not be written to {}",
+                             sources.size() - stats.stores - stats.hits, sources.size(), dir),
+                 {}};
+  return static_cast<size_t>(stats.stores);
 }
 
 void PolicyCompiler::SetCompileCacheDir(const std::string& dir) {
@@ -192,7 +252,7 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
   std::string unit_name = fmt::format("{}@{:016x}#{}", compiled->name, version, ++units);
   auto unit = jit->AddModule(
       llvm::orc::ThreadSafeModule(std::move(lowered->module), std::move(lowered->context)),
-      unit_name);
+      unit_name, Sha256Hex(source.text));
   if (!unit) {
     return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(unit.takeError())),
                  SourceLocation{source.path, 0, 0}};

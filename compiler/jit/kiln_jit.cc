@@ -40,10 +40,13 @@ namespace kiln {
 // module: {key} after a miss, {key, ticket} after a hit, the ticket naming the object parked here.
 struct ObjectCacheHooks {
   static constexpr const char* kTag = "kiln.object_cache";
+  // Hex SHA-256 of the policy source, set by AddModule, read and removed when keying.
+  static constexpr const char* kSourceTag = "kiln.source_sha256";
 
   ObjectCacheTarget target;
   mutable std::mutex mu;
-  std::shared_ptr<ObjectCache> cache;  // null: no cache
+  std::shared_ptr<ObjectCache> cache;    // --compile-cache (read-write); null: none
+  std::shared_ptr<ObjectCache> shipped;  // built at build time (read-only); null: none
   std::map<uint64_t, std::unique_ptr<llvm::MemoryBuffer>> parked;
   uint64_t next_ticket = 0;
 
@@ -51,17 +54,39 @@ struct ObjectCacheHooks {
     std::lock_guard<std::mutex> lock(mu);
     return cache;
   }
+  std::shared_ptr<ObjectCache> Shipped() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return shipped;
+  }
 
-  // Keys `m` (before any optimisation) and tags it; true when its object is in the cache.
-  bool KeyAndTag(llvm::Module& m, ObjectCache& from) {
+  // Removes the source tag AddModule put on `m`; its value ("" when there was none).
+  static std::string TakeSourceDigest(llvm::Module& m) {
+    std::string digest;
+    if (llvm::NamedMDNode* md = m.getNamedMetadata(kSourceTag)) {
+      if (md->getNumOperands() == 1 && md->getOperand(0)->getNumOperands() == 1)
+        if (auto* s = llvm::dyn_cast<llvm::MDString>(md->getOperand(0)->getOperand(0).get()))
+          digest = s->getString().str();
+      m.eraseNamedMetadata(md);
+    }
+    return digest;
+  }
+
+  // Keys `m` (before any optimisation) and tags it; true when its object is in the shipped
+  // cache or in `writable` (either may be null). The shipped cache is asked first, so the
+  // writable one neither counts a miss nor stores a copy of what the build already provides.
+  bool KeyAndTag(llvm::Module& m, ObjectCache* from_shipped, ObjectCache* writable) {
+    std::string source_digest = TakeSourceDigest(m);
     llvm::SmallVector<char, 0> bitcode;
     llvm::raw_svector_ostream os(bitcode);
     llvm::WriteBitcodeToFile(m, os);
     ObjectCacheTarget t = target;
     t.triple = m.getTargetTriple();
-    ObjectCacheKey key = MakeObjectCacheKey(std::string_view(bitcode.data(), bitcode.size()), t);
+    ObjectCacheKey key = MakeObjectCacheKey(std::string_view(bitcode.data(), bitcode.size()), t,
+                                            source_digest);
     std::vector<llvm::Metadata*> fields{llvm::MDString::get(m.getContext(), key.Hex())};
-    std::optional<std::string> object = from.Lookup(key);
+    std::optional<std::string> object;
+    if (from_shipped) object = from_shipped->Lookup(key);
+    if (!object && writable) object = writable->Lookup(key);
     if (object) {
       std::lock_guard<std::mutex> lock(mu);
       uint64_t ticket = next_ticket++;
@@ -347,11 +372,16 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
                                  const llvm::orc::MaterializationResponsibility&)
           -> llvm::Expected<llvm::orc::ThreadSafeModule> {
         // Keyed before O2, so a hit skips it; the compiler then hands out the cached object.
-        if (std::shared_ptr<ObjectCache> cache = cache_hooks->Cache()) {
-          bool hit = tsm.withModuleDo(
-              [&](llvm::Module& m) { return cache_hooks->KeyAndTag(m, *cache); });
-          if (hit) return std::move(tsm);
-        }
+        std::shared_ptr<ObjectCache> cache = cache_hooks->Cache();
+        std::shared_ptr<ObjectCache> shipped = cache_hooks->Shipped();
+        bool hit = tsm.withModuleDo([&](llvm::Module& m) {
+          if (!cache && !shipped) {
+            ObjectCacheHooks::TakeSourceDigest(m);
+            return false;
+          }
+          return cache_hooks->KeyAndTag(m, shipped.get(), cache.get());
+        });
+        if (hit) return std::move(tsm);
         auto lease = o2_machines->Borrow();
         if (!lease) return lease.takeError();
         llvm::Error err = tsm.withModuleDo(
@@ -382,10 +412,15 @@ KilnJit::KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit,
 KilnJit::~KilnJit() = default;
 
 llvm::Expected<JitUnit> KilnJit::AddModule(llvm::orc::ThreadSafeModule module,
-                                           std::string unit_name) {
+                                           std::string unit_name, std::string source_sha256) {
   module.withModuleDo([&](llvm::Module& m) {
     m.setDataLayout(jit_->getDataLayout());
     m.setTargetTriple(jit_->getTargetTriple().str());
+    if (!source_sha256.empty()) {
+      m.getOrInsertNamedMetadata(ObjectCacheHooks::kSourceTag)
+          ->addOperand(llvm::MDNode::get(m.getContext(),
+                                         {llvm::MDString::get(m.getContext(), source_sha256)}));
+    }
   });
   auto dylib = jit_->createJITDylib(unit_name);
   if (!dylib) return dylib.takeError();
@@ -425,6 +460,13 @@ void KilnJit::SetObjectCache(std::shared_ptr<ObjectCache> cache) {
 }
 
 std::shared_ptr<ObjectCache> KilnJit::GetObjectCache() const { return cache_hooks_->Cache(); }
+
+void KilnJit::SetShippedCache(std::shared_ptr<ObjectCache> cache) {
+  std::lock_guard<std::mutex> lock(cache_hooks_->mu);
+  cache_hooks_->shipped = std::move(cache);
+}
+
+std::shared_ptr<ObjectCache> KilnJit::GetShippedCache() const { return cache_hooks_->Shipped(); }
 
 double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
 

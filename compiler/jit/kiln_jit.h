@@ -42,8 +42,10 @@ class KilnJit {
   KilnJit& operator=(const KilnJit&) = delete;
 
   // Adds `module` as a new unit named `unit_name` (must be unique among live units).
-  // The module is optimised (O2) when its symbols are first looked up.
-  llvm::Expected<JitUnit> AddModule(llvm::orc::ThreadSafeModule module, std::string unit_name);
+  // The module is optimised (O2) when its symbols are first looked up. `source_sha256` (hex
+  // SHA-256 of the policy source) joins the compile-cache key when given.
+  llvm::Expected<JitUnit> AddModule(llvm::orc::ThreadSafeModule module, std::string unit_name,
+                                    std::string source_sha256 = {});
 
   // Address of `symbol` defined in `unit`; compiles the unit on first use.
   llvm::Expected<void*> Lookup(const JitUnit& unit, llvm::StringRef symbol);
@@ -59,6 +61,11 @@ class KilnJit {
   // the cache off. Thread-safe; a unit being materialised keeps the cache it started with.
   void SetObjectCache(std::shared_ptr<ObjectCache> cache);
   std::shared_ptr<ObjectCache> GetObjectCache() const;
+
+  // The read-only cache shipped with the binary (ObjectCache::Mode::kReadOnly), asked before
+  // the writable one; null turns it off. Same threading rules as SetObjectCache.
+  void SetShippedCache(std::shared_ptr<ObjectCache> cache);
+  std::shared_ptr<ObjectCache> GetShippedCache() const;
 
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);

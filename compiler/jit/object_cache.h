@@ -3,9 +3,18 @@
 // reuses the native code of an unchanged policy instead of running O2 and the code generator
 // again (compiler-internal; LLVM-free so that compiled_policy.h can expose the stats).
 //
-// Keys: SHA-256 over the policy's *unoptimised* module bitcode, the target (triple, CPU name,
-// CPU features), the LLVM version, the build id of the Kiln binary and kCacheFormat — everything
-// the object depends on, so a hit returns exactly what compiling would have produced.
+// Keys: SHA-256 over the policy's *unoptimised* module bitcode, the SHA-256 of its source text,
+// the target (triple, CPU name, CPU features), the LLVM version, the compiler fingerprint (a hash
+// of the Kiln sources that shape the object, computed at build time: CompilerFingerprint()) and
+// kCacheFormat — everything the object depends on, so a hit returns exactly what compiling would
+// have produced. No scheduler.conf argument is in the key because none reaches codegen: arguments
+// are data the handlers read from the argument block at run time, never constants in the code.
+// The fingerprint (rather than the executable's build id) lets the `kiln` binary, the tests and
+// the benchmarks share objects, which is what makes a cache shipped with the build usable.
+//
+// Two kinds of directory use this format: the read-write cache of --compile-cache, and a
+// read-only one generated at build time for the built-in policies (`kiln warm-cache`, shipped
+// beside the binary), which is never written, pruned or touched.
 //
 // The files are code that will be executed, so the cache trusts nothing it reads:
 //   <dir>/<64 hex digits of the key>.kobj = header (magic, format, key, payload length,
@@ -30,9 +39,12 @@
 
 namespace kiln {
 
-// Bump when anything that shapes the object but is not in the key changes meaning (the header
-// layout, the O2 pipeline when the binary's build id is unavailable).
-inline constexpr uint32_t kCacheFormat = 1;
+// Bump when the header layout or the meaning of a key field changes.
+inline constexpr uint32_t kCacheFormat = 2;
+
+// SHA-256 (hex) over the sources and build configuration of the policy compiler, generated at
+// build time by cmake/CompilerFingerprint.cmake.
+std::string_view CompilerFingerprint();
 
 // Objects kept when the cache is opened (least recently used ones beyond this are removed). A
 // conf has about a dozen policies and each rebuild of Kiln changes every key, so this holds
@@ -52,8 +64,14 @@ struct ObjectCacheTarget {
   std::string features;
 };
 
+// `source_sha256`: hex SHA-256 of the policy's source text (empty when the module has no source,
+// as in tests that key arbitrary bytes).
 ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
-                                  const ObjectCacheTarget& target);
+                                  const ObjectCacheTarget& target,
+                                  std::string_view source_sha256 = {});
+
+// Hex SHA-256 of `text`.
+std::string Sha256Hex(std::string_view text);
 
 struct ObjectCacheStats {
   uint64_t hits = 0;
@@ -66,10 +84,16 @@ struct ObjectCacheStats {
 
 class ObjectCache {
  public:
-  // Creates `dir` (mode 0700, parents as needed) when missing. Never fails: when the directory
-  // cannot be created or is not safe to use, a warning is logged and the cache is disabled
-  // (every lookup misses, every store is dropped).
-  explicit ObjectCache(std::string dir);
+  enum class Mode {
+    kReadWrite,  // --compile-cache: created when missing, pruned when opened, written on misses
+    kReadOnly,   // the shipped cache: must exist; only read (Store is a no-op)
+  };
+
+  // kReadWrite creates `dir` (mode 0700, parents as needed) when missing. Never fails: when the
+  // directory cannot be created or is not safe to use, a warning is logged (a debug message for
+  // a missing read-only one) and the cache is disabled (every lookup misses, every store is
+  // dropped). Safe means owned by us (or, read-only, by root) and not writable by others.
+  explicit ObjectCache(std::string dir, Mode mode = Mode::kReadWrite);
 
   // The verified object stored under `key`; nullopt on a miss.
   std::optional<std::string> Lookup(const ObjectCacheKey& key);
@@ -86,6 +110,7 @@ class ObjectCache {
 
  private:
   std::string dir_;
+  Mode mode_;
   bool enabled_ = false;
   void Prune();
 

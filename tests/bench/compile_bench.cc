@@ -10,8 +10,9 @@
 // long-running scheduler (the first compile of a process pays for them once; `kiln simulate`
 // start-up does). The on-disk object cache (--compile-cache) is off in every row but
 // the BM_WarmCache ones, which compile the same sources with a warm one: front end, codegen
-// and keying still run, O2 and machine code do not. (Unset KILN_COMPILE_CACHE when running this,
-// or the cold rows are not cold.)
+// and keying still run, O2 and machine code do not; BM_CompileAllBuiltinsShipped does the same
+// with the read-only cache the build ships (build/kiln-builtins). (Unset KILN_COMPILE_CACHE and
+// KILN_BUILTIN_CACHE when running this, or the cold rows are not cold.)
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
+#include "compiler/jit/object_cache.h"
 
 namespace kiln {
 namespace {
@@ -126,6 +128,53 @@ void BM_WarmCache(benchmark::State& state, std::vector<std::string> names, bool 
       static_cast<double>(s.misses - warmed.misses) / static_cast<double>(state.iterations());
 }
 
+// The shipped-cache path (PolicyCompiler::SetShippedCacheDir): every built-in compiled one after
+// the other, as BM_CompileAllBuiltins (jit_bench.cc) does cold, but with the read-only cache the
+// build writes beside the kiln binary (build/kiln-builtins, `kiln warm-cache`). Front end,
+// codegen and keying run; O2 and machine code are loaded instead. When the build's directory is
+// missing (a build that skipped the kiln_builtin_cache target) one is written to a temporary
+// directory first, the same way. Counters: hits and misses per iteration (hits == builtins).
+void BM_CompileAllBuiltinsShipped(benchmark::State& state, bool together) {
+  auto* compiler = *PolicyCompiler::Global();
+  std::filesystem::path dir = std::filesystem::path(KILN_BINARY_DIR) / "kiln-builtins";
+  std::filesystem::path temp;
+  std::error_code ec;
+  if (std::filesystem::is_empty(dir, ec) || ec) {
+    temp = std::filesystem::temp_directory_path() /
+           ("kiln-bench-shipped-" + std::to_string(::getpid()));
+    std::vector<SourceFile> builtins;
+    for (const auto& b : BuiltinPolicies())
+      builtins.push_back(SourceFile{std::string(b.path), std::string(b.text)});
+    if (auto w = compiler->WriteCacheDir(temp.string(), builtins); !w.ok()) {
+      state.SkipWithError(w.error().message.c_str());
+      return;
+    }
+    dir = temp;
+  }
+  compiler->SetShippedCacheDir(dir.string());
+  ObjectCacheStats before = compiler->ShippedCacheStats();
+  std::vector<std::string> names = AllBuiltinNames();
+  for (auto _ : state) {
+    std::vector<SourceFile> sources = FreshSources(names);
+    if (together) {
+      for (auto& p : compiler->CompileAll(sources))
+        if (!p.ok()) state.SkipWithError(p.error().message.c_str());
+    } else {
+      for (const SourceFile& source : sources)
+        if (auto p = compiler->Compile(source); !p.ok())
+          state.SkipWithError(p.error().message.c_str());
+    }
+  }
+  ObjectCacheStats s = compiler->ShippedCacheStats();
+  compiler->SetShippedCacheDir("");
+  if (!temp.empty()) std::filesystem::remove_all(temp, ec);
+  state.counters["builtins"] = static_cast<double>(names.size());
+  state.counters["hits"] =
+      static_cast<double>(s.hits - before.hits) / static_cast<double>(state.iterations());
+  state.counters["misses"] =
+      static_cast<double>(s.misses - before.misses) / static_cast<double>(state.iterations());
+}
+
 #define KILN_POLICY_BENCH(policy)                                                            \
   BENCHMARK_CAPTURE(BM_Frontend, policy, std::string(#policy))->Unit(benchmark::kMillisecond); \
   BENCHMARK_CAPTURE(BM_Compile, policy, std::string(#policy))                                 \
@@ -163,6 +212,14 @@ BENCHMARK_CAPTURE(BM_CompileSequential, all_builtins, AllBuiltinNames())
 BENCHMARK_CAPTURE(BM_CompileAll, all_builtins, AllBuiltinNames())
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, sequential, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, compile_all, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_WarmCache, sequential_all_builtins, AllBuiltinNames(), false)
     ->Unit(benchmark::kMillisecond)
