@@ -4,9 +4,9 @@
 // a cold `kiln` skip O2 and machine code for the built-ins; pointed at a --compile-cache
 // directory it pre-warms that for a deployment's own policies. Objects are only valid for this
 // build of Kiln on this CPU: elsewhere they are misses, and the policies compile as usual.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>

@@ -78,9 +78,8 @@ std::string Sha256Hex(std::string_view text) {
   return digest.Hex();
 }
 
-ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
-                                  const ObjectCacheTarget& target,
-                                  std::string_view source_sha256) {
+ObjectCacheKey MakeObjectCacheKey(std::string_view source_sha256,
+                                  const ObjectCacheTarget& target) {
   llvm::SHA256 sha;
   // Each field length-prefixed, so no two different inputs hash the same byte stream.
   auto field = [&](std::string_view s) {
@@ -96,7 +95,6 @@ ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
   field(target.triple);
   field(target.cpu);
   field(target.features);
-  field(unoptimised_bitcode);
   return ObjectCacheKey{sha.final()};
 }
 

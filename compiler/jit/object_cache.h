@@ -3,14 +3,21 @@
 // reuses the native code of an unchanged policy instead of running O2 and the code generator
 // again (compiler-internal; LLVM-free so that compiled_policy.h can expose the stats).
 //
-// Keys: SHA-256 over the policy's *unoptimised* module bitcode, the SHA-256 of its source text,
-// the target (triple, CPU name, CPU features), the LLVM version, the compiler fingerprint (a hash
-// of the Kiln sources that shape the object, computed at build time: CompilerFingerprint()) and
-// kCacheFormat — everything the object depends on, so a hit returns exactly what compiling would
-// have produced. No scheduler.conf argument is in the key because none reaches codegen: arguments
-// are data the handlers read from the argument block at run time, never constants in the code.
-// The fingerprint (rather than the executable's build id) lets the `kiln` binary, the tests and
-// the benchmarks share objects, which is what makes a cache shipped with the build usable.
+// Keys: SHA-256 over the SHA-256 of the policy's source text, the target (triple, CPU name, CPU
+// features), the LLVM version, the compiler fingerprint (a hash of every Kiln source that shapes
+// the object — front end, codegen, the JIT's pipeline, stdlib, the runtime's layouts, the
+// grammar — and of the build flags, computed at build time: CompilerFingerprint()) and
+// kCacheFormat: everything the object depends on, so a hit returns exactly what compiling would
+// have produced. Lowering is deterministic in those inputs (no addresses or environment reach the
+// IR; host symbols are resolved when the object is linked), which is what lets a lookup happen
+// before codegen and skip it. No scheduler.conf argument is in the key because none reaches
+// codegen: arguments are data the handlers read from the argument block at run time, never
+// constants in the code. The fingerprint (rather than the executable's build id) lets the `kiln`
+// binary, the tests and the benchmarks share objects, which is what makes a cache shipped with
+// the build usable.
+//
+// A payload is opaque here: the policy compiler stores a description of the object (its
+// handlers and argument layout) in front of the relocatable object (compiled_policy.cc).
 //
 // Two kinds of directory use this format: the read-write cache of --compile-cache, and a
 // read-only one generated at build time for the built-in policies (`kiln warm-cache`, shipped
@@ -18,7 +25,7 @@
 //
 // The files are code that will be executed, so the cache trusts nothing it reads:
 //   <dir>/<64 hex digits of the key>.kobj = header (magic, format, key, payload length,
-//   SHA-256 of the payload) + the relocatable object.
+//   SHA-256 of the payload) + the payload.
 // A file whose header, key, length or checksum does not match is a miss (logged at debug level)
 // and is overwritten by the next store. Writes go to a unique temporary name and are rename()d
 // into place, so concurrent processes and threads never see half a file. The directory is
@@ -64,11 +71,8 @@ struct ObjectCacheTarget {
   std::string features;
 };
 
-// `source_sha256`: hex SHA-256 of the policy's source text (empty when the module has no source,
-// as in tests that key arbitrary bytes).
-ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
-                                  const ObjectCacheTarget& target,
-                                  std::string_view source_sha256 = {});
+// `source_sha256`: hex SHA-256 of the policy's source text (Sha256Hex).
+ObjectCacheKey MakeObjectCacheKey(std::string_view source_sha256, const ObjectCacheTarget& target);
 
 // Hex SHA-256 of `text`.
 std::string Sha256Hex(std::string_view text);

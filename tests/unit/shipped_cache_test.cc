@@ -5,6 +5,7 @@
 // directory is never written. The key covers the source text as well as the module, so even a
 // comment-only change is a miss.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -15,11 +16,10 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/jit/object_cache.h"
+#include "tests/unit/compile_cache_test_util.h"
 #include "tests/unit/jit_test_util.h"
 
 namespace kiln {
@@ -27,31 +27,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Σ_{i<60, 3|i} i × weight = 570 × 2.5 = 1425: a wrong object gives a wrong number.
-const char* const kPolicy =
-    "policy shipped;\n"
-    "arg weight: float = 2.5 from \"shipped.weight\";\n"
-    "on node_order(task: Task, node: Node) -> float {\n"
-    "  var s = 0.0;\n"
-    "  for i in range(0, 60) { if i % 3 == 0 { s += float(i) * weight; } }\n"
-    "  return s;\n"
-    "}\n";
-
-double NodeOrder(testing::LoadedPolicy& l) {
-  Task task;
-  Node node;
-  double score = -1;
-  EXPECT_EQ(l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &task, &node, &score), 0);
-  return score;
-}
-
-std::vector<fs::path> Objects(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".kobj") out.push_back(e.path());
-  return out;
-}
+using testing::CacheFiles;
+using testing::FlipPayloadByte;
+const std::string kPolicy = testing::CachedPolicyText();
+double NodeOrder(testing::LoadedPolicy& l) { return testing::CachedNodeOrder(l); }
+std::vector<fs::path> Objects(const fs::path& dir) { return CacheFiles(dir); }
 
 std::string Slurp(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -116,8 +96,8 @@ TEST_F(ShippedCacheTest, EveryBuiltinHits) {
   EXPECT_EQ(Objects(shipped_).size(), builtins.size());
   std::vector<SourceFile> fresh;
   for (const SourceFile& s : builtins)
-    fresh.push_back(SourceFile{"test/shipped_builtins/" + std::to_string(::getpid()) + "/" + s.path,
-                               s.text});
+    fresh.push_back(
+        SourceFile{"test/shipped_builtins/" + std::to_string(::getpid()) + "/" + s.path, s.text});
   for (auto& r : compiler_->CompileAll(fresh)) {
     ASSERT_TRUE(r.ok()) << r.error().Format();
     EXPECT_FALSE((*r)->handlers.empty()) << (*r)->name;
@@ -138,7 +118,7 @@ TEST_F(ShippedCacheTest, HitLeavesTheWritableCacheAloneAndAMissFillsIt) {
   EXPECT_TRUE(Objects(writable_).empty());
 
   // Another policy: both miss, it compiles, and the writable cache (only) keeps its object.
-  std::string other = std::string(kPolicy) + "// another policy text\n";
+  std::string other = kPolicy + "// another policy text\n";
   auto l = testing::LoadPolicy(other, "test/shipped_both_");
   ASSERT_TRUE(l);
   EXPECT_EQ(NodeOrder(*l), 1425.0);
@@ -151,7 +131,7 @@ TEST_F(ShippedCacheTest, HitLeavesTheWritableCacheAloneAndAMissFillsIt) {
 TEST_F(ShippedCacheTest, CommentOnlyChangeMissesAndCompiles) {
   // The module would be identical; the source digest in the key is not.
   Ship({SourceFile{"policies/shipped.policy", kPolicy}});
-  auto l = testing::LoadPolicy(std::string("// edited\n") + kPolicy, "test/shipped_comment_");
+  auto l = testing::LoadPolicy("// edited\n" + kPolicy, "test/shipped_comment_");
   ASSERT_TRUE(l);
   EXPECT_EQ(NodeOrder(*l), 1425.0);
   ObjectCacheStats s = compiler_->ShippedCacheStats();
@@ -164,14 +144,7 @@ TEST_F(ShippedCacheTest, DamagedShippedObjectIsIgnoredAndNotRewritten) {
   Ship({SourceFile{"policies/shipped.policy", kPolicy}});
   auto files = Objects(shipped_);
   ASSERT_EQ(files.size(), 1u);
-  {
-    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-10, std::ios::end);
-    char c;
-    f.get(c);
-    f.seekp(-10, std::ios::end);
-    f.put(static_cast<char>(c ^ 0x5a));
-  }
+  FlipPayloadByte(files[0]);
   std::string damaged = Slurp(files[0]);
 
   auto l = testing::LoadPolicy(kPolicy, "test/shipped_damaged_");
@@ -190,7 +163,7 @@ TEST_F(ShippedCacheTest, ObjectUnderAnotherKeyIsRejected) {
   Ship({SourceFile{"policies/shipped.policy", kPolicy}});
   auto files = Objects(shipped_);
   ASSERT_EQ(files.size(), 1u);
-  std::string other = std::string(kPolicy) + "\n";
+  std::string other = kPolicy + "\n";
   // Learn the key of `other` by compiling it through a writable cache.
   compiler_->SetShippedCacheDir("");
   compiler_->SetCompileCacheDir(writable_.string());
@@ -207,6 +180,60 @@ TEST_F(ShippedCacheTest, ObjectUnderAnotherKeyIsRejected) {
   EXPECT_EQ(compiler_->ShippedCacheStats().rejected, 1u);
   EXPECT_EQ(compiler_->ShippedCacheStats().hits, 0u);
 }
+
+// Payloads the cache verifies (checksum, key) but whose description of the object does not fit
+// the policy: each is a miss that compiles, never a unit with wrong handlers or argument offsets.
+struct BadDescription {
+  const char* name;
+  void (*apply)(std::string& payload);  // payload = description + object
+};
+void PutWord(std::string& p, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+// kPolicy's description: length, 1 point, the point, args_size, args_align, 1 offset, offset.
+void TwoArguments(std::string& p) { PutWord(p, 8 * 5, 2); }
+void UnknownPoint(std::string& p) { PutWord(p, 8 * 2, 250); }
+void LengthPastTheEnd(std::string& p) { PutWord(p, 0, p.size()); }
+void NoObject(std::string& p) { p.resize(8 * 7); }
+
+class ShippedDescriptionTest : public ShippedCacheTest,
+                               public ::testing::WithParamInterface<BadDescription> {};
+
+TEST_P(ShippedDescriptionTest, DescriptionThatDoesNotFitThePolicyIsAMiss) {
+  Ship({SourceFile{"policies/shipped.policy", kPolicy}});
+  auto files = Objects(shipped_);
+  ASSERT_EQ(files.size(), 1u);
+  ObjectCacheKey key;
+  std::string hex = files[0].stem().string();
+  ASSERT_EQ(hex.size(), 64u);
+  for (size_t i = 0; i < 32; ++i)
+    key.bytes[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  std::optional<std::string> payload;
+  {
+    ObjectCache reader(shipped_.string(), ObjectCache::Mode::kReadOnly);
+    payload = reader.Lookup(key);
+  }
+  ASSERT_TRUE(payload);
+  ASSERT_GT(payload->size(), 8u * 7);
+  GetParam().apply(*payload);
+  fs::remove(files[0]);
+  ObjectCache(shipped_.string()).Store(key, *payload);  // a well-formed file around it
+  compiler_->SetShippedCacheDir(shipped_.string());
+
+  auto l = testing::LoadPolicy(kPolicy, "test/shipped_description_");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  EXPECT_EQ(compiler_->ShippedCacheStats().hits, 1u) << "the file itself verified";
+  EXPECT_EQ(l->policy->args.size(), 1u);
+  EXPECT_EQ(l->policy->handlers.size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Descriptions, ShippedDescriptionTest,
+                         ::testing::Values(BadDescription{"TwoArguments", TwoArguments},
+                                           BadDescription{"UnknownPoint", UnknownPoint},
+                                           BadDescription{"LengthPastTheEnd", LengthPastTheEnd},
+                                           BadDescription{"NoObject", NoObject}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST_F(ShippedCacheTest, ReadOnlyCacheNeitherCreatesNorWrites) {
   ObjectCache missing(shipped_.string(), ObjectCache::Mode::kReadOnly);
@@ -230,12 +257,10 @@ TEST_F(ShippedCacheTest, ReadOnlyCacheNeitherCreatesNorWrites) {
 
 TEST_F(ShippedCacheTest, KeyCoversTheSourceDigest) {
   ObjectCacheTarget t{"x86_64-unknown-linux-gnu", "znver3", "+avx2"};
-  ObjectCacheKey none = MakeObjectCacheKey("bc", t);
-  ObjectCacheKey a = MakeObjectCacheKey("bc", t, Sha256Hex("policy a;"));
-  ObjectCacheKey b = MakeObjectCacheKey("bc", t, Sha256Hex("policy b;"));
-  EXPECT_EQ(a, MakeObjectCacheKey("bc", t, Sha256Hex("policy a;")));
+  ObjectCacheKey a = MakeObjectCacheKey(Sha256Hex("policy a;"), t);
+  ObjectCacheKey b = MakeObjectCacheKey(Sha256Hex("policy b;"), t);
+  EXPECT_EQ(a, MakeObjectCacheKey(Sha256Hex("policy a;"), t));
   EXPECT_FALSE(a == b);
-  EXPECT_FALSE(a == none);
   EXPECT_EQ(CompilerFingerprint().size(), 64u);
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
