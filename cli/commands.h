@@ -16,5 +16,6 @@ void AddServeCommand(CLI::App& app);     // serve_command.cc
 void AddExplainCommand(CLI::App& app);   // explain_command.cc
 void AddTestCommand(CLI::App& app);      // test_command.cc
 void AddPackCommand(CLI::App& app);      // pack_command.cc
+void AddWarmCacheCommand(CLI::App& app);  // warm_cache_command.cc
 
 }  // namespace kiln::cli

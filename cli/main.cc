@@ -1,4 +1,4 @@
-// The kiln command: simulate, check, compile, serve, explain, test, pack.
+// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddExplainCommand(app);
   kiln::cli::AddTestCommand(app);
   kiln::cli::AddPackCommand(app);
+  kiln::cli::AddWarmCacheCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -109,7 +110,66 @@ Result<PolicyCompiler*> PolicyCompiler::Global() {
   global = new PolicyCompiler(std::move(impl));
   if (const char* dir = std::getenv("KILN_COMPILE_CACHE"); dir && *dir)
     global->SetCompileCacheDir(dir);
+  global->SetShippedCacheDir(DefaultShippedCacheDir());
   return global;
+}
+
+std::string PolicyCompiler::DefaultShippedCacheDir() {
+  if (const char* dir = std::getenv("KILN_BUILTIN_CACHE")) return dir;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const char* rel : {"kiln-builtins", "../lib/kiln/builtins"}) {
+    std::filesystem::path dir = exe.parent_path() / rel;
+    if (std::filesystem::is_directory(dir, ec)) return dir.lexically_normal().string();
+  }
+  return "";
+}
+
+void PolicyCompiler::SetShippedCacheDir(const std::string& dir) {
+  impl_->jit->SetShippedCache(
+      dir.empty() ? nullptr
+                  : std::make_shared<ObjectCache>(dir, ObjectCache::Mode::kReadOnly));
+}
+
+ObjectCacheStats PolicyCompiler::ShippedCacheStats() {
+  std::shared_ptr<ObjectCache> cache = impl_->jit->GetShippedCache();
+  return cache ? cache->Stats() : ObjectCacheStats{};
+}
+
+Result<size_t> PolicyCompiler::WriteCacheDir(const std::string& dir,
+                                             const std::vector<SourceFile>& sources) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".kobj") fs::remove(e.path(), ec);
+  auto cache = std::make_shared<ObjectCache>(dir);
+  if (!cache->enabled()) return Error{fmt::format("cannot use {} as a compile cache", dir), {}};
+  std::shared_ptr<ObjectCache> saved = impl_->jit->GetObjectCache();
+  std::shared_ptr<ObjectCache> saved_shipped = impl_->jit->GetShippedCache();
+  impl_->jit->SetObjectCache(cache);
+  impl_->jit->SetShippedCache(nullptr);
+  // Under a path no compile of this process has used, so the in-memory cache cannot answer and
+  // every object goes through the disk cache.
+  static std::atomic<uint64_t> batch{0};
+  std::vector<SourceFile> fresh;
+  std::string prefix = fmt::format("kiln-warm-cache/{}/", batch++);
+  for (const SourceFile& s : sources) fresh.push_back(SourceFile{prefix + s.path, s.text});
+  std::vector<CompileResult> results = CompileAll(fresh);
+  impl_->jit->SetObjectCache(saved);
+  impl_->jit->SetShippedCache(saved_shipped);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ok()) {
+      Error e = results[i].error();
+      e.message = fmt::format("{}: {}", sources[i].path, e.message);
+      return e;
+    }
+  ObjectCacheStats stats = cache->Stats();
+  if (stats.store_failures > 0 || stats.stores + stats.hits < sources.size())
+    return Error{fmt::format("{} of {} objects could not be written to {}",
+                             sources.size() - stats.stores - stats.hits, sources.size(), dir),
+                 {}};
+  return static_cast<size_t>(stats.stores);
 }
 
 void PolicyCompiler::SetCompileCacheDir(const std::string& dir) {
@@ -169,66 +229,169 @@ std::vector<PolicyCompiler::CompileResult> PolicyCompiler::CompileAll(
   return results;
 }
 
+namespace {
+
+// A compile-cache payload is this description of the object, then the relocatable object:
+//   u64 length of the rest of the description,
+//   u64 count, that many u64 extension points (one thunk "kiln.on.<handler>" each),
+//   u64 args_size, u64 args_align, u64 count, that many u64 offsets (one per `arg`, in order).
+// The cache verifies the payload's checksum; the decoder still checks every count and value
+// against the policy, and anything off is a miss that compiles.
+struct ObjectDescription {
+  std::vector<ExtensionPoint> points;
+  uint64_t args_size = 0;
+  uint64_t args_align = 8;
+  std::vector<uint64_t> arg_offsets;
+};
+
+std::string EncodeDescription(const ObjectDescription& d) {
+  std::vector<uint64_t> words;
+  words.push_back(d.points.size());
+  for (ExtensionPoint p : d.points) words.push_back(static_cast<uint64_t>(p));
+  words.push_back(d.args_size);
+  words.push_back(d.args_align);
+  words.push_back(d.arg_offsets.size());
+  words.insert(words.end(), d.arg_offsets.begin(), d.arg_offsets.end());
+  std::string out;
+  auto put = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  put(words.size() * 8);
+  for (uint64_t w : words) put(w);
+  return out;
+}
+
+// Splits `payload` into the description (checked against `policy`) and the object.
+bool DecodePayload(std::string_view payload, const ast::Policy& policy, ObjectDescription* d,
+                   std::string_view* object) {
+  size_t pos = 0;
+  auto get = [&](uint64_t* v) {
+    if (payload.size() - pos < 8) return false;
+    *v = 0;
+    for (int i = 0; i < 8; ++i)
+      *v |= uint64_t{static_cast<unsigned char>(payload[pos + i])} << (8 * i);
+    pos += 8;
+    return true;
+  };
+  uint64_t length = 0, count = 0;
+  if (!get(&length) || length > payload.size() - pos || length % 8 != 0) return false;
+  const size_t end = pos + length;
+  if (!get(&count) || count > static_cast<uint64_t>(kExtensionPointCount)) return false;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t p = 0;
+    if (!get(&p) || p >= static_cast<uint64_t>(kExtensionPointCount)) return false;
+    d->points.push_back(static_cast<ExtensionPoint>(p));
+  }
+  if (!get(&d->args_size) || !get(&d->args_align) || !get(&count)) return false;
+  if (d->args_align == 0 || d->args_align > 4096 || count != policy.All<ast::ArgDecl>().size())
+    return false;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t offset = 0;
+    if (!get(&offset) || offset > d->args_size) return false;
+    d->arg_offsets.push_back(offset);
+  }
+  if (pos != end || end == payload.size()) return false;
+  *object = payload.substr(end);
+  return true;
+}
+
+}  // namespace
+
 PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const SourceFile& source,
                                                                     uint64_t version) {
   auto start = std::chrono::steady_clock::now();
   PhaseTimings timings;
   auto policy = Front(source, &timings);
   if (!policy.ok()) return policy.error();
-  PhaseTimer codegen_timer(&timings, "codegen");
-  auto lowered = LowerPolicy(**policy, jit->DataLayout());
-  if (!lowered.ok()) return lowered.error();
-  codegen_timer.Stop();
 
   auto compiled = std::make_shared<CompiledPolicy>();
   compiled->name = (*policy)->name;
   compiled->path = source.path;
   compiled->version = version;
-  compiled->args_size = lowered->args_size;
-  compiled->args_align = lowered->args_align;
-  compiled->args = lowered->args;
-  std::vector<ExtensionPoint> points = lowered->points;
-
   std::string unit_name = fmt::format("{}@{:016x}#{}", compiled->name, version, ++units);
-  auto unit = jit->AddModule(
-      llvm::orc::ThreadSafeModule(std::move(lowered->module), std::move(lowered->context)),
-      unit_name);
-  if (!unit) {
-    return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(unit.takeError())),
+  auto jit_error = [&](llvm::Error err) -> Error {
+    return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(std::move(err))),
                  SourceLocation{source.path, 0, 0}};
+  };
+
+  // The compile cache is asked before codegen: its key is the source (plus the compiler and the
+  // target), so a hit skips lowering, O2 and machine code.
+  PhaseTimer lookup_timer(&timings, "cache-lookup");
+  ObjectCacheKey key = jit->CacheKey(Sha256Hex(source.text));
+  std::optional<std::string> payload = jit->LookupCached(key);
+  lookup_timer.Stop();
+  ObjectDescription description;
+  std::optional<JitUnit> unit;
+  bool from_cache = false;
+  if (payload) {
+    std::string_view object;
+    if (DecodePayload(*payload, **policy, &description, &object)) {
+      auto added = jit->AddObject(object, unit_name, compiled->name);
+      if (!added) return jit_error(added.takeError());
+      unit = std::move(*added);
+      from_cache = true;
+    } else {
+      spdlog::warn("compile cache: the object cached for {} is not one this compiler wrote; "
+                   "compiling it",
+                   source.path);
+      description = ObjectDescription{};
+    }
   }
+  if (!unit) {
+    PhaseTimer codegen_timer(&timings, "codegen");
+    auto lowered = LowerPolicy(**policy, jit->DataLayout());
+    if (!lowered.ok()) return lowered.error();
+    codegen_timer.Stop();
+    description.points = lowered->points;
+    description.args_size = lowered->args_size;
+    description.args_align = lowered->args_align;
+    for (const ArgSlot& slot : lowered->args) description.arg_offsets.push_back(slot.offset);
+    std::optional<KilnJit::CacheStore> store;
+    if (jit->CacheWritable()) store = KilnJit::CacheStore{key, EncodeDescription(description)};
+    auto added = jit->AddModule(
+        llvm::orc::ThreadSafeModule(std::move(lowered->module), std::move(lowered->context)),
+        unit_name, store);
+    if (!added) return jit_error(added.takeError());
+    unit = std::move(*added);
+  }
+  compiled->args_size = description.args_size;
+  compiled->args_align = description.args_align;
+  std::vector<ast::ArgDecl*> arg_decls = (*policy)->All<ast::ArgDecl>();
+  for (size_t i = 0; i < arg_decls.size(); ++i)
+    compiled->args.push_back(ArgSlot{arg_decls[i], description.arg_offsets[i]});
+
   auto shared_unit = std::make_shared<JitUnit>(std::move(*unit));
-  // The first lookup materialises the unit on this thread: O2, then machine code and linking.
-  double o2_before = KilnJit::OptimizeMsOnThisThread();
-  auto jit_start = std::chrono::steady_clock::now();
   compiled->release = [jit = jit.get(), shared_unit] {
     llvm::consumeError(jit->Remove(*shared_unit));
   };
-
-  auto lookup = [&](const std::string& symbol) -> Result<void*> {
-    auto addr = jit->Lookup(*shared_unit, symbol);
-    if (!addr)
-      return Error{fmt::format("policy {}: JIT: {}", source.path, ToString(addr.takeError())),
-                   SourceLocation{source.path, 0, 0}};
-    return *addr;
-  };
-  for (ExtensionPoint p : points) {
-    auto addr = lookup(std::string(kThunkPrefix) + std::string(Info(p).handler));
-    if (!addr.ok()) return addr.error();
-    compiled->handlers.emplace_back(p, reinterpret_cast<void (*)()>(*addr));
+  // The lookup materialises the unit on this thread: O2, then machine code and linking (or only
+  // linking, for a cached object).
+  double o2_before = KilnJit::OptimizeMsOnThisThread();
+  auto jit_start = std::chrono::steady_clock::now();
+  std::vector<std::string> symbols;
+  for (ExtensionPoint p : description.points)
+    symbols.push_back(std::string(kThunkPrefix) + std::string(Info(p).handler));
+  symbols.push_back(kStateInitSymbol);
+  symbols.push_back(kArgsDefaultSymbol);
+  auto addresses = jit->LookupAll(*shared_unit, symbols);
+  if (!addresses) return jit_error(addresses.takeError());
+  for (size_t i = 0; i < description.points.size(); ++i)
+    compiled->handlers.emplace_back(description.points[i],
+                                    reinterpret_cast<void (*)()>((*addresses)[i]));
+  compiled->state_init =
+      reinterpret_cast<void (*)(PolicyContext*)>((*addresses)[symbols.size() - 2]);
+  compiled->args_default =
+      reinterpret_cast<void (*)(void*, PolicyContext*)>((*addresses)[symbols.size() - 1]);
+  double jit_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - jit_start)
+          .count();
+  if (from_cache) {
+    timings.Add("link", jit_ms);
+  } else {
+    double o2_ms = KilnJit::OptimizeMsOnThisThread() - o2_before;
+    timings.Add("o2", o2_ms);
+    timings.Add("machine-code", jit_ms - o2_ms);
   }
-  auto init = lookup(kStateInitSymbol);
-  if (!init.ok()) return init.error();
-  compiled->state_init = reinterpret_cast<void (*)(PolicyContext*)>(*init);
-  auto defaults = lookup(kArgsDefaultSymbol);
-  if (!defaults.ok()) return defaults.error();
-  compiled->args_default = reinterpret_cast<void (*)(void*, PolicyContext*)>(*defaults);
-  double o2_ms = KilnJit::OptimizeMsOnThisThread() - o2_before;
-  timings.Add("o2", o2_ms);
-  timings.Add("machine-code", std::chrono::duration<double, std::milli>(
-                                  std::chrono::steady_clock::now() - jit_start)
-                                      .count() -
-                                  o2_ms);
   compiled->reads_clock = ReadsClock(**policy);
   compiled->ast = std::move(*policy);
   compiled->compile_ms =

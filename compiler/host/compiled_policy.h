@@ -92,6 +92,24 @@ class PolicyCompiler {
   // Hits, misses and stores of the compile cache since it was last set (zeros when it is off).
   ObjectCacheStats CompileCacheStats();
 
+  // The read-only cache of built-in policy objects generated at build time (`kiln warm-cache`,
+  // see CMakeLists.txt) and shipped beside the binary. It is asked before the --compile-cache
+  // one; an object there skips O2 and machine code. Global() opens DefaultShippedCacheDir();
+  // an empty `dir` turns it off; a missing directory is simply no cache.
+  void SetShippedCacheDir(const std::string& dir);
+  ObjectCacheStats ShippedCacheStats();
+
+  // Where Global() looks for the shipped cache: $KILN_BUILTIN_CACHE when set (empty: none),
+  // else `kiln-builtins/` beside the running executable, else `../lib/kiln/builtins/` from it
+  // (an installed layout); "" when none of those exists.
+  static std::string DefaultShippedCacheDir();
+
+  // Compiles `sources` and writes their objects into `dir` as a fresh cache directory (objects
+  // already there are removed first): how the build produces the shipped cache. Both caches of
+  // the compiler are restored afterwards. Errors name the policy that failed to compile or the
+  // object that could not be written.
+  Result<size_t> WriteCacheDir(const std::string& dir, const std::vector<SourceFile>& sources);
+
   using CompileResult = Result<std::shared_ptr<const CompiledPolicy>>;
 
   // Front end → codegen → JIT, cached by (path, text). Front-end diagnostics come back as one

@@ -6,7 +6,6 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
-#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
@@ -34,86 +33,62 @@
 
 namespace kiln {
 
-// The compile cache's side of the JIT, shared by the IR transform (which keys the unoptimised
-// module and, on a hit, skips O2) and the compiler (which returns the cached object for such a
-// module, or stores the object it compiled). The two talk through a named metadata tag on the
-// module: {key} after a miss, {key, ticket} after a hit, the ticket naming the object parked here.
+// The compile cache's side of the JIT. Lookups happen before a module exists
+// (KilnJit::LookupCached, keyed by the policy source); the store happens after machine code,
+// in the compiler below, for modules AddModule tagged with a key: the tag is a named metadata
+// node {key, payload prefix} that the compiler reads and removes before emitting code.
 struct ObjectCacheHooks {
   static constexpr const char* kTag = "kiln.object_cache";
 
   ObjectCacheTarget target;
   mutable std::mutex mu;
-  std::shared_ptr<ObjectCache> cache;  // null: no cache
-  std::map<uint64_t, std::unique_ptr<llvm::MemoryBuffer>> parked;
-  uint64_t next_ticket = 0;
+  std::shared_ptr<ObjectCache> cache;    // --compile-cache (read-write); null: none
+  std::shared_ptr<ObjectCache> shipped;  // built at build time (read-only); null: none
 
   std::shared_ptr<ObjectCache> Cache() const {
     std::lock_guard<std::mutex> lock(mu);
     return cache;
   }
-
-  // Keys `m` (before any optimisation) and tags it; true when its object is in the cache.
-  bool KeyAndTag(llvm::Module& m, ObjectCache& from) {
-    llvm::SmallVector<char, 0> bitcode;
-    llvm::raw_svector_ostream os(bitcode);
-    llvm::WriteBitcodeToFile(m, os);
-    ObjectCacheTarget t = target;
-    t.triple = m.getTargetTriple();
-    ObjectCacheKey key = MakeObjectCacheKey(std::string_view(bitcode.data(), bitcode.size()), t);
-    std::vector<llvm::Metadata*> fields{llvm::MDString::get(m.getContext(), key.Hex())};
-    std::optional<std::string> object = from.Lookup(key);
-    if (object) {
-      std::lock_guard<std::mutex> lock(mu);
-      uint64_t ticket = next_ticket++;
-      parked[ticket] = llvm::MemoryBuffer::getMemBufferCopy(*object, m.getModuleIdentifier());
-      fields.push_back(llvm::MDString::get(m.getContext(), std::to_string(ticket)));
-    }
-    m.getOrInsertNamedMetadata(kTag)->addOperand(llvm::MDNode::get(m.getContext(), fields));
-    return object.has_value();
+  std::shared_ptr<ObjectCache> Shipped() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return shipped;
   }
 
-  struct Tag {
-    std::optional<ObjectCacheKey> key;
-    bool hit = false;
-    std::unique_ptr<llvm::MemoryBuffer> object;  // set on a hit
+  static void Tag(llvm::Module& m, const ObjectCacheKey& key, std::string_view prefix) {
+    llvm::LLVMContext& c = m.getContext();
+    m.getOrInsertNamedMetadata(kTag)->addOperand(llvm::MDNode::get(
+        c, {llvm::MDString::get(c, key.Hex()),
+            llvm::MDString::get(c, llvm::StringRef(prefix.data(), prefix.size()))}));
+  }
+
+  struct Pending {
+    ObjectCacheKey key;
+    std::string prefix;
   };
 
-  // Reads and removes the tag KeyAndTag left on `m` (none when the cache was off).
-  Tag TakeTag(llvm::Module& m) {
-    Tag tag;
+  // Reads and removes the tag AddModule left on `m`; nullopt when there was none.
+  static std::optional<Pending> TakeTag(llvm::Module& m) {
     llvm::NamedMDNode* md = m.getNamedMetadata(kTag);
-    if (!md) return tag;
-    if (md->getNumOperands() == 1) {
+    if (!md) return std::nullopt;
+    std::optional<Pending> pending;
+    if (md->getNumOperands() == 1 && md->getOperand(0)->getNumOperands() == 2) {
       llvm::MDNode* node = md->getOperand(0);
-      auto text = [&](unsigned i) -> llvm::StringRef {
-        auto* s = i < node->getNumOperands()
-                      ? llvm::dyn_cast<llvm::MDString>(node->getOperand(i).get())
-                      : nullptr;
-        return s ? s->getString() : llvm::StringRef();
-      };
-      llvm::StringRef hex = text(0);
-      if (hex.size() == 64) {
-        ObjectCacheKey key;
+      auto* hex = llvm::dyn_cast<llvm::MDString>(node->getOperand(0).get());
+      auto* prefix = llvm::dyn_cast<llvm::MDString>(node->getOperand(1).get());
+      if (hex && prefix && hex->getString().size() == 64) {
+        Pending p;
         bool ok = true;
         for (size_t i = 0; i < 32 && ok; ++i) {
           unsigned byte = 0;
-          ok = !hex.substr(2 * i, 2).getAsInteger(16, byte);
-          key.bytes[i] = static_cast<uint8_t>(byte);
+          ok = !hex->getString().substr(2 * i, 2).getAsInteger(16, byte);
+          p.key.bytes[i] = static_cast<uint8_t>(byte);
         }
-        if (ok) tag.key = key;
-      }
-      uint64_t ticket = 0;
-      if (node->getNumOperands() > 1 && !text(1).getAsInteger(10, ticket)) {
-        tag.hit = true;
-        std::lock_guard<std::mutex> lock(mu);
-        if (auto it = parked.find(ticket); it != parked.end()) {
-          tag.object = std::move(it->second);
-          parked.erase(it);
-        }
+        p.prefix = prefix->getString().str();
+        if (ok) pending = std::move(p);
       }
     }
     m.eraseNamedMetadata(md);
-    return tag;
+    return pending;
   }
 };
 
@@ -258,10 +233,8 @@ class TargetMachinePool {
 };
 
 // Machine code for a module, with a pooled TargetMachine so compiles may run concurrently
-// (LLJIT's default compiler owns a single TargetMachine).
-// With the compile cache on, a module the transform found in the cache arrives unoptimised and
-// tagged, and its cached object is returned instead; any other module is compiled and, when the
-// transform keyed it, its object is stored.
+// (LLJIT's default compiler owns a single TargetMachine). A module AddModule tagged for the
+// compile cache has its object stored (after the tag's prefix) in the writable cache.
 class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
  public:
   PooledIrCompiler(llvm::orc::JITTargetMachineBuilder jtmb,
@@ -271,20 +244,16 @@ class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
         cache_hooks_(std::move(cache_hooks)) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
-    ObjectCacheHooks::Tag tag = cache_hooks_->TakeTag(m);
-    if (tag.object) return std::move(tag.object);
+    std::optional<ObjectCacheHooks::Pending> pending = ObjectCacheHooks::TakeTag(m);
     auto lease = pool_.Borrow();
     if (!lease) return lease.takeError();
-    if (tag.hit) {
-      // Tagged as a hit but its object is gone (cannot happen while the transform and this run
-      // in one materialisation): the module skipped O2, so give it O2 here and compile.
-      if (auto err = RunO2(m, (*lease)->get())) return std::move(err);
-    }
     auto object = llvm::orc::SimpleCompiler(*(*lease)->get())(m);
-    if (object && tag.key && !tag.hit) {
-      if (std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache())
-        cache->Store(*tag.key, std::string_view((*object)->getBufferStart(),
-                                                (*object)->getBufferSize()));
+    if (object && pending) {
+      if (std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache()) {
+        std::string payload = std::move(pending->prefix);
+        payload.append((*object)->getBufferStart(), (*object)->getBufferSize());
+        cache->Store(pending->key, payload);
+      }
     }
     return object;
   }
@@ -343,15 +312,9 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
   jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Default);
   auto o2_machines = std::make_shared<TargetMachinePool>(std::move(*jtmb));
   jit->jit_->getIRTransformLayer().setTransform(
-      [o2_machines, cache_hooks](llvm::orc::ThreadSafeModule tsm,
-                                 const llvm::orc::MaterializationResponsibility&)
+      [o2_machines](llvm::orc::ThreadSafeModule tsm,
+                    const llvm::orc::MaterializationResponsibility&)
           -> llvm::Expected<llvm::orc::ThreadSafeModule> {
-        // Keyed before O2, so a hit skips it; the compiler then hands out the cached object.
-        if (std::shared_ptr<ObjectCache> cache = cache_hooks->Cache()) {
-          bool hit = tsm.withModuleDo(
-              [&](llvm::Module& m) { return cache_hooks->KeyAndTag(m, *cache); });
-          if (hit) return std::move(tsm);
-        }
         auto lease = o2_machines->Borrow();
         if (!lease) return lease.takeError();
         llvm::Error err = tsm.withModuleDo(
@@ -381,24 +344,63 @@ KilnJit::KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit,
 
 KilnJit::~KilnJit() = default;
 
-llvm::Expected<JitUnit> KilnJit::AddModule(llvm::orc::ThreadSafeModule module,
-                                           std::string unit_name) {
-  module.withModuleDo([&](llvm::Module& m) {
-    m.setDataLayout(jit_->getDataLayout());
-    m.setTargetTriple(jit_->getTargetTriple().str());
-  });
+llvm::Expected<JitUnit> KilnJit::NewUnit(std::string unit_name) {
   auto dylib = jit_->createJITDylib(unit_name);
   if (!dylib) return dylib.takeError();
   // Only the unit itself and the host intrinsics: never the process, never other policies.
   dylib->setLinkOrder({{&*dylib, llvm::orc::JITDylibLookupFlags::MatchAllSymbols},
                        {host_, llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}},
                       /*LinkAgainstThisJITDylibFirst=*/false);
-  JitUnit unit{std::move(unit_name), &*dylib, dylib->createResourceTracker()};
-  if (auto err = jit_->addIRModule(unit.tracker, std::move(module))) {
-    consumeError(jit_->getExecutionSession().removeJITDylib(*unit.dylib));
+  return JitUnit{std::move(unit_name), &*dylib, dylib->createResourceTracker()};
+}
+
+llvm::Expected<JitUnit> KilnJit::AddModule(llvm::orc::ThreadSafeModule module,
+                                           std::string unit_name,
+                                           const std::optional<CacheStore>& store) {
+  module.withModuleDo([&](llvm::Module& m) {
+    m.setDataLayout(jit_->getDataLayout());
+    m.setTargetTriple(jit_->getTargetTriple().str());
+    if (store) ObjectCacheHooks::Tag(m, store->key, store->prefix);
+  });
+  auto unit = NewUnit(std::move(unit_name));
+  if (!unit) return unit.takeError();
+  if (auto err = jit_->addIRModule(unit->tracker, std::move(module))) {
+    consumeError(jit_->getExecutionSession().removeJITDylib(*unit->dylib));
     return std::move(err);
   }
   return unit;
+}
+
+llvm::Expected<JitUnit> KilnJit::AddObject(std::string_view object, std::string unit_name,
+                                           std::string_view object_name) {
+  auto unit = NewUnit(std::move(unit_name));
+  if (!unit) return unit.takeError();
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(object.data(), object.size()),
+      llvm::StringRef(object_name.data(), object_name.size()));
+  if (auto err = jit_->addObjectFile(unit->tracker, std::move(buffer))) {
+    consumeError(jit_->getExecutionSession().removeJITDylib(*unit->dylib));
+    return std::move(err);
+  }
+  return unit;
+}
+
+ObjectCacheKey KilnJit::CacheKey(std::string_view source_sha256) const {
+  return MakeObjectCacheKey(source_sha256, cache_hooks_->target);
+}
+
+std::optional<std::string> KilnJit::LookupCached(const ObjectCacheKey& key) {
+  std::optional<std::string> payload;
+  if (std::shared_ptr<ObjectCache> shipped = cache_hooks_->Shipped())
+    payload = shipped->Lookup(key);
+  if (!payload)
+    if (std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache()) payload = cache->Lookup(key);
+  return payload;
+}
+
+bool KilnJit::CacheWritable() const {
+  std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache();
+  return cache && cache->enabled();
 }
 
 llvm::Expected<void*> KilnJit::Lookup(const JitUnit& unit, llvm::StringRef symbol) {
@@ -408,6 +410,29 @@ llvm::Expected<void*> KilnJit::Lookup(const JitUnit& unit, llvm::StringRef symbo
   auto addr = jit_->lookup(*unit.dylib, symbol);
   if (!addr) return addr.takeError();
   return addr->toPtr<void*>();
+}
+
+llvm::Expected<std::vector<void*>> KilnJit::LookupAll(const JitUnit& unit,
+                                                      const std::vector<std::string>& symbols) {
+  if (!unit.dylib)
+    return llvm::make_error<llvm::StringError>("lookup in a removed unit",
+                                               llvm::inconvertibleErrorCode());
+  llvm::orc::SymbolLookupSet wanted;
+  std::vector<llvm::orc::SymbolStringPtr> names;
+  for (const std::string& s : symbols) {
+    names.push_back(jit_->mangleAndIntern(s));
+    if (std::find(names.begin(), names.end() - 1, names.back()) == names.end() - 1)
+      wanted.add(names.back());  // a set: each name once
+  }
+  auto found = jit_->getExecutionSession().lookup(
+      llvm::orc::makeJITDylibSearchOrder(unit.dylib,
+                                         llvm::orc::JITDylibLookupFlags::MatchAllSymbols),
+      wanted);
+  if (!found) return found.takeError();
+  std::vector<void*> out;
+  for (const llvm::orc::SymbolStringPtr& name : names)
+    out.push_back(llvm::jitTargetAddressToPointer<void*>((*found)[name].getAddress()));
+  return out;
 }
 
 llvm::Error KilnJit::Remove(JitUnit& unit) {
@@ -425,6 +450,13 @@ void KilnJit::SetObjectCache(std::shared_ptr<ObjectCache> cache) {
 }
 
 std::shared_ptr<ObjectCache> KilnJit::GetObjectCache() const { return cache_hooks_->Cache(); }
+
+void KilnJit::SetShippedCache(std::shared_ptr<ObjectCache> cache) {
+  std::lock_guard<std::mutex> lock(cache_hooks_->mu);
+  cache_hooks_->shipped = std::move(cache);
+}
+
+std::shared_ptr<ObjectCache> KilnJit::GetShippedCache() const { return cache_hooks_->Shipped(); }
 
 double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
 

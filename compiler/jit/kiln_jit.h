@@ -14,14 +14,16 @@
 #include <llvm/Support/Error.h>
 
 #include "compiler/jit/host_symbol.h"
+#include "compiler/jit/object_cache.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
 
-class ObjectCache;
 struct ObjectCacheHooks;
 
 // One policy version's code: its own dylib and tracker.
@@ -41,12 +43,42 @@ class KilnJit {
   KilnJit(const KilnJit&) = delete;
   KilnJit& operator=(const KilnJit&) = delete;
 
+  // Where AddModule stores the object it compiles: under `key` in the writable compile cache,
+  // after `prefix` (the caller's description of the object, returned with it by LookupCached).
+  struct CacheStore {
+    ObjectCacheKey key;
+    std::string prefix;
+  };
+
   // Adds `module` as a new unit named `unit_name` (must be unique among live units).
-  // The module is optimised (O2) when its symbols are first looked up.
-  llvm::Expected<JitUnit> AddModule(llvm::orc::ThreadSafeModule module, std::string unit_name);
+  // The module is optimised (O2) when its symbols are first looked up; with `store` and a
+  // writable cache set, its object is then stored there.
+  llvm::Expected<JitUnit> AddModule(llvm::orc::ThreadSafeModule module, std::string unit_name,
+                                    const std::optional<CacheStore>& store = std::nullopt);
+
+  // Adds a relocatable object (a compile-cache payload's object) as a new unit: no O2, no code
+  // generation; it is linked when its symbols are first looked up. `object_name` names the
+  // object as a compiled module's name does (the policy name, which perf maps show).
+  llvm::Expected<JitUnit> AddObject(std::string_view object, std::string unit_name,
+                                    std::string_view object_name);
+
+  // The compile-cache key of a policy whose source text has SHA-256 `source_sha256` (hex) when
+  // compiled by this JIT (object_cache.h lists what else the key covers).
+  ObjectCacheKey CacheKey(std::string_view source_sha256) const;
+
+  // The payload stored under `key`: the shipped cache first, then the writable one; nullopt on
+  // a miss (or with no cache set).
+  std::optional<std::string> LookupCached(const ObjectCacheKey& key);
+
+  // Whether a writable cache is set and usable (else AddModule's `store` is pointless).
+  bool CacheWritable() const;
 
   // Address of `symbol` defined in `unit`; compiles the unit on first use.
   llvm::Expected<void*> Lookup(const JitUnit& unit, llvm::StringRef symbol);
+
+  // Addresses of `symbols` in `unit`, in order, with one lookup (materialises the unit once).
+  llvm::Expected<std::vector<void*>> LookupAll(const JitUnit& unit,
+                                               const std::vector<std::string>& symbols);
 
   // Drops the unit's code and its dylib. `unit` is empty afterwards.
   llvm::Error Remove(JitUnit& unit);
@@ -54,11 +86,15 @@ class KilnJit {
   const llvm::DataLayout& DataLayout() const;
   const llvm::Triple& TargetTriple() const;
 
-  // Units materialised from now on look their object up in `cache` (keyed by the unoptimised
-  // module, so a hit skips both O2 and machine code) and store it there after a miss; null turns
-  // the cache off. Thread-safe; a unit being materialised keeps the cache it started with.
+  // The writable compile cache LookupCached reads and AddModule's stores go to; null turns it
+  // off. Thread-safe; a unit being materialised stores into the cache set when it finishes.
   void SetObjectCache(std::shared_ptr<ObjectCache> cache);
   std::shared_ptr<ObjectCache> GetObjectCache() const;
+
+  // The read-only cache shipped with the binary (ObjectCache::Mode::kReadOnly), asked before
+  // the writable one; null turns it off. Same threading rules as SetObjectCache.
+  void SetShippedCache(std::shared_ptr<ObjectCache> cache);
+  std::shared_ptr<ObjectCache> GetShippedCache() const;
 
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);
@@ -69,6 +105,7 @@ class KilnJit {
 
  private:
   KilnJit(std::unique_ptr<llvm::orc::LLJIT> jit, std::shared_ptr<ObjectCacheHooks> cache_hooks);
+  llvm::Expected<JitUnit> NewUnit(std::string unit_name);
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::shared_ptr<ObjectCacheHooks> cache_hooks_;  // shared with the transform and the compiler

@@ -13,9 +13,7 @@
 #include <filesystem>
 #include <vector>
 #include <cstring>
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,55 +40,6 @@ uint64_t GetLe(const char* p, int bytes) {
 std::array<uint8_t, 32> Sha256(std::string_view data) {
   return llvm::SHA256::hash(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), data.size()));
-}
-
-// The GNU build id of the binary (or shared object) holding this code. It changes whenever Kiln
-// is rebuilt with different code, so objects made by an older optimiser pipeline or code
-// generator are never reused by a newer one; empty when the linker wrote none.
-std::string BuildIdOfThisBinary() {
-  struct Search {
-    uintptr_t address;
-    std::string id;
-  } search{reinterpret_cast<uintptr_t>(&BuildIdOfThisBinary), {}};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        auto* s = static_cast<Search*>(data);
-        bool contains = false;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz)
-            contains = true;
-        }
-        if (!contains) return 0;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_NOTE) continue;
-          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-          const char* end = p + ph.p_memsz;
-          auto align4 = [](size_t n) { return (n + 3) & ~size_t{3}; };
-          while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
-            const char* name = p + sizeof(ElfW(Nhdr));
-            const char* desc = name + align4(note->n_namesz);
-            if (desc + note->n_descsz > end) break;
-            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
-                std::memcmp(name, "GNU", 4) == 0) {
-              s->id.assign(desc, note->n_descsz);
-              return 1;
-            }
-            p = desc + align4(note->n_descsz);
-          }
-        }
-        return 1;
-      },
-      &search);
-  return search.id;
-}
-
-const std::string& BuildId() {
-  static const std::string id = BuildIdOfThisBinary();
-  return id;
 }
 
 // mkdir -p with mode 0700 for every directory it creates.
@@ -124,7 +73,12 @@ std::string ObjectCacheKey::Hex() const {
   return out;
 }
 
-ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
+std::string Sha256Hex(std::string_view text) {
+  ObjectCacheKey digest{Sha256(text)};
+  return digest.Hex();
+}
+
+ObjectCacheKey MakeObjectCacheKey(std::string_view source_sha256,
                                   const ObjectCacheTarget& target) {
   llvm::SHA256 sha;
   // Each field length-prefixed, so no two different inputs hash the same byte stream.
@@ -136,37 +90,44 @@ ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
   };
   field(fmt::format("kiln object cache format {}", kCacheFormat));
   field(LLVM_VERSION_STRING);
-  field(BuildId());
+  field(CompilerFingerprint());
+  field(source_sha256);
   field(target.triple);
   field(target.cpu);
   field(target.features);
-  field(unoptimised_bitcode);
   return ObjectCacheKey{sha.final()};
 }
 
-ObjectCache::ObjectCache(std::string dir) : dir_(std::move(dir)) {
+ObjectCache::ObjectCache(std::string dir, Mode mode) : dir_(std::move(dir)), mode_(mode) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  const bool read_only = mode_ == Mode::kReadOnly;
   std::string error;
+  struct stat st;
   if (dir_.empty()) {
     error = "empty directory name";
-  } else if (MakeDirs(dir_, &error)) {
-    struct stat st;
-    if (::stat(dir_.c_str(), &st) != 0)
-      error = fmt::format("cannot stat {}: {}", dir_, std::strerror(errno));
-    else if (!S_ISDIR(st.st_mode))
-      error = fmt::format("{} is not a directory", dir_);
-    // Whoever can write here can make us execute their code.
-    else if (st.st_uid != ::geteuid())
-      error = fmt::format("{} belongs to another user", dir_);
-    else if (st.st_mode & (S_IWGRP | S_IWOTH))
-      error = fmt::format("{} is writable by other users (mode {:o})", dir_, st.st_mode & 0777);
+  } else if (read_only ? ::stat(dir_.c_str(), &st) != 0 && errno == ENOENT
+                       : !MakeDirs(dir_, &error)) {
+    if (read_only) {
+      spdlog::debug("no shipped compile cache at {}", dir_);
+      return;
+    }
+  } else if (::stat(dir_.c_str(), &st) != 0) {
+    error = fmt::format("cannot stat {}: {}", dir_, std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    error = fmt::format("{} is not a directory", dir_);
+  // Whoever can write here can make us execute their code. A shipped cache may be installed by
+  // root; a writable one must be ours.
+  } else if (st.st_uid != ::geteuid() && !(read_only && st.st_uid == 0)) {
+    error = fmt::format("{} belongs to another user", dir_);
+  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    error = fmt::format("{} is writable by other users (mode {:o})", dir_, st.st_mode & 0777);
   }
   enabled_ = error.empty();
   if (!enabled_) {
-    spdlog::warn("compile cache disabled: {}", error);
+    spdlog::warn("{}compile cache disabled: {}", read_only ? "shipped " : "", error);
     return;
   }
-  Prune();
+  if (!read_only) Prune();
 }
 
 // Keeps the kCacheMaxEntries most recently used objects and drops temporary files older than an
@@ -223,7 +184,9 @@ std::optional<std::string> ObjectCache::Lookup(const ObjectCacheKey& key) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     why = fmt::format("cannot stat: {}", std::strerror(errno));
-  } else if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+  } else if (!S_ISREG(st.st_mode) ||
+             (st.st_uid != ::geteuid() && !(mode_ == Mode::kReadOnly && st.st_uid == 0)) ||
+             (st.st_mode & (S_IWGRP | S_IWOTH))) {
     why = "not a regular file of ours";
   } else if (static_cast<uint64_t>(st.st_size) < kHeaderSize ||
              static_cast<uint64_t>(st.st_size) > kHeaderSize + kMaxPayload) {
@@ -256,13 +219,14 @@ std::optional<std::string> ObjectCache::Lookup(const ObjectCacheKey& key) {
   auto sum = Sha256(payload);
   if (std::memcmp(h + 56, sum.data(), sum.size()) != 0) return miss(true, "payload checksum");
   ++hits_;
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used (see Prune)
+  if (mode_ == Mode::kReadWrite)
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used (see Prune)
   spdlog::debug("compile cache hit {}", key.Hex());
   return std::string(payload);
 }
 
 void ObjectCache::Store(const ObjectCacheKey& key, std::string_view object) {
-  if (!enabled_) return;
+  if (!enabled_ || mode_ == Mode::kReadOnly) return;
   std::string header(kMagic, sizeof kMagic);
   PutLe(header, kCacheFormat, 4);
   PutLe(header, 0, 4);

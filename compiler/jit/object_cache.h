@@ -3,13 +3,29 @@
 // reuses the native code of an unchanged policy instead of running O2 and the code generator
 // again (compiler-internal; LLVM-free so that compiled_policy.h can expose the stats).
 //
-// Keys: SHA-256 over the policy's *unoptimised* module bitcode, the target (triple, CPU name,
-// CPU features), the LLVM version, the build id of the Kiln binary and kCacheFormat — everything
-// the object depends on, so a hit returns exactly what compiling would have produced.
+// Keys: SHA-256 over the SHA-256 of the policy's source text, the target (triple, CPU name, CPU
+// features), the LLVM version, the compiler fingerprint (a hash of every Kiln source that shapes
+// the object — front end, codegen, the JIT's pipeline, stdlib, the runtime's layouts, the
+// grammar — and of the build flags, computed at build time: CompilerFingerprint()) and
+// kCacheFormat: everything the object depends on, so a hit returns exactly what compiling would
+// have produced. Lowering is deterministic in those inputs (no addresses or environment reach the
+// IR; host symbols are resolved when the object is linked), which is what lets a lookup happen
+// before codegen and skip it. No scheduler.conf argument is in the key because none reaches
+// codegen: arguments are data the handlers read from the argument block at run time, never
+// constants in the code. The fingerprint (rather than the executable's build id) lets the `kiln`
+// binary, the tests and the benchmarks share objects, which is what makes a cache shipped with
+// the build usable.
+//
+// A payload is opaque here: the policy compiler stores a description of the object (its
+// handlers and argument layout) in front of the relocatable object (compiled_policy.cc).
+//
+// Two kinds of directory use this format: the read-write cache of --compile-cache, and a
+// read-only one generated at build time for the built-in policies (`kiln warm-cache`, shipped
+// beside the binary), which is never written, pruned or touched.
 //
 // The files are code that will be executed, so the cache trusts nothing it reads:
 //   <dir>/<64 hex digits of the key>.kobj = header (magic, format, key, payload length,
-//   SHA-256 of the payload) + the relocatable object.
+//   SHA-256 of the payload) + the payload.
 // A file whose header, key, length or checksum does not match is a miss (logged at debug level)
 // and is overwritten by the next store. Writes go to a unique temporary name and are rename()d
 // into place, so concurrent processes and threads never see half a file. The directory is
@@ -30,9 +46,12 @@
 
 namespace kiln {
 
-// Bump when anything that shapes the object but is not in the key changes meaning (the header
-// layout, the O2 pipeline when the binary's build id is unavailable).
-inline constexpr uint32_t kCacheFormat = 1;
+// Bump when the header layout or the meaning of a key field changes.
+inline constexpr uint32_t kCacheFormat = 2;
+
+// SHA-256 (hex) over the sources and build configuration of the policy compiler, generated at
+// build time by cmake/CompilerFingerprint.cmake.
+std::string_view CompilerFingerprint();
 
 // Objects kept when the cache is opened (least recently used ones beyond this are removed). A
 // conf has about a dozen policies and each rebuild of Kiln changes every key, so this holds
@@ -52,8 +71,11 @@ struct ObjectCacheTarget {
   std::string features;
 };
 
-ObjectCacheKey MakeObjectCacheKey(std::string_view unoptimised_bitcode,
-                                  const ObjectCacheTarget& target);
+// `source_sha256`: hex SHA-256 of the policy's source text (Sha256Hex).
+ObjectCacheKey MakeObjectCacheKey(std::string_view source_sha256, const ObjectCacheTarget& target);
+
+// Hex SHA-256 of `text`.
+std::string Sha256Hex(std::string_view text);
 
 struct ObjectCacheStats {
   uint64_t hits = 0;
@@ -66,10 +88,16 @@ struct ObjectCacheStats {
 
 class ObjectCache {
  public:
-  // Creates `dir` (mode 0700, parents as needed) when missing. Never fails: when the directory
-  // cannot be created or is not safe to use, a warning is logged and the cache is disabled
-  // (every lookup misses, every store is dropped).
-  explicit ObjectCache(std::string dir);
+  enum class Mode {
+    kReadWrite,  // --compile-cache: created when missing, pruned when opened, written on misses
+    kReadOnly,   // the shipped cache: must exist; only read (Store is a no-op)
+  };
+
+  // kReadWrite creates `dir` (mode 0700, parents as needed) when missing. Never fails: when the
+  // directory cannot be created or is not safe to use, a warning is logged (a debug message for
+  // a missing read-only one) and the cache is disabled (every lookup misses, every store is
+  // dropped). Safe means owned by us (or, read-only, by root) and not writable by others.
+  explicit ObjectCache(std::string dir, Mode mode = Mode::kReadWrite);
 
   // The verified object stored under `key`; nullopt on a miss.
   std::optional<std::string> Lookup(const ObjectCacheKey& key);
@@ -86,6 +114,7 @@ class ObjectCache {
 
  private:
   std::string dir_;
+  Mode mode_;
   bool enabled_ = false;
   void Prune();
 

@@ -9,9 +9,11 @@
 // cache and LLVM's one-time initialisation stay warm after the first iteration, as in a
 // long-running scheduler (the first compile of a process pays for them once; `kiln simulate`
 // start-up does). The on-disk object cache (--compile-cache) is off in every row but
-// the BM_WarmCache ones, which compile the same sources with a warm one: front end, codegen
-// and keying still run, O2 and machine code do not. (Unset KILN_COMPILE_CACHE when running this,
-// or the cold rows are not cold.)
+// the BM_WarmCache ones, which compile the same sources with a warm one: the front end and the
+// key still run, codegen, O2 and machine code do not (the object is linked).
+// BM_CompileAllBuiltinsShipped does the same with the read-only cache the build ships
+// (build/kiln-builtins). (Unset KILN_COMPILE_CACHE and KILN_BUILTIN_CACHE when running this, or
+// the cold rows are not cold.)
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
+#include "compiler/jit/object_cache.h"
 
 namespace kiln {
 namespace {
@@ -93,6 +96,20 @@ void BM_CompileAll(benchmark::State& state, std::vector<std::string> names) {
   state.counters["policies"] = static_cast<double>(names.size());
 }
 
+// `names` under fresh paths, on the thread pool (`together`) or one after the other.
+void CompileFresh(benchmark::State& state, PolicyCompiler* compiler,
+                  const std::vector<std::string>& names, bool together) {
+  std::vector<SourceFile> sources = FreshSources(names);
+  if (together) {
+    for (auto& p : compiler->CompileAll(sources))
+      if (!p.ok()) state.SkipWithError(p.error().message.c_str());
+  } else {
+    for (const SourceFile& source : sources)
+      if (auto p = compiler->Compile(source); !p.ok())
+        state.SkipWithError(p.error().message.c_str());
+  }
+}
+
 // BM_CompileAll (`together`) or BM_CompileSequential with the on-disk object cache warmed once
 // before the timed loop (fresh directory).
 void BM_WarmCache(benchmark::State& state, std::vector<std::string> names, bool together) {
@@ -101,17 +118,7 @@ void BM_WarmCache(benchmark::State& state, std::vector<std::string> names, bool 
                               ("kiln-bench-cache-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   compiler->SetCompileCacheDir(dir.string());
-  auto compile = [&] {
-    std::vector<SourceFile> sources = FreshSources(names);
-    if (together) {
-      for (auto& p : compiler->CompileAll(sources))
-        if (!p.ok()) state.SkipWithError(p.error().message.c_str());
-    } else {
-      for (const SourceFile& source : sources)
-        if (auto p = compiler->Compile(source); !p.ok())
-          state.SkipWithError(p.error().message.c_str());
-    }
-  };
+  auto compile = [&] { CompileFresh(state, compiler, names, together); };
   compile();
   ObjectCacheStats warmed = compiler->CompileCacheStats();
   for (auto _ : state) compile();
@@ -124,6 +131,44 @@ void BM_WarmCache(benchmark::State& state, std::vector<std::string> names, bool 
       static_cast<double>(s.hits - warmed.hits) / static_cast<double>(state.iterations());
   state.counters["misses"] =
       static_cast<double>(s.misses - warmed.misses) / static_cast<double>(state.iterations());
+}
+
+// The shipped-cache path (PolicyCompiler::SetShippedCacheDir): every built-in compiled one after
+// the other, as BM_CompileAllBuiltins (jit_bench.cc) does cold, but with the read-only cache the
+// build writes beside the kiln binary (build/kiln-builtins, `kiln warm-cache`). The front end,
+// the key and linking run; codegen, O2 and machine code are loaded instead. When the build's
+// directory is missing (a build that skipped the kiln_builtin_cache target) one is written to a
+// temporary directory first, the same way. Counters: hits and misses per iteration (hits should
+// equal builtins).
+void BM_CompileAllBuiltinsShipped(benchmark::State& state, bool together) {
+  auto* compiler = *PolicyCompiler::Global();
+  std::filesystem::path dir = std::filesystem::path(KILN_BINARY_DIR) / "kiln-builtins";
+  std::filesystem::path temp;
+  std::error_code ec;
+  if (std::filesystem::is_empty(dir, ec) || ec) {
+    temp = std::filesystem::temp_directory_path() /
+           ("kiln-bench-shipped-" + std::to_string(::getpid()));
+    std::vector<SourceFile> builtins;
+    for (const auto& b : BuiltinPolicies())
+      builtins.push_back(SourceFile{std::string(b.path), std::string(b.text)});
+    if (auto w = compiler->WriteCacheDir(temp.string(), builtins); !w.ok()) {
+      state.SkipWithError(w.error().message.c_str());
+      return;
+    }
+    dir = temp;
+  }
+  compiler->SetShippedCacheDir(dir.string());
+  ObjectCacheStats before = compiler->ShippedCacheStats();
+  std::vector<std::string> names = AllBuiltinNames();
+  for (auto _ : state) CompileFresh(state, compiler, names, together);
+  ObjectCacheStats s = compiler->ShippedCacheStats();
+  compiler->SetShippedCacheDir("");
+  if (!temp.empty()) std::filesystem::remove_all(temp, ec);
+  state.counters["builtins"] = static_cast<double>(names.size());
+  state.counters["hits"] =
+      static_cast<double>(s.hits - before.hits) / static_cast<double>(state.iterations());
+  state.counters["misses"] =
+      static_cast<double>(s.misses - before.misses) / static_cast<double>(state.iterations());
 }
 
 #define KILN_POLICY_BENCH(policy)                                                            \
@@ -163,6 +208,14 @@ BENCHMARK_CAPTURE(BM_CompileSequential, all_builtins, AllBuiltinNames())
 BENCHMARK_CAPTURE(BM_CompileAll, all_builtins, AllBuiltinNames())
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, sequential, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, compile_all, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_WarmCache, sequential_all_builtins, AllBuiltinNames(), false)
     ->Unit(benchmark::kMillisecond)

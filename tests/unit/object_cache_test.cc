@@ -19,6 +19,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/jit/object_cache.h"
+#include "tests/unit/compile_cache_test_util.h"
 #include "tests/unit/jit_test_util.h"
 
 namespace kiln {
@@ -26,35 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A handler with a loop, a branch and an argument, so O2 and the code generator have work to do
-// and a wrong object would give a wrong number: Σ_{i<60, 3|i} i × weight = 570 × 2.5 = 1425.
-std::string PolicyText(const std::string& weight = "2.5") {
-  return "policy cached;\n"
-         "arg weight: float = " +
-         weight +
-         " from \"cached.weight\";\n"
-         "on node_order(task: Task, node: Node) -> float {\n"
-         "  var s = 0.0;\n"
-         "  for i in range(0, 60) { if i % 3 == 0 { s += float(i) * weight; } }\n"
-         "  return s;\n"
-         "}\n";
-}
-
-double NodeOrder(testing::LoadedPolicy& l) {
-  Task task;
-  Node node;
-  double score = -1;
-  EXPECT_EQ(l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &task, &node, &score), 0);
-  return score;
-}
-
-std::vector<fs::path> CacheFiles(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".kobj") out.push_back(e.path());
-  return out;
-}
+using testing::CacheFiles;
+using testing::FlipPayloadByte;
+std::string PolicyText(const std::string& weight = "2.5") { return testing::CachedPolicyText(weight); }
+double NodeOrder(testing::LoadedPolicy& l) { return testing::CachedNodeOrder(l); }
 
 class ObjectCacheTest : public ::testing::Test {
  protected:
@@ -96,7 +72,7 @@ TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObjectAndAnswersTheSame) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 
   // The same text under another path: PolicyCompiler's in-memory cache does not answer, the
-  // front end and codegen run again, and the JIT takes the object from disk.
+  // front end runs again, and the JIT takes the object from disk instead of lowering it.
   auto second = Load(PolicyText());
   ASSERT_TRUE(second);
   s = compiler_->CompileCacheStats();
@@ -128,14 +104,6 @@ struct Damage {
   void (*apply)(const fs::path& file);
 };
 
-void FlipPayloadByte(const fs::path& file) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(-10, std::ios::end);
-  char c;
-  f.get(c);
-  f.seekp(-10, std::ios::end);
-  f.put(static_cast<char>(c ^ 0x5a));
-}
 void Truncate(const fs::path& file) { fs::resize_file(file, fs::file_size(file) / 2); }
 void TruncateIntoHeader(const fs::path& file) { fs::resize_file(file, 20); }
 void OtherFormatVersion(const fs::path& file) {
@@ -185,8 +153,8 @@ TEST_F(ObjectCacheTest, FileOfAnotherKeyIsRejected) {
   ObjectCache cache(dir_.string());
   ASSERT_TRUE(cache.enabled());
   ObjectCacheTarget target{"x86_64-unknown-linux-gnu", "cpu", "+sse2"};
-  ObjectCacheKey a = MakeObjectCacheKey("bitcode a", target);
-  ObjectCacheKey b = MakeObjectCacheKey("bitcode b", target);
+  ObjectCacheKey a = MakeObjectCacheKey("source a", target);
+  ObjectCacheKey b = MakeObjectCacheKey("source b", target);
   ASSERT_FALSE(a == b);
   cache.Store(a, "object of a");
   ASSERT_EQ(cache.Lookup(a), std::optional<std::string>("object of a"));
@@ -206,7 +174,7 @@ TEST_F(ObjectCacheTest, OpeningKeepsTheMostRecentlyUsedObjects) {
     ASSERT_TRUE(cache.enabled());
     // kCacheMaxEntries + 20 objects, key i last used i minutes after the oldest.
     for (size_t i = 0; i < kCacheMaxEntries + 20; ++i) {
-      keys.push_back(MakeObjectCacheKey("bitcode " + std::to_string(i), target));
+      keys.push_back(MakeObjectCacheKey("source " + std::to_string(i), target));
       cache.Store(keys.back(), "object " + std::to_string(i));
       fs::last_write_time(cache.PathFor(keys.back()),
                           now - std::chrono::hours(48) + std::chrono::minutes(i));

@@ -1,0 +1,1 @@
+warm-cache build/kiln-warm-cache-unused no-such-policy
