@@ -329,6 +329,15 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign) {
 
 }  // namespace
 
+void Node::RefreshFitFuture() {
+  const bool sub_scalars = ((idle.present | releasing.present) & ~Resource::kBaseMask) != 0;
+  for (int id = 0; id < kMaxResources; ++id) {
+    double v = idle.values[id] + releasing.values[id];
+    if (id == kCpu || id == kMemory || sub_scalars) v -= pipelined.values[id];
+    fit_future[id] = v;
+  }
+}
+
 Status Node::AddTask(Task* t) {
   if (t->node_pos >= 0)
     return Error{fmt::format("task <{}/{}> already on node <{}>", t->namespace_, t->name,
@@ -360,6 +369,7 @@ Status Node::AddTask(Task* t) {
   }
   t->node = this;
   t->node_status = t->status;
+  RefreshFitFuture();
   AddNonZeroRequest(nonzero_requested, t->resreq, 1.0);
   t->node_pos = static_cast<int32_t>(tasks.size());
   tasks.push_back(t);
@@ -390,6 +400,7 @@ void Node::RemoveTask(Task* t) {
       used.SubUnchecked(t->resreq);
       break;
   }
+  RefreshFitFuture();
   AddNonZeroRequest(nonzero_requested, t->resreq, -1.0);
   Task* last = tasks.back();
   tasks[t->node_pos] = last;
@@ -505,6 +516,7 @@ Status Cluster::Link() {
     n->releasing = Resource{};
     n->pipelined = Resource{};
     n->nonzero_requested = Resource{};
+    n->RefreshFitFuture();
     n->tasks.clear();
     n->affinity_tasks.clear();
     n->affinity_nodes = affinity_nodes_.get();

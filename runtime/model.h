@@ -389,6 +389,11 @@ struct Node {
   TimeNs metrics_time = 0;
   double cpu_usage = 0;     // percent, average over the metrics period
   double memory_usage = 0;  // percent
+  // Idle + Releasing − Pipelined per resource id, the way FitsFutureIdle compares it (pipelined
+  // scalars count only when idle or releasing has scalars: Volcano's Sub on a nil map). Kept by
+  // Link/AddTask/RemoveTask so that the fit check run for every (task, node) pair reads one cache
+  // line instead of three Resources 264 bytes apart.
+  std::array<double, kMaxResources> fit_future{};
   Resource allocatable;
   Resource capacity;
   Resource idle;
@@ -415,6 +420,8 @@ struct Node {
 
   // Idle + Releasing − Pipelined.
   Resource FutureIdle() const;
+  // Recomputes fit_future from idle, releasing and pipelined.
+  void RefreshFitFuture();
 
   // Accounting per §3.3 by the task's current status. AddTask fails (Error) only for a Binding
   // task that does not fit Idle; it then changes nothing.

@@ -68,11 +68,16 @@ PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* c
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
   while (processed < n && out.nodes.size() < want) {
     size_t block = std::min(n - processed, std::max(want - out.nodes.size(), min_block));
-    slots.clear();
-    slots.resize(block);
+    // Slots are reused across blocks and tasks: each is reset where it is written, instead of
+    // destroying and value-initialising a few hundred ~100-byte slots per block.
+    if (slots.size() < block) slots.resize(block);
     pool_->ParallelFor(block, [&](size_t i) {
       const Node* node = nodes[(start + processed + i) % n];
       Slot& slot = slots[i];
+      slot.rejected = false;
+      slot.from_cache = false;
+      slot.rejection.insufficient = -1;
+      if (slot.rejection.error) slot.rejection.error.reset();
       if (cached) {
         if (auto it = cached->find(node->index); it != cached->end()) {
           slot.rejected = true;
@@ -285,14 +290,8 @@ void UnPipelineTask(Session& ssn, Task* t) {
 
 bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insufficient) {
   // Node::FutureIdle = Idle + Releasing − Pipelined, where Resource::Sub leaves the scalars alone
-  // when the left side has none (Volcano's Sub on a nil scalar map).
-  const bool sub_scalars =
-      ((node->idle.present | node->releasing.present) & ~Resource::kBaseMask) != 0;
-  auto future = [&](ResourceId id) {
-    double v = node->idle.values[id] + node->releasing.values[id];
-    if (id == kCpu || id == kMemory || sub_scalars) v -= node->pipelined.values[id];
-    return v;
-  };
+  // when the left side has none (Volcano's Sub on a nil scalar map): node->fit_future holds it.
+  auto future = [&](ResourceId id) { return node->fit_future[id]; };
   bool ok = true;
   auto check = [&](ResourceId id) {
     double l = req.values[id];

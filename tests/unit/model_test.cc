@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "runtime/abi.h"
+#include "runtime/actions/helpers.h"
 #include "tests/oracles/gang_oracle.h"
 #include "tests/unit/core_test_util.h"
 
@@ -162,6 +163,37 @@ TEST(Cluster, NonZeroRequestedFollowsPlacement) {
   n1->RemoveTask(&releasing);
   EXPECT_EQ(n1->nonzero_requested.cpu(), 0);
   EXPECT_EQ(n1->nonzero_requested.memory(), 0);
+}
+
+// node.fit_future, what FitsFutureIdle reads, is Idle + Releasing − Pipelined after every change.
+TEST(Cluster, FitFutureFollowsPlacement) {
+  Fixture f;
+  Job& j = f.b.AddJob("ns", "pg", "default", 1);
+  Task& run = f.b.AddTask(j, "run", Res(1000, 1024), TaskStatus::Running, "n1");
+  Task& releasing = f.b.AddTask(j, "rel", Res(300, 64), TaskStatus::Releasing, "n1");
+  Task& pipelined = f.b.AddTask(j, "pipe", Res(500, 128));
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  Node* n1 = f.b.cluster.FindNode("n1");
+  const ResourceId pods = *ResourceRegistry::Find("pods");
+  auto expect_cached = [&](const char* when) {
+    const Resource future = n1->FutureIdle();
+    for (ResourceId id : {ResourceId{kCpu}, ResourceId{kMemory}, pods})
+      EXPECT_EQ(n1->fit_future[id], future.Get(id)) << when << ", resource " << int{id};
+  };
+  expect_cached("after Link");
+  EXPECT_EQ(n1->fit_future[kCpu], 4000 - 1000);  // idle 2700 + releasing 300
+  pipelined.status = TaskStatus::Pipelined;
+  ASSERT_TRUE(n1->AddTask(&pipelined).ok());
+  expect_cached("after pipelining");
+  EXPECT_EQ(n1->fit_future[kCpu], 4000 - 1000 - 500);
+  n1->RemoveTask(&releasing);
+  expect_cached("after the releasing pod left");
+  n1->RemoveTask(&run);
+  n1->RemoveTask(&pipelined);
+  expect_cached("empty");
+  EXPECT_EQ(n1->fit_future[kCpu], 4000);
+  EXPECT_TRUE(actions::FitsFutureIdle(Res(4000, 8192), n1));
+  EXPECT_FALSE(actions::FitsFutureIdle(Res(4001, 1), n1));
 }
 
 TEST(Cluster, DenseIndicesAndLookups) {
