@@ -2136,7 +2136,13 @@ class Lowering {
           filtered([&] {
             Value* e = Coerce(Emit(*c.element), c.element->type, rt);
             Value* old = b_.CreateLoad(Ty(rt), acc);
-            b_.CreateStore(Arith(ast::BinaryOp::Add, old, rt, e, rt, rt, &c), acc);
+            if (IsKind(rt, TypeKind::Resource)) {
+              // The accumulator is this sum's own fresh Resource, invisible to anything else
+              // until the sum returns: add in place instead of allocating a Resource per element.
+              CallRt("kiln_rt_res_add_into", b_.getVoidTy(), {old, e});
+            } else {
+              b_.CreateStore(Arith(ast::BinaryOp::Add, old, rt, e, rt, rt, &c), acc);
+            }
           });
         }, nullptr, nullptr);
         return b_.CreateLoad(Ty(rt), acc);

@@ -373,7 +373,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
       KILN_SYM(kiln_rt_map_key_s),      KILN_SYM(kiln_rt_map_value_at),
       KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
-      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_add),
+      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
       KILN_SYM(kiln_rt_res_sub),        KILN_SYM(kiln_rt_res_mul),
       KILN_SYM(kiln_rt_res_set),        KILN_SYM(kiln_rt_res_get),
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
@@ -622,6 +622,8 @@ Resource* kiln_rt_res_add(const Resource* a, const Resource* b) {
     return out;
   });
 }
+
+void kiln_rt_res_add_into(Resource* acc, const Resource* b) { acc->Add(*b); }
 
 Resource* kiln_rt_res_sub(const Resource* a, const Resource* b) {
   return Guard<Resource*>(nullptr, [&] {

@@ -150,6 +150,8 @@ void* kiln_rt_map_copy(const void* map, void* arena);
 kiln::Resource* kiln_rt_res_new();  // empty, in the current arena
 kiln::Resource* kiln_rt_res_copy(const kiln::Resource* r, void* arena);
 kiln::Resource* kiln_rt_res_add(const kiln::Resource* a, const kiln::Resource* b);
+// *acc += *b in place: only for an accumulator no other value can see (a `sum` over resources).
+void kiln_rt_res_add_into(kiln::Resource* acc, const kiln::Resource* b);
 kiln::Resource* kiln_rt_res_sub(const kiln::Resource* a, const kiln::Resource* b);
 kiln::Resource* kiln_rt_res_mul(const kiln::Resource* a, double f);
 void kiln_rt_res_set(kiln::Resource* r, int32_t id, double v);  // while building a literal
