@@ -160,6 +160,9 @@ struct RunTimings {
                          session_ms > 0 ? s.binds.size() / (session_ms / 1000.0) : 0.0);
       row(4, "snapshot", s.snapshot_micros / 1000.0);
       row(4, "open", s.open_micros / 1000.0);
+      for (const auto& p : s.plugin_timings)
+        if (p.on_session == "OnSessionOpen" && p.micros >= 1000)
+          row(6, p.plugin, p.micros / 1000.0);
       for (const auto& [action, micros] : s.action_micros) row(4, action, micros / 1000.0);
       row(4, "close", s.close_micros / 1000.0);
       row(4, "session", session_ms);

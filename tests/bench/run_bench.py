@@ -46,6 +46,8 @@ def parse_timings(text):
             out["rss_mib"] = value
         elif indent == 2:
             out[name] = value
+        elif indent == 6 and session == 0:
+            out.setdefault("open_plugins", {})[name] = value
         elif indent == 4 and session == 0:
             if name in ("snapshot", "open", "close", "session", "results"):
                 out[name] = value
@@ -169,6 +171,26 @@ def print_kiln_bench(args):
                     "--min-time", str(args.min_time), "--repetitions", str(args.repeat),
                     "--markdown"], check=True)
     print()
+
+
+def check(rows):
+    """What CI's short run asserts: every conf ran on every cluster, bound pods, never more than
+    were pending, and `--timings` reported each phase (a parse miss would print zeros)."""
+    problems = []
+    for (nodes, pods), results in rows:
+        for conf, t in results.items():
+            where = f"{nodes}x{pods} {conf}"
+            if not 0 < t["binds"] <= (pods if conf == "C++ limit" else t["pending"]):
+                problems.append(f"{where}: {t['binds']} binds of {t['pending']} pending")
+            if conf == "C++ limit":
+                continue
+            for phase in ("load", "compile", "session", "rss_mib"):
+                if not t.get(phase, 0) > 0:
+                    problems.append(f"{where}: no `{phase}` figure")
+            if "allocate" not in t["actions"]:
+                problems.append(f"{where}: no allocate timing")
+    if problems:
+        sys.exit("bench check failed:\n  " + "\n  ".join(problems))
 
 
 def main():
