@@ -488,6 +488,8 @@ TEST(ActionHelpers, FitsFutureIdleMatchesTheFullComparison) {
     fill(n.idle, next(4) != 0);
     fill(n.releasing, next(2) != 0);
     fill(n.pipelined, true);
+    // Set by hand here, so refreshed by hand (Link/AddTask/RemoveTask do it in a session).
+    n.RefreshFitFuture();
     Resource req;
     fill(req, true);
     ResourceIdList fast, full;
