@@ -498,7 +498,7 @@ int RunExplain(const ExplainOptions& opts) {
     PrintError(conf.error());
     return kExitBadInput;
   }
-  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache});
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;

@@ -70,7 +70,7 @@ struct CaseRun {
 
 Result<std::unique_ptr<PolicyProvider>> ProviderFor(const TestOptions& opts, const TestCase& tc) {
   if (tc.provider) return tc.provider();
-  ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache};
+  ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}};
   p.policy_dirs.insert(p.policy_dirs.end(), tc.policy_dirs.begin(), tc.policy_dirs.end());
   return MakeProvider(p);
 }
@@ -100,7 +100,7 @@ std::optional<Result<std::vector<TestCase>>> DiscoverPack(const TestOptions& opt
     tc.default_conf = conf;
     tc.default_conf_file = pack->Where(pack->manifest.conf);
     tc.provider = [opts, path]() {
-      ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache};
+      ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}};
       p.packs = {path};
       return MakeProvider(p);
     };
@@ -374,7 +374,7 @@ int RunTests(const TestOptions& opts) {
   }
   // The command's own policy directories must load before any case runs: a typo in --policy-dir
   // is a usage error, not one failure per case.
-  if (auto p = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache}); !p) {
+  if (auto p = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}}); !p) {
     PrintError(p.error());
     return kExitBadInput;
   }
@@ -457,7 +457,7 @@ int RunCompare(const TestOptions& opts) {
     PrintError(Error{fmt::format("--compare: `{}` is both the reference and the candidate", ref), {}});
     return kExitBadInput;
   }
-  auto provider = MakeProvider({dirs, opts.allow_builtin_override, opts.compile_cache});
+  auto provider = MakeProvider({dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;

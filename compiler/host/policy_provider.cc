@@ -177,7 +177,7 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     const PolicyProviderOptions& options) {
   return MakeCompiledPolicyProvider(
-      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override, {}});
+      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override, {}, {}});
 }
 
 }  // namespace kiln
