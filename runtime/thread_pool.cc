@@ -40,7 +40,7 @@ std::chrono::nanoseconds DefaultSpin() {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads, size_t min_grain)
-    : min_grain_(std::max<size_t>(min_grain, 1)), spin_ns_(DefaultSpin().count()) {
+    : spin_ns_(DefaultSpin().count()), min_grain_(std::max<size_t>(min_grain, 1)) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers_.reserve(threads - 1);
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
@@ -66,15 +66,14 @@ ThreadPool& ThreadPool::Default() {
 }
 
 ThreadPool& ThreadPool::Io() {
-  static ThreadPool pool(
-      [] {
-        const char* env = std::getenv("KILN_IO_THREADS");
-        int n = env ? std::atoi(env) : 0;
-        return n > 0 ? n : 16;
-      }(),
-      /*min_grain=*/1);
-  // Its loops wait on the network: nothing to gain from spinning, sixteen threads to burn.
-  pool.set_spin(std::chrono::nanoseconds(0));
+  static ThreadPool& pool = []() -> ThreadPool& {
+    const char* env = std::getenv("KILN_IO_THREADS");
+    const int n = env ? std::atoi(env) : 0;
+    static ThreadPool io(n > 0 ? n : 16, /*min_grain=*/1);
+    // Its loops wait on the network: nothing to gain from spinning, sixteen threads to burn.
+    io.set_spin(std::chrono::nanoseconds(0));
+    return io;
+  }();
   return pool;
 }
 
