@@ -28,6 +28,7 @@
 #include "cli/commands.h"
 #include "cli/output_format.h"
 #include "cli/report_html.h"
+#include "runtime/invariants.h"
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
@@ -123,6 +124,7 @@ struct SimulateOptions {
   int report_explain = 5;
   bool cycles_given = false;
   bool timings = false;
+  bool check_invariants = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -343,6 +345,13 @@ int RunSimulate(const SimulateOptions& opts) {
     PrintError(result.error());
     return kExitBadInput;
   }
+  // Violations go to stderr (stdout keeps its format) and make the run fail whatever it prints.
+  int done = kExitOk;
+  for (const SessionResult& session : result->sessions)
+    for (const std::string& v : session.invariant_violations) {
+      std::fputs(fmt::format("invariant violated: session {}: {}\n", session.index, v).c_str(), stderr);
+      done = kExitMismatch;
+    }
   if (!opts.report.empty()) {
     auto page = FormatReportHtml(*result, (*sim)->state().cluster);
     if (!page) {
@@ -364,7 +373,7 @@ int RunSimulate(const SimulateOptions& opts) {
     std::fputs(FormatWarnings(spec->warnings).c_str(), stderr);
     if (diffs.empty()) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
-      return kExitOk;
+      return done;
     }
     std::string out = fmt::format("FAIL {}: the first session differs from `expect`\n", spec->name);
     for (const auto& d : diffs) out += "  " + d + "\n";
@@ -381,7 +390,7 @@ int RunSimulate(const SimulateOptions& opts) {
   std::fflush(stdout);
   timings.output_ms = MillisSince(output_start);
   if (opts.timings) std::fputs(timings.Format(*result).c_str(), stderr);
-  return kExitOk;
+  return done;
 }
 
 }  // namespace
@@ -432,7 +441,12 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_flag("--watch", opts->watch,
                 "run the cycles in real time (one per --period) and reload --conf and the policy "
                 "directories when they change, as `kiln serve` does");
+  cmd->add_flag("--check-invariants", opts->check_invariants,
+                "check the session's invariants after every action, statement discard and "
+                "preemption (runtime/invariants.h; slow); print violations on stderr and exit 1 "
+                "when there are any (also KILN_CHECK_INVARIANTS=1)");
   cmd->callback([opts] {
+    if (opts->check_invariants) SetInvariantChecking(true);
     int code = RunSimulate(*opts);
     if (code != kExitOk) throw CLI::RuntimeError(code);
   });

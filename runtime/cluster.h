@@ -31,6 +31,8 @@ struct SessionResult {
   std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
   std::map<std::string, std::string> unschedulable;    // pod key → reason
   std::vector<std::string> faults;                     // policy faults, as the session logged
+  // With invariant checking on (runtime/invariants.h): what the checker found, "<action>: what".
+  std::vector<std::string> invariant_violations;
   // Every handler the session's plugins registered and whether it ran (kiln test's coverage).
   struct HandlerUse {
     std::string plugin;

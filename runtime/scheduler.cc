@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "runtime/actions/action.h"
+#include "runtime/invariants.h"
 #include "runtime/session.h"
 #include "runtime/yaml_util.h"
 
@@ -82,9 +83,12 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     const Action* action = FindAction(name);
     assert(action != nullptr);  // checked by ResolvePlugins
     auto action_start = std::chrono::steady_clock::now();
+    if (InvariantChecker* checker = ssn.invariants()) checker->BeginAction(name);
     action->Execute(ssn);
+    if (InvariantChecker* checker = ssn.invariants()) checker->AfterAction();
     result.action_micros.emplace_back(name, MicrosSince(action_start));
   }
+  if (InvariantChecker* checker = ssn.invariants()) result.invariant_violations = checker->violations();
   if (hooks != nullptr && hooks->before_close) hooks->before_close(ssn);
   auto close_start = std::chrono::steady_clock::now();
   ssn.Close();

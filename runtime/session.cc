@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "runtime/invariants.h"
+
 // Where a Status/Validation handler writes its reasons.
 struct KStatusOut {
   kiln::PluginStatus* status = nullptr;
@@ -172,6 +174,10 @@ Status Session::Open(const PluginRegistry& registry) {
       CallSessionHandlers(ExtensionPoint::SessionOpen, slot);
       decisions_.plugin_timings.push_back({option.name, true, MicrosSince(open_start)});
     }
+  }
+  if (InvariantCheckingEnabled()) {
+    invariants_ = std::make_unique<InvariantChecker>(*this);
+    invariants_->AfterAction();  // the session as opened: the snapshot itself must be sound
   }
   return Status::Ok();
 }

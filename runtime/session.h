@@ -195,7 +195,8 @@ struct PluginSlot {
   std::array<uint64_t, kFaultKindCount> faults_by_kind{};  // indexed by FaultKind
 };
 
-class ExplainRecorder;  // runtime/explain.h
+class ExplainRecorder;   // runtime/explain.h
+class InvariantChecker;  // runtime/invariants.h
 
 class Session {
  public:
@@ -380,6 +381,9 @@ class Session {
   // nothing.
   ExplainRecorder* explain() const { return explain_; }
   void set_explain(ExplainRecorder* recorder) { explain_ = recorder; }
+  // The invariant checker (runtime/invariants.h), made by Open when checking is enabled;
+  // nullptr otherwise.
+  InvariantChecker* invariants() const { return invariants_.get(); }
   // Each registered predicate handler's own answer, in plugin order (Success included).
   std::vector<PluginStatus> PredicateEach(const Task* t, const Node* n) const;
   // Each node_order handler's own weighted score, summed per plugin, in plugin order. An error
@@ -446,6 +450,7 @@ class Session {
   uint64_t mutation_seq_ = 0;
   bool closed_ = false;
   ExplainRecorder* explain_ = nullptr;
+  std::unique_ptr<InvariantChecker> invariants_;
 
   friend class Statement;
 };

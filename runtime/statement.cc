@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "runtime/invariants.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -21,8 +22,10 @@ namespace {
 }  // namespace
 
 void Statement::Capture(Task* t, Node* target) {
-  if (ops_.empty() && node_snapshots_.empty() && job_snapshots_.empty())
+  if (ops_.empty() && node_snapshots_.empty() && job_snapshots_.empty()) {
     first_seq_ = ssn_->mutation_seq_;
+    if (InvariantChecker* checker = ssn_->invariants()) full_snapshot_ = checker->Snapshot();
+  }
   auto snap_node = [&](Node* n) {
     if (n == nullptr) return;
     for (const auto& s : node_snapshots_)
@@ -75,6 +78,7 @@ Status Statement::Evict(Task* reclaimee, std::string reason) {
   if (reclaimee->job == nullptr)
     return Error{fmt::format("failed to find job for task {}", reclaimee->uid), {}};
   Node* node = reclaimee->node;
+  if (InvariantChecker* checker = ssn_->invariants()) checker->OnEvict(reclaimee, reason);
   Capture(reclaimee, node);
   uint64_t before = ssn_->mutation_seq_;
   if (Status s = ssn_->UpdateTaskStatus(reclaimee, TaskStatus::Releasing); !s.ok())
@@ -103,6 +107,13 @@ Status Statement::Pipeline(Task* task, Node* node, bool eviction_occurred) {
   }
   ssn_->FireAllocate(task);
   own_mutations_ += ssn_->mutation_seq_ - before;
+  if (InvariantChecker* checker = ssn_->invariants()) {
+    // The evictions since this statement's last placement were made for this task.
+    std::vector<const Task*> victims;
+    for (auto it = ops_.rbegin(); it != ops_.rend() && it->op == Op::Evict; ++it)
+      victims.push_back(it->task);
+    if (!victims.empty()) checker->OnPreemption(task, victims);
+  }
   ops_.push_back(Operation{Op::Pipeline, task, node, {}});
   return Status::Ok();
 }
@@ -177,6 +188,7 @@ void Statement::Commit() {
   node_snapshots_.clear();
   job_snapshots_.clear();
   own_mutations_ = 0;
+  full_snapshot_.clear();
 }
 
 void Statement::Discard() {
@@ -201,15 +213,22 @@ void Statement::Discard() {
   }
   uint64_t undo = ssn_->mutation_seq_ - before;
   // Only this statement's operations and their undo happened since its first operation.
-  if (!node_snapshots_.empty() && ssn_->mutation_seq_ - first_seq_ == own_mutations_ + undo)
-    CheckRestored();
+  bool only_ours = ssn_->mutation_seq_ - first_seq_ == own_mutations_ + undo;
+  if (!node_snapshots_.empty() && only_ours) CheckRestored();
+  if (InvariantChecker* checker = ssn_->invariants(); checker && only_ours && !full_snapshot_.empty())
+    checker->CompareDiscard(full_snapshot_);
   ops_.clear();
   node_snapshots_.clear();
   job_snapshots_.clear();
   own_mutations_ = 0;
+  full_snapshot_.clear();
 }
 
 void Statement::Merge(Statement& other) {
+  // The older full snapshot describes the session before both statements.
+  if (full_snapshot_.empty() || (!other.full_snapshot_.empty() && other.first_seq_ < first_seq_))
+    full_snapshot_ = std::move(other.full_snapshot_);
+  other.full_snapshot_.clear();
   if (ops_.empty() && node_snapshots_.empty() && job_snapshots_.empty())
     first_seq_ = other.first_seq_;
   else

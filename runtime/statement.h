@@ -4,7 +4,8 @@
 // to the cache in order (evict → evict, pipeline → nothing, allocate → bind); Discard undoes them
 // in reverse order, firing the event handlers as Volcano does. In debug builds Discard asserts
 // that every touched node's idle/used/releasing/pipelined and every touched job's counters are
-// exactly what they were before the operations.
+// exactly what they were before the operations; with invariant checking on (runtime/invariants.h)
+// any build compares the whole session.
 
 #include <array>
 #include <cstdint>
@@ -74,6 +75,9 @@ class Statement {
   std::vector<JobSnapshot> job_snapshots_;
   uint64_t first_seq_ = 0;        // session mutation counter before this statement's first op
   uint64_t own_mutations_ = 0;    // mutations made by this statement's ops (merged ones too)
+  // With invariant checking on (runtime/invariants.h): the whole session as it was before the
+  // first operation, compared again after a discard.
+  std::string full_snapshot_;
 };
 
 }  // namespace kiln
