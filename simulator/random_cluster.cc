@@ -38,15 +38,107 @@ tiers:
   return confs;
 }
 
+const std::vector<std::string>& RichRandomConfs() {
+  static const std::vector<std::string> confs = [] {
+    std::vector<std::string> out = DefaultRandomConfs();
+    out.push_back(R"(actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: pdb
+- plugins:
+  - name: overcommit
+  - name: drf
+    enableHierarchy: false
+  - name: predicates
+  - name: capacity
+  - name: nodeorder
+  - name: binpack
+)");
+    out.push_back(R"(actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: sla
+  - name: cdp
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: resourcequota
+  - name: resource-strategy-fit
+  - name: task-topology
+  - name: nodegroup
+  - name: usage
+)");
+    out.push_back(R"(actions: "allocate, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: pdb
+- plugins:
+  - name: predicates
+  - name: nodeorder
+)");
+    return out;
+  }();
+  return confs;
+}
+
+namespace {
+
+// The rich features, drawn from their own stream so that the plain generator's draws are the
+// same with or without them.
+void AddRichFeatures(RandomCluster& c, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  static const char* const kZones[] = {"a", "b", "c"};
+  for (auto& n : c.nodes) n.zone = kZones[pick(0, 2)];
+  int n_apps = pick(1, 4);
+  for (auto& p : c.pods) {
+    if (pick(0, 2) == 0) p.app = fmt::format("app{}", pick(0, n_apps - 1));
+    if (pick(0, 7) == 0) p.zone = kZones[pick(0, 2)];
+    p.tolerates = pick(0, 3) == 0;
+    p.anti_affinity = !p.app.empty() && pick(0, 5) == 0;
+    p.preemptable = pick(0, 5) != 0;
+    p.never_preempts = pick(0, 9) == 0;
+  }
+  for (int i = 0, n = pick(0, n_apps); i < n; ++i)
+    c.pdbs.push_back({fmt::format("pdb{}", i), fmt::format("app{}", i), pick(0, 3), pick(0, 2)});
+}
+
+}  // namespace
+
 RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& options) {
-  const std::vector<std::string>& confs = options.confs.empty() ? DefaultRandomConfs() : options.confs;
+  const std::vector<std::string>& confs =
+      !options.confs.empty() ? options.confs : options.rich ? RichRandomConfs() : DefaultRandomConfs();
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   RandomCluster c;
   c.seed = seed;
   c.conf = confs[static_cast<size_t>(pick(0, static_cast<int>(confs.size()) - 1))];
-  int n_nodes = pick(1, options.max_nodes), n_queues = pick(1, options.max_queues),
-      n_groups = pick(1, options.max_groups);
+  int max_nodes = options.max_nodes, max_queues = options.max_queues,
+      max_groups = options.max_groups, max_group_size = options.max_group_size;
+  if (options.rich) {
+    // Mostly small clusters, where a violation is easy to read, with a tail of large ones: a
+    // tenth reach hundreds of nodes and thousands of pods.
+    std::mt19937_64 size_rng(seed ^ 0x5bd1e995ULL);
+    int size_class = std::uniform_int_distribution<int>(0, 9)(size_rng);
+    if (size_class < 6) {
+      max_nodes = 8, max_queues = 3, max_groups = 10, max_group_size = 5;
+    } else if (size_class < 9) {
+      max_nodes = 48, max_queues = 5, max_groups = 60, max_group_size = 8;
+    } else {
+      max_nodes = 300, max_queues = 8, max_groups = 500, max_group_size = 12;
+    }
+  }
+  int n_nodes = pick(1, max_nodes), n_queues = pick(1, max_queues), n_groups = pick(1, max_groups);
   for (int i = 0; i < n_nodes; ++i) {
     RandomNode n;
     n.name = fmt::format("n{}", i);
@@ -65,7 +157,7 @@ RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& o
     g.name = fmt::format("pg{}", i);
     g.queue = fmt::format("q{}", pick(0, n_queues - 1));
     g.priority = pick(0, 2);
-    int size = pick(1, options.max_group_size);
+    int size = pick(1, max_group_size);
     g.min_member = pick(1, size);
     g.running = pick(0, 2) == 0;
     for (int k = 0; k < size; ++k) {
@@ -92,6 +184,7 @@ RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& o
   for (int q = 0; q < n_queues; ++q) c.queues.push_back({fmt::format("q{}", q), pick(1, 4)});
   // A group of which no pod found room is still "running" by its phase; the snapshot's gang
   // rules treat it like any other Running PodGroup.
+  if (options.rich) AddRichFeatures(c, seed);
   return c;
 }
 
@@ -127,6 +220,9 @@ std::string RenderScenario(const RandomCluster& c, const std::string& name,
     y += fmt::format("  - {{name: {}, allocatable: {{cpu: \"{}m\", memory: {}Mi, pods: \"110\"}}",
                      n.name, n.cpu_milli, n.memory_mi);
     if (n.tainted) y += ", taints: [{key: dedicated, value: x, effect: NoSchedule}]";
+    if (!n.zone.empty())
+      y += fmt::format(", labels: {{topology.kubernetes.io/zone: {}, kubernetes.io/hostname: {}}}",
+                       n.zone, n.name);
     y += "}\n";
   }
   y += c.groups.empty() ? "  podGroups: []\n" : "  podGroups:\n";
@@ -144,7 +240,36 @@ std::string RenderScenario(const RandomCluster& c, const std::string& name,
         "\"{}m\", memory: {}Mi}}",
         p.name, p.group, PriorityClass(priority[p.group]), p.cpu_milli, p.memory_mi);
     if (!p.node.empty()) y += fmt::format(", phase: Running, node: {}", p.node);
+    if (!p.app.empty()) y += fmt::format(", labels: {{app: {}}}", p.app);
+    if (!p.preemptable) y += ", annotations: {volcano.sh/preemptable: \"false\"}";
+    if (p.never_preempts) y += ", preemptionPolicy: Never";
+    if (p.tolerates)
+      y += ", tolerations: [{key: dedicated, operator: Equal, value: x, effect: NoSchedule}]";
+    if (!p.zone.empty() || p.anti_affinity) {
+      y += ", affinity: {";
+      if (!p.zone.empty())
+        y += fmt::format(
+            "nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: "
+            "[{{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: "
+            "[{}]}}]}}]}}}}",
+            p.zone);
+      if (!p.zone.empty() && p.anti_affinity) y += ", ";
+      if (p.anti_affinity)
+        y += fmt::format(
+            "podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{labelSelector: "
+            "{{matchLabels: {{app: {}}}}}, topologyKey: kubernetes.io/hostname}}]}}",
+            p.app);
+      y += "}";
+    }
     y += "}\n";
+  }
+  if (!c.pdbs.empty()) {
+    y += "  pdbs:\n";
+    for (const auto& d : c.pdbs)
+      y += fmt::format(
+          "  - {{name: {}, namespace: c1, minAvailable: {}, selector: {{app: {}}}, "
+          "disruptionsAllowed: {}}}\n",
+          d.name, d.min_available, d.app, d.disruptions_allowed);
   }
   y += extra;
   return y;
@@ -194,6 +319,7 @@ class Shrinker {
       changed |= RemoveEach(c, &RandomCluster::groups, RemoveGroup);
       changed |= RemoveEach(c, &RandomCluster::nodes, RemoveNode);
       changed |= RemoveEach(c, &RandomCluster::pods, RemovePod);
+      changed |= RemoveEach(c, &RandomCluster::pdbs, RemovePdb);
       changed |= Simplify(c);
     }
     return c;
@@ -237,6 +363,11 @@ class Shrinker {
     out.nodes.erase(out.nodes.begin() + static_cast<std::ptrdiff_t>(i));
     std::erase_if(out.pods, [&](const RandomPod& p) { return p.node == name; });
     FixGroups(out);
+    return out;
+  }
+  static RandomCluster RemovePdb(const RandomCluster& c, size_t i) {
+    RandomCluster out = c;
+    out.pdbs.erase(out.pdbs.begin() + static_cast<std::ptrdiff_t>(i));
     return out;
   }
   static RandomCluster RemovePod(const RandomCluster& c, size_t i) {
@@ -309,6 +440,16 @@ class Shrinker {
                                [i](RandomCluster& x, int64_t v) { x.pods[i].cpu_milli = v; });
       changed |= SimplifyField(c, c.pods[i].memory_mi, pod_mem,
                                [i](RandomCluster& x, int64_t v) { x.pods[i].memory_mi = v; });
+      changed |= SimplifyField(c, c.pods[i].zone, {std::string()},
+                               [i](RandomCluster& x, std::string v) { x.pods[i].zone = v; });
+      changed |= SimplifyField(c, c.pods[i].anti_affinity, {false},
+                               [i](RandomCluster& x, bool v) { x.pods[i].anti_affinity = v; });
+      changed |= SimplifyField(c, c.pods[i].tolerates, {false},
+                               [i](RandomCluster& x, bool v) { x.pods[i].tolerates = v; });
+      changed |= SimplifyField(c, c.pods[i].preemptable, {true},
+                               [i](RandomCluster& x, bool v) { x.pods[i].preemptable = v; });
+      changed |= SimplifyField(c, c.pods[i].never_preempts, {false},
+                               [i](RandomCluster& x, bool v) { x.pods[i].never_preempts = v; });
     }
     return changed;
   }

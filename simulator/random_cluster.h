@@ -18,7 +18,8 @@ namespace kiln {
 struct RandomNode {
   std::string name;
   int64_t cpu_milli = 0, memory_mi = 0;
-  bool tainted = false;  // dedicated=x:NoSchedule, which no generated pod tolerates
+  bool tainted = false;  // dedicated=x:NoSchedule, which only pods with `tolerates` tolerate
+  std::string zone;      // label topology.kubernetes.io/zone ("" = none; rich clusters only)
 };
 struct RandomQueue {
   std::string name;
@@ -34,6 +35,18 @@ struct RandomPod {
   std::string name, group;
   int64_t cpu_milli = 0, memory_mi = 0;
   std::string node;  // Running on it when set; Pending otherwise
+  // Rich clusters only (RandomClusterOptions::rich); the defaults render nothing.
+  std::string app;        // label app=<app>: what PDBs and anti-affinity select
+  std::string zone;       // required node affinity: topology.kubernetes.io/zone In [zone]
+  bool tolerates = false;      // tolerates dedicated=x:NoSchedule
+  bool anti_affinity = false;  // required pod anti-affinity to its own app, per hostname
+  bool preemptable = true;     // annotation volcano.sh/preemptable: "false" when not
+  bool never_preempts = false;  // preemptionPolicy: Never
+};
+struct RandomPdb {
+  std::string name, app;  // selects the pods labelled app=<app>
+  int min_available = 1;
+  int disruptions_allowed = 0;  // the status the pdb plugin reads
 };
 
 struct RandomCluster {
@@ -43,19 +56,33 @@ struct RandomCluster {
   std::vector<RandomQueue> queues;
   std::vector<RandomGroup> groups;
   std::vector<RandomPod> pods;  // namespace c1
+  std::vector<RandomPdb> pdbs;  // namespace c1 (rich clusters only)
 
-  // Objects in it (nodes + queues + groups + pods): what shrinking reduces.
-  size_t size() const { return nodes.size() + queues.size() + groups.size() + pods.size(); }
+  // Objects in it (nodes + queues + groups + pods + pdbs): what shrinking reduces.
+  size_t size() const {
+    return nodes.size() + queues.size() + groups.size() + pods.size() + pdbs.size();
+  }
 };
 
 struct RandomClusterOptions {
   // The confs to pick from (one per cluster, chosen by the seed); empty: DefaultRandomConfs().
   std::vector<std::string> confs;
   int max_nodes = 8, max_queues = 3, max_groups = 8, max_group_size = 5;
+  // Rich clusters (the soak's): sizes from tiny to thousands of pods (the max_* above are
+  // ignored), zones, tolerations, node and pod anti-affinity, non-preemptable pods, pods that
+  // never preempt and PDBs, and confs from RichRandomConfs() unless `confs` is set. What the
+  // plain generator draws for a seed does not change with this option's existence: the rich
+  // features come from a second random stream.
+  bool rich = false;
 };
 
 // Volcano's default plugin set; preemption and reclaim; no gang (tasks place one by one).
 const std::vector<std::string>& DefaultRandomConfs();
+
+// Confs that together run every built-in plugin but the extender (which needs an HTTP server)
+// and every action: the default conf with binpack, preemption and reclaim with pdb, capacity
+// instead of proportion, the plugins Volcano leaves out of its default, and shuffle.
+const std::vector<std::string>& RichRandomConfs();
 
 RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& options = {});
 
