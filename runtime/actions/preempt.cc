@@ -11,9 +11,12 @@
 //      victims that are Bound/Running, preemptable, BestEffort when the preemptor is BestEffort,
 //      and belong to another job of the same queue. Commit when the job is then JobPipelined
 //      (and re-queue it if its last task was placed), else discard and drop the job.
-//   3. Phase 2, inside jobs: for every under-request job (all queues', as Volcano iterates one
-//      flat list inside the queue loop), a fresh heap of its Pending tasks; preempt for each task
-//      with victims of the same job, committing each success; stop the job at the first failure.
+//   3. Phase 2, inside jobs: for every under-request job of this queue (volcano-semantics.md
+//      §4.4's underRequest[q]), a fresh heap of its Pending tasks; preempt for each task with
+//      victims of the same job, committing each success; stop the job at the first failure.
+//      Volcano once iterated every queue's under-request jobs here, overwriting their phase-1
+//      heaps; a later queue's phase 1 then lost tasks or, with a separate heap, met tasks phase 2
+//      had pipelined meanwhile. Current Volcano keeps phase 2 inside the queue, as here.
 //   Preempting for one task:
 //   a. not eligible when its preemptionPolicy is Never, or when it has a nominated node that is
 //      gone, that passes the predicates, or (unless the node is UnschedulableAndUnresolvable for
@@ -75,7 +78,7 @@ class PreemptRun {
     PriorityQueue<Queue*> queue_order(queue_less);
     std::unordered_map<const Queue*, PriorityQueue<Job*>> preemptors;
     std::unordered_map<const Job*, PriorityQueue<Task*>> preemptor_tasks;
-    std::vector<Job*> under_request;
+    std::unordered_map<const Queue*, std::vector<Job*>> under_request;
     for (Job* job : ssn_.cluster().jobs()) {
       if (job->IsPending()) continue;
       if (ssn_.JobValid(job).has_value()) continue;
@@ -84,7 +87,7 @@ class PreemptRun {
       if (inserted) queue_order.Push(job->queue);
       if (!ssn_.JobStarving(job)) continue;
       it->second.Push(job);
-      under_request.push_back(job);
+      under_request[job->queue].push_back(job);
       preemptor_tasks.insert_or_assign(job, PendingTasks(job));
     }
 
@@ -114,8 +117,8 @@ class PreemptRun {
         if (assigned) jobs.Push(preemptor_job);
       }
 
-      // 3. Phase 2: inside each starving job.
-      for (Job* job : under_request) {
+      // 3. Phase 2: inside each starving job of this queue.
+      for (Job* job : under_request[queue]) {
         PriorityQueue<Task*> tasks = PendingTasks(job);
         while (!tasks.Empty()) {
           Task* preemptor = tasks.Pop();
