@@ -1,0 +1,1 @@
+simulate --check --check-invariants examples/scenarios/training-cluster.yaml
