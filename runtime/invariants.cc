@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 #include <variant>
@@ -262,33 +263,84 @@ void InvariantChecker::CheckQueueFigures() {
   }
 }
 
+// The snapshot is raw bytes, not text: a soak session with thousands of pods takes one per
+// statement, and formatting them was most of the soak's time. Tasks, nodes and jobs are
+// fixed-size records in cluster order, so a difference is located by its offset and decoded
+// only then; the plugins' queue figures (a few queues) follow as text.
+namespace {
+
+struct SnapshotLayout {
+  size_t resources = 0;  // dimensions stored per Resource
+  size_t task_bytes = 0, node_bytes = 0, job_bytes = 0;
+  size_t tasks = 0, nodes = 0, jobs = 0;
+  size_t TasksEnd() const { return tasks * task_bytes; }
+  size_t NodesEnd() const { return TasksEnd() + nodes * node_bytes; }
+  size_t JobsEnd() const { return NodesEnd() + jobs * job_bytes; }
+};
+
+SnapshotLayout Layout(const Cluster& c) {
+  SnapshotLayout l;
+  l.resources = static_cast<size_t>(ResourceRegistry::Count());
+  l.task_bytes = 3 * sizeof(int32_t);
+  l.node_bytes = 5 * l.resources * sizeof(double) + 2 * sizeof(uint64_t);
+  l.job_bytes = 9 * sizeof(int64_t) + (kTaskStatusCount - 1) * sizeof(uint64_t) + l.resources * sizeof(double);
+  l.tasks = c.tasks().size();
+  l.nodes = c.nodes().size();
+  l.jobs = c.jobs().size();
+  return l;
+}
+
+template <typename T>
+void Put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void PutResource(std::string& out, const Resource& r, size_t n) {
+  out.append(reinterpret_cast<const char*>(r.values), n * sizeof(double));
+}
+
+template <typename T>
+T Get(const std::string& in, size_t offset) {
+  T v;
+  std::memcpy(&v, in.data() + offset, sizeof v);
+  return v;
+}
+
+}  // namespace
+
 std::string InvariantChecker::Snapshot() const {
   // Not compared: what a discard records on purpose (the tasks' last-transaction fields) and the
   // eviction flag a pipelining leaves behind (Volcano's unpipeline does not reset it either).
   const Cluster& c = ssn_.cluster();
+  const SnapshotLayout l = Layout(c);
   std::string out;
+  out.reserve(l.JobsEnd() + 256);
   // A task's node_status means something only while it is on a node.
-  for (const Task* t : c.tasks())
-    out += fmt::format("t {} {} {} {}\n", t->index, static_cast<uint32_t>(Comparable(t->status)),
-                       t->node ? t->node->index : -1,
-                       t->node ? static_cast<uint32_t>(Comparable(t->node_status)) : 0u);
-  for (const Node* n : c.nodes()) {
-    std::vector<int64_t> tasks;
-    for (const Task* t : n->tasks) tasks.push_back(t->index);
-    std::sort(tasks.begin(), tasks.end());
-    out += fmt::format("n {} idle {}used {}rel {}pipe {}nz {}tasks {} aff {}\n", n->index, Values(n->idle),
-                       Values(n->used), Values(n->releasing), Values(n->pipelined),
-                       Values(n->nonzero_requested), fmt::join(tasks, ","), n->affinity_tasks.size());
+  for (const Task* t : c.tasks()) {
+    Put(out, static_cast<uint32_t>(Comparable(t->status)));
+    Put(out, static_cast<int32_t>(t->node ? t->node->index : -1));
+    Put(out, t->node ? static_cast<uint32_t>(Comparable(t->node_status)) : 0u);
   }
+  for (const Node* n : c.nodes()) {
+    for (const Resource* r : {&n->idle, &n->used, &n->releasing, &n->pipelined, &n->nonzero_requested})
+      PutResource(out, *r, l.resources);
+    Put(out, static_cast<uint64_t>(n->tasks.size()));
+    Put(out, static_cast<uint64_t>(n->affinity_tasks.size()));
+  }
+  const size_t bound = static_cast<size_t>(StatusSlot(TaskStatus::Bound));
+  const size_t running = static_cast<size_t>(StatusSlot(TaskStatus::Running));
   for (const Job* j : c.jobs()) {
-    out += fmt::format("j {} {} {} {} {} {}", j->index, j->task_num, j->ready_num, j->waiting_num,
-                       j->valid_num, j->pending_best_effort);
-    out += fmt::format(" {} {} {} {} ", j->roles_short_valid, j->roles_short_ready,
-                       j->roles_short_pipelined, j->roles_short_starving);
-    for (int i = 0; i < kTaskStatusCount; ++i)
-      if (i != StatusSlot(TaskStatus::Bound) && i != StatusSlot(TaskStatus::Running))
-        out += fmt::format("{},", j->by_status[static_cast<size_t>(i)].size());
-    out += fmt::format(" {}\n", Values(j->allocated));
+    for (int64_t v : {j->task_num, j->ready_num, j->waiting_num, j->valid_num, j->pending_best_effort,
+                      j->roles_short_valid, j->roles_short_ready, j->roles_short_pipelined,
+                      j->roles_short_starving})
+      Put(out, v);
+    for (size_t i = 0; i < static_cast<size_t>(kTaskStatusCount); ++i) {
+      if (i == running) continue;
+      uint64_t count = j->by_status[i].size();
+      if (i == bound) count += j->by_status[running].size();
+      Put(out, count);
+    }
+    PutResource(out, j->allocated, l.resources);
   }
   for (const Queue* q : c.queues()) {
     out += fmt::format("q {} {}", q->name, Values(q->allocated));
@@ -307,21 +359,42 @@ std::string InvariantChecker::Snapshot() const {
 void InvariantChecker::CompareDiscard(const std::string& before) {
   std::string after = Snapshot();
   if (after == before) return;
-  // Name the first line that differs: enough to start from.
-  size_t a = 0, b = 0;
-  while (true) {
-    size_t ae = before.find('\n', a), be = after.find('\n', b);
-    std::string_view la = std::string_view(before).substr(a, ae == std::string::npos ? std::string::npos : ae - a);
-    std::string_view lb = std::string_view(after).substr(b, be == std::string::npos ? std::string::npos : be - b);
-    if (la != lb) {
-      Violation(fmt::format("a discarded statement did not restore the session: before `{}`, after `{}`", la, lb));
-      return;
-    }
-    if (ae == std::string::npos || be == std::string::npos) break;
-    a = ae + 1;
-    b = be + 1;
+  const Cluster& c = ssn_.cluster();
+  const SnapshotLayout l = Layout(c);
+  size_t at = 0;
+  while (at < before.size() && at < after.size() && before[at] == after[at]) ++at;
+  std::string what;
+  if (before.size() < l.JobsEnd() || after.size() < l.JobsEnd()) {
+    what = "the snapshot changed size";
+  } else if (at < l.TasksEnd()) {
+    size_t i = at / l.task_bytes, o = i * l.task_bytes;
+    const Task* t = c.tasks()[i];
+    auto node = [&](const std::string& s) {
+      int32_t idx = Get<int32_t>(s, o + 4);
+      return idx < 0 ? std::string("no node") : c.nodes()[static_cast<size_t>(idx)]->name;
+    };
+    what = fmt::format("task {} was {} on {}, is {} on {}", t->Key(),
+                       ToString(static_cast<TaskStatus>(Get<uint32_t>(before, o))), node(before),
+                       ToString(static_cast<TaskStatus>(Get<uint32_t>(after, o))), node(after));
+  } else if (at < l.NodesEnd()) {
+    size_t i = (at - l.TasksEnd()) / l.node_bytes;
+    size_t field = (at - l.TasksEnd() - i * l.node_bytes) / std::max<size_t>(1, l.resources * sizeof(double));
+    static const char* const kFields[] = {"idle", "used", "releasing", "pipelined", "non-zero requests", "task count"};
+    what = fmt::format("node {}: its {} changed", c.nodes()[i]->name, kFields[std::min<size_t>(field, 5)]);
+  } else if (at < l.JobsEnd()) {
+    size_t i = (at - l.NodesEnd()) / l.job_bytes;
+    what = fmt::format("job {}: its counters or allocation changed", c.jobs()[i]->uid);
+  } else {
+    // Queue lines: name the first that differs.
+    auto line = [&](const std::string& s) {
+      size_t b = s.rfind('\n', at == 0 ? 0 : at - 1);
+      b = (b == std::string::npos || b < l.JobsEnd()) ? l.JobsEnd() : b + 1;
+      size_t e = s.find('\n', b);
+      return s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    };
+    what = fmt::format("before `{}`, after `{}`", line(before), line(after));
   }
-  Violation("a discarded statement did not restore the session");
+  Violation("a discarded statement did not restore the session: " + what);
 }
 
 void InvariantChecker::OnEvict(const Task* victim, std::string_view reason) {

@@ -95,7 +95,17 @@ TEST_F(InvariantsTest, CatchesADiscardThatDoesNotRestoreTheSession) {
   // Damage the statement's undo cannot know about (no mutation the session counts).
   N("n1")->nonzero_requested.values[kCpu] += 1;
   st.Discard();
-  EXPECT_TRUE(FoundWith("a discarded statement did not restore the session"));
+  EXPECT_TRUE(FoundWith("a discarded statement did not restore the session: node n1: its non-zero "
+                        "requests changed"));
+}
+
+TEST_F(InvariantsTest, NamesTheTaskADiscardLeftChanged) {
+  Statement st(*ssn);
+  ASSERT_TRUE(st.Allocate(T("ns-p-0"), N("n1")).ok());
+  T("ns-p-1")->status = TaskStatus::Succeeded;
+  st.Discard();
+  EXPECT_TRUE(FoundWith("task ns/p-1 was Pending on no node, is Succeeded on no node"));
+  T("ns-p-1")->status = TaskStatus::Pending;
 }
 
 TEST_F(InvariantsTest, CatchesEvictingANonPreemptablePod) {

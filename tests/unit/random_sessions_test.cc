@@ -17,7 +17,7 @@
 //     (running + bound + pipelined), when the conf runs the gang plugin;
 //   - built-in policies never fault;
 //   - determinism: the same scenario gives the same decisions twice.
-// KILN_SOAK_SESSIONS (default 40 here; scripts/soak sets it) and KILN_SOAK_SEED choose the run.
+// KILN_SOAK_SESSIONS (default 200 here, what CI runs; scripts/soak sets it) and KILN_SOAK_SEED choose the run.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -132,7 +132,7 @@ TEST(RandomSessions, InvariantsHoldInEverySession) {
   SetInvariantChecking(true);
   RandomClusterOptions options;
   options.rich = true;
-  int sessions = EnvInt("KILN_SOAK_SESSIONS", 40);
+  int sessions = EnvInt("KILN_SOAK_SESSIONS", 200);
   uint64_t seed0 = static_cast<uint64_t>(EnvInt("KILN_SOAK_SEED", 1));
   int violations = 0;
   for (int i = 0; i < sessions; ++i) {
