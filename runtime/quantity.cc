@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <cmath>
 #include <limits>
 
@@ -284,6 +285,14 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   if (i != s.size()) return invalid();
   int64_t days = DaysFromCivil(year, month, day);
   int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+  // Nanoseconds since 1970 in an int64 reach from 1677-09-21 to 2262-04-11: a time outside is
+  // refused rather than wrapped around (found by the kube fuzzer).
+  constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
+  if (secs > kMaxSeconds || secs < -kMaxSeconds)
+    return Error{fmt::format("invalid timestamp \"{}\": outside 1677-09-22 to 2262-04-10, the times "
+                             "nanoseconds since 1970 can hold",
+                             text),
+                 {}};
   return secs * 1'000'000'000 + frac_ns;
 }
 

@@ -198,7 +198,9 @@ class Document::Builder {
           size_t count = kids_.size() - f.first_child;
           auto** children =
               static_cast<const NodeData**>(arena_.Allocate(sizeof(NodeData*) * (count ? count : 1)));
-          std::memcpy(children, kids_.data() + f.first_child, sizeof(NodeData*) * count);
+          // An empty collection has no children to copy (and kids_ may have no storage yet).
+          if (count > 0)
+            std::memcpy(children, kids_.data() + f.first_child, sizeof(NodeData*) * count);
           kids_.resize(f.first_child);
           f.node->data = children;
           f.node->size = static_cast<uint32_t>(f.node->type == NodeType::Map ? count / 2 : count);

@@ -112,6 +112,16 @@ TEST(Timestamp, Rfc3339) {
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.error().message, fmt::format("invalid timestamp \"{}\"", bad));
   }
+  // The ends of what int64 nanoseconds hold; beyond them an error, not a wrapped-around time
+  // (the kube fuzzer found the overflow).
+  EXPECT_TRUE(ParseTimestamp("1678-01-01T00:00:00Z").ok());
+  EXPECT_TRUE(ParseTimestamp("2262-01-01T00:00:00Z").ok());
+  EXPECT_LT(*ParseTimestamp("1678-01-01T00:00:00Z"), *ParseTimestamp("1970-01-01T00:00:00Z"));
+  for (std::string_view far : {"1012-03-04T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"}) {
+    auto t = ParseTimestamp(far);
+    ASSERT_FALSE(t.ok()) << far;
+    EXPECT_NE(t.error().message.find("outside 1677-09-22 to 2262-04-10"), std::string::npos);
+  }
 }
 
 }  // namespace
