@@ -75,6 +75,21 @@ tiers:
   - name: nodegroup
   - name: usage
 )");
+    // priority has the last word on preempt's victims here (drf's Preemptable is off): the
+    // session checker then also holds preempt to lower-priority victims.
+    out.push_back(R"(actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: gang
+  - name: conformance
+  - name: priority
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+)");
     out.push_back(R"(actions: "allocate, shuffle"
 tiers:
 - plugins:

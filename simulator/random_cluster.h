@@ -81,7 +81,8 @@ const std::vector<std::string>& DefaultRandomConfs();
 
 // Confs that together run every built-in plugin but the extender (which needs an HTTP server)
 // and every action: the default conf with binpack, preemption and reclaim with pdb, capacity
-// instead of proportion, the plugins Volcano leaves out of its default, and shuffle.
+// instead of proportion, the plugins Volcano leaves out of its default, priority deciding
+// preempt's victims alone, and shuffle.
 const std::vector<std::string>& RichRandomConfs();
 
 RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& options = {});
