@@ -274,6 +274,11 @@ CallValue RunOne(Session& ssn, Resolver& res, const CallSpec& c, Task* empty_tas
     }
     case ExtensionPoint::SessionOpen:
     case ExtensionPoint::SessionClose:
+    // The dry-run points of topology-aware preemption change what a plugin precomputed for one
+    // preemptor; a direct call has no such run to be part of.
+    case ExtensionPoint::SimulateRemoveTask:
+    case ExtensionPoint::SimulateAddTask:
+    case ExtensionPoint::SimulatePredicate:
       break;
   }
   return Fail(fmt::format("`{}` is not callable", c.fn));

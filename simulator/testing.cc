@@ -64,7 +64,7 @@ void TestDiscovery::Search(const std::string& dir, const std::string& suite,
       }
       Search(path, suite, out, error);
     } else if (IsYamlFile(p) && LooksLikeTest(path)) {
-      out.push_back(TestCase{path, path, suite, {}, {}});
+      out.push_back(TestCase{path, path, suite, {}, {}, {}, {}, {}});
     }
   }
 }
@@ -84,7 +84,7 @@ Result<std::vector<TestCase>> TestDiscovery::Discover(const std::vector<std::str
       if (error) return *error;
     } else if (fs::exists(path, ec)) {
       std::string suite = fs::path(path).parent_path().string();
-      out.push_back(TestCase{path, path, suite.empty() ? "." : suite, {}, {}});
+      out.push_back(TestCase{path, path, suite.empty() ? "." : suite, {}, {}, {}, {}, {}});
     } else {
       return Error{fmt::format("{}: no such file or directory", path), {}};
     }
