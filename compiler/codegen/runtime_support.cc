@@ -51,8 +51,8 @@ struct KMap {
 
   static uint64_t HashInt(int64_t key) {
     // Keys are often pointers (views): multiply-shift spreads their aligned low bits.
-    uint64_t x = static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull;
-    return x ^ (x >> 29);
+    uint64_t x = static_cast<uint64_t>(key) * kMapHashMultiplier;
+    return x ^ (x >> kMapHashShift);
   }
   static uint64_t HashStr(std::string_view key) {
     uint64_t h = 1469598103934665603ull;
@@ -163,7 +163,8 @@ struct KMap {
 };
 
 static_assert(offsetof(KMap, size) == kMapSizeOffset && offsetof(KMap, int_keys) == kMapIntKeysOffset &&
-              offsetof(KMap, values) == kMapValuesOffset);
+              offsetof(KMap, values) == kMapValuesOffset && offsetof(KMap, index) == kMapIndexOffset &&
+              offsetof(KMap, index_mask) == kMapIndexMaskOffset);
 static_assert(std::is_trivially_destructible_v<KMap>);
 
 namespace {
@@ -211,6 +212,34 @@ struct NestedCall {
   AppendBuffer outer_append;
 };
 thread_local int t_nesting = 0;  // handler calls in progress beyond the outermost
+
+// The state Resources read this outermost handler call into something that may still hold them
+// (kiln_rt_res_pin): stores into their slots copy instead of overwriting them in place. Cleared
+// when the next outermost call starts, as nothing of a call outlives it but state. Past
+// kMaxPins the set stops tracking and every store copies (the old behaviour), which keeps the
+// check a short scan.
+struct PinnedResources {
+  static constexpr int kMaxPins = 32;
+  const Resource* pins[kMaxPins];
+  int n = 0;
+  bool overflow = false;
+
+  bool Has(const Resource* r) const {
+    if (overflow) return true;
+    for (int i = 0; i < n; ++i)
+      if (pins[i] == r) return true;
+    return false;
+  }
+  void Add(const Resource* r) {
+    if (overflow || Has(r)) return;
+    if (n == kMaxPins) {
+      overflow = true;
+      return;
+    }
+    pins[n++] = r;
+  }
+};
+thread_local PinnedResources t_pinned;
 thread_local std::vector<std::unique_ptr<NestedCall>> t_nested;
 
 jmp_buf* CurrentFaultTarget() {
@@ -373,7 +402,8 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
       KILN_SYM(kiln_rt_map_key_s),      KILN_SYM(kiln_rt_map_value_at),
       KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
-      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
+      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_store),      KILN_SYM(kiln_rt_res_pin),
+      KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
       KILN_SYM(kiln_rt_res_sub),        KILN_SYM(kiln_rt_res_mul),
       KILN_SYM(kiln_rt_res_set),        KILN_SYM(kiln_rt_res_get),
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
@@ -420,6 +450,8 @@ void* kiln_rt_enter() {
     return &call.fault_jmp;
   }
   kiln::t_append = {};
+  kiln::t_pinned.n = 0;
+  kiln::t_pinned.overflow = false;
   Arena& arena = kiln::ThreadCallArena();
   arena.Reset();
   arena.set_limit(kiln::PolicyCallMemoryBudget());
@@ -612,6 +644,18 @@ Resource* kiln_rt_res_copy(const Resource* r, void* arena) {
     *out = *r;
     return out;
   });
+}
+
+Resource* kiln_rt_res_store(Resource* old, const Resource* v, const Resource* empty, void* arena) {
+  if (old && old != empty && !kiln::t_pinned.Has(old)) {
+    if (old != v) *old = *v;
+    return old;
+  }
+  return kiln_rt_res_copy(v, arena);
+}
+
+void kiln_rt_res_pin(const Resource* r) {
+  if (r) kiln::t_pinned.Add(r);
 }
 
 Resource* kiln_rt_res_add(const Resource* a, const Resource* b) {
