@@ -174,6 +174,32 @@ on node_order(task: Task, node: Node) -> float {
   EXPECT_EQ(score, 10018.0 + 3000000.0 + 2.0);
 }
 
+// "cpu" and "memory" are recognised inline by their bytes (codegen ResourceIdOf); names that
+// differ in one byte or in length go to the registry and read their own dimension.
+TEST(CodegenSemantics, ResourceNamesCloseToCpuAndMemoryAreOtherDimensions) {
+  auto l = Load(R"(policy near;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0.0;
+  var scale = 1.0;
+  for name in split("cpu,memory,cpx,cpU,Cpu,cp,cpuu,memorx,Memory,memor,memoryy,xemory", ",") {
+    total += task.resreq[name] * scale;
+    scale *= 10.0;
+  }
+  return total;
+}
+)");
+  ASSERT_TRUE(l);
+  Task task;
+  task.resreq.Set(kCpu, 1);
+  task.resreq.Set(kMemory, 2);
+  task.resreq.Set(*ResourceRegistry::Intern("cpx"), 3);
+  task.resreq.Set(*ResourceRegistry::Intern("memorx"), 4);
+  Node node;
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1.0 + 20.0 + 300.0 + 4.0 * 1e7);  // memorx is the 8th name
+}
+
 TEST(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
   auto l = Load(R"(policy counter;
 state placed: int;
