@@ -792,6 +792,56 @@ class Lowering {
   // (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
   // past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
   // value size folds to a constant.
+  // Past the linear limit, KMap::FindInt's open-addressing probe as JIT'd code: a direct call
+  // instead of the host's kiln_rt_map_find_i (drf's job_order does two per comparison in a
+  // 10k-entry map). Kept out of line so the small-map scan stays small enough to inline.
+  Function* MapProbeIntFn() {
+    if (map_probe_i_) return map_probe_i_;
+    auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                                Function::InternalLinkage, "kiln.map.probe_i", m_);
+    fn->addFnAttr(llvm::Attribute::NoInline);
+    fn->setDoesNotThrow();
+    fn->setOnlyReadsMemory();
+    fn->setWillReturn();
+    llvm::IRBuilder<> b(ctx_);
+    Value* map = fn->getArg(0);
+    Value* key = fn->getArg(1);
+    Value* value_size = fn->getArg(2);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* probe = BasicBlock::Create(ctx_, "probe", fn);
+    auto* occupied = BasicBlock::Create(ctx_, "occupied", fn);
+    auto* hit = BasicBlock::Create(ctx_, "hit", fn);
+    auto* step = BasicBlock::Create(ctx_, "next", fn);
+    auto* missing = BasicBlock::Create(ctx_, "missing", fn);
+    b.SetInsertPoint(entry);
+    Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
+    Value* index = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIndexOffset));
+    Value* mask = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapIndexMaskOffset));
+    Value* x = b.CreateMul(key, b.getInt64(static_cast<int64_t>(kMapHashMultiplier)));
+    Value* h = b.CreateXor(x, b.CreateLShr(x, b.getInt64(kMapHashShift)));
+    Value* first = b.CreateAnd(h, mask);
+    b.CreateBr(probe);
+    b.SetInsertPoint(probe);
+    llvm::PHINode* bucket = b.CreatePHI(i64_, 2);
+    bucket->addIncoming(first, entry);
+    Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, index, bucket));
+    b.CreateCondBr(b.CreateICmpEQ(e, b.getInt32(0)), missing, occupied);
+    b.SetInsertPoint(occupied);
+    Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
+    Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
+    b.CreateCondBr(b.CreateICmpEQ(k, key), hit, step);
+    b.SetInsertPoint(step);
+    bucket->addIncoming(b.CreateAnd(b.CreateAdd(bucket, b.getInt64(1)), mask), step);
+    b.CreateBr(probe);
+    b.SetInsertPoint(hit);
+    Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
+    b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
+    b.SetInsertPoint(missing);
+    b.CreateRet(llvm::ConstantPointerNull::get(ptr_));
+    map_probe_i_ = fn;
+    return fn;
+  }
+
   Function* MapFindIntFn() {
     if (map_find_i_) return map_find_i_;
     auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
@@ -817,37 +867,8 @@ class Lowering {
     b.SetInsertPoint(entry);
     Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
     b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
-    {
-      // Past the linear limit, KMap::FindInt's open-addressing probe, inline: a host call per
-      // lookup was a third of drf's job_order (two lookups in a 10k-entry map per comparison).
-      b.SetInsertPoint(hashed);
-      auto* probe = BasicBlock::Create(ctx_, "probe", fn);
-      auto* occupied = BasicBlock::Create(ctx_, "probe.occupied", fn);
-      auto* hit = BasicBlock::Create(ctx_, "probe.hit", fn);
-      auto* step = BasicBlock::Create(ctx_, "probe.next", fn);
-      Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
-      Value* index = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIndexOffset));
-      Value* mask = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapIndexMaskOffset));
-      Value* x = b.CreateMul(key, b.getInt64(static_cast<int64_t>(kMapHashMultiplier)));
-      Value* h = b.CreateXor(x, b.CreateLShr(x, b.getInt64(kMapHashShift)));
-      Value* first = b.CreateAnd(h, mask);
-      b.CreateBr(probe);
-      b.SetInsertPoint(probe);
-      llvm::PHINode* bucket = b.CreatePHI(i64_, 2);
-      bucket->addIncoming(first, hashed);
-      Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, index, bucket));
-      b.CreateCondBr(b.CreateICmpEQ(e, b.getInt32(0)), missing, occupied);
-      b.SetInsertPoint(occupied);
-      Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
-      Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
-      b.CreateCondBr(b.CreateICmpEQ(k, key), hit, step);
-      b.SetInsertPoint(step);
-      bucket->addIncoming(b.CreateAnd(b.CreateAdd(bucket, b.getInt64(1)), mask), step);
-      b.CreateBr(probe);
-      b.SetInsertPoint(hit);
-      Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
-      b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
-    }
+    b.SetInsertPoint(hashed);
+    b.CreateRet(b.CreateCall(MapProbeIntFn(), {map, key, value_size}));
     b.SetInsertPoint(scan);
     Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
     b.CreateBr(loop);
@@ -2642,6 +2663,7 @@ class Lowering {
   llvm::StructType* args_ty_ = nullptr;
   llvm::GlobalVariable* empty_resource_ = nullptr;
   Function* map_find_i_ = nullptr;
+  Function* map_probe_i_ = nullptr;
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;
   std::map<const ast::StateDecl*, unsigned> state_index_;
