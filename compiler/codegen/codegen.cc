@@ -2426,11 +2426,16 @@ class Lowering {
     if (guarded) {
       // Fault recovery (runtime_support.cc): a faulting intrinsic longjmps here, and the handler
       // answers the zero value of its result; the session has recorded the fault.
+      // The buffer is __builtin_setjmp's: the frame address, the resume address (stored by
+      // eh.sjlj.setjmp) and the stack pointer; the host's __builtin_longjmp jumps back.
       Value* buf = CallRt("kiln_rt_enter", ptr_, {});
-      llvm::FunctionCallee sj = Rt("_setjmp", i32_, {ptr_});
-      if (auto* f = llvm::dyn_cast<Function>(sj.getCallee())) f->addFnAttr(llvm::Attribute::ReturnsTwice);
-      llvm::CallInst* jumped = b_.CreateCall(sj, {buf});
-      jumped->addFnAttr(llvm::Attribute::ReturnsTwice);
+      Value* frame = b_.CreateCall(
+          llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::frameaddress, {ptr_}), {b_.getInt32(0)});
+      b_.CreateStore(frame, buf);
+      Value* sp = b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::stacksave));
+      b_.CreateStore(sp, b_.CreateConstGEP1_64(ptr_, buf, 2));
+      llvm::CallInst* jumped =
+          b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::eh_sjlj_setjmp), {buf});
       BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);
       BasicBlock* run = BasicBlock::Create(ctx_, "run", fn);
       b_.CreateCondBr(b_.CreateICmpNE(jumped, b_.getInt32(0)), faulted, run);

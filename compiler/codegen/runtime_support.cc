@@ -198,7 +198,12 @@ KList CopyAppend(const void* items, int64_t n, const void* elem, int64_t elem_si
 // kiln_rt_leave). JIT'd code after a failed intrinsic would run on a null result, so the fault
 // abandons the whole handler call instead: the session then counts the fault and treats the
 // answer as the point's abstain/failure. JIT frames hold no C++ objects, so skipping them is safe.
-thread_local jmp_buf t_fault_jmp;
+// The target is a __builtin_setjmp buffer (frame pointer, resume address, stack pointer, two
+// spare words), not a libc jmp_buf: the thunk fills it with three stores and LLVM's
+// eh.sjlj.setjmp, which costs a fraction of _setjmp on every guarded handler call; the
+// callee-saved registers are restored by the thunk's own epilogue after the jump.
+using FaultJmp = void*[5];
+thread_local FaultJmp t_fault_jmp;
 thread_local bool t_fault_jmp_armed = false;
 
 // Handler calls nest when a host function runs the session's other handlers on behalf of the
@@ -206,7 +211,7 @@ thread_local bool t_fault_jmp_armed = false;
 // its own call arena and fault target, so it cannot reset the memory the outer handler is still
 // using, and kiln_rt_leave (or a fault) hands the outer handler's back.
 struct NestedCall {
-  jmp_buf fault_jmp;
+  FaultJmp fault_jmp;
   Arena arena;
   Arena* outer_arena = nullptr;
   AppendBuffer outer_append;
@@ -242,7 +247,7 @@ struct PinnedResources {
 thread_local PinnedResources t_pinned;
 thread_local std::vector<std::unique_ptr<NestedCall>> t_nested;
 
-jmp_buf* CurrentFaultTarget() {
+FaultJmp* CurrentFaultTarget() {
   return t_nesting == 0 ? &t_fault_jmp : &t_nested[t_nesting - 1]->fault_jmp;
 }
 
@@ -256,13 +261,13 @@ void PopNestedCall() {
 }
 
 [[noreturn]] void AbandonHandler() {
-  jmp_buf* target = CurrentFaultTarget();
+  FaultJmp* target = CurrentFaultTarget();
   if (t_nesting > 0) {
     PopNestedCall();
   } else {
     t_fault_jmp_armed = false;
   }
-  longjmp(*target, 1);
+  __builtin_longjmp(*target, 1);
 }
 
 template <typename R, typename F>
@@ -391,7 +396,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
 #define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
-      KILN_SYM(kiln_rt_leave),          HostSymbol{"_setjmp", reinterpret_cast<void*>(&_setjmp)},
+      KILN_SYM(kiln_rt_leave),
       KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),        KILN_SYM(kiln_rt_fit_combine),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
