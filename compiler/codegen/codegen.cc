@@ -792,6 +792,41 @@ class Lowering {
   // (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
   // past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
   // value size folds to a constant.
+  // String equality inline: strings of different lengths differ without a call (most taint
+  // effects, label values and names compared in predicates), and equal lengths compare bytes with
+  // memcmp, which the code generator expands into a few loads when one side is a literal.
+  Function* StrEqFn() {
+    if (str_eq_) return str_eq_;
+    auto* fn = Function::Create(llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
+                                Function::InternalLinkage, "kiln.str_eq", m_);
+    fn->addFnAttr(llvm::Attribute::AlwaysInline);
+    fn->setDoesNotThrow();
+    fn->setOnlyReadsMemory();
+    fn->setWillReturn();
+    llvm::IRBuilder<> b(ctx_);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* same_len = BasicBlock::Create(ctx_, "same_len", fn);
+    auto* bytes = BasicBlock::Create(ctx_, "bytes", fn);
+    auto* differ = BasicBlock::Create(ctx_, "differ", fn);
+    auto* equal = BasicBlock::Create(ctx_, "equal", fn);
+    b.SetInsertPoint(entry);
+    b.CreateCondBr(b.CreateICmpEQ(fn->getArg(1), fn->getArg(3)), same_len, differ);
+    b.SetInsertPoint(same_len);
+    // Empty strings may have null data.
+    b.CreateCondBr(b.CreateICmpSLE(fn->getArg(1), b.getInt64(0)), equal, bytes);
+    b.SetInsertPoint(bytes);
+    llvm::FunctionCallee memcmp = m_.getOrInsertFunction(
+        "memcmp", llvm::FunctionType::get(b.getInt32Ty(), {ptr_, ptr_, i64_}, false));
+    Value* c = b.CreateCall(memcmp, {fn->getArg(0), fn->getArg(2), fn->getArg(1)});
+    b.CreateRet(b.CreateICmpEQ(c, b.getInt32(0)));
+    b.SetInsertPoint(differ);
+    b.CreateRet(b.getFalse());
+    b.SetInsertPoint(equal);
+    b.CreateRet(b.getTrue());
+    str_eq_ = fn;
+    return fn;
+  }
+
   // Past the linear limit, KMap::FindInt's open-addressing probe as JIT'd code: a direct call
   // instead of the host's kiln_rt_map_find_i (drf's job_order does two per comparison in a
   // 10k-entry map). Kept out of line so the small-map scan stays small enough to inline.
@@ -1443,6 +1478,11 @@ class Lowering {
       Value* c = IsFloatLike(rt) ? r : b_.CreateSIToFP(r, f64_);
       return b_.CreateFCmp(pick(P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT,
                                 P::FCMP_OGE), a, c);
+    }
+    if (IsKind(lt, TypeKind::String) && (op == Op::Eq || op == Op::Ne)) {
+      Value* eq = b_.CreateCall(StrEqFn(), {b_.CreateExtractValue(l, {0}), b_.CreateExtractValue(l, {1}),
+                                            b_.CreateExtractValue(r, {0}), b_.CreateExtractValue(r, {1})});
+      return op == Op::Eq ? eq : b_.CreateNot(eq);
     }
     if (IsKind(lt, TypeKind::String)) {
       Value* c = CallRt("kiln_rt_str_cmp", i32_,
@@ -2669,6 +2709,7 @@ class Lowering {
   llvm::GlobalVariable* empty_resource_ = nullptr;
   Function* map_find_i_ = nullptr;
   Function* map_probe_i_ = nullptr;
+  Function* str_eq_ = nullptr;
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;
   std::map<const ast::StateDecl*, unsigned> state_index_;

@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <csetjmp>
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>  // bcmp
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -397,6 +397,10 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
       KILN_SYM(kiln_rt_leave),
+      // String equality calls memcmp (or bcmp, which LLVM may turn it into) when it is not
+      // expanded inline.
+      HostSymbol{"memcmp", reinterpret_cast<void*>(&std::memcmp)},
+      HostSymbol{"bcmp", reinterpret_cast<void*>(&bcmp)},
       KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),        KILN_SYM(kiln_rt_fit_combine),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),

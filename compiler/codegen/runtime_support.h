@@ -109,7 +109,8 @@ extern "C" {
 // ---- arena ----
 void* kiln_rt_alloc(int64_t size);
 // Handler entry: resets this thread's call arena, makes it current, and arms fault recovery;
-// returns the jmp_buf the thunk must _setjmp on (an intrinsic that faults longjmps back there).
+// returns the five-word __builtin_setjmp buffer the thunk fills (frame address, eh.sjlj.setjmp's
+// resume address, stack pointer); an intrinsic that faults __builtin_longjmps back there.
 void* kiln_rt_enter();
 // Handler exit: disarms fault recovery.
 void kiln_rt_leave();

@@ -105,6 +105,23 @@ TEST(CodegenSemantics, StringsConcatenateAndCompare) {
             1.0);
 }
 
+// `==` and `!=` on strings compare inline (lengths, then bytes) rather than through
+// kiln_rt_str_cmp: every case of a length or byte difference, empty strings, run-time strings
+// against literals and against each other.
+TEST(CodegenSemantics, StringEqualityComparesLengthsThenBytes) {
+  EXPECT_EQ(EvalFloat("let parts = split(\"NoSchedule,NoSchedulf,PreferNoSchedule,,NoSchedule\", \",\");\n"
+                      "var bits = 0;\n"
+                      "if parts[0] == \"NoSchedule\" { bits += 1; }\n"        // equal to a literal
+                      "if parts[1] != \"NoSchedule\" { bits += 2; }\n"        // last byte differs
+                      "if parts[2] != parts[0] { bits += 4; }\n"              // lengths differ
+                      "if parts[3] == \"\" { bits += 8; }\n"                  // empty
+                      "if parts[3] != parts[0] and parts[0] != parts[3] { bits += 16; }\n"
+                      "if parts[4] == parts[0] { bits += 32; }\n"             // equal, not shared
+                      "if not (parts[1] == parts[0]) { bits += 64; }\n"
+                      "return float(bits);"),
+            127.0);
+}
+
 TEST(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
   EXPECT_EQ(EvalFloat("let xs = [3, 1, 4, 1, 5];\n"
                       "let big = [x for x in xs where x > 1 order by x desc];\n"
