@@ -6,7 +6,18 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <cstdlib>
+#include <string_view>
+
 namespace kiln {
+
+bool LoopBudgetDisabledForMeasurement() {
+  static const bool disabled = [] {
+    const char* v = std::getenv("KILN_MEASURE_NO_LOOP_BUDGET");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return disabled;
+}
 
 llvm::Value* LoopBudget::FuelPointer(llvm::Function* fn) {
   // One call per function, at the top of its entry block. Looked up rather than remembered:
@@ -32,6 +43,10 @@ llvm::Value* LoopBudget::FuelPointer(llvm::Function* fn) {
 }
 
 void LoopBudget::BackEdge(llvm::IRBuilder<>& b, llvm::BasicBlock* head, llvm::BasicBlock* exit) {
+  if (LoopBudgetDisabledForMeasurement()) {
+    b.CreateBr(head);
+    return;
+  }
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   llvm::Value* fuel = FuelPointer(fn);
   llvm::Value* left = b.CreateSub(b.CreateLoad(b.getInt64Ty(), fuel), b.getInt64(1));

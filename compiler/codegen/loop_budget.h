@@ -21,6 +21,11 @@ class IRBuilderDefaultInserter;
 
 namespace kiln {
 
+// KILN_MEASURE_NO_LOOP_BUDGET=1 compiles handlers without the counted back-edges, to measure what
+// the counters cost (issue #16); never for production: a policy's loops are then unbounded at run
+// time. Compile-cache keys differ in this mode, so such objects never meet normal ones.
+bool LoopBudgetDisabledForMeasurement();
+
 class LoopBudget {
  public:
   explicit LoopBudget(llvm::Module& module) : module_(module) {}
