@@ -792,17 +792,24 @@ class Lowering {
   // (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
   // past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
   // value size folds to a constant.
+  // An internal helper function the JIT'd code calls for a pure read: no throw, reads memory
+  // only, returns; always inlined, or never (kept out of line to keep its callers small).
+  Function* PureHelper(const char* name, llvm::FunctionType* type, bool always_inline) {
+    auto* fn = Function::Create(type, Function::InternalLinkage, name, m_);
+    fn->addFnAttr(always_inline ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+    fn->setDoesNotThrow();
+    fn->setOnlyReadsMemory();
+    fn->setWillReturn();
+    return fn;
+  }
+
   // String equality inline: strings of different lengths differ without a call (most taint
   // effects, label values and names compared in predicates), and equal lengths compare bytes with
   // memcmp, which the code generator expands into a few loads when one side is a literal.
   Function* StrEqFn() {
     if (str_eq_) return str_eq_;
-    auto* fn = Function::Create(llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
-                                Function::InternalLinkage, "kiln.str_eq", m_);
-    fn->addFnAttr(llvm::Attribute::AlwaysInline);
-    fn->setDoesNotThrow();
-    fn->setOnlyReadsMemory();
-    fn->setWillReturn();
+    Function* fn = PureHelper("kiln.str_eq", llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
+                              /*always_inline=*/true);
     llvm::IRBuilder<> b(ctx_);
     auto* entry = BasicBlock::Create(ctx_, "entry", fn);
     auto* same_len = BasicBlock::Create(ctx_, "same_len", fn);
@@ -832,12 +839,8 @@ class Lowering {
   // 10k-entry map). Kept out of line so the small-map scan stays small enough to inline.
   Function* MapProbeIntFn() {
     if (map_probe_i_) return map_probe_i_;
-    auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
-                                Function::InternalLinkage, "kiln.map.probe_i", m_);
-    fn->addFnAttr(llvm::Attribute::NoInline);
-    fn->setDoesNotThrow();
-    fn->setOnlyReadsMemory();
-    fn->setWillReturn();
+    Function* fn = PureHelper("kiln.map.probe_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                              /*always_inline=*/false);
     llvm::IRBuilder<> b(ctx_);
     Value* map = fn->getArg(0);
     Value* key = fn->getArg(1);
@@ -879,14 +882,10 @@ class Lowering {
 
   Function* MapFindIntFn() {
     if (map_find_i_) return map_find_i_;
-    auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
-                                Function::InternalLinkage, "kiln.map.find_i", m_);
-    fn->addFnAttr(llvm::Attribute::AlwaysInline);
     // A pure read: the optimiser may merge repeated lookups of one key in one map while nothing
     // writes memory in between (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE).
-    fn->setDoesNotThrow();
-    fn->setOnlyReadsMemory();
-    fn->setWillReturn();
+    Function* fn = PureHelper("kiln.map.find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                              /*always_inline=*/true);
     llvm::IRBuilder<> b(ctx_);
     Value* map = fn->getArg(0);
     Value* key = fn->getArg(1);
@@ -1644,12 +1643,8 @@ class Lowering {
   // function is, so repeated lookups of one name merge.
   Value* ResourceIdOf(Value* name) {
     if (!res_id_fn_) {
-      auto* fn = Function::Create(llvm::FunctionType::get(i32_, {ptr_, i64_}, false),
-                                  Function::InternalLinkage, "kiln.res_id", m_);
-      fn->addFnAttr(llvm::Attribute::AlwaysInline);
-      fn->setDoesNotThrow();
-      fn->setOnlyReadsMemory();
-      fn->setWillReturn();
+      Function* fn = PureHelper("kiln.res_id", llvm::FunctionType::get(i32_, {ptr_, i64_}, false),
+                                /*always_inline=*/true);
       llvm::IRBuilder<> b(ctx_);
       Value* p = fn->getArg(0);
       Value* n = fn->getArg(1);
