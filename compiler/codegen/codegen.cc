@@ -164,6 +164,7 @@ class Lowering {
     }
     EmitStateInit();
     EmitArgsDefault();
+    budget_.Finish();
   }
 
  private:
