@@ -19,6 +19,7 @@
 #include "compiler/codegen/loop_budget.h"
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
+#include "compiler/codegen/state_in_place.h"
 #include "compiler/passes/walk.h"
 #include "runtime/abi.h"
 #include "runtime/model.h"
@@ -126,6 +127,7 @@ class Lowering {
   }
 
   void Run(LoweredPolicy& out) {
+    in_place_ = codegen::AnalyzeInPlaceState(policy_);
     // State and argument blocks.
     std::vector<llvm::Type*> state_fields;
     for (const ast::StateDecl* s : policy_.All<ast::StateDecl>()) {
@@ -162,6 +164,7 @@ class Lowering {
     }
     EmitStateInit();
     EmitArgsDefault();
+    budget_.Finish();
   }
 
  private:
@@ -486,6 +489,13 @@ class Lowering {
     }
   }
 
+  // The Resource to keep in a state slot that holds `old` after storing `v` (state_in_place.h):
+  // `old` itself, overwritten, unless it is pinned or the shared empty resource.
+  Value* StoreResourceInPlace(Value* old, Value* v) {
+    return CallRt("kiln_rt_res_store", ptr_, {old, v, EmptyResource(), CtxField(kCtxSessionArena, ptr_)},
+                  true);
+  }
+
   // Emits `for (i = 0; i < n; ++i) body(i)`.
   template <typename F>
   void ForRange(Value* n, F body) {
@@ -616,7 +626,13 @@ class Lowering {
       if (name->ref == ast::NameKind::State) {
         Value* slot = StatePtr(name->state_decl);
         Value* old = a.op == ast::AssignOp::Set ? nullptr : b_.CreateLoad(Ty(t), slot);
-        b_.CreateStore(Persist(combine(old, t), t), slot);
+        Value* nv = combine(old, t);
+        if (IsKind(t, TypeKind::Resource) && in_place_.vars.count(name->state_decl)) {
+          // Loaded again: the right-hand side may have stored into this state.
+          b_.CreateStore(StoreResourceInPlace(b_.CreateLoad(ptr_, slot), nv), slot);
+          return;
+        }
+        b_.CreateStore(Persist(nv, t), slot);
         return;
       }
       Fail(&a, "assignment to something that is not a variable or state");
@@ -631,7 +647,7 @@ class Lowering {
       Value* slot = var->ref == ast::NameKind::Local ? LocalSlot(var->local) : StatePtr(var->state_decl);
       Value* old = b_.CreateLoad(ptr_, slot);
       Value* name = Emit(*index->index);
-      Value* id = CallRt("kiln_rt_res_id", i32_, {StrPart(name, 0), StrPart(name, 1)});
+      Value* id = ResourceIdOf(name);
       Value* arena = var->ref == ast::NameKind::State ? CtxField(kCtxSessionArena, ptr_)
                                                       : static_cast<Value*>(llvm::ConstantPointerNull::get(ptr_));
       const Type* ft = FloatType();
@@ -662,6 +678,11 @@ class Lowering {
       if (!slot || CallsPolicyFunction(*a.value))
         slot = MapSlot(mt, map, key, index->index->type, /*insert=*/true, vt);
       bool into_state = RootIsState(*index->operand);
+      if (const auto* m = ast::As<ast::NameRef>(index->operand.get());
+          m && m->ref == ast::NameKind::State && in_place_.vars.count(m->state_decl)) {
+        b_.CreateStore(StoreResourceInPlace(b_.CreateLoad(ptr_, slot), nv), slot);
+        return;
+      }
       b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
       return;
     }
@@ -772,16 +793,100 @@ class Lowering {
   // (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
   // past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
   // value size folds to a constant.
-  Function* MapFindIntFn() {
-    if (map_find_i_) return map_find_i_;
-    auto* fn = Function::Create(llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
-                                Function::InternalLinkage, "kiln.map.find_i", m_);
-    fn->addFnAttr(llvm::Attribute::AlwaysInline);
-    // A pure read: the optimiser may merge repeated lookups of one key in one map while nothing
-    // writes memory in between (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE).
+  // An internal helper function the JIT'd code calls for a pure read: no throw, reads memory
+  // only, returns; always inlined, or never (kept out of line to keep its callers small).
+  Function* PureHelper(const char* name, llvm::FunctionType* type, bool always_inline) {
+    auto* fn = Function::Create(type, Function::InternalLinkage, name, m_);
+    fn->addFnAttr(always_inline ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
     fn->setDoesNotThrow();
     fn->setOnlyReadsMemory();
     fn->setWillReturn();
+    return fn;
+  }
+
+  // String equality inline: strings of different lengths differ without a call (most taint
+  // effects, label values and names compared in predicates), and equal lengths compare bytes with
+  // memcmp, which the code generator expands into a few loads when one side is a literal.
+  Function* StrEqFn() {
+    if (str_eq_) return str_eq_;
+    Function* fn = PureHelper("kiln.str_eq", llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
+                              /*always_inline=*/true);
+    llvm::IRBuilder<> b(ctx_);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* same_len = BasicBlock::Create(ctx_, "same_len", fn);
+    auto* bytes = BasicBlock::Create(ctx_, "bytes", fn);
+    auto* differ = BasicBlock::Create(ctx_, "differ", fn);
+    auto* equal = BasicBlock::Create(ctx_, "equal", fn);
+    b.SetInsertPoint(entry);
+    b.CreateCondBr(b.CreateICmpEQ(fn->getArg(1), fn->getArg(3)), same_len, differ);
+    b.SetInsertPoint(same_len);
+    // Empty strings may have null data.
+    b.CreateCondBr(b.CreateICmpSLE(fn->getArg(1), b.getInt64(0)), equal, bytes);
+    b.SetInsertPoint(bytes);
+    llvm::FunctionCallee memcmp = m_.getOrInsertFunction(
+        "memcmp", llvm::FunctionType::get(b.getInt32Ty(), {ptr_, ptr_, i64_}, false));
+    Value* c = b.CreateCall(memcmp, {fn->getArg(0), fn->getArg(2), fn->getArg(1)});
+    b.CreateRet(b.CreateICmpEQ(c, b.getInt32(0)));
+    b.SetInsertPoint(differ);
+    b.CreateRet(b.getFalse());
+    b.SetInsertPoint(equal);
+    b.CreateRet(b.getTrue());
+    str_eq_ = fn;
+    return fn;
+  }
+
+  // Past the linear limit, KMap::FindInt's open-addressing probe as JIT'd code: a direct call
+  // instead of the host's kiln_rt_map_find_i (drf's job_order does two per comparison in a
+  // 10k-entry map). Kept out of line so the small-map scan stays small enough to inline.
+  Function* MapProbeIntFn() {
+    if (map_probe_i_) return map_probe_i_;
+    Function* fn = PureHelper("kiln.map.probe_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                              /*always_inline=*/false);
+    llvm::IRBuilder<> b(ctx_);
+    Value* map = fn->getArg(0);
+    Value* key = fn->getArg(1);
+    Value* value_size = fn->getArg(2);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* probe = BasicBlock::Create(ctx_, "probe", fn);
+    auto* occupied = BasicBlock::Create(ctx_, "occupied", fn);
+    auto* hit = BasicBlock::Create(ctx_, "hit", fn);
+    auto* step = BasicBlock::Create(ctx_, "next", fn);
+    auto* missing = BasicBlock::Create(ctx_, "missing", fn);
+    b.SetInsertPoint(entry);
+    Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
+    Value* index = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIndexOffset));
+    Value* mask = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapIndexMaskOffset));
+    Value* x = b.CreateMul(key, b.getInt64(static_cast<int64_t>(kMapHashMultiplier)));
+    Value* h = b.CreateXor(x, b.CreateLShr(x, b.getInt64(kMapHashShift)));
+    Value* first = b.CreateAnd(h, mask);
+    b.CreateBr(probe);
+    b.SetInsertPoint(probe);
+    llvm::PHINode* bucket = b.CreatePHI(i64_, 2);
+    bucket->addIncoming(first, entry);
+    Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, index, bucket));
+    b.CreateCondBr(b.CreateICmpEQ(e, b.getInt32(0)), missing, occupied);
+    b.SetInsertPoint(occupied);
+    Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
+    Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
+    b.CreateCondBr(b.CreateICmpEQ(k, key), hit, step);
+    b.SetInsertPoint(step);
+    bucket->addIncoming(b.CreateAnd(b.CreateAdd(bucket, b.getInt64(1)), mask), step);
+    b.CreateBr(probe);
+    b.SetInsertPoint(hit);
+    Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
+    b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
+    b.SetInsertPoint(missing);
+    b.CreateRet(llvm::ConstantPointerNull::get(ptr_));
+    map_probe_i_ = fn;
+    return fn;
+  }
+
+  Function* MapFindIntFn() {
+    if (map_find_i_) return map_find_i_;
+    // A pure read: the optimiser may merge repeated lookups of one key in one map while nothing
+    // writes memory in between (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE).
+    Function* fn = PureHelper("kiln.map.find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
+                              /*always_inline=*/true);
     llvm::IRBuilder<> b(ctx_);
     Value* map = fn->getArg(0);
     Value* key = fn->getArg(1);
@@ -798,14 +903,7 @@ class Lowering {
     Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
     b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
     b.SetInsertPoint(hashed);
-    llvm::FunctionCallee host = m_.getOrInsertFunction(
-        "kiln_rt_map_find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_}, false));
-    if (auto* decl = llvm::dyn_cast<Function>(host.getCallee())) {
-      decl->setDoesNotThrow();
-      decl->setOnlyReadsMemory();
-      decl->setWillReturn();
-    }
-    b.CreateRet(b.CreateCall(host, {map, key}));
+    b.CreateRet(b.CreateCall(MapProbeIntFn(), {map, key, value_size}));
     b.SetInsertPoint(scan);
     Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
     b.CreateBr(loop);
@@ -1015,6 +1113,18 @@ class Lowering {
   // Expressions
 
   Value* Emit(const ast::Expr& e) {
+    Value* v = EmitExpr(e);
+    // A read of in-place state that something may hold on to (state_in_place.h).
+    if (in_place_.pinning_reads.count(&e)) {
+      Value* r = v;
+      if (IsKind(e.type, TypeKind::Optional))
+        r = IsPtrOptional(e.type) ? v : b_.CreateExtractValue(v, {1});
+      CallRt("kiln_rt_res_pin", b_.getVoidTy(), {r}, /*allocates=*/true);
+    }
+    return v;
+  }
+
+  Value* EmitExpr(const ast::Expr& e) {
     switch (e.kind) {
       case ast::NodeKind::IntLit: return b_.getInt64(static_cast<const ast::IntLit&>(e).value);
       case ast::NodeKind::FloatLit:
@@ -1369,6 +1479,11 @@ class Lowering {
       return b_.CreateFCmp(pick(P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT,
                                 P::FCMP_OGE), a, c);
     }
+    if (IsKind(lt, TypeKind::String) && (op == Op::Eq || op == Op::Ne)) {
+      Value* eq = b_.CreateCall(StrEqFn(), {b_.CreateExtractValue(l, {0}), b_.CreateExtractValue(l, {1}),
+                                            b_.CreateExtractValue(r, {0}), b_.CreateExtractValue(r, {1})});
+      return op == Op::Eq ? eq : b_.CreateNot(eq);
+    }
     if (IsKind(lt, TypeKind::String)) {
       Value* c = CallRt("kiln_rt_str_cmp", i32_,
                         {b_.CreateExtractValue(l, {0}), b_.CreateExtractValue(l, {1}),
@@ -1520,6 +1635,53 @@ class Lowering {
     // values[id] at offset 8 + 8*id (runtime/resource.h layout).
     Value* p = b_.CreateConstGEP1_64(i8_, res, 8 + 8 * static_cast<uint64_t>(id));
     return b_.CreateLoad(f64_, p);
+  }
+
+  // The interned id of a resource name known only at run time. "cpu" and "memory" have the fixed
+  // ids kCpu and kMemory and are by far the most common names (binpack's and
+  // resource-strategy-fit's weights, drf's dimensions), so they are recognised inline by their
+  // bytes; any other name asks kiln_rt_res_id. Inlined at every use, and read-only as that host
+  // function is, so repeated lookups of one name merge.
+  Value* ResourceIdOf(Value* name) {
+    if (!res_id_fn_) {
+      Function* fn = PureHelper("kiln.res_id", llvm::FunctionType::get(i32_, {ptr_, i64_}, false),
+                                /*always_inline=*/true);
+      llvm::IRBuilder<> b(ctx_);
+      Value* p = fn->getArg(0);
+      Value* n = fn->getArg(1);
+      auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+      auto* len3 = BasicBlock::Create(ctx_, "len3", fn);
+      auto* not3 = BasicBlock::Create(ctx_, "not3", fn);
+      auto* len6 = BasicBlock::Create(ctx_, "len6", fn);
+      auto* is_cpu = BasicBlock::Create(ctx_, "cpu", fn);
+      auto* is_memory = BasicBlock::Create(ctx_, "memory", fn);
+      auto* host = BasicBlock::Create(ctx_, "host", fn);
+      // Little-endian byte images of the names.
+      auto bytes = [&](llvm::IRBuilder<>& bb, int offset, llvm::Type* t) {
+        return bb.CreateAlignedLoad(t, bb.CreateConstGEP1_64(i8_, p, offset), llvm::MaybeAlign(1));
+      };
+      b.SetInsertPoint(entry);
+      b.CreateCondBr(b.CreateICmpEQ(n, b.getInt64(3)), len3, not3);
+      b.SetInsertPoint(len3);  // "cpu"
+      Value* cpu = b.CreateAnd(b.CreateICmpEQ(bytes(b, 0, b.getInt16Ty()), b.getInt16(0x7063)),
+                               b.CreateICmpEQ(bytes(b, 2, i8_), b.getInt8('u')));
+      b.CreateCondBr(cpu, is_cpu, host);
+      b.SetInsertPoint(not3);
+      b.CreateCondBr(b.CreateICmpEQ(n, b.getInt64(6)), len6, host);
+      b.SetInsertPoint(len6);  // "memory"
+      Value* mem = b.CreateAnd(b.CreateICmpEQ(bytes(b, 0, i32_), b.getInt32(0x6f6d656d)),
+                               b.CreateICmpEQ(bytes(b, 4, b.getInt16Ty()), b.getInt16(0x7972)));
+      b.CreateCondBr(mem, is_memory, host);
+      b.SetInsertPoint(is_cpu);
+      b.CreateRet(b.getInt32(kCpu));
+      b.SetInsertPoint(is_memory);
+      b.CreateRet(b.getInt32(kMemory));
+      b.SetInsertPoint(host);
+      llvm::FunctionCallee call = Rt("kiln_rt_res_id", i32_, {ptr_, i64_});
+      b.CreateRet(b.CreateCall(call, {p, n}));
+      res_id_fn_ = fn;
+    }
+    return b_.CreateCall(res_id_fn_, {StrPart(name, 0), StrPart(name, 1)});
   }
 
   // values[id] for an id known only at run time (kiln_rt_res_id of a name), as kiln_rt_res_get
@@ -1710,8 +1872,7 @@ class Lowering {
         return ResourceDim(r, *interned);
       }
       Value* name = Emit(*ix.index);
-      id = CallRt("kiln_rt_res_id", i32_,
-                  {b_.CreateExtractValue(name, {0}), b_.CreateExtractValue(name, {1})});
+      id = ResourceIdOf(name);
       return ResourceDimAt(r, id);
     }
     if (IsKind(ot, TypeKind::List)) {
@@ -2301,11 +2462,16 @@ class Lowering {
     if (guarded) {
       // Fault recovery (runtime_support.cc): a faulting intrinsic longjmps here, and the handler
       // answers the zero value of its result; the session has recorded the fault.
+      // The buffer is __builtin_setjmp's: the frame address, the resume address (stored by
+      // eh.sjlj.setjmp) and the stack pointer; the host's __builtin_longjmp jumps back.
       Value* buf = CallRt("kiln_rt_enter", ptr_, {});
-      llvm::FunctionCallee sj = Rt("_setjmp", i32_, {ptr_});
-      if (auto* f = llvm::dyn_cast<Function>(sj.getCallee())) f->addFnAttr(llvm::Attribute::ReturnsTwice);
-      llvm::CallInst* jumped = b_.CreateCall(sj, {buf});
-      jumped->addFnAttr(llvm::Attribute::ReturnsTwice);
+      Value* frame = b_.CreateCall(
+          llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::frameaddress, {ptr_}), {b_.getInt32(0)});
+      b_.CreateStore(frame, buf);
+      Value* sp = b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::stacksave));
+      b_.CreateStore(sp, b_.CreateConstGEP1_64(ptr_, buf, 2));
+      llvm::CallInst* jumped =
+          b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::eh_sjlj_setjmp), {buf});
       BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);
       BasicBlock* run = BasicBlock::Create(ctx_, "run", fn);
       b_.CreateCondBr(b_.CreateICmpNE(jumped, b_.getInt32(0)), faulted, run);
@@ -2497,6 +2663,8 @@ class Lowering {
     for (const ast::StateDecl* s : policy_.All<ast::StateDecl>()) {
       const Type* t = s->declared.resolved;
       Value* v = s->init ? Coerce(Emit(*s->init), s->init->type, t) : ZeroOf(t);
+      // A state whose Resources are overwritten in place must own them (state_in_place.h).
+      if (s->init && in_place_.vars.count(s)) v = Persist(v, t);
       b_.CreateStore(v, StatePtr(s));
     }
     CallRt("kiln_rt_set_arena", ptr_, {prev});
@@ -2536,6 +2704,8 @@ class Lowering {
   llvm::StructType* args_ty_ = nullptr;
   llvm::GlobalVariable* empty_resource_ = nullptr;
   Function* map_find_i_ = nullptr;
+  Function* map_probe_i_ = nullptr;
+  Function* str_eq_ = nullptr;
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;
   std::map<const ast::StateDecl*, unsigned> state_index_;
@@ -2549,6 +2719,8 @@ class Lowering {
   const ast::Callable* current_ = nullptr;
   Value* ictx_ = nullptr;
   bool allocates_ = false;
+  codegen::InPlaceState in_place_;
+  Function* res_id_fn_ = nullptr;
   std::vector<Value*> locals_;
   std::map<std::pair<Function*, const ast::Local*>, Value*> list_builders_;  // EmitLocalAppend
   std::vector<std::pair<BasicBlock*, BasicBlock*>> loops_;  // (continue, break)

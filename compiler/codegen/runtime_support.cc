@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <csetjmp>
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>  // bcmp
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -51,8 +51,8 @@ struct KMap {
 
   static uint64_t HashInt(int64_t key) {
     // Keys are often pointers (views): multiply-shift spreads their aligned low bits.
-    uint64_t x = static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull;
-    return x ^ (x >> 29);
+    uint64_t x = static_cast<uint64_t>(key) * kMapHashMultiplier;
+    return x ^ (x >> kMapHashShift);
   }
   static uint64_t HashStr(std::string_view key) {
     uint64_t h = 1469598103934665603ull;
@@ -163,7 +163,8 @@ struct KMap {
 };
 
 static_assert(offsetof(KMap, size) == kMapSizeOffset && offsetof(KMap, int_keys) == kMapIntKeysOffset &&
-              offsetof(KMap, values) == kMapValuesOffset);
+              offsetof(KMap, values) == kMapValuesOffset && offsetof(KMap, index) == kMapIndexOffset &&
+              offsetof(KMap, index_mask) == kMapIndexMaskOffset);
 static_assert(std::is_trivially_destructible_v<KMap>);
 
 namespace {
@@ -197,7 +198,12 @@ KList CopyAppend(const void* items, int64_t n, const void* elem, int64_t elem_si
 // kiln_rt_leave). JIT'd code after a failed intrinsic would run on a null result, so the fault
 // abandons the whole handler call instead: the session then counts the fault and treats the
 // answer as the point's abstain/failure. JIT frames hold no C++ objects, so skipping them is safe.
-thread_local jmp_buf t_fault_jmp;
+// The target is a __builtin_setjmp buffer (frame pointer, resume address, stack pointer, two
+// spare words), not a libc jmp_buf: the thunk fills it with three stores and LLVM's
+// eh.sjlj.setjmp, which costs a fraction of _setjmp on every guarded handler call; the
+// callee-saved registers are restored by the thunk's own epilogue after the jump.
+using FaultJmp = void*[5];
+thread_local FaultJmp t_fault_jmp;
 thread_local bool t_fault_jmp_armed = false;
 
 // Handler calls nest when a host function runs the session's other handlers on behalf of the
@@ -205,15 +211,43 @@ thread_local bool t_fault_jmp_armed = false;
 // its own call arena and fault target, so it cannot reset the memory the outer handler is still
 // using, and kiln_rt_leave (or a fault) hands the outer handler's back.
 struct NestedCall {
-  jmp_buf fault_jmp;
+  FaultJmp fault_jmp;
   Arena arena;
   Arena* outer_arena = nullptr;
   AppendBuffer outer_append;
 };
 thread_local int t_nesting = 0;  // handler calls in progress beyond the outermost
+
+// The state Resources read this outermost handler call into something that may still hold them
+// (kiln_rt_res_pin): stores into their slots copy instead of overwriting them in place. Cleared
+// when the next outermost call starts, as nothing of a call outlives it but state. Past
+// kMaxPins the set stops tracking and every store copies (the old behaviour), which keeps the
+// check a short scan.
+struct PinnedResources {
+  static constexpr int kMaxPins = 32;
+  const Resource* pins[kMaxPins];
+  int n = 0;
+  bool overflow = false;
+
+  bool Has(const Resource* r) const {
+    if (overflow) return true;
+    for (int i = 0; i < n; ++i)
+      if (pins[i] == r) return true;
+    return false;
+  }
+  void Add(const Resource* r) {
+    if (overflow || Has(r)) return;
+    if (n == kMaxPins) {
+      overflow = true;
+      return;
+    }
+    pins[n++] = r;
+  }
+};
+thread_local PinnedResources t_pinned;
 thread_local std::vector<std::unique_ptr<NestedCall>> t_nested;
 
-jmp_buf* CurrentFaultTarget() {
+FaultJmp* CurrentFaultTarget() {
   return t_nesting == 0 ? &t_fault_jmp : &t_nested[t_nesting - 1]->fault_jmp;
 }
 
@@ -227,13 +261,13 @@ void PopNestedCall() {
 }
 
 [[noreturn]] void AbandonHandler() {
-  jmp_buf* target = CurrentFaultTarget();
+  FaultJmp* target = CurrentFaultTarget();
   if (t_nesting > 0) {
     PopNestedCall();
   } else {
     t_fault_jmp_armed = false;
   }
-  longjmp(*target, 1);
+  __builtin_longjmp(*target, 1);
 }
 
 template <typename R, typename F>
@@ -362,7 +396,11 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
 #define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
-      KILN_SYM(kiln_rt_leave),          HostSymbol{"_setjmp", reinterpret_cast<void*>(&_setjmp)},
+      KILN_SYM(kiln_rt_leave),
+      // String equality calls memcmp (or bcmp, which LLVM may turn it into) when it is not
+      // expanded inline.
+      HostSymbol{"memcmp", reinterpret_cast<void*>(&std::memcmp)},
+      HostSymbol{"bcmp", reinterpret_cast<void*>(&bcmp)},
       KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),        KILN_SYM(kiln_rt_fit_combine),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
@@ -373,7 +411,8 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
       KILN_SYM(kiln_rt_map_key_s),      KILN_SYM(kiln_rt_map_value_at),
       KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
-      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
+      KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_store),      KILN_SYM(kiln_rt_res_pin),
+      KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
       KILN_SYM(kiln_rt_res_sub),        KILN_SYM(kiln_rt_res_mul),
       KILN_SYM(kiln_rt_res_set),        KILN_SYM(kiln_rt_res_get),
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
@@ -420,6 +459,8 @@ void* kiln_rt_enter() {
     return &call.fault_jmp;
   }
   kiln::t_append = {};
+  kiln::t_pinned.n = 0;
+  kiln::t_pinned.overflow = false;
   Arena& arena = kiln::ThreadCallArena();
   arena.Reset();
   arena.set_limit(kiln::PolicyCallMemoryBudget());
@@ -612,6 +653,18 @@ Resource* kiln_rt_res_copy(const Resource* r, void* arena) {
     *out = *r;
     return out;
   });
+}
+
+Resource* kiln_rt_res_store(Resource* old, const Resource* v, const Resource* empty, void* arena) {
+  if (old && old != empty && !kiln::t_pinned.Has(old)) {
+    if (old != v) *old = *v;
+    return old;
+  }
+  return kiln_rt_res_copy(v, arena);
+}
+
+void kiln_rt_res_pin(const Resource* r) {
+  if (r) kiln::t_pinned.Add(r);
 }
 
 Resource* kiln_rt_res_add(const Resource* a, const Resource* b) {

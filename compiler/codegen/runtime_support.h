@@ -92,6 +92,12 @@ inline constexpr int64_t kMapLinearLimit = 16;
 inline constexpr int kMapSizeOffset = 0;
 inline constexpr int kMapIntKeysOffset = 8;
 inline constexpr int kMapValuesOffset = 16;
+// Past kMapLinearLimit entries JIT'd code probes the hash index inline (KMap::FindInt): int32
+// entry+1 per bucket at kMapIndexOffset, the mask at kMapIndexMaskOffset, and KMap::HashInt.
+inline constexpr int kMapIndexOffset = 40;
+inline constexpr int kMapIndexMaskOffset = 48;
+inline constexpr uint64_t kMapHashMultiplier = 0x9E3779B97F4A7C15ull;
+inline constexpr int kMapHashShift = 29;
 
 // Every intrinsic below, by name, for the JIT's host dylib.
 std::vector<HostSymbol> RuntimeSupportSymbols();
@@ -103,7 +109,8 @@ extern "C" {
 // ---- arena ----
 void* kiln_rt_alloc(int64_t size);
 // Handler entry: resets this thread's call arena, makes it current, and arms fault recovery;
-// returns the jmp_buf the thunk must _setjmp on (an intrinsic that faults longjmps back there).
+// returns the five-word __builtin_setjmp buffer the thunk fills (frame address, eh.sjlj.setjmp's
+// resume address, stack pointer); an intrinsic that faults __builtin_longjmps back there.
 void* kiln_rt_enter();
 // Handler exit: disarms fault recovery.
 void kiln_rt_leave();
@@ -149,6 +156,14 @@ void* kiln_rt_map_copy(const void* map, void* arena);
 // ---- resources ----
 kiln::Resource* kiln_rt_res_new();  // empty, in the current arena
 kiln::Resource* kiln_rt_res_copy(const kiln::Resource* r, void* arena);
+// A store of `v` into a state slot holding `old` (state_in_place.h): overwrites *old and returns
+// it when `old` is a Resource of that slot (not null, not the module's shared `empty` resource)
+// that no read of this outermost handler call pinned; otherwise copies `v` into `arena` (the
+// session arena) as kiln_rt_res_copy does.
+kiln::Resource* kiln_rt_res_store(kiln::Resource* old, const kiln::Resource* v,
+                                  const kiln::Resource* empty, void* arena);
+// Pins `r` until the next outermost handler call: a store must not overwrite it in place.
+void kiln_rt_res_pin(const kiln::Resource* r);
 kiln::Resource* kiln_rt_res_add(const kiln::Resource* a, const kiln::Resource* b);
 // *acc += *b in place: only for an accumulator no other value can see (a `sum` over resources).
 void kiln_rt_res_add_into(kiln::Resource* acc, const kiln::Resource* b);

@@ -1,5 +1,6 @@
 #include "compiler/jit/kiln_jit.h"
 
+#include "compiler/codegen/loop_budget.h"
 #include "compiler/codegen/near_code_memory.h"
 #include "compiler/jit/object_cache.h"
 #include "compiler/jit/perf_map.h"
@@ -386,6 +387,9 @@ llvm::Expected<JitUnit> KilnJit::AddObject(std::string_view object, std::string 
 }
 
 ObjectCacheKey KilnJit::CacheKey(std::string_view source_sha256) const {
+  // Objects compiled without loop counters (a measurement mode) get keys of their own.
+  if (LoopBudgetDisabledForMeasurement())
+    return MakeObjectCacheKey(std::string(source_sha256) + "+no-loop-budget", cache_hooks_->target);
   return MakeObjectCacheKey(source_sha256, cache_hooks_->target);
 }
 

@@ -47,6 +47,22 @@ TEST(CodegenMaps, IntKeysAcrossTheLinearLimit) {
             100000.0);
 }
 
+// Past the linear limit JIT'd code probes KMap's hash index inline (codegen MapFindIntFn): with
+// 3000 keys some buckets collide, so present keys are found after stepping over others' entries
+// and absent keys stop at the first empty bucket, as KMap::FindInt does.
+TEST(CodegenMaps, InlineHashProbeFindsEveryKeyAndNoOther) {
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "for i in range(0, 3000) { m[i * 64] = i + 1; }\n"
+                      "var found = 0;\n"
+                      "var wrong = 0;\n"
+                      "for i in range(0, 3000) {\n"
+                      "  if m[i * 64] == i + 1 { found += 1; } else { wrong += 1; }\n"
+                      "  if (i * 64 + 1) in m or m.get(i * 64 + 32) != none { wrong += 1; }\n"
+                      "}\n"
+                      "return float(found * 1000 + wrong);"),
+            3000.0 * 1000);
+}
+
 TEST(CodegenMaps, StringKeysAcrossTheLinearLimit) {
   EXPECT_EQ(EvalFloat("var m: map<string, int> = {};\n"
                       "for i in range(0, 50) { m[\"k\" + string(i)] += i + 1; }\n"

@@ -105,6 +105,23 @@ TEST(CodegenSemantics, StringsConcatenateAndCompare) {
             1.0);
 }
 
+// `==` and `!=` on strings compare inline (lengths, then bytes) rather than through
+// kiln_rt_str_cmp: every case of a length or byte difference, empty strings, run-time strings
+// against literals and against each other.
+TEST(CodegenSemantics, StringEqualityComparesLengthsThenBytes) {
+  EXPECT_EQ(EvalFloat("let parts = split(\"NoSchedule,NoSchedulf,PreferNoSchedule,,NoSchedule\", \",\");\n"
+                      "var bits = 0;\n"
+                      "if parts[0] == \"NoSchedule\" { bits += 1; }\n"        // equal to a literal
+                      "if parts[1] != \"NoSchedule\" { bits += 2; }\n"        // last byte differs
+                      "if parts[2] != parts[0] { bits += 4; }\n"              // lengths differ
+                      "if parts[3] == \"\" { bits += 8; }\n"                  // empty
+                      "if parts[3] != parts[0] and parts[0] != parts[3] { bits += 16; }\n"
+                      "if parts[4] == parts[0] { bits += 32; }\n"             // equal, not shared
+                      "if not (parts[1] == parts[0]) { bits += 64; }\n"
+                      "return float(bits);"),
+            127.0);
+}
+
 TEST(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
   EXPECT_EQ(EvalFloat("let xs = [3, 1, 4, 1, 5];\n"
                       "let big = [x for x in xs where x > 1 order by x desc];\n"
@@ -172,6 +189,32 @@ on node_order(task: Task, node: Node) -> float {
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   // Σ resreq·1000 + idle over the names = 2007 + 3011 + 5000 + 0; r.cpu = 3; resreq unchanged.
   EXPECT_EQ(score, 10018.0 + 3000000.0 + 2.0);
+}
+
+// "cpu" and "memory" are recognised inline by their bytes (codegen ResourceIdOf); names that
+// differ in one byte or in length go to the registry and read their own dimension.
+TEST(CodegenSemantics, ResourceNamesCloseToCpuAndMemoryAreOtherDimensions) {
+  auto l = Load(R"(policy near;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0.0;
+  var scale = 1.0;
+  for name in split("cpu,memory,cpx,cpU,Cpu,cp,cpuu,memorx,Memory,memor,memoryy,xemory", ",") {
+    total += task.resreq[name] * scale;
+    scale *= 10.0;
+  }
+  return total;
+}
+)");
+  ASSERT_TRUE(l);
+  Task task;
+  task.resreq.Set(kCpu, 1);
+  task.resreq.Set(kMemory, 2);
+  task.resreq.Set(*ResourceRegistry::Intern("cpx"), 3);
+  task.resreq.Set(*ResourceRegistry::Intern("memorx"), 4);
+  Node node;
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1.0 + 20.0 + 300.0 + 4.0 * 1e7);  // memorx is the 8th name
 }
 
 TEST(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
