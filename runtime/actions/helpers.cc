@@ -89,7 +89,10 @@ void PredicateHelper::SearchForAllocate(const Session& ssn, const Task* t,
   // Score the rest of the first group: its nodes that were not sure to be kept when their block
   // ran, or all of it when no node fits Idle (the search only scores idle-fitting nodes).
   const bool idle = FirstGroupIsIdle(out);
-  thread_local std::vector<size_t> todo;
+  // Workers read the list through this reference: a thread_local named in the lambda would be
+  // each worker's own (empty) one.
+  thread_local std::vector<size_t> todo_storage;
+  std::vector<size_t>& todo = todo_storage;
   todo.clear();
   size_t group_size = 0;
   for (size_t i = 0; i < out.feasible.size(); ++i) {

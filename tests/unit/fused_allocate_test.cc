@@ -9,12 +9,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "compiler/host/policy_provider.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/thread_pool.h"
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
@@ -28,6 +30,13 @@ using actions_testing::GangLike;
 using actions_testing::NodeRes;
 using actions_testing::Res;
 using EP = ExtensionPoint;
+
+// Makes the session's pool wake its workers for every loop, however short, so that the workers
+// (not only the calling thread) run the search and the scoring after it; restored afterwards.
+struct AlwaysParallel {
+  AlwaysParallel() { ThreadPool::Default().set_wake_threshold(std::chrono::nanoseconds(0)); }
+  ~AlwaysParallel() { ThreadPool::Default().set_wake_threshold(std::chrono::microseconds(50)); }
+};
 
 // Restores the process-wide switch whatever a test does.
 struct FusedSwitch {
@@ -273,6 +282,7 @@ TEST(FusedAllocate, SampledSearchOverManyNodesAndBlocks) {
       });
     });
   };
+  AlwaysParallel parallel;
   Outcome o = FusedAllocateTest::Same(build, {{"score"}});
   EXPECT_EQ(o.binds.size(), 60u);
 }
@@ -298,6 +308,7 @@ TEST(FusedAllocate, RandomClustersDecideAsThePlainPath) {
     if (!r.ok()) return r.error();
     return r->sessions.at(0);
   };
+  AlwaysParallel parallel;
   int binds = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     RandomCluster g = GenerateRandomCluster(seed * 7919, options);
