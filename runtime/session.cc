@@ -78,9 +78,13 @@ constexpr bool FallbackBool() {
 // Nested handler calls (a handler asking the session something) restore the outer record.
 class Session::CallScope {
  public:
-  // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
-  // is recorded only if its answer is used.
-  CallScope(const Session* s, int slot, ExtensionPoint point, bool mark_called = true)
+  CallScope(const Session* s, int slot, ExtensionPoint point) : CallScope(s) {
+    Enter(slot, point);
+  }
+  // The dispatch form, for the per-(task, node) dispatchers: the caller's record is saved once,
+  // then Enter marks each handler call of the dispatch (nothing reads the record between two
+  // calls), and the destructor restores the record once.
+  explicit CallScope(const Session* s)
       : call_(detail::ThisThreadCall()),
         session_(s),
         saved_session_(call_.session),
@@ -88,9 +92,12 @@ class Session::CallScope {
         saved_point_(call_.point),
         saved_faulted_(call_.faulted),
         saved_kind_(call_.kind),
-        saved_fuel_(call_.fuel) {
-    if (mark_called) s->MarkCalled(slot, point);
-    call_.session = s;
+        saved_fuel_(call_.fuel) {}
+  // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
+  // is recorded only if its answer is used.
+  void Enter(int slot, ExtensionPoint point, bool mark_called = true) {
+    if (mark_called) session_->MarkCalled(slot, point);
+    call_.session = session_;
     call_.slot = slot;
     call_.point = point;
     call_.faulted = false;
@@ -98,6 +105,7 @@ class Session::CallScope {
     // A nested call (a handler asking the session something) gets its own budget and gives the
     // outer call back what it had left: the outer loop still bounds how often it asks.
     call_.fuel = PolicyCallIterationBudget();
+    reported_ = false;
   }
   ~CallScope() {
     call_.session = saved_session_;
@@ -367,10 +375,11 @@ std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
   // this runs for every (task, node) pair and nearly every answer is a pass.
   PluginStatus st;
   KStatusOut out{&st, nullptr};
+  CallScope scope(this);
   for (const auto& r : Handlers<P>()) {
     if (plugin_disabled(r.slot)) continue;
     if (!st.reasons.empty()) st.reasons.clear();
-    CallScope scope(this, r.slot, P);
+    scope.Enter(r.slot, P);
     int32_t code = Fn<P>(r.fn)(r.ctx, args..., &out);
     if (scope.faulted()) {
       st.code = StatusCode::Error;
@@ -668,11 +677,12 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
   // Same calls and arithmetic as NodeOrderFn; only the bookkeeping differs (see session.h).
   const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
   double total = 0;
+  CallScope scope(this);
   for (size_t k = 0; k < hs.size(); ++k) {
     const Registration& r = hs[k];
     double s = 0;
     if (plugin_disabled(r.slot)) continue;
-    CallScope scope(this, r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
+    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     if (k >= 64) return SpeculativeScore::Faulted;  // not accountable in *called
     *called |= uint64_t{1} << k;
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &s);
@@ -696,10 +706,11 @@ void Session::MarkNodeOrderCalled(uint64_t called) const {
 Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
   double total = 0;
+  CallScope scope(this);
   for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
     double score = 0;
     if (plugin_disabled(r.slot)) continue;
-    CallScope scope(this, r.slot, ExtensionPoint::NodeOrder);
+    scope.Enter(r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
     if (scope.faulted()) continue;
     if (err != 0)
