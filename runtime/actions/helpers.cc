@@ -167,6 +167,12 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   rejected.clear();
   fresh.clear();
   const size_t start = *rotation_ % n;
+  // The node at rotated position k (< n): start + k < 2n, so one subtraction instead of a
+  // division per node.
+  auto rotated = [&](size_t k) {
+    size_t i = start + k;
+    return nodes[i >= n ? i - n : i];
+  };
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
@@ -178,7 +184,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     // Slots are reused across blocks and tasks: each is reset where it is written.
     if (slots.size() < block) slots.resize(block);
     pool_->ParallelFor(block, [&](size_t i) {
-      const Node* node = nodes[(start + processed + i) % n];
+      const Node* node = rotated(processed + i);
       Slot& slot = slots[i];
       slot.rejected = true;
       slot.cache_hit = nullptr;
@@ -208,7 +214,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     });
     size_t consumed = block;
     for (size_t i = 0; i < block; ++i) {
-      Node* node = nodes[(start + processed + i) % n];
+      Node* node = rotated(processed + i);
       Slot& slot = slots[i];
       if (!slot.rejected) {
         out.nodes.push_back(node);
@@ -390,8 +396,7 @@ Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<No
 namespace {
 // BestScoredNode over nodes whose NodeOrderFn sums are already in `scores` (fused search).
 Node* BestOfScored(const Session& ssn, const Task* t, std::span<Node* const> nodes,
-                   std::vector<double>& scores, uint64_t called,
-                   std::span<const FeasibleNode* const> failed) {
+                   std::vector<double>& scores, uint64_t called, size_t failed) {
   if (!ssn.HasHandlers(ExtensionPoint::NodeOrder) &&
       !ssn.HasHandlers(ExtensionPoint::BatchNodeOrder) &&
       !ssn.HasHandlers(ExtensionPoint::BestNode)) {
@@ -399,7 +404,7 @@ Node* BestOfScored(const Session& ssn, const Task* t, std::span<Node* const> nod
                              [](const Node* a, const Node* b) { return a->index < b->index; });
   }
   ssn.MarkNodeOrderCalled(called);
-  if (!failed.empty()) spdlog::debug("node order for task {} failed on {} node(s)", t->Key(), failed.size());
+  if (failed > 0) spdlog::debug("node order for task {} failed on {} node(s)", t->Key(), failed);
   thread_local std::vector<double> batch;
   batch.clear();
   Status st = ssn.BatchNodeOrderFn(t, nodes, batch);
@@ -419,12 +424,11 @@ Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult&
     return BestIdleThenFutureIdleNode(ssn, t, found.nodes, pool);
   thread_local std::vector<Node*> group;
   thread_local std::vector<double> scores;
-  thread_local std::vector<const FeasibleNode*> failed;
   bool first = true;
   for (bool idle : {true, false}) {
     group.clear();
     scores.clear();
-    failed.clear();
+    size_t failed = 0;
     uint64_t called = 0;
     for (size_t i = 0; i < found.nodes.size(); ++i) {
       const FeasibleNode& f = found.feasible[i];
@@ -432,7 +436,7 @@ Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult&
       group.push_back(found.nodes[i]);
       scores.push_back(f.score);
       called |= f.called;
-      if (f.state == FeasibleNode::kFailed) failed.push_back(&f);
+      if (f.state == FeasibleNode::kFailed) ++failed;
     }
     if (group.empty()) continue;
     Node* best = nullptr;

@@ -105,13 +105,24 @@ class FusedAllocateTest : public ActionsTest {
 
 void Inqueue(Job& j) { j.phase = PodGroupPhase::Inqueue; }
 
+// Queue "default", nodes n0… of `node_cpu` milli-cores, one admitted job "j" of tasks j-0….
+void OneJob(FusedAllocateTest& fx, int nodes, double node_cpu, int tasks, double task_cpu) {
+  fx.b.AddQueue("default");
+  for (int i = 0; i < nodes; ++i) fx.b.AddNode(fmt::format("n{}", i), NodeRes(node_cpu));
+  Job& j = fx.b.AddJob("ns", "j", "default", 1);
+  Inqueue(j);
+  for (int i = 0; i < tasks; ++i) fx.b.AddTask(j, fmt::format("j-{}", i), Res(task_cpu, 0));
+}
+
+// A plugin with one node_order handler.
+void Scorer(FusedAllocateTest& fx, const std::string& name,
+            int32_t (*fn)(const Task*, const Node*, double*)) {
+  fx.Plugin(name, [fn](Session& s, PluginHandle h) { s.On<EP::NodeOrder>(h, fn); });
+}
+
 TEST(FusedAllocate, ScoresDecideAsThePlainPath) {
   auto build = [](FusedAllocateTest& fx) {
-    fx.b.AddQueue("default");
-    for (int i = 0; i < 6; ++i) fx.b.AddNode(fmt::format("n{}", i), NodeRes(4000));
-    Job& j = fx.b.AddJob("ns", "j", "default", 1);
-    Inqueue(j);
-    for (int i = 0; i < 8; ++i) fx.b.AddTask(j, fmt::format("j-{}", i), Res(1000, 0));
+    OneJob(fx, 6, 4000, 8, 1000);
     fx.Plugin("score", [](Session& s, PluginHandle h) {
       // Prefers the node with the most idle cpu, then the highest name: spreads the tasks.
       s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
@@ -132,11 +143,7 @@ TEST(FusedAllocate, ScoresDecideAsThePlainPath) {
 
 TEST(FusedAllocate, FaultingScorerIsReportedAndDisabledAsThePlainPath) {
   auto build = [](FusedAllocateTest& fx) {
-    fx.b.AddQueue("default");
-    for (int i = 0; i < 5; ++i) fx.b.AddNode(fmt::format("n{}", i), NodeRes(8000));
-    Job& j = fx.b.AddJob("ns", "j", "default", 1);
-    Inqueue(j);
-    for (int i = 0; i < 6; ++i) fx.b.AddTask(j, fmt::format("j-{}", i), Res(1000, 0));
+    OneJob(fx, 5, 8000, 6, 1000);
     fx.Plugin("faulty", [](Session& s, PluginHandle h) {
       // Faults on n3; after PluginFaultLimit() faults the plugin is disabled and its score
       // (which otherwise prefers n3) no longer counts.
@@ -146,11 +153,9 @@ TEST(FusedAllocate, FaultingScorerIsReportedAndDisabledAsThePlainPath) {
         return 0;
       });
     });
-    fx.Plugin("other", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
-        *score = n->name == "n4" ? 10 : 0;
-        return 0;
-      });
+    Scorer(fx, "other", [](const Task*, const Node* n, double* score) -> int32_t {
+      *score = n->name == "n4" ? 10 : 0;
+      return 0;
     });
   };
   Outcome o = FusedAllocateTest::Same(build, {{"faulty", "other"}});
@@ -160,11 +165,7 @@ TEST(FusedAllocate, FaultingScorerIsReportedAndDisabledAsThePlainPath) {
 
 TEST(FusedAllocate, FaultingPredicateMidPassFallsBackToThePlainScores) {
   auto build = [](FusedAllocateTest& fx) {
-    fx.b.AddQueue("default");
-    for (int i = 0; i < 6; ++i) fx.b.AddNode(fmt::format("n{}", i), NodeRes(8000));
-    Job& j = fx.b.AddJob("ns", "j", "default", 1);
-    Inqueue(j);
-    for (int i = 0; i < 4; ++i) fx.b.AddTask(j, fmt::format("j-{}", i), Res(1000, 0));
+    OneJob(fx, 6, 8000, 4, 1000);
     // One plugin with both a predicate that faults on n1, n2 and n4 (the third fault disables
     // it within one search) and a score: nodes scored before the plugin was disabled counted its
     // score, nodes after did not — the plain path scores after the search, without it.
@@ -178,11 +179,9 @@ TEST(FusedAllocate, FaultingPredicateMidPassFallsBackToThePlainScores) {
         return 0;
       });
     });
-    fx.Plugin("tail", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
-        *score = static_cast<double>(n->index);
-        return 0;
-      });
+    Scorer(fx, "tail", [](const Task*, const Node* n, double* score) -> int32_t {
+      *score = static_cast<double>(n->index);
+      return 0;
     });
   };
   Outcome o = FusedAllocateTest::Same(build, {{"both", "tail"}});
@@ -194,11 +193,7 @@ TEST(FusedAllocate, FaultingPredicateMidPassFallsBackToThePlainScores) {
 
 TEST(FusedAllocate, FailingScorerScoresZeroAsThePlainPath) {
   auto build = [](FusedAllocateTest& fx) {
-    fx.b.AddQueue("default");
-    for (int i = 0; i < 4; ++i) fx.b.AddNode(fmt::format("n{}", i), NodeRes(8000));
-    Job& j = fx.b.AddJob("ns", "j", "default", 1);
-    Inqueue(j);
-    fx.b.AddTask(j, "j-0", Res(1000, 0));
+    OneJob(fx, 4, 8000, 1, 1000);
     fx.Plugin("err", [](Session& s, PluginHandle h) {
       // An error on n3 makes its whole NodeOrderFn sum 0, the later plugin's 9 included.
       s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) -> int32_t {
@@ -207,11 +202,9 @@ TEST(FusedAllocate, FailingScorerScoresZeroAsThePlainPath) {
         return 0;
       });
     });
-    fx.Plugin("nine", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
-        *score = n->name == "n3" ? 9 : 0;
-        return 0;
-      });
+    Scorer(fx, "nine", [](const Task*, const Node* n, double* score) -> int32_t {
+      *score = n->name == "n3" ? 9 : 0;
+      return 0;
     });
   };
   Outcome o = FusedAllocateTest::Same(build, {{"err", "nine"}});
@@ -226,11 +219,9 @@ TEST(FusedAllocate, SingleFeasibleNodeCallsNoScorer) {
     Job& j = fx.b.AddJob("ns", "j", "default", 1);
     Inqueue(j);
     fx.b.AddTask(j, "j-0", Res(1000, 0));
-    fx.Plugin("score", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task*, const Node*, double* score) {
-        *score = 1;
-        return 0;
-      });
+    Scorer(fx, "score", [](const Task*, const Node*, double* score) -> int32_t {
+      *score = 1;
+      return 0;
     });
   };
   Outcome o = FusedAllocateTest::Same(build, {{"score"}});
@@ -254,11 +245,9 @@ TEST(FusedAllocate, FutureIdleGroupIsScoredWhenNoNodeFitsIdle) {
     fx.b.AddTask(j, "j-0", Res(2000, 0));
     fx.b.AddTask(j, "j-1", Res(2000, 0));
     fx.Plugin("gang", GangLike());
-    fx.Plugin("score", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
-        *score = n->name == "n1" ? 7 : 0;
-        return 0;
-      });
+    Scorer(fx, "score", [](const Task*, const Node* n, double* score) -> int32_t {
+      *score = n->name == "n1" ? 7 : 0;
+      return 0;
     });
   };
   Outcome o = FusedAllocateTest::Same(build, {{"gang", "score"}});
@@ -275,11 +264,9 @@ TEST(FusedAllocate, SampledSearchOverManyNodesAndBlocks) {
     Job& j = fx.b.AddJob("ns", "j", "default", 1);
     Inqueue(j);
     for (int i = 0; i < 60; ++i) fx.b.AddTask(j, fmt::format("j-{:02}", i), Res(1000 + 10 * (i % 7), 0));
-    fx.Plugin("score", [](Session& s, PluginHandle h) {
-      s.On<EP::NodeOrder>(h, [](const Task* t, const Node* n, double* score) {
-        *score = static_cast<double>((n->index * 37 + t->index * 11) % 101) - n->idle.cpu() / 1000;
-        return 0;
-      });
+    Scorer(fx, "score", [](const Task* t, const Node* n, double* score) -> int32_t {
+      *score = static_cast<double>((n->index * 37 + t->index * 11) % 101) - n->idle.cpu() / 1000;
+      return 0;
     });
   };
   AlwaysParallel parallel;
