@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cassert>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -16,42 +15,10 @@ namespace kiln {
 namespace {
 
 // Names are written once before the count that publishes them, so readers need no lock.
-// Up to the first 8 bytes of a name, zero-padded: with the length, it tells most names apart
-// without a memcmp call.
-uint64_t NameHead(std::string_view name) {
-  uint64_t head = 0;
-  if (!name.empty()) std::memcpy(&head, name.data(), std::min<size_t>(name.size(), sizeof head));
-  return head;
-}
-
-// Find runs for every resource name a policy looks up (kiln_rt_res_id), often per (task, node):
-// each entry keeps its length and head next to each other, so a lookup compares integers and
-// calls memcmp only for the tail of a name longer than 8 bytes that matched so far.
 struct Registry {
-  Registry() {
-    for (int i = 0; i < 3; ++i) {
-      lens[i] = static_cast<uint32_t>(names[i].size());
-      heads[i] = NameHead(names[i]);
-    }
-  }
-  std::array<uint32_t, kMaxResources> lens{};
-  std::array<uint64_t, kMaxResources> heads{};
   std::array<std::string, kMaxResources> names{"cpu", "memory", "pods"};
   std::atomic<int> count{3};
   std::mutex mu;
-
-  // The id of `name` among the first n entries, -1 if absent.
-  int IndexOf(std::string_view name, int n) const {
-    const uint64_t head = NameHead(name);
-    for (int i = 0; i < n; ++i) {
-      if (lens[i] != name.size() || heads[i] != head) continue;
-      if (name.size() <= sizeof head ||
-          std::memcmp(names[i].data() + sizeof head, name.data() + sizeof head,
-                      name.size() - sizeof head) == 0)
-        return i;
-    }
-    return -1;
-  }
 };
 
 Registry& TheRegistry() {
@@ -71,22 +38,22 @@ Result<ResourceId> ResourceRegistry::Intern(std::string_view name) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   int n = r.count.load(std::memory_order_acquire);
-  if (int i = r.IndexOf(name, n); i >= 0) return static_cast<ResourceId>(i);
+  for (int i = 0; i < n; ++i)
+    if (r.names[i] == name) return static_cast<ResourceId>(i);
   if (n >= kMaxResources)
     return Error{fmt::format("too many resource names: cannot add \"{}\" (limit {})", name,
                              kMaxResources),
                  {}};
   r.names[n] = std::string(name);
-  r.lens[n] = static_cast<uint32_t>(name.size());
-  r.heads[n] = NameHead(name);
   r.count.store(n + 1, std::memory_order_release);
   return static_cast<ResourceId>(n);
 }
 
 std::optional<ResourceId> ResourceRegistry::Find(std::string_view name) {
   Registry& r = TheRegistry();
-  int i = r.IndexOf(name, r.count.load(std::memory_order_acquire));
-  if (i >= 0) return static_cast<ResourceId>(i);
+  int n = r.count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (r.names[i] == name) return static_cast<ResourceId>(i);
   return std::nullopt;
 }
 

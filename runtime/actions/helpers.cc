@@ -126,8 +126,11 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     return;
   }
   const size_t want = static_cast<size_t>(NumNodesToFind(static_cast<int>(n)));
-  out.nodes.reserve(std::min(want, n));
-  if constexpr (kFused) out.feasible.reserve(std::min(want, n));
+  // Sized once and filled by index (`found`), trimmed at the end: the consume loop below runs
+  // for every examined node.
+  out.nodes.resize(std::min(want, n));
+  if constexpr (kFused) out.feasible.resize(std::min(want, n));
+  size_t found = 0;
 
   const bool use_cache = enable_error_cache && !t->role.empty();
   const RoleCache* cached = nullptr;
@@ -176,10 +179,10 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
-  while (processed < n && out.nodes.size() < want) {
+  while (processed < n && found < want) {
     // A feasible node at a position below `needed` is kept whatever the nodes before it answer:
     // only those are scored in the pass (the others may be examined past the target).
-    const size_t needed = want - out.nodes.size();
+    const size_t needed = want - found;
     size_t block = std::min(n - processed, std::max(needed, min_block));
     // Slots are reused across blocks and tasks: each is reset where it is written.
     if (slots.size() < block) slots.resize(block);
@@ -217,9 +220,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       Node* node = rotated(processed + i);
       Slot& slot = slots[i];
       if (!slot.rejected) {
-        out.nodes.push_back(node);
-        if constexpr (kFused) out.feasible.push_back(slot.fused);
-        if (out.nodes.size() == want) {
+        if constexpr (kFused) out.feasible[found] = slot.fused;
+        out.nodes[found++] = node;
+        if (found == want) {
           consumed = i + 1;
           break;
         }
@@ -235,6 +238,8 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
+  out.nodes.resize(found);
+  if constexpr (kFused) out.feasible.resize(found);
 
   // The rejections are materialised only when they are reported: every examined node rejected
   // the task.
