@@ -126,11 +126,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     return;
   }
   const size_t want = static_cast<size_t>(NumNodesToFind(static_cast<int>(n)));
-  // Sized once and filled by index (`found`), trimmed at the end: the consume loop below runs
-  // for every examined node.
-  out.nodes.resize(std::min(want, n));
-  if constexpr (kFused) out.feasible.resize(std::min(want, n));
-  size_t found = 0;
+  out.nodes.reserve(std::min(want, n));
+  if constexpr (kFused) out.feasible.reserve(std::min(want, n));
+  size_t found = 0;  // out.nodes.size()
 
   const bool use_cache = enable_error_cache && !t->role.empty();
   const RoleCache* cached = nullptr;
@@ -220,9 +218,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       Node* node = rotated(processed + i);
       Slot& slot = slots[i];
       if (!slot.rejected) {
-        if constexpr (kFused) out.feasible[found] = slot.fused;
-        out.nodes[found++] = node;
-        if (found == want) {
+        if constexpr (kFused) out.feasible.push_back(slot.fused);
+        out.nodes.push_back(node);
+        if (++found == want) {
           consumed = i + 1;
           break;
         }
@@ -238,8 +236,6 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
-  out.nodes.resize(found);
-  if constexpr (kFused) out.feasible.resize(found);
 
   // The rejections are materialised only when they are reported: every examined node rejected
   // the task.
