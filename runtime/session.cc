@@ -80,7 +80,13 @@ constexpr bool FallbackBool() {
 // Nested handler calls (a handler asking the session something) restore the outer record.
 class Session::CallScope {
  public:
-  CallScope(const Session* s, int slot, ExtensionPoint point)
+  CallScope(const Session* s, int slot, ExtensionPoint point) : CallScope(s) {
+    Enter(slot, point);
+  }
+  // The dispatch form, for the per-(task, node) dispatchers: the caller's record is saved once,
+  // then Enter marks each handler call of the dispatch (nothing reads the record between two
+  // calls), and the destructor restores the record once.
+  explicit CallScope(const Session* s)
       : call_(detail::ThisThreadCall()),
         session_(s),
         saved_session_(call_.session),
@@ -88,9 +94,12 @@ class Session::CallScope {
         saved_point_(call_.point),
         saved_faulted_(call_.faulted),
         saved_kind_(call_.kind),
-        saved_fuel_(call_.fuel) {
-    s->MarkCalled(slot, point);
-    call_.session = s;
+        saved_fuel_(call_.fuel) {}
+  // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
+  // is recorded only if its answer is used.
+  void Enter(int slot, ExtensionPoint point, bool mark_called = true) {
+    if (mark_called) session_->MarkCalled(slot, point);
+    call_.session = session_;
     call_.slot = slot;
     call_.point = point;
     call_.faulted = false;
@@ -98,6 +107,7 @@ class Session::CallScope {
     // A nested call (a handler asking the session something) gets its own budget and gives the
     // outer call back what it had left: the outer loop still bounds how often it asks.
     call_.fuel = PolicyCallIterationBudget();
+    reported_ = false;
   }
   ~CallScope() {
     call_.session = saved_session_;
@@ -117,6 +127,9 @@ class Session::CallScope {
     }
     return true;
   }
+  // Whether the handler faulted, without reporting it (a speculative call's caller redoes the
+  // call the ordinary way if it needs the answer).
+  bool faulted_silently() const { return call_.faulted; }
 
  private:
   detail::CurrentCall& call_;
@@ -364,11 +377,15 @@ int Session::CombineFirstNonZero(A... args) const {
 template <ExtensionPoint P, typename... A>
 std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
   static_assert(CombineOf(P) == Combine::FirstError && FallbackOf(P) == Fallback::Pass);
+  // One status for the whole dispatch, cleared after a passing handler that left reasons in it:
+  // this runs for every (task, node) pair and nearly every answer is a pass.
+  PluginStatus st;
+  KStatusOut out{&st, nullptr};
+  CallScope scope(this);
   for (const auto& r : Handlers<P>()) {
-    PluginStatus st;
-    KStatusOut out{&st, nullptr};
     if (plugin_disabled(r.slot)) continue;
-    CallScope scope(this, r.slot, P);
+    if (!st.reasons.empty()) st.reasons.clear();
+    scope.Enter(r.slot, P);
     int32_t code = Fn<P>(r.fn)(r.ctx, args..., &out);
     if (scope.faulted()) {
       st.code = StatusCode::Error;
@@ -655,13 +672,51 @@ std::optional<FitError> Session::PredicateForPreemptAction(const Task* t, const 
   return std::nullopt;
 }
 
+std::optional<PluginStatus> Session::PredicateStatus(const Task* t, const Node* n) const {
+  return CombineFirstError<ExtensionPoint::Predicate>(t, n);
+}
+
+Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Node* n,
+                                                        double* score,
+                                                        uint64_t* called) const {
+  static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
+  // Same calls and arithmetic as NodeOrderFn; only the bookkeeping differs (see session.h).
+  const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
+  double total = 0;
+  CallScope scope(this);
+  for (size_t k = 0; k < hs.size(); ++k) {
+    const Registration& r = hs[k];
+    double s = 0;
+    if (plugin_disabled(r.slot)) continue;
+    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
+    if (k >= 64) return SpeculativeScore::Faulted;  // not accountable in *called
+    *called |= uint64_t{1} << k;
+    int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &s);
+    if (scope.faulted_silently()) return SpeculativeScore::Faulted;
+    if (err != 0) {
+      *score = 0;
+      return SpeculativeScore::Failed;
+    }
+    total += s;
+  }
+  *score = total;
+  return SpeculativeScore::Ok;
+}
+
+void Session::MarkNodeOrderCalled(uint64_t called) const {
+  const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
+  for (size_t k = 0; k < hs.size() && k < 64; ++k)
+    if ((called >> k) & 1u) MarkCalled(hs[k].slot, ExtensionPoint::NodeOrder);
+}
+
 Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
   double total = 0;
+  CallScope scope(this);
   for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
     double score = 0;
     if (plugin_disabled(r.slot)) continue;
-    CallScope scope(this, r.slot, ExtensionPoint::NodeOrder);
+    scope.Enter(r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
     if (scope.faulted()) continue;
     if (err != 0)
@@ -679,7 +734,9 @@ Status Session::BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
   scores.resize(nodes.size(), 0.0);
   const auto& hs = Handlers<ExtensionPoint::BatchNodeOrder>();
   if (hs.empty()) return Status::Ok();
-  std::vector<double> part(nodes.size());
+  // Reused across calls: one allocation per task adds up over 100k tasks.
+  thread_local std::vector<double> part;
+  part.resize(nodes.size());
   for (const auto& r : hs) {
     std::fill(part.begin(), part.end(), 0.0);
     if (plugin_disabled(r.slot)) continue;

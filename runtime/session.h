@@ -232,6 +232,9 @@ class Session {
   // calls of one task wait side by side instead of one after another on a few cores.
   void RequireIoPool() { io_pool_ = true; }
   ThreadPool& node_pool() const { return io_pool_ ? ThreadPool::Io() : ThreadPool::Default(); }
+  // Whether a plugin asked for the I/O pool: its handlers wait on the network, so nothing may be
+  // called speculatively (a call is a request someone else sees).
+  bool uses_io_pool() const { return io_pool_; }
   // Whether the fault watchdog disabled the plugin in `slot` (its handlers are skipped).
   bool plugin_disabled(int slot) const {
     return slot >= 0 && slot < static_cast<int>(plugins_.size()) &&
@@ -293,6 +296,10 @@ class Session {
   std::optional<PluginStatus> PrePredicateFn(const Task* t) const;
   // Per (task, node), from the actions' worker threads. nullopt = the node is feasible.
   std::optional<FitError> PredicateFn(const Task* t, const Node* n) const;
+  // PredicateFn's answer before it becomes a FitError: nullopt = feasible, otherwise the first
+  // failing plugin's status (every such status fails allocate). The allocate search's form: a
+  // feasible node costs no FitError.
+  std::optional<PluginStatus> PredicateStatus(const Task* t, const Node* n) const;
   // The FitError only when it fails for allocate (any non-Success) / for preempt and reclaim
   // (not plain Unschedulable, which eviction may cure) — §2.4.
   std::optional<FitError> PredicateForAllocateAction(const Task* t, const Node* n) const;
@@ -306,6 +313,21 @@ class Session {
   // Scoring of feasible nodes (allocate, backfill, preempt). Σ over plugins; an error aborts the
   // scoring of that task with the plugin named.
   Result<double> NodeOrderFn(const Task* t, const Node* n) const;
+  // NodeOrderFn computed before the caller knows it needs the answer (allocate scores a node in
+  // the same parallel pass that finds it feasible). The same handler calls and sum, but a fault
+  // is neither reported nor counted (Faulted: the caller must score again with NodeOrderFn,
+  // which reports it) and nothing is marked called: the handlers that ran are OR-ed into
+  // *called (bit k = the k-th node_order registration), for MarkNodeOrderCalled once the score
+  // is used. Failed = a handler answered an error: NodeOrderFn's error, *score = 0.
+  // Sound only because node_order handlers answer without side effects, which running them
+  // concurrently on the worker threads already requires.
+  enum class SpeculativeScore : uint8_t { Ok, Failed, Faulted };
+  SpeculativeScore NodeOrderSpeculative(const Task* t, const Node* n, double* score,
+                                        uint64_t* called) const;
+  // Records the handlers of `called` (NodeOrderSpeculative's bits) as called. A session with
+  // more than 64 node_order registrations cannot be accounted this way: NodeOrderSpeculative
+  // answers Faulted when it reaches the 65th.
+  void MarkNodeOrderCalled(uint64_t called) const;
   // Per-node Σ into scores (resized to nodes.size(), added to). An error aborts.
   Status BatchNodeOrderFn(const Task* t, std::span<Node* const> nodes,
                           std::vector<double>& scores) const;

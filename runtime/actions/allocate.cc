@@ -122,11 +122,10 @@ class AllocateRun {
     // Volcano makes a predicate helper (and so a fresh error cache) per job attempt.
     PredicateHelper helper(&rotation_, pool_);
     std::span<Node* const> all_nodes = ssn_.cluster().nodes();
-    // Allocate's predicate: the resource check InitResreq ≤ FutureIdle (done by the helper, so
-    // a full node costs no FitError), then the plugins' predicates.
-    const actions::NodePredicate predicate = [this](const Task* t, const Node* n) {
-      return ssn_.PredicateForAllocateAction(t, n);
-    };
+    // Allocate's predicate (the resource check InitResreq ≤ FutureIdle, so a full node costs no
+    // FitError, then the plugins' predicates) is SearchForAllocate's; it also scores the feasible
+    // nodes in the same pass (stage 3e reads those scores).
+    const bool cache = args_.predicate_error_cache_enable;
 
     while (!tasks.Empty()) {
       Task* t = tasks.Pop();
@@ -154,18 +153,17 @@ class AllocateRun {
         break;
       }
       // 3d.
-      PredicateResult found;
+      PredicateResult& found = found_;  // reused: no buffers allocated per task
+      found.nodes.clear();
       if (!t->nominated_node_name.empty()) {
         Node* nominated = ssn_.cluster().FindNode(t->nominated_node_name);
         if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq, nominated)) {
-          found = helper.PredicateNodes(t, std::span<Node* const>(&nominated, 1), predicate,
-                                        args_.predicate_error_cache_enable, &t->init_resreq);
+          helper.SearchForAllocate(ssn_, t, std::span<Node* const>(&nominated, 1), cache,
+                                   /*score=*/true, found);
         }
       }
-      if (found.nodes.empty()) {
-        found = helper.PredicateNodes(t, all_nodes, predicate, args_.predicate_error_cache_enable,
-                                      &t->init_resreq);
-      }
+      if (found.nodes.empty())
+        helper.SearchForAllocate(ssn_, t, all_nodes, cache, /*score=*/true, found);
       if (found.nodes.empty()) {
         RecordFitErrors(job, t, std::move(found.errors));
         if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
@@ -173,7 +171,7 @@ class AllocateRun {
         break;
       }
       // 3e.
-      Node* best = PrioritizeNodes(t, found.nodes);
+      Node* best = actions::BestNodeOfSearch(ssn_, t, found, pool_);
       if (best == nullptr) {
         if (ExplainRecorder* r = ssn_.explain())
           r->Record(ssn_, "allocate", t, "no node scored high enough to be selected");
@@ -189,11 +187,6 @@ class AllocateRun {
     if (ssn_.JobReady(job) || ssn_.JobPipelined(job)) return stmt;
     stmt.Discard();
     return std::nullopt;
-  }
-
-  // 3e.
-  Node* PrioritizeNodes(const Task* t, const std::vector<Node*>& nodes) const {
-    return actions::BestIdleThenFutureIdleNode(ssn_, t, nodes, pool_);
   }
 
   // 3f.
@@ -267,6 +260,7 @@ class AllocateRun {
   const ActionArguments& args_;
   ThreadPool& pool_;
   size_t rotation_ = 0;
+  PredicateResult found_;  // the current task's search
   PriorityQueue<Queue*> queues_;
   std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue_;
   std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job_;

@@ -22,24 +22,121 @@ int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_per
   return std::max(n, min_nodes);
 }
 
+namespace {
+std::atomic<bool> g_fused_allocate_search{true};
+
+FeasibleNode::State StateOf(Session::SpeculativeScore s) {
+  switch (s) {
+    case Session::SpeculativeScore::Ok: return FeasibleNode::kScored;
+    case Session::SpeculativeScore::Failed: return FeasibleNode::kFailed;
+    case Session::SpeculativeScore::Faulted: break;
+  }
+  return FeasibleNode::kFaulted;
+}
+
+// The first group BestIdleThenFutureIdleNode scores: the feasible nodes whose Idle fits when
+// there are any, else the others (which all fit FutureIdle: the search checked it).
+bool FirstGroupIsIdle(const PredicateResult& found) {
+  for (const FeasibleNode& f : found.feasible)
+    if (f.idle_fit) return true;
+  return false;
+}
+}  // namespace
+
+void SetFusedAllocateSearch(bool on) { g_fused_allocate_search.store(on); }
+bool FusedAllocateSearch() { return g_fused_allocate_search.load(std::memory_order_relaxed); }
+
 PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* const> nodes,
                                                 const NodePredicate& fn, bool enable_error_cache,
                                                 const Resource* future_idle_request) {
   PredicateResult out;
+  auto check = [&fn](const Task* task, const Node* node, NodeRejection& rejection) {
+    rejection.error = fn(task, node);
+    return !rejection.error.has_value();
+  };
+  Search<false>(nullptr, t, nodes, enable_error_cache, future_idle_request, check, out);
+  return out;
+}
+
+void PredicateHelper::SearchForAllocate(const Session& ssn, const Task* t,
+                                        std::span<Node* const> nodes, bool enable_error_cache,
+                                        bool score, PredicateResult& out) {
+  // Session::PredicateForAllocateAction without the FitError of a feasible node: every status
+  // the predicates answer fails allocate.
+  auto check = [&ssn](const Task* task, const Node* node, NodeRejection& rejection) {
+    std::optional<PluginStatus> st = ssn.PredicateStatus(task, node);
+    if (!st) return true;
+    FitError e;
+    e.task_uid = task->uid;
+    e.node_name = node->name;
+    e.statuses.push_back(std::move(*st));
+    rejection.error = std::move(e);
+    return false;
+  };
+  if (!score || !FusedAllocateSearch() || ssn.uses_io_pool()) {
+    Search<false>(&ssn, t, nodes, enable_error_cache, &t->init_resreq, check, out);
+    return;
+  }
+  // A fault anywhere in the pass (a predicate's, reported as usual) may disable a plugin midway,
+  // after some nodes were scored with it: then the speculative scores are not what NodeOrderFn
+  // answers afterwards, and the plain path scores again.
+  const uint64_t faults_before = ssn.fault_count();
+  Search<true>(&ssn, t, nodes, enable_error_cache, &t->init_resreq, check, out);
+  if (out.nodes.size() < 2) {
+    out.scored = out.nodes.size() == 1;  // one node is taken as is: nothing to score
+    return;
+  }
+  // Score the rest of the first group: its nodes that were not sure to be kept when their block
+  // ran, or all of it when no node fits Idle (the search only scores idle-fitting nodes).
+  const bool idle = FirstGroupIsIdle(out);
+  // Workers read the list through this reference: a thread_local named in the lambda would be
+  // each worker's own (empty) one.
+  thread_local std::vector<size_t> todo_storage;
+  std::vector<size_t>& todo = todo_storage;
+  todo.clear();
+  size_t group_size = 0;
+  for (size_t i = 0; i < out.feasible.size(); ++i) {
+    if (out.feasible[i].idle_fit != idle) continue;
+    ++group_size;
+    if (out.feasible[i].state == FeasibleNode::kUnscored) todo.push_back(i);
+  }
+  if (group_size >= 2 && !todo.empty()) {
+    pool_->ParallelFor(todo.size(), [&](size_t k) {
+      FeasibleNode& f = out.feasible[todo[k]];
+      f.state = StateOf(ssn.NodeOrderSpeculative(t, out.nodes[todo[k]], &f.score, &f.called));
+    });
+  }
+  bool ok = ssn.fault_count() == faults_before;
+  for (const FeasibleNode& f : out.feasible)
+    if (f.idle_fit == idle && f.state == FeasibleNode::kFaulted) ok = false;
+  out.scored = ok;
+}
+
+template <bool kFused, typename Check>
+void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* const> nodes,
+                             bool enable_error_cache, const Resource* future_idle_request,
+                             const Check& check, PredicateResult& out) {
+  out.nodes.clear();
+  out.feasible.clear();
+  out.errors = FitErrors();
+  out.scored = false;
   const size_t n = nodes.size();
   if (n == 0) {
     out.errors.SetTotalNodes(0);
-    return out;
+    return;
   }
   const size_t want = static_cast<size_t>(NumNodesToFind(static_cast<int>(n)));
   out.nodes.reserve(std::min(want, n));
+  if constexpr (kFused) out.feasible.reserve(std::min(want, n));
+  size_t found = 0;  // out.nodes.size()
 
   const bool use_cache = enable_error_cache && !t->role.empty();
-  std::string group;
-  const std::unordered_map<int64_t, NodeRejection>* cached = nullptr;
+  const RoleCache* cached = nullptr;
   if (use_cache) {
-    group = t->job_uid + "/" + t->role;
-    if (auto it = error_cache_.find(group); it != error_cache_.end()) cached = &it->second;
+    group_key_.assign(t->job_uid);
+    group_key_ += '/';
+    group_key_ += t->role;
+    if (auto it = error_cache_.find(group_key_); it != error_cache_.end()) cached = &it->second;
   }
 
   // Each node's verdict lands in its own slot; the slots are then read in rotated order, so the
@@ -47,85 +144,138 @@ PredicateResult PredicateHelper::PredicateNodes(const Task* t, std::span<Node* c
   // search over 10k nodes would otherwise map and fault in megabytes per task.
   struct Slot {
     bool rejected = false;
-    bool from_cache = false;
-    NodeRejection rejection;
+    const NodeRejection* cache_hit = nullptr;  // rejected by the (job, role) cache
+    NodeRejection rejection;                   // a fresh rejection
+    FeasibleNode fused;
+  };
+  // A rejected node in examination order: its fresh rejection's position, or the cached one.
+  struct Rejected {
+    Node* node;
+    int32_t fresh;  // index into `fresh`, -1 when `cached` is set
+    const NodeRejection* cached;
   };
   struct Scratch {
     std::vector<Slot> slots;
-    std::vector<Node*> rejected_nodes;
-    std::vector<NodeRejection> rejections;
+    std::vector<Rejected> rejected;
+    std::vector<NodeRejection> fresh;
+    std::vector<Node*> examined;
+    std::vector<NodeRejection> all;
   };
   thread_local Scratch scratch;
   std::vector<Slot>& slots = scratch.slots;
-  std::vector<Node*>& rejected_nodes = scratch.rejected_nodes;
-  std::vector<NodeRejection>& rejections = scratch.rejections;
-  rejected_nodes.clear();
-  rejections.clear();
-  std::vector<std::pair<int64_t, NodeRejection>> new_cache_entries;
+  std::vector<Rejected>& rejected = scratch.rejected;
+  std::vector<NodeRejection>& fresh = scratch.fresh;
+  rejected.clear();
+  fresh.clear();
   const size_t start = *rotation_ % n;
+  // The node at rotated position k (< n): start + k < 2n, so one subtraction instead of a
+  // division per node.
+  auto rotated = [&](size_t k) {
+    size_t i = start + k;
+    return nodes[i >= n ? i - n : i];
+  };
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
-  while (processed < n && out.nodes.size() < want) {
-    size_t block = std::min(n - processed, std::max(want - out.nodes.size(), min_block));
-    // Slots are reused across blocks and tasks: each is reset where it is written, instead of
-    // destroying and value-initialising a few hundred ~100-byte slots per block.
+  while (processed < n && found < want) {
+    // A feasible node at a position below `needed` is kept whatever the nodes before it answer:
+    // only those are scored in the pass (the others may be examined past the target).
+    const size_t needed = want - found;
+    size_t block = std::min(n - processed, std::max(needed, min_block));
+    // Slots are reused across blocks and tasks: each is reset where it is written.
     if (slots.size() < block) slots.resize(block);
     pool_->ParallelFor(block, [&](size_t i) {
-      const Node* node = nodes[(start + processed + i) % n];
+      const Node* node = rotated(processed + i);
       Slot& slot = slots[i];
-      slot.rejected = false;
-      slot.from_cache = false;
+      slot.rejected = true;
+      slot.cache_hit = nullptr;
       slot.rejection.insufficient = -1;
       if (slot.rejection.error) slot.rejection.error.reset();
       if (cached) {
-        if (auto it = cached->find(node->index); it != cached->end()) {
-          slot.rejected = true;
-          slot.from_cache = true;
-          slot.rejection = it->second;
-          if (slot.rejection.error) slot.rejection.error->task_uid = t->uid;
+        if (const NodeRejection* hit = cached->Find(node->index)) {
+          slot.cache_hit = hit;
           return;
         }
       }
-      if (future_idle_request) {
+      if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
         ResourceIdList insufficient;
-        if (!FitsFutureIdle(*future_idle_request, node, &insufficient)) {
-          slot.rejected = true;
-          slot.rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
-          return;
-        }
+        FitsFutureIdle(*future_idle_request, node, &insufficient);
+        slot.rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
+        return;
       }
-      slot.rejection.error = fn(t, node);
-      slot.rejected = slot.rejection.error.has_value();
+      if (!check(t, node, slot.rejection)) return;
+      slot.rejected = false;
+      if constexpr (kFused) {
+        FeasibleNode& f = slot.fused;
+        f = FeasibleNode{};
+        f.idle_fit = t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero);
+        if (f.idle_fit && i < needed)
+          f.state = StateOf(ssn->NodeOrderSpeculative(t, node, &f.score, &f.called));
+      }
     });
     size_t consumed = block;
     for (size_t i = 0; i < block; ++i) {
-      Node* node = nodes[(start + processed + i) % n];
+      Node* node = rotated(processed + i);
       Slot& slot = slots[i];
       if (!slot.rejected) {
+        if constexpr (kFused) out.feasible.push_back(slot.fused);
         out.nodes.push_back(node);
-        if (out.nodes.size() == want) {
+        if (++found == want) {
           consumed = i + 1;
           break;
         }
         continue;
       }
-      if (use_cache && !slot.from_cache)
-        new_cache_entries.emplace_back(node->index, slot.rejection);
-      rejected_nodes.push_back(node);
-      rejections.push_back(std::move(slot.rejection));
+      if (slot.cache_hit != nullptr) {
+        rejected.push_back({node, -1, slot.cache_hit});
+      } else {
+        rejected.push_back({node, static_cast<int32_t>(fresh.size()), nullptr});
+        fresh.push_back(std::move(slot.rejection));
+      }
     }
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
 
-  if (!new_cache_entries.empty()) {
-    auto& node_errors = error_cache_[group];
-    for (auto& [index, r] : new_cache_entries) node_errors.emplace(index, std::move(r));
+  // The rejections are materialised only when they are reported: every examined node rejected
+  // the task.
+  if (out.nodes.empty()) {
+    std::vector<Node*>& examined = scratch.examined;
+    std::vector<NodeRejection>& all = scratch.all;
+    examined.clear();
+    all.clear();
+    for (const Rejected& r : rejected) {
+      examined.push_back(r.node);
+      if (r.cached != nullptr) {
+        all.push_back(*r.cached);
+        if (all.back().error) all.back().error->task_uid = t->uid;
+      } else if (use_cache) {
+        all.push_back(fresh[r.fresh]);  // the cache keeps the original
+      } else {
+        all.push_back(std::move(fresh[r.fresh]));
+      }
+    }
+    out.errors = BuildFitErrors(t, examined, all, static_cast<int>(n));
   }
-  if (out.nodes.empty())
-    out.errors = BuildFitErrors(t, rejected_nodes, rejections, static_cast<int>(n));
-  return out;
+  // New rejections join the role's cache (an index already there keeps its first rejection).
+  if (use_cache && !fresh.empty()) {
+    RoleCache& cache = error_cache_[group_key_];
+    for (const Rejected& r : rejected) {
+      if (r.cached != nullptr) continue;
+      const int64_t index = r.node->index;
+      int32_t* at = nullptr;
+      if (index >= 0) {
+        if (static_cast<size_t>(index) >= cache.at.size())
+          cache.at.resize(std::max(static_cast<size_t>(index) + 1, cache.at.size() * 2), -1);
+        at = &cache.at[index];
+      } else {
+        at = &cache.at_other.try_emplace(index, -1).first->second;
+      }
+      if (*at >= 0) continue;
+      *at = static_cast<int32_t>(cache.rejections.size());
+      cache.rejections.push_back(std::move(fresh[r.fresh]));
+    }
+  }
 }
 
 FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
@@ -239,6 +389,68 @@ Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<No
     } else if (group->size() > 1) {
       best = BestScoredNode(ssn, t, *group, pool);
     }
+    if (best != nullptr) return best;
+  }
+  return nullptr;
+}
+
+namespace {
+// BestScoredNode over nodes whose NodeOrderFn sums are already in `scores` (fused search).
+Node* BestOfScored(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                   std::vector<double>& scores, uint64_t called, size_t failed) {
+  if (!ssn.HasHandlers(ExtensionPoint::NodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BatchNodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BestNode)) {
+    return *std::min_element(nodes.begin(), nodes.end(),
+                             [](const Node* a, const Node* b) { return a->index < b->index; });
+  }
+  ssn.MarkNodeOrderCalled(called);
+  if (failed > 0) spdlog::debug("node order for task {} failed on {} node(s)", t->Key(), failed);
+  thread_local std::vector<double> batch;
+  batch.clear();
+  Status st = ssn.BatchNodeOrderFn(t, nodes, batch);
+  if (!st.ok()) {
+    spdlog::debug("batch node order for task {} failed: {}", t->Key(), st.error().message);
+    return nullptr;
+  }
+  for (size_t i = 0; i < batch.size() && i < scores.size(); ++i) scores[i] += batch[i];
+  if (Node* n = ssn.BestNodeFn(t, nodes, scores)) return n;
+  return SelectBestNode(nodes, scores);
+}
+}  // namespace
+
+Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult& found,
+                       ThreadPool& pool) {
+  if (!found.scored || found.feasible.size() != found.nodes.size())
+    return BestIdleThenFutureIdleNode(ssn, t, found.nodes, pool);
+  thread_local std::vector<Node*> group;
+  thread_local std::vector<double> scores;
+  bool first = true;
+  for (bool idle : {true, false}) {
+    group.clear();
+    scores.clear();
+    size_t failed = 0;
+    uint64_t called = 0;
+    for (size_t i = 0; i < found.nodes.size(); ++i) {
+      const FeasibleNode& f = found.feasible[i];
+      if (f.idle_fit != idle) continue;
+      group.push_back(found.nodes[i]);
+      scores.push_back(f.score);
+      called |= f.called;
+      if (f.state == FeasibleNode::kFailed) ++failed;
+    }
+    if (group.empty()) continue;
+    Node* best = nullptr;
+    if (group.size() == 1) {
+      best = group.front();
+    } else if (first) {
+      best = BestOfScored(ssn, t, group, scores, called, failed);
+    } else {
+      // The idle group was scored and selected nothing: the FutureIdle group is scored now, as
+      // BestIdleThenFutureIdleNode does (its nodes were never scored speculatively).
+      best = BestScoredNode(ssn, t, group, pool);
+    }
+    first = false;
     if (best != nullptr) return best;
   }
   return nullptr;

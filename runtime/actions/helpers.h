@@ -37,12 +37,37 @@ int NumNodesToFind(int num_all_nodes, int percentage = 0, int min_nodes = 100,
 // A per-(task, node) check: nullopt = the task may go there.
 using NodePredicate = std::function<std::optional<FitError>(const Task*, const Node*)>;
 
+// What allocate's fused search (PredicateHelper::SearchForAllocate) learnt of a feasible node
+// besides its feasibility, in the same parallel pass.
+struct FeasibleNode {
+  enum State : uint8_t {
+    kUnscored = 0,  // not scored (yet)
+    kScored,        // `score` is NodeOrderFn's sum
+    kFailed,        // NodeOrderFn answered an error: the node scores 0 (and it is logged)
+    kFaulted,       // a handler faulted: the fused scores cannot stand in for NodeOrderFn
+  };
+  double score = 0;
+  uint64_t called = 0;   // Session::NodeOrderSpeculative's handler bits
+  bool idle_fit = false;  // InitResreq ≤ Idle (else only FutureIdle fits)
+  State state = kUnscored;
+};
+
 struct PredicateResult {
   std::vector<Node*> nodes;  // feasible nodes, in the order they were examined
   // Why every node rejected the task — filled only when `nodes` is empty, the one case the
   // actions record it (a search that found nodes drops its rejections, so they are never built).
   FitErrors errors;
+  // SearchForAllocate only: per feasible node (same positions as `nodes`).
+  std::vector<FeasibleNode> feasible;
+  // SearchForAllocate only: whether `feasible` holds the node-order scores of the group
+  // BestIdleThenFutureIdleNode would score (see BestNodeOfSearch).
+  bool scored = false;
 };
+
+// Whether allocate scores nodes in its predicate pass (default on). Process-wide; tests turn it off
+// to compare the fused path with the plain one.
+void SetFusedAllocateSearch(bool on);
+bool FusedAllocateSearch();
 
 // One node's rejection, compact while the search runs: a failed resource check is just the
 // first insufficient dimension; only the predicates' own answers carry a FitError.
@@ -71,11 +96,51 @@ class PredicateHelper {
                                  const NodePredicate& fn, bool enable_error_cache,
                                  const Resource* future_idle_request = nullptr);
 
+  // allocate's PredicateNodes, with its fixed predicate — InitResreq ≤ FutureIdle, then
+  // Session::PredicateForAllocateAction — called directly (no std::function, no FitError for a
+  // feasible node) into `out`, whose buffers are reused from task to task. Same feasible set,
+  // rotation, cache and errors as PredicateNodes. With `score` (and FusedAllocateSearch(), and no
+  // plugin on the I/O pool) the same parallel pass also checks InitResreq ≤ Idle and scores
+  // (NodeOrderSpeculative) each feasible node that fits Idle and is sure to be kept; after the pass
+  // the rest of the group BestIdleThenFutureIdleNode will score is scored in one more parallel
+  // loop, and out.scored says whether these scores may stand in for NodeOrderFn's.
+  void SearchForAllocate(const Session& ssn, const Task* t, std::span<Node* const> nodes,
+                         bool enable_error_cache, bool score, PredicateResult& out);
+
  private:
+  // The rejections of one (job, role): per node index, the position of its rejection (-1: none).
+  struct RoleCache {
+    std::vector<int32_t> at;
+    std::unordered_map<int64_t, int32_t> at_other;  // negative indices (nodes outside a cluster)
+    std::vector<NodeRejection> rejections;
+    const NodeRejection* Find(int64_t index) const {
+      int32_t k = -1;
+      if (index >= 0) {
+        if (static_cast<size_t>(index) < at.size()) k = at[index];
+      } else if (auto it = at_other.find(index); it != at_other.end()) {
+        k = it->second;
+      }
+      return k >= 0 ? &rejections[k] : nullptr;
+    }
+  };
+  // The search both entry points share. `check(t, node, rejection)` → feasible; kFused adds the
+  // idle-fit check and the speculative scores.
+  template <bool kFused, typename Check>
+  void Search(const Session* ssn, const Task* t, std::span<Node* const> nodes,
+              bool enable_error_cache, const Resource* future_idle_request, const Check& check,
+              PredicateResult& out);
+
   size_t* rotation_;
   ThreadPool* pool_;
-  std::unordered_map<std::string, std::unordered_map<int64_t, NodeRejection>> error_cache_;
+  std::unordered_map<std::string, RoleCache> error_cache_;
+  std::string group_key_;  // reused: "<job uid>/<role>"
 };
+
+// allocate's 3e over a SearchForAllocate result: BestIdleThenFutureIdleNode(found.nodes), using
+// the fused scores when found.scored (same group, same sums, same BatchNodeOrder / BestNode /
+// tie-break), else calling it as is.
+Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult& found,
+                       ThreadPool& pool);
 
 // The FitErrors of a search in which every examined node rejected the task. When all of them
 // failed only the resource check, the Kubernetes-style message is built from the counts alone

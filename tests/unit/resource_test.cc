@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "tests/unit/core_test_util.h"
 
@@ -25,6 +27,36 @@ TEST(ResourceRegistry, FixedIdsAndInterning) {
   EXPECT_EQ(*ResourceRegistry::Intern("nvidia.com/gpu"), g);
   EXPECT_EQ(ResourceRegistry::Name(g), "nvidia.com/gpu");
   EXPECT_FALSE(ResourceRegistry::Find("never.seen/resource").has_value());
+}
+
+TEST(ResourceRegistry, FindTellsApartNamesSharingLengthOrHead) {
+  // Find compares length and the first 8 bytes before the rest: names alike in one or both of
+  // those must still map to their own ids.
+  const std::vector<std::string> names = {
+      "example.com/aaaa", "example.com/aaab",  // same length, same head, differ in the tail
+      "example.com/baaa",                      // same length and head as both, differs mid-tail
+      "example.",                              // exactly the 8-byte head of all three
+      "example",                               // a prefix of the head
+      "exampleX",                              // 8 bytes, differs in the last
+  };
+  std::vector<ResourceId> ids;
+  for (const auto& n : names) {
+    auto id = ResourceRegistry::Intern(n);
+    ASSERT_TRUE(id.ok()) << n;
+    ids.push_back(*id);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto found = ResourceRegistry::Find(names[i]);
+    ASSERT_TRUE(found.has_value()) << names[i];
+    EXPECT_EQ(*found, ids[i]) << names[i];
+    EXPECT_EQ(ResourceRegistry::Name(ids[i]), names[i]);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(ids[i], ids[j]) << names[i] << " vs " << names[j];
+  }
+  EXPECT_FALSE(ResourceRegistry::Find("example.com/aaac").has_value());
+  EXPECT_FALSE(ResourceRegistry::Find("example.com/aaa").has_value());
+  EXPECT_FALSE(ResourceRegistry::Find("").has_value());
+  // Interning again gives the same id, not a new one.
+  EXPECT_EQ(*ResourceRegistry::Intern("example.com/aaab"), ids[1]);
 }
 
 TEST(Resource, AbiLayout) {
