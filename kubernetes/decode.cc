@@ -70,10 +70,23 @@ std::string Str(const json& o, std::string_view key, const std::string& path, st
 std::optional<int64_t> OptInt(const json& o, std::string_view key, const std::string& path) {
   const json* v = Member(o, key);
   if (!v) return std::nullopt;
-  if (v->is_number_integer()) return v->get<int64_t>();
-  if (v->is_number_unsigned()) return static_cast<int64_t>(v->get<uint64_t>());
-  if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())
-    return static_cast<int64_t>(v->get<double>());
+  // nlohmann's is_number_integer() is true for unsigned numbers too: ask about those first.
+  if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
+  // A whole number past int64 (a huge unsigned, or a float like 1.3e90) is out of range, not
+  // wrapped or converted with undefined behaviour (found by the kube fuzzer).
+  auto out_of_range = [&] {
+    Fail(path + "." + std::string(key), fmt::format("out of range for int64: {}", v->dump()));
+  };
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) out_of_range();
+    return static_cast<int64_t>(v->get<uint64_t>());
+  }
+  if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) {
+    // 2^63 is the first double past INT64_MAX; -2^63 is INT64_MIN itself.
+    double d = v->get<double>();
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) out_of_range();
+    return static_cast<int64_t>(d);
+  }
   Fail(path + "." + std::string(key), fmt::format("must be an integer, got {}", v->dump()));
 }
 

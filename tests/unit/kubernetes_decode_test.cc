@@ -205,6 +205,27 @@ TEST(KubernetesDecode, WrongTypeIsAnErrorForThatObject) {
   EXPECT_FALSE(DecodePod(json::parse(R"([1, 2])")).ok());
 }
 
+// Whole numbers past int64 are refused, never converted with undefined behaviour (the kube
+// fuzzer found a PriorityClass value of 1.3e90).
+TEST(KubernetesDecode, IntegersPastInt64AreOutOfRange) {
+  for (const char* value : {"1.3333e90", "-1e19", "18446744073709551615", "9223372036854775808"}) {
+    auto r = DecodePriorityClass(
+        json::parse(std::string(R"({"metadata": {"name": "big"}, "value": )") + value + "}"));
+    ASSERT_FALSE(r.ok()) << value;
+    EXPECT_NE(r.error().message.find("value: out of range for int64"), std::string::npos)
+        << r.error().message;
+  }
+  // INT64_MAX itself is an int64; a PriorityClass value must then also fit an int32.
+  auto edge = DecodePriorityClass(
+      json::parse(R"({"metadata": {"name": "edge"}, "value": 9223372036854775807})"));
+  ASSERT_FALSE(edge.ok());
+  EXPECT_NE(edge.error().message.find("value: out of range for int32"), std::string::npos)
+      << edge.error().message;
+  auto small = DecodePriorityClass(json::parse(R"({"metadata": {"name": "f"}, "value": 1000.0})"));
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->value, 1000);
+}
+
 TEST(KubernetesDecode, PodScheduledTrueGivesScheduledAtAndDeletionMarksDeleting) {
   json pod = PodJson();
   pod["metadata"]["deletionTimestamp"] = "2025-01-01T00:01:00Z";
