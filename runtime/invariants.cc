@@ -131,8 +131,7 @@ void InvariantChecker::CheckNodes() {
           used.Add(t->resreq);
           break;
       }
-      nonzero.values[kCpu] += t->resreq.cpu() > 0 ? t->resreq.cpu() : 100;
-      nonzero.values[kMemory] += t->resreq.memory() > 0 ? t->resreq.memory() : 200.0 * 1024 * 1024;
+      AddNonZeroRequest(nonzero, t->resreq, 1.0);
     }
     if (!SameResource(used, n->used))
       Violation(fmt::format("node {} used is {}but its tasks add up to {}", n->name, Values(n->used), Values(used)));

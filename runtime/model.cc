@@ -315,8 +315,6 @@ Resource Node::FutureIdle() const {
   return r;
 }
 
-namespace {
-
 // Kubernetes' non-zero defaults (pkg/scheduler/util: DefaultMilliCPURequest,
 // DefaultMemoryRequest), for a pod that requests none of the resource.
 constexpr double kNonZeroMilliCpu = 100;
@@ -326,8 +324,6 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign) {
   sum.values[kCpu] += sign * (request.cpu() > 0 ? request.cpu() : kNonZeroMilliCpu);
   sum.values[kMemory] += sign * (request.memory() > 0 ? request.memory() : kNonZeroMemory);
 }
-
-}  // namespace
 
 void Node::RefreshFitFuture() {
   const bool sub_scalars = ((idle.present | releasing.present) & ~Resource::kBaseMask) != 0;

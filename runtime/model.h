@@ -379,6 +379,10 @@ struct Job {
   const PodGroupCondition* FindCondition(std::string_view type) const;
 };
 
+// Adds (sign 1) or removes (sign -1) a pod's request to a Kubernetes NonZeroRequested sum: a pod
+// asking for no cpu counts 100m, for no memory 200Mi.
+void AddNonZeroRequest(Resource& sum, const Resource& request, double sign);
+
 // ---------------------------------------------------------------------------------------------
 // Node (NodeInfo, §3.3).
 
