@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <llvm/IR/BasicBlock.h>
+#include <llvm/IR/CFG.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -274,6 +275,7 @@ class Lowering {
     allocates_ = false;
     locals_.assign(static_cast<size_t>(std::max(c.local_count, 0)), nullptr);
     loops_.clear();
+    budget_loops_.clear();
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
     ictx_ = fn->getArg(0);
     for (size_t i = 0; i < c.params.size(); ++i) {
@@ -562,8 +564,12 @@ class Lowering {
       case ast::NodeKind::For: EmitFor(static_cast<const ast::For&>(s)); return;
       case ast::NodeKind::Return: {
         const auto& r = static_cast<const ast::Return&>(s);
-        if (r.value)
-          b_.CreateRet(Coerce(Emit(*r.value), r.value->type, current_->result_type));
+        Value* value =
+            r.value ? Coerce(Emit(*r.value), r.value->type, current_->result_type) : nullptr;
+        // Leaving every enclosing loop: give back what each reserved and did not run.
+        for (auto [reserved, index] : budget_loops_) budget_.Refund(b_, reserved, index);
+        if (value)
+          b_.CreateRet(value);
         else
           b_.CreateRetVoid();
         return;
@@ -1063,27 +1069,44 @@ class Lowering {
     Fail(&source, fmt::format("cannot iterate over {}", st ? st->Name() : "?"));
   }
 
-  // A counted loop with break/continue targets exposed to the body.
+  // A counted loop with break/continue targets exposed to the body. It reserves its iterations
+  // from the loop budget on entry (LoopBudget::Reserve: at most `n`, fewer when the budget is
+  // short) and gives back the rest when the body leaves early (a break here, a return in
+  // EmitStmt through budget_loops_).
   void LoopN(Value* n, const std::function<void(Value*)>& body, BasicBlock** continue_to,
              BasicBlock** break_to) {
+    Value* reserved = budget_.Reserve(b_, n);
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* head = BasicBlock::Create(ctx_, "for", fn_);
     BasicBlock* bodyb = BasicBlock::Create(ctx_, "for.body", fn_);
     BasicBlock* step = BasicBlock::Create(ctx_, "for.step", fn_);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "for.exit", fn_);
+    BasicBlock* brk = BasicBlock::Create(ctx_, "for.break", fn_);
     BasicBlock* done = BasicBlock::Create(ctx_, "for.done", fn_);
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
     llvm::PHINode* i = b_.CreatePHI(i64_, 2);
     i->addIncoming(b_.getInt64(0), pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, n), bodyb, done);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, reserved), bodyb, exit);
     b_.SetInsertPoint(bodyb);
     if (continue_to) *continue_to = step;
-    if (break_to) *break_to = done;
+    if (break_to) *break_to = brk;
+    budget_loops_.emplace_back(reserved, i);
     body(i);
+    budget_loops_.pop_back();
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(step);
     b_.SetInsertPoint(step);
     i->addIncoming(b_.CreateAdd(i, b_.getInt64(1)), step);
-    budget_.BackEdge(b_, head, done);  // counts the iteration; leaves when the budget is spent
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    budget_.AfterLoop(b_, done);  // reports the budget spent when this loop was cut short
+    if (llvm::pred_empty(brk)) {
+      brk->eraseFromParent();
+    } else {
+      b_.SetInsertPoint(brk);
+      budget_.Refund(b_, reserved, i);
+      b_.CreateBr(done);
+    }
     b_.SetInsertPoint(done);
   }
 
@@ -2390,6 +2413,7 @@ class Lowering {
     allocates_ = false;
     locals_.assign(static_cast<size_t>(std::max(h.local_count, 0)), nullptr);
     loops_.clear();
+    budget_loops_.clear();
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
     ictx_ = fn->getArg(0);
     b_.CreateStore(fn->getArg(1), LocalSlot(h.params[0].local.get()));
@@ -2724,6 +2748,8 @@ class Lowering {
   std::vector<Value*> locals_;
   std::map<std::pair<Function*, const ast::Local*>, Value*> list_builders_;  // EmitLocalAppend
   std::vector<std::pair<BasicBlock*, BasicBlock*>> loops_;  // (continue, break)
+  // The loops being emitted, outermost first: (iterations reserved, the iteration index).
+  std::vector<std::pair<Value*, Value*>> budget_loops_;
   LoopBudget budget_{m_};
 };
 

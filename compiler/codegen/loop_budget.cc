@@ -5,6 +5,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
 #include <cstdlib>
@@ -52,7 +53,9 @@ llvm::Value* LoopBudget::LocalCounter(llvm::Function* fn) {
   llvm::LLVMContext& ctx = module_.getContext();
   llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().getFirstInsertionPt());
   llvm::AllocaInst* slot = entry.CreateAlloca(llvm::Type::getInt64Ty(ctx), nullptr, "fuel.local");
-  llvm::IRBuilder<> init(fuel->getNextNode());
+  // The entry block may still be under construction (a loop in it): then the fetch is its last
+  // instruction so far.
+  llvm::IRBuilder<> init(fuel->getParent(), std::next(fuel->getIterator()));
   init.CreateStore(init.CreateLoad(init.getInt64Ty(), fuel), slot);
   return slot;
 }
@@ -95,26 +98,61 @@ void LoopBudget::Finish() {
   }
 }
 
-void LoopBudget::BackEdge(llvm::IRBuilder<>& b, llvm::BasicBlock* head, llvm::BasicBlock* exit) {
+llvm::Value* LoopBudget::Reserve(llvm::IRBuilder<>& b, llvm::Value* trip_count) {
+  if (LoopBudgetDisabledForMeasurement()) return trip_count;
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::Value* fuel = LocalCounter(fn);
+  llvm::LLVMContext& ctx = module_.getContext();
+  // The common case is a subtraction and a sign test: the loop fits what is left.
+  llvm::Value* left = b.CreateLoad(b.getInt64Ty(), fuel);
+  llvm::Value* after = b.CreateSub(left, trip_count);
+  b.CreateStore(after, fuel);
+  llvm::BasicBlock* fits = b.GetInsertBlock();
+  auto* short_of = llvm::BasicBlock::Create(ctx, "budget.short", fn);
+  auto* reserved = llvm::BasicBlock::Create(ctx, "budget.reserved", fn);
+  llvm::MDBuilder md(ctx);
+  b.CreateCondBr(b.CreateICmpSLT(after, b.getInt64(0)), short_of, reserved,
+                 md.createBranchWeights(1, 1u << 20));
+  // Short: run what is left plus one (the iteration after which per-iteration counting faults),
+  // none once the counter is negative (a spent call). `left + 1` cannot overflow: left <
+  // trip_count.
+  b.SetInsertPoint(short_of);
+  llvm::Value* last_chance = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                                     b.CreateAdd(left, b.getInt64(1)), b.getInt64(0));
+  b.CreateStore(b.CreateSub(left, last_chance), fuel);
+  b.CreateBr(reserved);
+  b.SetInsertPoint(reserved);
+  llvm::PHINode* count = b.CreatePHI(b.getInt64Ty(), 2, "budget.reserved");
+  count->addIncoming(trip_count, fits);
+  count->addIncoming(last_chance, short_of);
+  return count;
+}
+
+void LoopBudget::AfterLoop(llvm::IRBuilder<>& b, llvm::BasicBlock* done) {
   if (LoopBudgetDisabledForMeasurement()) {
-    b.CreateBr(head);
+    b.CreateBr(done);
     return;
   }
   llvm::Function* fn = b.GetInsertBlock()->getParent();
-  llvm::Value* fuel = LocalCounter(fn);
-  llvm::Value* left = b.CreateSub(b.CreateLoad(b.getInt64Ty(), fuel), b.getInt64(1));
-  b.CreateStore(left, fuel);
+  llvm::Value* left = b.CreateLoad(b.getInt64Ty(), LocalCounter(fn));
   llvm::LLVMContext& ctx = module_.getContext();
   auto* spent = llvm::BasicBlock::Create(ctx, "budget.spent", fn);
   llvm::MDBuilder md(ctx);
-  b.CreateCondBr(b.CreateICmpSLT(left, b.getInt64(0)), spent, head,
+  b.CreateCondBr(b.CreateICmpSLT(left, b.getInt64(0)), spent, done,
                  md.createBranchWeights(1, 1u << 20));
   b.SetInsertPoint(spent);
   llvm::FunctionCallee out = module_.getOrInsertFunction("kiln_policy_out_of_fuel",
                                                          b.getVoidTy());
   if (auto* f = llvm::dyn_cast<llvm::Function>(out.getCallee())) f->addFnAttr(llvm::Attribute::Cold);
   b.CreateCall(out);
-  b.CreateBr(exit);
+  b.CreateBr(done);
+}
+
+void LoopBudget::Refund(llvm::IRBuilder<>& b, llvm::Value* reserved, llvm::Value* index) {
+  if (LoopBudgetDisabledForMeasurement()) return;
+  llvm::Value* fuel = LocalCounter(b.GetInsertBlock()->getParent());
+  llvm::Value* left = b.CreateLoad(b.getInt64Ty(), fuel);
+  b.CreateStore(b.CreateAdd(left, b.CreateSub(reserved, index)), fuel);
 }
 
 }  // namespace kiln

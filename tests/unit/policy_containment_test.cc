@@ -178,6 +178,65 @@ on node_order(task: Task, node: Node) -> float {
   ps.ssn->Close();
 }
 
+// Loops reserve their trip count on entry (compiler/codegen/loop_budget.h); a break, an early
+// exit of any(), and a return from inside a loop give back what was reserved and not run, so
+// the count is that of the iterations run: here 9 + 21 + 30 = 60 back-edges, though every range
+// is far larger than the budget.
+TEST(PolicyContainment, EarlyExitsCountOnlyTheIterationsRun) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  PolicySession ps("early", R"(policy early;
+fn first_at(limit: int) -> int {
+  for i in range(0, 1000000) {
+    if i == limit { return i; }
+  }
+  return -1;
+}
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(0, 1000000) {
+    total += 1;
+    if total == 10 { break; }
+  }
+  let found = any(x > 20 for x in range(0, 1000000));
+  return float(total + first_at(30) + (found ? 100 : 0));
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  SetPolicyCallIterationBudget(60);
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(*score, 140.0);
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+  SetPolicyCallIterationBudget(59);
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->decisions().faults[0],
+            "plugin early: node_order: exceeded its budget of 59 loop iterations");
+  ps.ssn->Close();
+}
+
+// A range that ends before it starts runs nothing and reserves nothing (it must not add to the
+// budget either).
+TEST(PolicyContainment, AnEmptyRangeReservesNothing) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetPolicyCallIterationBudget(5);
+  PolicySession ps("empty", R"(policy empty;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(1000000, 0) { total += 1; }
+  for i in range(0, 6) { total += 1; }
+  return float(total);
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 1u);
+  ps.ssn->Close();
+}
+
 TEST(PolicyContainment, AllocationOverTheMemoryBudgetIsAMemoryFault) {
   LimitsGuard limits;
   SetPolicyCallMemoryBudget(1 << 20);
