@@ -254,9 +254,7 @@ ReloadOutcome PolicyReloader::Reload() {
     } else {
       outcome.kind = ReloadOutcome::Kind::kOk;
       outcome.generation = (*set)->generation;
-      std::lock_guard<std::mutex> cl(current_mu_);
-      current_ = *set;
-      active = *set;
+      active = *set;  // made current after the observers, below
     }
   }
   outcome.took = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -274,7 +272,13 @@ ReloadOutcome PolicyReloader::Reload() {
       spdlog::debug("config reload: sources unchanged");
       break;
   }
+  // Observers first, then the swap: whoever sees the new generation on Current() (a session,
+  // /config) also sees it in the metrics.
   for (const Observer& o : observers_) o(outcome, active.get());
+  if (outcome.kind == ReloadOutcome::Kind::kOk) {
+    std::lock_guard<std::mutex> cl(current_mu_);
+    current_ = active;
+  }
   return outcome;
 }
 

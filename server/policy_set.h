@@ -102,7 +102,8 @@ class PolicyReloader {
   // the packs dir and the directories holding --pack files.
   std::vector<std::string> WatchDirectories() const;
 
-  // Called after every Reload (metrics, logs, events), on the reloading thread.
+  // Called after every Reload (metrics, logs, events), on the reloading thread; for a new
+  // generation, before Current() returns it.
   void AddObserver(Observer observer);
 
  private:
