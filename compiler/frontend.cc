@@ -34,6 +34,7 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
   run("check-recursion", passes::CheckRecursion);       // no call-graph cycles
   run("check-loop-bounds", passes::CheckLoopBounds);    // loops only over finite collections
   run("check-control-flow", passes::CheckControlFlow);  // returns on every path, no dead code
+  run("check-concurrency", passes::CheckConcurrency);   // no state writes in per-node handlers
   if (!diags.HasErrors()) {
     // Only on a well-typed tree: the estimate reads resolved names and types.
     PhaseTimer timer(&result.timings, "check-cost");

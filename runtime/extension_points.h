@@ -216,4 +216,12 @@ constexpr const ExtensionPointInfo* FindExtensionPoint(std::string_view handler)
   return nullptr;
 }
 
+// The points the actions call from the node pool's threads, many calls at once for one task
+// (runtime/actions/helpers.cc: the predicate search and node scoring). Their handlers must not
+// write anything shared; the policy checker forbids assigning state in them
+// (compiler/passes/check_concurrency.cc).
+constexpr bool RunsConcurrently(ExtensionPoint p) {
+  return p == ExtensionPoint::Predicate || p == ExtensionPoint::NodeOrder;
+}
+
 }  // namespace kiln

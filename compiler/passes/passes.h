@@ -35,6 +35,7 @@ void CheckArgSchema(PassContext& ctx);     // arg_schema.cc
 void CheckRecursion(PassContext& ctx);     // check_recursion.cc
 void CheckLoopBounds(PassContext& ctx);    // check_loops.cc
 void CheckControlFlow(PassContext& ctx);   // check_control_flow.cc
+void CheckConcurrency(PassContext& ctx);   // check_concurrency.cc
 // Worst-case cost of every handler within limits.max_handler_cost (appends one entry per handler
 // to `out` when given).
 void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCost>* out);  // check_cost.cc

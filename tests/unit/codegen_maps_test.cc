@@ -74,14 +74,15 @@ TEST(CodegenMaps, StringKeysAcrossTheLinearLimit) {
 TEST(CodegenMaps, CompoundAssignmentWithAPolicyCallLooksTheSlotUpAgain) {
   // bump() inserts 30 keys into the state map while `s[0] += bump()` is evaluated: the slot of
   // key 0 moves when the map grows, so the store must use a fresh lookup.
-  EXPECT_EQ(EvalFloat("s[0] += 1;\n"
+  EXPECT_EQ(testing::EvalInAllocate("s[0] += 1;\n"
                       "s[0] += bump();\n"
                       "return float(s[0] * 1000 + len(s));",
                       "state s: map<int, int>;\n"
                       "fn bump() -> int {\n"
                       "  for i in range(1, 31) { s[i] = i; }\n"
                       "  return 5;\n"
-                      "}\n"),
+                      "}\n",
+                      "test/codegen_maps_state_"),
             6.0 * 1000 + 31);
 }
 

@@ -80,6 +80,27 @@ inline double EvalNodeOrder(const std::string& body, const std::string& prelude,
   return score;
 }
 
+// For bodies that write state, which node_order may not (it runs on many threads at once,
+// compiler/passes/check_concurrency.cc): `body` becomes a function called from the one-at-a-time
+// `allocate` event `calls` times in one session, each answer kept in state, and the last one is
+// returned (read back through node_order). NaN when it does not compile.
+inline double EvalInAllocate(const std::string& body, const std::string& prelude,
+                             std::string_view path_prefix, int calls = 1) {
+  auto l = LoadPolicy("policy eval;\n" + prelude +
+                          "\nstate eval_answer: float;\n"
+                          "fn eval_body(task: Task) -> float {\n" + body + "\n}\n"
+                          "on allocate(task: Task) { eval_answer = eval_body(task); }\n"
+                          "on node_order(task: Task, node: Node) -> float { return eval_answer; }\n",
+                      path_prefix);
+  if (!l) return std::nan("");
+  Task task;
+  Node node;
+  for (int i = 0; i < calls; ++i) l->Fn<ExtensionPoint::OnAllocate>()(&l->ctx, &task);
+  double score = -12345;
+  EXPECT_EQ(l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score), 0);
+  return score;
+}
+
 // The same on empty Task and Node views.
 inline double EvalNodeOrder(const std::string& body, const std::string& prelude,
                             std::string_view path_prefix, int calls = 1) {

@@ -20,6 +20,11 @@ double Eval(const std::string& prelude, const std::string& body, int calls = 1) 
   return testing::EvalNodeOrder(body, prelude, "test/lowering_", calls);
 }
 
+// The same for bodies that write state: run from the allocate event (testing::EvalInAllocate).
+double EvalWritingState(const std::string& prelude, const std::string& body, int calls = 1) {
+  return testing::EvalInAllocate(body, prelude, "test/lowering_state_", calls);
+}
+
 TEST(LangNestedUpdate, LocalMapOfMaps) {
   EXPECT_EQ(Eval("", "var m: map<string, map<string, int>> = {};\n"
                      "m[\"a\"][\"x\"] += 2; m[\"a\"][\"x\"] += 3; m[\"a\"][\"y\"] = 7;\n"
@@ -28,7 +33,7 @@ TEST(LangNestedUpdate, LocalMapOfMaps) {
 }
 
 TEST(LangNestedUpdate, StateMapOfMaps) {
-  EXPECT_EQ(Eval("state m: map<string, map<string, int>>;",
+  EXPECT_EQ(EvalWritingState("state m: map<string, map<string, int>>;",
                  "m[\"a\"][\"x\"] += 2; m[\"a\"][\"x\"] += 3; m[\"b\"][\"x\"] = 1;\n"
                  "return float(m[\"a\"][\"x\"] * 10 + m[\"b\"][\"x\"] + len(m) * 1000);"),
             2051.0);
@@ -37,7 +42,7 @@ TEST(LangNestedUpdate, StateMapOfMaps) {
 TEST(LangNestedUpdate, InnerStateMapOutlivesTheCall) {
   // The inner map is created in the first call. Later calls first fill the call arena (reset at
   // every call) with a local map, which would overwrite an inner map left in that arena.
-  EXPECT_EQ(Eval("state m: map<string, map<string, int>>;",
+  EXPECT_EQ(EvalWritingState("state m: map<string, map<string, int>>;",
                  "var junk: map<string, int> = {};\n"
                  "for k in range(200) { if len(m) > 0 { junk[string(k)] = k; } }\n"
                  "m[\"a\"][\"x\"] += 1;\n"
@@ -105,7 +110,7 @@ TEST(LangListAppend, AnotherBufferOfTheSameLength) {
 TEST(LangListAppend, ListBuiltLocallyOutlivesTheCallInState) {
   // Built in the call arena by in-place appends, kept in state, read in later calls after the
   // call arena was reset and refilled by another local list.
-  EXPECT_EQ(Eval("state keep: list<int>;",
+  EXPECT_EQ(EvalWritingState("state keep: list<int>;",
                  "if len(keep) == 0 {\n"
                  "  var l: list<int> = [];\n"
                  "  for i in range(5) { l = l + [i]; }\n"
