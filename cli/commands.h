@@ -9,6 +9,9 @@ class App;
 namespace kiln::cli {
 
 void AddSimulateCommand(CLI::App& app);  // simulate_command.cc
+// --policy-max-cost, --policy-cost-size, --policy-loop-budget, --policy-memory-budget,
+// --plugin-fault-limit on the top-level app (policy_limits.cc).
+void AddPolicyLimitOptions(CLI::App& app);
 void AddCheckCommand(CLI::App& app);     // check_command.cc
 void AddCompileCommand(CLI::App& app);   // compile_command.cc
 void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   // The policy language version is what a pack's `language:` range is checked against.
   app.set_version_flag("--version", std::string("kiln ") + kiln::Version() + " (policy language " +
                                         std::string(kiln::kLanguageVersion) + ")");
+  kiln::cli::AddPolicyLimitOptions(app);
   kiln::cli::AddSimulateCommand(app);
   kiln::cli::AddCheckCommand(app);
   kiln::cli::AddCompileCommand(app);

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -585,13 +586,38 @@ void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCo
 
 namespace kiln {
 
+namespace {
+std::mutex g_cost_defaults_mu;
+double g_max_handler_cost = 1e11;
+std::map<std::string, double> g_cost_bounds = {
+    {"nodes", 10'000},         {"jobs", 10'000},         {"queues", 1'000},
+    {"candidates", 100'000},   {"tasks_per_job", 1'000}, {"tasks_per_node", 1'000},
+    {"resources", 16},         {"labels", 64},           {"terms", 16},
+    {"args", 64},              {"collection", 100},      {"tasks", 100'000},
+};
+}  // namespace
+
+double DefaultMaxHandlerCost() {
+  std::lock_guard<std::mutex> lock(g_cost_defaults_mu);
+  return g_max_handler_cost;
+}
+
+void SetDefaultMaxHandlerCost(double steps) {
+  std::lock_guard<std::mutex> lock(g_cost_defaults_mu);
+  g_max_handler_cost = steps;
+}
+
+bool SetDefaultCostBound(const std::string& symbol, double value) {
+  std::lock_guard<std::mutex> lock(g_cost_defaults_mu);
+  auto it = g_cost_bounds.find(symbol);
+  if (it == g_cost_bounds.end()) return false;
+  it->second = value;
+  return true;
+}
+
 std::map<std::string, double> DefaultCostBounds() {
-  return {
-      {"nodes", 10'000},         {"jobs", 10'000},         {"queues", 1'000},
-      {"candidates", 100'000},   {"tasks_per_job", 1'000}, {"tasks_per_node", 1'000},
-      {"resources", 16},         {"labels", 64},           {"terms", 16},
-      {"args", 64},              {"collection", 100},      {"tasks", 100'000},
-  };
+  std::lock_guard<std::mutex> lock(g_cost_defaults_mu);
+  return g_cost_bounds;
 }
 
 }  // namespace kiln

@@ -1,0 +1,88 @@
+// `kiln --policy-max-cost ... <command>`: the limits every command holds policies to (issue #16),
+// options of the top-level app that may also follow the command (CLI11 fallthrough).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "compiler/codegen/runtime_support.h"
+#include "compiler/passes/cost.h"
+#include "runtime/session.h"
+
+namespace kiln::cli {
+
+void AddPolicyLimitOptions(CLI::App& app) {
+  app.fallthrough();
+  const char* group = "Policy limits (any command; before or after it)";
+  app.add_option_function<double>(
+         "--policy-max-cost",
+         [](double steps) {
+           if (!(steps > 0) || !std::isfinite(steps))
+             throw CLI::ValidationError("--policy-max-cost", "must be a positive number of steps");
+           SetDefaultMaxHandlerCost(steps);
+         },
+         "static check: the most steps one handler call may take at the largest cluster (default "
+         "1e11); a policy over it does not load")
+      ->group(group);
+  app.add_option_function<std::vector<std::string>>(
+         "--policy-cost-size",
+         [](const std::vector<std::string>& sizes) {
+           for (const std::string& s : sizes) {
+             size_t eq = s.find('=');
+             double v = 0;
+             try {
+               size_t used = 0;
+               if (eq != std::string::npos) v = std::stod(s.substr(eq + 1), &used);
+               if (eq == std::string::npos || used != s.size() - eq - 1) throw std::invalid_argument(s);
+             } catch (const std::exception&) {
+               throw CLI::ValidationError("--policy-cost-size",
+                                          fmt::format("`{}` is not SIZE=NUMBER", s));
+             }
+             if (!(v >= 0) || !std::isfinite(v))
+               throw CLI::ValidationError("--policy-cost-size",
+                                          fmt::format("`{}`: the size must be >= 0", s));
+             if (!SetDefaultCostBound(s.substr(0, eq), v)) {
+               std::string known;
+               for (const auto& [k, _] : DefaultCostBounds()) known += (known.empty() ? "" : ", ") + k;
+               throw CLI::ValidationError(
+                   "--policy-cost-size",
+                   fmt::format("unknown size `{}` (one of: {})", s.substr(0, eq), known));
+             }
+           }
+         },
+         "static check: the cluster size assumed for one symbol of the cost formulas, as "
+         "SIZE=NUMBER (repeatable; e.g. nodes=50000; `kiln check --cost` shows the symbols)")
+      ->group(group);
+  app.add_option_function<int64_t>(
+         "--policy-loop-budget",
+         [](int64_t n) {
+           if (n <= 0) throw CLI::ValidationError("--policy-loop-budget", "must be > 0");
+           SetPolicyCallIterationBudget(n);
+         },
+         "run time: loop iterations one handler call may run before it is abandoned as a budget "
+         "fault (default 1e8)")
+      ->group(group);
+  app.add_option_function<int64_t>(
+         "--policy-memory-budget",
+         [](int64_t bytes) {
+           if (bytes <= 0) throw CLI::ValidationError("--policy-memory-budget", "must be > 0");
+           SetPolicyCallMemoryBudget(static_cast<size_t>(bytes));
+         },
+         "run time: bytes one handler call may allocate before it is abandoned as a memory fault "
+         "(default 1073741824)")
+      ->group(group);
+  app.add_option_function<int>(
+         "--plugin-fault-limit",
+         [](int n) {
+           if (n < 0) throw CLI::ValidationError("--plugin-fault-limit", "must be >= 0");
+           SetPluginFaultLimit(n);
+         },
+         "run time: faults of one plugin in a session after which it is disabled for the rest of "
+         "the session (default 3; 0 never disables)")
+      ->group(group);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,1 @@
+--policy-max-cost -1 check tests/cli/check/data/nested_range.policy
