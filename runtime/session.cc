@@ -55,6 +55,10 @@ CurrentCall& ThisThreadCall() {
   thread_local CurrentCall call;
   return call;
 }
+// Loop iterations left to the handler call running on this thread (kiln_policy_fuel). Apart from
+// CurrentCall: a trivially destructible thread_local needs no guard, so the getter compiled
+// policies call once per function that loops is two instructions.
+thread_local int64_t t_fuel = INT64_MAX;
 }  // namespace detail
 
 namespace {
@@ -94,7 +98,7 @@ class Session::CallScope {
         saved_point_(call_.point),
         saved_faulted_(call_.faulted),
         saved_kind_(call_.kind),
-        saved_fuel_(call_.fuel) {}
+        saved_fuel_(detail::t_fuel) {}
   // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
   // is recorded only if its answer is used.
   void Enter(int slot, ExtensionPoint point, bool mark_called = true) {
@@ -106,7 +110,7 @@ class Session::CallScope {
     call_.kind = FaultKind::Host;
     // A nested call (a handler asking the session something) gets its own budget and gives the
     // outer call back what it had left: the outer loop still bounds how often it asks.
-    call_.fuel = PolicyCallIterationBudget();
+    detail::t_fuel = PolicyCallIterationBudget();
     reported_ = false;
   }
   ~CallScope() {
@@ -115,7 +119,7 @@ class Session::CallScope {
     call_.point = saved_point_;
     call_.faulted = saved_faulted_;
     call_.kind = saved_kind_;
-    call_.fuel = saved_fuel_;
+    detail::t_fuel = saved_fuel_;
   }
   // Reports (once) and returns whether the handler faulted.
   bool faulted() {
@@ -1017,12 +1021,12 @@ void kiln_policy_fault_kind(int32_t kind, const char* message, size_t len) {
     call.kind = static_cast<kiln::FaultKind>(kind);
 }
 
-int64_t* kiln_policy_fuel(void) { return &kiln::detail::ThisThreadCall().fuel; }
+int64_t* kiln_policy_fuel(void) { return &kiln::detail::t_fuel; }
 
 void kiln_policy_out_of_fuel(void) {
   auto& call = kiln::detail::ThisThreadCall();
   if (call.session == nullptr) {
-    call.fuel = INT64_MAX;  // no budget outside a session call (tests, benchmarks)
+    kiln::detail::t_fuel = INT64_MAX;  // no budget outside a session call (tests, benchmarks)
     return;
   }
   if (call.faulted) return;  // already abandoned: the loops unwind one by one

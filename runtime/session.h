@@ -489,9 +489,8 @@ struct CurrentCall {
   bool faulted = false;
   FaultKind kind = FaultKind::Host;  // of the first fault of the call
   std::string message;
-  // Loop iterations left to the call (kiln_policy_fuel); each handler call starts with
-  // PolicyCallIterationBudget().
-  int64_t fuel = INT64_MAX;
+  // The loop iterations left to the call are a thread_local of their own (session.cc t_fuel,
+  // kiln_policy_fuel); each handler call starts with PolicyCallIterationBudget().
 };
 CurrentCall& ThisThreadCall();
 
