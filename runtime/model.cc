@@ -438,9 +438,9 @@ Status Node::UpdateTask(Task* t) {
 // ---------------------------------------------------------------------------------------------
 // Cluster
 
-Task& Cluster::NewTask() { return *tasks_.emplace_back(std::make_unique<Task>()); }
+Task& Cluster::NewTask() { return tasks_.New(); }
 Job& Cluster::NewJob() { return *jobs_.emplace_back(std::make_unique<Job>()); }
-Node& Cluster::NewNode() { return *nodes_.emplace_back(std::make_unique<Node>()); }
+Node& Cluster::NewNode() { return nodes_.New(); }
 Queue& Cluster::NewQueue() { return *queues_.emplace_back(std::make_unique<Queue>()); }
 PriorityClass& Cluster::NewPriorityClass() {
   return *priority_classes_.emplace_back(std::make_unique<PriorityClass>());
@@ -503,8 +503,8 @@ Status Cluster::Link() {
     it->second->children.push_back(q);
   }
 
-  for (auto& n : nodes_) {
-    if (!node_by_name_.emplace(n->name, n.get()).second)
+  for (Node* n : nodes_) {
+    if (!node_by_name_.emplace(n->name, n).second)
       return Error{fmt::format("duplicate node \"{}\"", n->name), {}};
     n->index = static_cast<int64_t>(node_ptrs_.size());
     n->idle = n->allocatable;
@@ -517,7 +517,7 @@ Status Cluster::Link() {
     n->affinity_tasks.clear();
     n->affinity_nodes = affinity_nodes_.get();
     n->affinity_node_pos = -1;
-    node_ptrs_.push_back(n.get());
+    node_ptrs_.push_back(n);
     total_resource_.Add(n->allocatable);
   }
 
@@ -560,8 +560,8 @@ Status Cluster::Link() {
     j->queue->jobs.push_back(j.get());
   }
 
-  for (auto& t : tasks_) {
-    if (!task_by_uid_.emplace(t->uid, t.get()).second)
+  for (Task* t : tasks_) {
+    if (!task_by_uid_.emplace(t->uid, t).second)
       return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
     t->job = nullptr;
     t->node = nullptr;
@@ -577,11 +577,11 @@ Status Cluster::Link() {
     Job* j = jit->second;
     if (j->queue != nullptr) {
       t->index = static_cast<int64_t>(task_ptrs_.size());
-      task_ptrs_.push_back(t.get());
-      j->AddTask(t.get());
+      task_ptrs_.push_back(t);
+      j->AddTask(t);
     } else {
       t->index = -1;
-      orphan_ptrs_.push_back(t.get());
+      orphan_ptrs_.push_back(t);
     }
     // Terminated pods no longer hold node resources (cache.addTask skips them).
     if (!t->node_name.empty() && !CompletedStatus(t->status)) {
@@ -590,7 +590,7 @@ Status Cluster::Link() {
         return Error{fmt::format("task \"{}\" is on node \"{}\", which does not exist", t->uid,
                                  t->node_name),
                      {}};
-      Status s = nit->second->AddTask(t.get());
+      Status s = nit->second->AddTask(t);
       if (!s.ok()) return s;
     }
   }

@@ -24,6 +24,7 @@
 
 #include "runtime/fit_error.h"
 #include "runtime/resource.h"
+#include "runtime/slab.h"
 #include "runtime/status.h"
 
 namespace kiln {
@@ -387,34 +388,38 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign);
 // Node (NodeInfo, §3.3).
 
 struct Node {
+  // Members are in the order allocate's search reads them (a Cluster's nodes start on a cache
+  // line: runtime/slab.h): the first line holds the index, the flags, and the task and taint
+  // lists' headers; then the fit cache, then Idle and the Resources the scorers read. At 10k
+  // nodes every node the search visits is cold, so each line it needs is a miss.
   int64_t index = -1;
   bool unschedulable = false;
   bool has_usage = false;
-  TimeNs metrics_time = 0;
-  double cpu_usage = 0;     // percent, average over the metrics period
-  double memory_usage = 0;  // percent
+  std::vector<Task*> tasks;  // tasks placed on the node (session view), unordered
+  std::vector<Taint> taints;
   // Idle + Releasing − Pipelined per resource id, the way FitsFutureIdle compares it (pipelined
   // scalars count only when idle or releasing has scalars: Volcano's Sub on a nil map). Kept by
   // Link/AddTask/RemoveTask so that the fit check run for every (task, node) pair reads one cache
   // line instead of three Resources 264 bytes apart.
   std::array<double, kMaxResources> fit_future{};
-  Resource allocatable;
-  Resource capacity;
   Resource idle;
-  Resource used;
-  Resource releasing;
-  Resource pipelined;
+  Resource allocatable;
   // Σ over `tasks` of each pod's non-zero cpu and memory request (Kubernetes' NodeInfo
   // NonZeroRequested): a pod asking for no cpu counts 100m, for no memory 200Mi. Kept by
   // AddTask/RemoveTask so that scorers read it instead of walking every pod per (pod, node).
   Resource nonzero_requested;
+  Resource used;
+  Resource releasing;
+  Resource pipelined;
+  Resource capacity;
+  TimeNs metrics_time = 0;
+  double cpu_usage = 0;     // percent, average over the metrics period
+  double memory_usage = 0;  // percent
 
   std::string name;
   StringMap labels;
   StringMap annotations;
-  std::vector<Taint> taints;
   std::map<std::string, int64_t, std::less<>> images;  // image name → size bytes
-  std::vector<Task*> tasks;  // tasks placed on the node (session view), unordered
   // The subset of `tasks` with pod (anti-)affinity terms, and the cluster-wide list of nodes
   // where it is non-empty (Kubernetes' HavePodsWithAffinityList). Inter-pod affinity checks walk
   // these instead of every pod of the cluster; both are unordered, so use them for counts.
@@ -535,9 +540,9 @@ class Cluster {
   template <typename T>
   using Map = std::unordered_map<std::string_view, T*>;
 
-  std::vector<std::unique_ptr<Task>> tasks_;
+  Slab<Task> tasks_;
   std::vector<std::unique_ptr<Job>> jobs_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  Slab<Node> nodes_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<std::unique_ptr<PriorityClass>> priority_classes_;
   std::vector<std::unique_ptr<PodDisruptionBudget>> pdbs_;

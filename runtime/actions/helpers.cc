@@ -24,6 +24,20 @@ int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_per
 
 namespace {
 std::atomic<bool> g_fused_allocate_search{true};
+// The search's nodes are cold at 10k nodes (each is visited once per rotation), and one node's
+// predicates and scorers take a few hundred nanoseconds: asking for the lines of the node two
+// positions ahead overlaps its misses with the work on this one (about 10% of allocate at 10k
+// nodes × 100k pods; the lines are the ones model.h puts first).
+constexpr size_t kPrefetchAhead = 2;
+
+void PrefetchForSearch(const Node* node) {
+  __builtin_prefetch(node);
+  __builtin_prefetch(node->fit_future.data());
+  __builtin_prefetch(&node->idle);
+  __builtin_prefetch(&node->allocatable);
+  __builtin_prefetch(&node->nonzero_requested);
+  __builtin_prefetch(&node->used);
+}
 
 FeasibleNode::State StateOf(Session::SpeculativeScore s) {
   switch (s) {
@@ -186,6 +200,8 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     if (slots.size() < block) slots.resize(block);
     pool_->ParallelFor(block, [&](size_t i) {
       const Node* node = rotated(processed + i);
+      if (processed + i + kPrefetchAhead < n)
+        PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
       Slot& slot = slots[i];
       slot.rejected = true;
       slot.cache_hit = nullptr;
