@@ -409,8 +409,8 @@ struct Node {
   // AddTask/RemoveTask so that scorers read it instead of walking every pod per (pod, node).
   Resource nonzero_requested;
   Resource used;
+  Resource pipelined;  // next to `used`: nodeorder's balanced scorer reads both
   Resource releasing;
-  Resource pipelined;
   Resource capacity;
   TimeNs metrics_time = 0;
   double cpu_usage = 0;     // percent, average over the metrics period

@@ -383,10 +383,12 @@ std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
   static_assert(CombineOf(P) == Combine::FirstError && FallbackOf(P) == Fallback::Pass);
   // One status for the whole dispatch, cleared after a passing handler that left reasons in it:
   // this runs for every (task, node) pair and nearly every answer is a pass.
+  const auto& hs = Handlers<P>();
+  if (hs.empty()) return std::nullopt;
   PluginStatus st;
   KStatusOut out{&st, nullptr};
   CallScope scope(this);
-  for (const auto& r : Handlers<P>()) {
+  for (const auto& r : hs) {
     if (plugin_disabled(r.slot)) continue;
     if (!st.reasons.empty()) st.reasons.clear();
     scope.Enter(r.slot, P);
@@ -687,6 +689,10 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
   // Same calls and arithmetic as NodeOrderFn; only the bookkeeping differs (see session.h).
   const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
   double total = 0;
+  if (hs.empty()) {
+    *score = total;
+    return SpeculativeScore::Ok;
+  }
   CallScope scope(this);
   for (size_t k = 0; k < hs.size(); ++k) {
     const Registration& r = hs[k];

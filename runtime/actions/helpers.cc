@@ -33,10 +33,17 @@ constexpr size_t kPrefetchAhead = 2;
 void PrefetchForSearch(const Node* node) {
   __builtin_prefetch(node);
   __builtin_prefetch(node->fit_future.data());
+}
+
+// The lines the idle check and the scorers read, asked for once a node fits: late in a big
+// session most nodes examined are full, and fetching these for them only took bandwidth. The
+// predicates run between the request and the first read.
+void PrefetchForScore(const Node* node) {
   __builtin_prefetch(&node->idle);
   __builtin_prefetch(&node->allocatable);
   __builtin_prefetch(&node->nonzero_requested);
   __builtin_prefetch(&node->used);
+  __builtin_prefetch(&node->pipelined);
 }
 
 FeasibleNode::State StateOf(Session::SpeculativeScore s) {
@@ -155,32 +162,39 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
 
   // Each node's verdict lands in its own slot; the slots are then read in rotated order, so the
   // feasible set is the same whichever worker finished first. The buffers outlive the call: a
-  // search over 10k nodes would otherwise map and fault in megabytes per task.
-  struct Slot {
-    bool rejected = false;
-    const NodeRejection* cache_hit = nullptr;  // rejected by the (job, role) cache
-    NodeRejection rejection;                   // a fresh rejection
-    FeasibleNode fused;
-  };
-  // A rejected node in examination order: its fresh rejection's position, or the cached one.
-  struct Rejected {
-    Node* node;
-    int32_t fresh;  // index into `fresh`, -1 when `cached` is set
+  // search over 10k nodes would otherwise map and fault in megabytes per task. Late in a big
+  // session most nodes examined are full, so that case costs one byte written and read per node
+  // and nothing else: a full node is not listed anywhere, and which resource it lacks is worked
+  // out only for the rejections that are kept (reported or cached) — nothing changes the nodes
+  // while the search runs.
+  enum Verdict : uint8_t { kFeasible, kNoFit, kPredicate, kCached };
+  // A rejection other than "does not fit": a cached one, or the predicates' FitError (at `error`
+  // in `errors`), at its position in the rotated order.
+  struct Noted {
+    size_t pos;
     const NodeRejection* cached;
+    int32_t error;
   };
   struct Scratch {
-    std::vector<Slot> slots;
-    std::vector<Rejected> rejected;
-    std::vector<NodeRejection> fresh;
+    // Per slot of a block: the verdict, and what only some verdicts need.
+    std::vector<Verdict> verdict;
+    std::vector<const NodeRejection*> cache_hit;  // kCached
+    std::vector<NodeRejection> predicate;         // kPredicate
+    std::vector<FeasibleNode> fused;              // kFeasible, kFused only
+    std::vector<Noted> noted;
+    std::vector<size_t> feasible_pos;  // rotated positions of out.nodes
+    std::vector<std::optional<FitError>> errors;
     std::vector<Node*> examined;
     std::vector<NodeRejection> all;
   };
   thread_local Scratch scratch;
-  std::vector<Slot>& slots = scratch.slots;
-  std::vector<Rejected>& rejected = scratch.rejected;
-  std::vector<NodeRejection>& fresh = scratch.fresh;
-  rejected.clear();
-  fresh.clear();
+  std::vector<Verdict>& verdict = scratch.verdict;
+  std::vector<Noted>& noted = scratch.noted;
+  std::vector<size_t>& feasible_pos = scratch.feasible_pos;
+  std::vector<std::optional<FitError>>& errors = scratch.errors;
+  noted.clear();
+  feasible_pos.clear();
+  errors.clear();
   const size_t start = *rotation_ % n;
   // The node at rotated position k (< n): start + k < 2n, so one subtraction instead of a
   // division per node.
@@ -196,33 +210,41 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     // only those are scored in the pass (the others may be examined past the target).
     const size_t needed = want - found;
     size_t block = std::min(n - processed, std::max(needed, min_block));
-    // Slots are reused across blocks and tasks: each is reset where it is written.
-    if (slots.size() < block) slots.resize(block);
+    // Slots are reused across blocks and tasks: each is written before it is read.
+    auto grow = [block](auto& slots) {
+      if (slots.size() < block) slots.resize(block);
+    };
+    grow(verdict);
+    grow(scratch.cache_hit);
+    grow(scratch.predicate);
+    if constexpr (kFused) grow(scratch.fused);
+    const NodeRejection** cache_hit = scratch.cache_hit.data();
+    NodeRejection* predicate = scratch.predicate.data();
+    FeasibleNode* fused = scratch.fused.data();
     pool_->ParallelFor(block, [&](size_t i) {
       const Node* node = rotated(processed + i);
       if (processed + i + kPrefetchAhead < n)
         PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
-      Slot& slot = slots[i];
-      slot.rejected = true;
-      slot.cache_hit = nullptr;
-      slot.rejection.insufficient = -1;
-      if (slot.rejection.error) slot.rejection.error.reset();
       if (cached) {
         if (const NodeRejection* hit = cached->Find(node->index)) {
-          slot.cache_hit = hit;
+          verdict[i] = kCached;
+          cache_hit[i] = hit;
           return;
         }
       }
       if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
-        ResourceIdList insufficient;
-        FitsFutureIdle(*future_idle_request, node, &insufficient);
-        slot.rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
+        verdict[i] = kNoFit;
         return;
       }
-      if (!check(t, node, slot.rejection)) return;
-      slot.rejected = false;
+      PrefetchForScore(node);
+      // `check` sets the error whenever it rejects, so a stale one is never read.
+      if (!check(t, node, predicate[i])) {
+        verdict[i] = kPredicate;
+        return;
+      }
+      verdict[i] = kFeasible;
       if constexpr (kFused) {
-        FeasibleNode& f = slot.fused;
+        FeasibleNode& f = fused[i];
         f = FeasibleNode{};
         f.idle_fit = t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero);
         if (f.idle_fit && i < needed)
@@ -231,28 +253,58 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     });
     size_t consumed = block;
     for (size_t i = 0; i < block; ++i) {
-      Node* node = rotated(processed + i);
-      Slot& slot = slots[i];
-      if (!slot.rejected) {
-        if constexpr (kFused) out.feasible.push_back(slot.fused);
-        out.nodes.push_back(node);
-        if (++found == want) {
-          consumed = i + 1;
+      switch (verdict[i]) {
+        case kNoFit:
+          continue;
+        case kCached:
+          noted.push_back({processed + i, cache_hit[i], -1});
+          continue;
+        case kPredicate:
+          noted.push_back({processed + i, nullptr, static_cast<int32_t>(errors.size())});
+          errors.push_back(std::move(predicate[i].error));
+          continue;
+        case kFeasible:
           break;
-        }
-        continue;
       }
-      if (slot.cache_hit != nullptr) {
-        rejected.push_back({node, -1, slot.cache_hit});
-      } else {
-        rejected.push_back({node, static_cast<int32_t>(fresh.size()), nullptr});
-        fresh.push_back(std::move(slot.rejection));
+      if constexpr (kFused) out.feasible.push_back(fused[i]);
+      out.nodes.push_back(rotated(processed + i));
+      feasible_pos.push_back(processed + i);
+      if (++found == want) {
+        consumed = i + 1;
+        break;
       }
     }
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
 
+  // Walks the rejected nodes in examination order: every examined position that is not a
+  // feasible node, with its noted rejection if it has one (else it did not fit).
+  auto for_each_rejected = [&](auto&& f) {
+    size_t next_feasible = 0, next_noted = 0;
+    for (size_t k = 0; k < processed; ++k) {
+      if (next_feasible < feasible_pos.size() && feasible_pos[next_feasible] == k) {
+        ++next_feasible;
+        continue;
+      }
+      const Noted* note = nullptr;
+      if (next_noted < noted.size() && noted[next_noted].pos == k) note = &noted[next_noted++];
+      f(rotated(k), note);
+    }
+  };
+  // A fresh rejection as the cache and the report keep it.
+  auto fresh = [&](const Node* node, const Noted* note, bool copy) {
+    NodeRejection rejection;
+    if (note != nullptr) {
+      std::optional<FitError>& e = errors[static_cast<size_t>(note->error)];
+      rejection.error = copy ? e : std::move(e);
+    } else {
+      ResourceIdList insufficient;
+      FitsFutureIdle(*future_idle_request, node, &insufficient);
+      rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
+    }
+    return rejection;
+  };
   // The rejections are materialised only when they are reported: every examined node rejected
   // the task.
   if (out.nodes.empty()) {
@@ -260,37 +312,36 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     std::vector<NodeRejection>& all = scratch.all;
     examined.clear();
     all.clear();
-    for (const Rejected& r : rejected) {
-      examined.push_back(r.node);
-      if (r.cached != nullptr) {
-        all.push_back(*r.cached);
+    for_each_rejected([&](Node* node, const Noted* note) {
+      examined.push_back(node);
+      if (note != nullptr && note->cached != nullptr) {
+        all.push_back(*note->cached);
         if (all.back().error) all.back().error->task_uid = t->uid;
-      } else if (use_cache) {
-        all.push_back(fresh[r.fresh]);  // the cache keeps the original
       } else {
-        all.push_back(std::move(fresh[r.fresh]));
+        all.push_back(fresh(node, note, /*copy=*/use_cache));  // the cache keeps the original
       }
-    }
+    });
     out.errors = BuildFitErrors(t, examined, all, static_cast<int>(n));
   }
   // New rejections join the role's cache (an index already there keeps its first rejection).
-  if (use_cache && !fresh.empty()) {
-    RoleCache& cache = error_cache_[group_key_];
-    for (const Rejected& r : rejected) {
-      if (r.cached != nullptr) continue;
-      const int64_t index = r.node->index;
+  if (use_cache) {
+    RoleCache* cache = nullptr;
+    for_each_rejected([&](Node* node, const Noted* note) {
+      if (note != nullptr && note->cached != nullptr) return;
+      if (cache == nullptr) cache = &error_cache_[group_key_];
+      const int64_t index = node->index;
       int32_t* at = nullptr;
       if (index >= 0) {
-        if (static_cast<size_t>(index) >= cache.at.size())
-          cache.at.resize(std::max(static_cast<size_t>(index) + 1, cache.at.size() * 2), -1);
-        at = &cache.at[index];
+        if (static_cast<size_t>(index) >= cache->at.size())
+          cache->at.resize(std::max(static_cast<size_t>(index) + 1, cache->at.size() * 2), -1);
+        at = &cache->at[index];
       } else {
-        at = &cache.at_other.try_emplace(index, -1).first->second;
+        at = &cache->at_other.try_emplace(index, -1).first->second;
       }
-      if (*at >= 0) continue;
-      *at = static_cast<int32_t>(cache.rejections.size());
-      cache.rejections.push_back(std::move(fresh[r.fresh]));
-    }
+      if (*at >= 0) return;
+      *at = static_cast<int32_t>(cache->rejections.size());
+      cache->rejections.push_back(fresh(node, note, /*copy=*/false));
+    });
   }
 }
 
