@@ -21,9 +21,11 @@ using namespace ast;
 constexpr int64_t kMaxConstantRange = 1'000'000;
 
 // Initialisers of `let` locals in the function being checked: a range may use `let n = len(xs);`.
-std::map<const Local*, const Expr*> let_values;
+// One table per run of the pass, never a global: policies go through the front end on several
+// threads at once (PolicyCompiler::CompileAll), and a shared map is corrupted by them.
+using LetValues = std::map<const Local*, const Expr*>;
 
-const Expr* Unbounded(const Expr* e) {
+const Expr* Unbounded(const Expr* e, LetValues& let_values) {
   switch (e->kind) {
     case NodeKind::IntLit:
       return static_cast<const IntLit*>(e)->value > kMaxConstantRange ? e : nullptr;
@@ -34,19 +36,19 @@ const Expr* Unbounded(const Expr* e) {
         if (it == let_values.end()) return e;
         const Expr* init = it->second;
         let_values.erase(it);  // each let is expanded once: no cycles, bounded work
-        const Expr* bad = Unbounded(init);
+        const Expr* bad = Unbounded(init, let_values);
         return bad ? e : nullptr;
       }
       auto ref = n->ref;
       return ref == NameKind::Const || ref == NameKind::Arg || ref == NameKind::Unresolved ? nullptr
                                                                                           : e;
     }
-    case NodeKind::Unary: return Unbounded(static_cast<const Unary*>(e)->operand.get());
+    case NodeKind::Unary: return Unbounded(static_cast<const Unary*>(e)->operand.get(), let_values);
     case NodeKind::Binary: {
       auto* b = static_cast<const Binary*>(e);
       if (b->op != BinaryOp::Add && b->op != BinaryOp::Sub) return e;
-      if (auto* x = Unbounded(b->left.get())) return x;
-      return Unbounded(b->right.get());
+      if (auto* x = Unbounded(b->left.get(), let_values)) return x;
+      return Unbounded(b->right.get(), let_values);
     }
     case NodeKind::Call: {
       auto* c = static_cast<const Call*>(e);
@@ -54,7 +56,7 @@ const Expr* Unbounded(const Expr* e) {
       if (c->callee == "len") return nullptr;
       if (c->callee == "min" || c->callee == "max") {
         for (auto& a : c->args)
-          if (Unbounded(a.get())) return e;
+          if (Unbounded(a.get(), let_values)) return e;
         return nullptr;
       }
       return e;
@@ -65,11 +67,11 @@ const Expr* Unbounded(const Expr* e) {
   }
 }
 
-void CheckSource(PassContext& ctx, Expr* source) {
+void CheckSource(PassContext& ctx, Expr* source, LetValues& let_values) {
   auto* c = As<Call>(source);
   if (!c || c->call != CallKind::Builtin || c->callee != "range") return;
   for (auto& a : c->args) {
-    if (const Expr* bad = Unbounded(a.get()))
+    if (const Expr* bad = Unbounded(a.get(), let_values))
       ctx.diags.Error(bad->range,
                       fmt::format("range bound must be a constant (at most {}), a const or arg, or "
                                   "a collection size (len, count), combined with + and -",
@@ -80,12 +82,13 @@ void CheckSource(PassContext& ctx, Expr* source) {
 }  // namespace
 
 void CheckLoopBounds(PassContext& ctx) {
+  LetValues let_values;
   Walker w;
   w.on_stmt = [&](ast::Stmt* s) {
-    if (auto* f = As<For>(s)) CheckSource(ctx, f->source.get());
+    if (auto* f = As<For>(s)) CheckSource(ctx, f->source.get(), let_values);
   };
   w.on_expr = [&](ast::Expr* e) {
-    if (auto* c = As<Comprehension>(e)) CheckSource(ctx, c->source.get());
+    if (auto* c = As<Comprehension>(e)) CheckSource(ctx, c->source.get(), let_values);
   };
   for (auto& decl : ctx.policy.decls) {
     if (decl->kind == NodeKind::Fn || decl->kind == NodeKind::Handler) {
