@@ -8,7 +8,7 @@ noisy shared machine moves both sides alike.
 
 Usage: run_bench.py --kiln build/kiln --bench build/tests/kiln_bench --work DIR
                     [--sizes 1000x10000,3000x30000,10000x100000] [--confs default,...]
-                    [--repeat N] [--no-kiln-bench] [--json FILE]
+                    [--repeat N] [--no-kiln-bench] [--json FILE] [--baseline OLD_KILN]
 """
 import argparse
 import json
@@ -89,17 +89,31 @@ def scale_matrix(args):
                 subprocess.run([sys.executable, os.path.join(HERE, "gen_scale_scenario.py"),
                                 str(nodes), str(pods)], stdout=f, check=True)
             os.replace(scenario + ".tmp", scenario)
-        results = {}
+        results, baseline = {}, {}
         for conf in args.confs.split(","):
-            runs = [run_simulate(args.kiln, scenario, os.path.join(HERE, "confs", CONFS[conf]))
-                    for _ in range(args.repeat)]
+            conf_path = os.path.join(HERE, "confs", CONFS[conf])
+            runs, base_runs = [], []
+            # With a baseline the two binaries alternate, so a noisy stretch of the machine hits
+            # both alike.
+            for _ in range(args.repeat):
+                if args.baseline:
+                    base_runs.append(run_simulate(args.baseline, scenario, conf_path))
+                runs.append(run_simulate(args.kiln, scenario, conf_path))
             results[conf] = best_of(runs)
             t = results[conf]
             print(f"  {nodes}x{pods} {conf}: session {fmt_ms(t['session'])}, "
                   f"{t['binds']} binds", file=sys.stderr, flush=True)
+            if base_runs:
+                baseline[conf] = best_of(base_runs)
+                b = baseline[conf]
+                if b["binds"] != t["binds"]:
+                    print(f"  note: the baseline bound {b['binds']} pods, this build {t['binds']}",
+                          file=sys.stderr)
+                print(f"  {nodes}x{pods} {conf}: baseline session {fmt_ms(b['session'])}",
+                      file=sys.stderr, flush=True)
         if args.bench:
             results["C++ limit"] = sampled_limit(args, scenario)
-        rows.append(((nodes, pods), results))
+        rows.append(((nodes, pods), results, baseline))
     return rows
 
 
@@ -125,7 +139,7 @@ def print_scale(rows):
     print("| cluster | conf | pending | binds | load | compile | open | allocate | session "
           "| pods/s | output | peak RSS | session / plugin-free | session / C++ limit |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for (nodes, pods), results in rows:
+    for (nodes, pods), results, _ in rows:
         base = results.get("plugin-free")
         limit = results.get("C++ limit")
         for conf, t in results.items():
@@ -139,6 +153,35 @@ def print_scale(rows):
                   f"| {fmt_ms(t['actions'].get('allocate', 0))} | {fmt_ms(t['session'])} "
                   f"| {pods_s / 1000:.1f}k | {fmt_ms(t['output'])} | {t['rss_mib']:.0f} MiB "
                   f"| {ratio} | {to_limit} |")
+    print()
+
+
+def print_baseline(rows):
+    """Before (--baseline) and after (--kiln), best of the interleaved repeats of each cell."""
+    print("### Before → after (interleaved runs of both binaries; best of the repeats)\n")
+    print("| cluster | conf | allocate | session | pods/s | snapshot | open | peak RSS "
+          "| session / plugin-free |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (nodes, pods), results, baseline in rows:
+        for conf, b in baseline.items():
+            t = results[conf]
+
+            def arrow(key):
+                return f"{fmt_ms(b.get(key, 0))} → {fmt_ms(t.get(key, 0))}"
+
+            def pods_s(r):
+                return r["binds"] / (r["session"] / 1000) / 1000 if r["session"] else 0
+
+            ratio = "–"
+            if "plugin-free" in baseline:
+                bp, tp = baseline["plugin-free"], results["plugin-free"]
+                ratio = (f"{b['session'] / bp['session']:.2f}× → "
+                         f"{t['session'] / tp['session']:.2f}×")
+            print(f"| {nodes // 1000}k × {pods // 1000}k | {conf} "
+                  f"| {fmt_ms(b['actions'].get('allocate', 0))} → "
+                  f"{fmt_ms(t['actions'].get('allocate', 0))} | {arrow('session')} "
+                  f"| {pods_s(b):.1f}k → {pods_s(t):.1f}k | {arrow('snapshot')} | {arrow('open')} "
+                  f"| {b['rss_mib']:.0f} → {t['rss_mib']:.0f} MiB | {ratio} |")
     print()
 
 
@@ -177,7 +220,7 @@ def check(rows):
     """What CI's short run asserts: every conf ran on every cluster, bound pods, never more than
     were pending, and `--timings` reported each phase (a parse miss would print zeros)."""
     problems = []
-    for (nodes, pods), results in rows:
+    for (nodes, pods), results, _ in rows:
         for conf, t in results.items():
             where = f"{nodes}x{pods} {conf}"
             if not 0 < t["binds"] <= (pods if conf == "C++ limit" else t["pending"]):
@@ -204,17 +247,22 @@ def main():
     ap.add_argument("--min-time", default="0.2")
     ap.add_argument("--no-kiln-bench", action="store_true")
     ap.add_argument("--json", help="also write the scale matrix's figures here")
+    ap.add_argument("--baseline", help="another kiln binary to run interleaved with --kiln on "
+                    "every cell, and print a before → after table")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every cell ran, bound pods and reported every phase")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rows = scale_matrix(args)
     print_scale(rows)
+    if args.baseline:
+        print_baseline(rows)
     if args.check:
         check(rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{"nodes": n, "pods": p, "results": r} for (n, p), r in rows], f, indent=1)
+            json.dump([{"nodes": n, "pods": p, "results": r, "baseline": b}
+                       for (n, p), r, b in rows], f, indent=1)
     if not args.no_kiln_bench and args.bench:
         print_kiln_bench(args)
 
