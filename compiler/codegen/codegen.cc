@@ -1545,10 +1545,10 @@ class Lowering {
     // case (a view's labels have a map type too), which would copy every label into a policy map
     // per test: O(labels²) host calls and an allocation, in nodeorder's and predicates' per-node
     // loops.
-    if (const AbiFieldInfo* f = StringMapField(*bin.right)) {
+    if (const AbiFieldInfo* f = HostMapField(*bin.right)) {
       Value* k = Emit(*bin.left);
       Value* obj = Emit(*ast::As<ast::Select>(bin.right.get())->operand);
-      Value* out = Alloca(str_);
+      Value* out = Alloca(HostMapValueType(*f));
       return CallRt(std::string(f->host), i1_,
                     {obj, b_.CreateExtractValue(k, {0}), b_.CreateExtractValue(k, {1}), out});
     }
@@ -1595,10 +1595,26 @@ class Lowering {
 
   // The ABI entry when `e` is `view.labels`-like (a StringMap field read through host calls).
   const AbiFieldInfo* StringMapField(const ast::Expr& e) {
+    const AbiFieldInfo* f = HostMapField(e);
+    return f && f->kind == FieldKind::StringMap ? f : nullptr;
+  }
+
+  // The same for any string-keyed host map a view has (`labels`, `node.images`): one key is looked
+  // up in place by the host function (`bool fn(view, key, len, V* out)`), and its size asked by
+  // `fn`_size, instead of copying the whole map into a policy map in the call arena.
+  const AbiFieldInfo* HostMapField(const ast::Expr& e) {
     const auto* sel = ast::As<ast::Select>(&e);
     if (!sel || !IsViewPtr(sel->operand->type)) return nullptr;
-    const AbiFieldInfo* f = FindAbiField(ViewOwner(sel->operand->type), sel->field);
-    return f && f->kind == FieldKind::StringMap ? f : nullptr;
+    const std::string_view owner = ViewOwner(sel->operand->type);
+    const AbiFieldInfo* f = FindAbiField(owner, sel->field);
+    if (!f) f = FindAbiShapeField(owner, sel->field);
+    return f && (f->kind == FieldKind::StringMap || f->kind == FieldKind::IntMap) ? f : nullptr;
+  }
+  llvm::Type* HostMapValueType(const AbiFieldInfo& f) {
+    return f.kind == FieldKind::IntMap ? static_cast<llvm::Type*>(i64_) : str_;
+  }
+  Value* HostMapZero(const AbiFieldInfo& f) {
+    return f.kind == FieldKind::IntMap ? static_cast<Value*>(b_.getInt64(0)) : ZeroStr();
   }
 
   Value* EmitSelect(const ast::Select& s) {
@@ -1869,20 +1885,21 @@ class Lowering {
 
   Value* EmitIndex(const ast::Index& ix) {
     const Type* ot = ix.operand->type;
-    if (const AbiFieldInfo* f = StringMapField(*ix.operand)) {
+    if (const AbiFieldInfo* f = HostMapField(*ix.operand)) {
       Value* obj = Emit(*ast::As<ast::Select>(ix.operand.get())->operand);
       Value* k = Emit(*ix.index);
-      Value* out = Alloca(str_);
-      b_.CreateStore(ZeroStr(), out);
+      llvm::Type* vt = HostMapValueType(*f);
+      Value* out = Alloca(vt);
+      b_.CreateStore(HostMapZero(*f), out);
       Value* found = CallRt(std::string(f->host), i1_,
                             {obj, b_.CreateExtractValue(k, {0}), b_.CreateExtractValue(k, {1}), out});
-      Value* v = b_.CreateLoad(str_, out);
+      Value* v = b_.CreateLoad(vt, out);
       if (IsKind(ix.type, TypeKind::Optional)) {
         Value* o = llvm::UndefValue::get(Ty(ix.type));
         o = b_.CreateInsertValue(o, found, {0});
         return b_.CreateInsertValue(o, v, {1});
       }
-      return b_.CreateSelect(found, v, ZeroStr());
+      return b_.CreateSelect(found, v, HostMapZero(*f));
     }
     if (IsKind(ot, TypeKind::Resource)) {
       Value* r = Emit(*ix.operand);
@@ -1979,15 +1996,16 @@ class Lowering {
     if (c.receiver) {
       const ast::Expr& recv = *c.receiver;
       if (name == "get") {
-        if (const AbiFieldInfo* f = StringMapField(recv)) {
+        if (const AbiFieldInfo* f = HostMapField(recv)) {
           Value* obj = Emit(*ast::As<ast::Select>(&recv)->operand);
           Value* k = Emit(*c.args[0]);
-          Value* out = Alloca(str_);
-          b_.CreateStore(ZeroStr(), out);
+          llvm::Type* vt = HostMapValueType(*f);
+          Value* out = Alloca(vt);
+          b_.CreateStore(HostMapZero(*f), out);
           Value* found = CallRt(std::string(f->host), i1_, {obj, StrPart(k, 0), StrPart(k, 1), out});
           Value* o = llvm::UndefValue::get(Ty(t));
           o = b_.CreateInsertValue(o, found, {0});
-          return b_.CreateInsertValue(o, b_.CreateLoad(str_, out), {1});
+          return b_.CreateInsertValue(o, b_.CreateLoad(vt, out), {1});
         }
         if (IsKind(recv.type, TypeKind::Map)) {
           const Type* mt = recv.type;
@@ -2027,7 +2045,10 @@ class Lowering {
     }
     if (name == "len") {
       const ast::Expr& x = *args.at(0);
-      if (const AbiFieldInfo* f = StringMapField(x)) {
+      // A view's host map or list: its size, without copying it into the call arena.
+      const AbiFieldInfo* f = HostMapField(x);
+      if (!f) f = ViewListField(x);
+      if (f) {
         Value* obj = Emit(*ast::As<ast::Select>(&x)->operand);
         return CallRt(std::string(f->host) + "_size", i64_, {obj});
       }

@@ -401,6 +401,46 @@ on node_order(task: Task, node: Node) -> float {
       << "a view list was copied";
 }
 
+// A view's int-valued host map (node.images) is read in place like its labels — `in`, `[]`,
+// `.get` and `len` — and `len` of a view list asks the host for the size: none of them copies
+// anything into the call arena, so a handler using only these needs no fault frame or arena.
+TEST(CodegenSemantics, ViewMapAndListSizesAreReadInPlace) {
+  const char* text = R"(policy viewsizes;
+on node_order(task: Task, node: Node) -> float {
+  var score = 0.0;
+  if "nginx:latest" in node.images { score += 1.0; }
+  if "redis:7" in node.images { score += 10.0; }
+  score += float(node.images["nginx:latest"]) * 100.0;
+  score += float(node.images["absent"]) * 100.0;
+  if let size = node.images.get("nginx:latest") { score += float(size) * 1000.0; }
+  if let size = node.images.get("absent") { score += 1e9; }
+  score += float(len(node.images)) * 10000.0;
+  score += float(len(task.images)) * 100000.0;
+  score += float(len(node.taints)) * 1000000.0;
+  return score;
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 0.0);
+  node.images["nginx:latest"] = 3;
+  node.images["busybox:1"] = 5;
+  node.taints.push_back({"a", "1", "NoSchedule"});
+  task.images = {"nginx", "x", "y"};
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 1.0 + 300.0 + 3000.0 + 20000.0 + 300000.0 + 1000000.0);
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewsizes.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  const std::string handler = HandlerIr(*ir, "node_order");
+  EXPECT_EQ(handler.find("kiln_rt_alloc"), std::string::npos) << "a view list or map was copied";
+  EXPECT_EQ(handler.find("kiln_rt_map_new"), std::string::npos) << "node.images was copied";
+  EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
+}
+
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);
