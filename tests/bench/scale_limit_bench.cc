@@ -110,5 +110,32 @@ void BM_SampledLimit(benchmark::State& state) {
 
 BENCHMARK(BM_SampledLimit)->Unit(benchmark::kMillisecond);
 
+// The snapshot a session starts from: BuildCluster over the scenario's cluster (what
+// SimulatedCluster::Snapshot does each cycle), without the load.
+void BM_BuildCluster(benchmark::State& state) {
+  const char* path = std::getenv("KILN_BENCH_SCENARIO");
+  if (path == nullptr) {
+    state.SkipWithError("set KILN_BENCH_SCENARIO to a scenario file");
+    return;
+  }
+  auto spec = LoadScenarioFile(path);
+  if (!spec) {
+    state.SkipWithError(spec.error().Format().c_str());
+    return;
+  }
+  size_t tasks = 0;
+  for (auto _ : state) {
+    auto cluster = BuildCluster(spec->cluster);
+    if (!cluster) {
+      state.SkipWithError(cluster.error().Format().c_str());
+      return;
+    }
+    tasks = cluster->tasks().size();
+  }
+  state.counters["tasks"] = static_cast<double>(tasks);
+}
+
+BENCHMARK(BM_BuildCluster)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace kiln
