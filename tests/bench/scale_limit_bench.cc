@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,17 +42,24 @@ int64_t LeastAllocated(double requested, double capacity) {
   return (cap - static_cast<int64_t>(requested)) * 100 / cap;
 }
 
-void BM_SampledLimit(benchmark::State& state) {
+// The scenario $KILN_BENCH_SCENARIO names, or nullopt after marking `state` as skipped.
+std::optional<ScenarioSpec> BenchScenario(benchmark::State& state) {
   const char* path = std::getenv("KILN_BENCH_SCENARIO");
   if (path == nullptr) {
     state.SkipWithError("set KILN_BENCH_SCENARIO to a scenario file");
-    return;
+    return std::nullopt;
   }
   auto spec = LoadScenarioFile(path);
   if (!spec) {
     state.SkipWithError(spec.error().Format().c_str());
-    return;
+    return std::nullopt;
   }
+  return std::move(*spec);
+}
+
+void BM_SampledLimit(benchmark::State& state) {
+  auto spec = BenchScenario(state);
+  if (!spec) return;
   auto cluster = BuildCluster(spec->cluster);
   if (!cluster) {
     state.SkipWithError(cluster.error().Format().c_str());
@@ -113,16 +121,8 @@ BENCHMARK(BM_SampledLimit)->Unit(benchmark::kMillisecond);
 // The snapshot a session starts from: BuildCluster over the scenario's cluster (what
 // SimulatedCluster::Snapshot does each cycle), without the load.
 void BM_BuildCluster(benchmark::State& state) {
-  const char* path = std::getenv("KILN_BENCH_SCENARIO");
-  if (path == nullptr) {
-    state.SkipWithError("set KILN_BENCH_SCENARIO to a scenario file");
-    return;
-  }
-  auto spec = LoadScenarioFile(path);
-  if (!spec) {
-    state.SkipWithError(spec.error().Format().c_str());
-    return;
-  }
+  auto spec = BenchScenario(state);
+  if (!spec) return;
   size_t tasks = 0;
   for (auto _ : state) {
     auto cluster = BuildCluster(spec->cluster);
