@@ -688,11 +688,11 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
   static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
   // Same calls and arithmetic as NodeOrderFn; only the bookkeeping differs (see session.h).
   const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
-  double total = 0;
   if (hs.empty()) {
-    *score = total;
+    *score = 0;
     return SpeculativeScore::Ok;
   }
+  double total = 0;
   CallScope scope(this);
   for (size_t k = 0; k < hs.size(); ++k) {
     const Registration& r = hs[k];
