@@ -49,6 +49,13 @@ class ThreadPool {
     });
   }
 
+  // fn(begin, end) over the ranges ParallelFor would hand out: for callbacks that work on a
+  // range in stages (all of its indices through one step, then through the next).
+  template <typename Fn>
+  void ParallelForChunks(size_t n, Fn&& fn) {
+    ParallelForRange(n, DefaultGrain(n), fn);
+  }
+
   // The process-wide pool the actions use, sized to the hardware.
   static ThreadPool& Default();
   // The process-wide pool for loops whose callbacks mostly wait (a policy's HTTP calls): as many

@@ -29,6 +29,9 @@ std::atomic<bool> g_fused_allocate_search{true};
 // positions ahead overlaps its misses with the work on this one (about 10% of allocate at 10k
 // nodes × 100k pods; the lines are the ones model.h puts first).
 constexpr size_t kPrefetchAhead = 2;
+// Nodes a search checks before it scores the feasible ones among them (Search's two stages): a
+// window's scorer lines are 5 per node, far below the first-level cache.
+constexpr size_t kScoreWindow = 16;
 
 void PrefetchForSearch(const Node* node) {
   __builtin_prefetch(node);
@@ -37,7 +40,7 @@ void PrefetchForSearch(const Node* node) {
 
 // The lines the idle check and the scorers read, asked for once a node fits: late in a big
 // session most nodes examined are full, and fetching these for them only took bandwidth. The
-// predicates run between the request and the first read.
+// predicates of the rest of the node's window run between the request and the first read.
 void PrefetchForScore(const Node* node) {
   __builtin_prefetch(&node->idle);
   __builtin_prefetch(&node->allocatable);
@@ -221,34 +224,43 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     const NodeRejection** cache_hit = scratch.cache_hit.data();
     NodeRejection* predicate = scratch.predicate.data();
     FeasibleNode* fused = scratch.fused.data();
-    pool_->ParallelFor(block, [&](size_t i) {
-      const Node* node = rotated(processed + i);
-      if (processed + i + kPrefetchAhead < n)
-        PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
-      if (cached) {
-        if (const NodeRejection* hit = cached->Find(node->index)) {
-          verdict[i] = kCached;
-          cache_hit[i] = hit;
-          return;
+    // Two stages per window of a range: the checks of every node in the window, then the Idle
+    // fit and the scores of its feasible ones. The scorers' lines, requested once a node passes
+    // the resource check, then arrive while the window's other nodes are checked instead of
+    // stalling the scorer that reads them right after the predicates.
+    pool_->ParallelForChunks(block, [&](size_t begin, size_t end) {
+      for (size_t window = begin; window < end; window += kScoreWindow) {
+        const size_t window_end = std::min(end, window + kScoreWindow);
+        for (size_t i = window; i < window_end; ++i) {
+          const Node* node = rotated(processed + i);
+          if (processed + i + kPrefetchAhead < n)
+            PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
+          if (cached) {
+            if (const NodeRejection* hit = cached->Find(node->index)) {
+              verdict[i] = kCached;
+              cache_hit[i] = hit;
+              continue;
+            }
+          }
+          if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
+            verdict[i] = kNoFit;
+            continue;
+          }
+          PrefetchForScore(node);
+          // `check` sets the error whenever it rejects, so a stale one is never read.
+          verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
         }
-      }
-      if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
-        verdict[i] = kNoFit;
-        return;
-      }
-      PrefetchForScore(node);
-      // `check` sets the error whenever it rejects, so a stale one is never read.
-      if (!check(t, node, predicate[i])) {
-        verdict[i] = kPredicate;
-        return;
-      }
-      verdict[i] = kFeasible;
-      if constexpr (kFused) {
-        FeasibleNode& f = fused[i];
-        f = FeasibleNode{};
-        f.idle_fit = t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero);
-        if (f.idle_fit && i < needed)
-          f.state = StateOf(ssn->NodeOrderSpeculative(t, node, &f.score, &f.called));
+        if constexpr (kFused) {
+          for (size_t i = window; i < window_end; ++i) {
+            if (verdict[i] != kFeasible) continue;
+            const Node* node = rotated(processed + i);
+            FeasibleNode& f = fused[i];
+            f = FeasibleNode{};
+            f.idle_fit = t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero);
+            if (f.idle_fit && i < needed)
+              f.state = StateOf(ssn->NodeOrderSpeculative(t, node, &f.score, &f.called));
+          }
+        }
       }
     });
     size_t consumed = block;
