@@ -58,7 +58,7 @@ struct Loaded {
 
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
-    return reinterpret_cast<HandlerFn<P>>(policy->Handler(P));
+    return reinterpret_cast<HandlerFn<P>>(args->code->Handler(P));
   }
 };
 
@@ -81,7 +81,7 @@ Loaded& Builtin(std::string_view name, TimeNs now = 600'000'000'000) {
   l->ctx.args = l->args->data;
   l->ctx.now = now;
   l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
+  l->args->code->state_init(&l->ctx);
   return *cache.emplace(std::string(name), std::move(l)).first->second;
 }
 
