@@ -140,6 +140,7 @@ struct PolicyCompiler::Impl {
   std::deque<TierUpJob> tier_jobs;
   bool tier_running = false;
   bool tier_stop = false;
+  bool tier_hold = false;  // HoldTierUpForTesting
   std::thread tier_thread;
   TierUpStats tier_stats;
 
@@ -414,7 +415,7 @@ void PolicyCompiler::Impl::QueueTierUp(TierUpJob job) {
 void PolicyCompiler::Impl::TierUpLoop() {
   std::unique_lock<std::mutex> lock(tier_mu);
   for (;;) {
-    tier_cv.wait(lock, [&] { return tier_stop || !tier_jobs.empty(); });
+    tier_cv.wait(lock, [&] { return tier_stop || (!tier_hold && !tier_jobs.empty()); });
     if (tier_jobs.empty()) break;  // stopping, and nothing left to run
     {
       TierUpJob job = std::move(tier_jobs.front());
@@ -494,6 +495,14 @@ void PolicyCompiler::WaitForTierUp() {
   std::unique_lock<std::mutex> lock(impl_->tier_mu);
   impl_->tier_idle_cv.wait(lock,
                           [&] { return impl_->tier_jobs.empty() && !impl_->tier_running; });
+}
+
+void PolicyCompiler::HoldTierUpForTesting(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->tier_mu);
+    impl_->tier_hold = hold;
+  }
+  impl_->tier_cv.notify_all();
 }
 
 void PolicyCompiler::FinishTierUp() { impl_->StopTierUp(impl_->jit->CacheWritable()); }

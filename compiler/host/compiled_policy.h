@@ -180,6 +180,8 @@ class PolicyCompiler {
 
   // Blocks until no tier-2 compile is queued or running (tests, benchmarks).
   void WaitForTierUp();
+  // While held, queued tier-2 compiles wait (a test's way to observe tier 0 before O2 lands).
+  void HoldTierUpForTesting(bool hold);
 
   // FinishJitTierUp() (jit_tiers.h) for this compiler. Compiles after it start the thread again.
   void FinishTierUp();
