@@ -121,6 +121,11 @@ void InitializeNativeTargetOnce() {
 namespace {
 
 thread_local double o2_ms_on_thread = 0;
+thread_local const std::atomic<bool>* cancel_on_thread = nullptr;
+
+bool CancelledOnThisThread() {
+  return cancel_on_thread && cancel_on_thread->load(std::memory_order_relaxed);
+}
 
 // Code that runs once per session (session_open/close, state and argument initialisation) is
 // compiled without optimisation: it is a large share of some policies' IR (proportion's
@@ -182,7 +187,10 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   tuning.LoopVectorization = false;
   tuning.LoopInterleaving = false;
   tuning.SLPVectorization = false;
-  llvm::PassBuilder pb(tm, tuning);
+  llvm::PassInstrumentationCallbacks instrumentation;
+  instrumentation.registerShouldRunOptionalPassCallback(
+      [](llvm::StringRef, llvm::Any) { return !CancelledOnThisThread(); });
+  llvm::PassBuilder pb(tm, tuning, std::nullopt, &instrumentation);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -366,9 +374,14 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
         auto lease = o2_machines->Borrow();
         if (!lease) return lease.takeError();
         llvm::Error err = tsm.withModuleDo([&](llvm::Module& m) -> llvm::Error {
-          if (!IsTierZero(m)) return RunO2(m, (*lease)->get());
-          RunO0(m);
-          return llvm::Error::success();
+          if (IsTierZero(m)) {
+            RunO0(m);
+            return llvm::Error::success();
+          }
+          llvm::Error err = RunO2(m, (*lease)->get());
+          // Cancelled: finish it as cheaply as possible (the caller throws it away).
+          if (!err && CancelledOnThisThread()) m.getOrInsertNamedMetadata(kTierZeroTag);
+          return err;
         });
         if (err) return std::move(err);
         return std::move(tsm);
@@ -517,6 +530,10 @@ void KilnJit::SetShippedCache(std::shared_ptr<ObjectCache> cache) {
 std::shared_ptr<ObjectCache> KilnJit::GetShippedCache() const { return cache_hooks_->Shipped(); }
 
 double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
+
+void KilnJit::SetCancelFlagForThisThread(const std::atomic<bool>* flag) {
+  cancel_on_thread = flag;
+}
 
 const llvm::DataLayout& KilnJit::DataLayout() const { return jit_->getDataLayout(); }
 

@@ -17,6 +17,7 @@
 #include "compiler/jit/host_symbol.h"
 #include "compiler/jit/object_cache.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +107,12 @@ class KilnJit {
 
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);
+
+  // Cancellation of the compiles the calling thread materialises (the background tier-up at
+  // exit): once `*flag` is set, the O2 pipeline skips its remaining optional passes and the code
+  // generator runs as for tier 0, storing nothing. The code that results is only fit to be
+  // thrown away. Null turns it off.
+  static void SetCancelFlagForThisThread(const std::atomic<bool>* flag);
 
   // Milliseconds the IR pipeline (O2, or tier 0's O0) has run on the calling thread so far. Units
   // materialise on the thread that looks them up, so the difference around a first Lookup is

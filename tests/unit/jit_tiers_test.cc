@@ -208,6 +208,29 @@ TEST_F(JitTiersTest, ATierUpForAPolicyGoneIsDropped) {
   EXPECT_EQ((*v2)->Code()->tier, 2);
 }
 
+// At exit without a writable cache (FinishJitTierUp, which `kiln` calls): O2 code nobody will
+// run or keep is not compiled; the policy keeps its tier-0 code. A later compile starts again.
+TEST_F(JitTiersTest, FinishingWithoutACacheDropsTheTierUp) {
+  compiler_->SetCompileCacheDir("");
+  compiler_->SetJitTiers(JitTiers::kTwoTier);
+  compiler_->HoldTierUpForTesting(true);
+  const std::string path = "test/jit_tiers_finish_" + std::to_string(::getpid());
+  auto first = compiler_->Compile(SourceFile{path + "_a.policy", kTiered});
+  ASSERT_TRUE(first.ok());
+  const uint64_t dropped = compiler_->GetTierUpStats().dropped;
+  compiler_->FinishTierUp();
+  EXPECT_EQ(compiler_->GetTierUpStats().dropped, dropped + 1);
+  EXPECT_EQ(compiler_->GetTierUpStats().pending, 0u);
+  EXPECT_EQ((*first)->Code()->tier, 0);
+
+  compiler_->HoldTierUpForTesting(false);
+  auto second = compiler_->Compile(SourceFile{path + "_b.policy", kTiered});
+  ASSERT_TRUE(second.ok());
+  compiler_->WaitForTierUp();
+  EXPECT_EQ((*second)->Code()->tier, 2);
+  EXPECT_EQ((*first)->Code()->tier, 0);
+}
+
 // Tier 0 only (the measurement mode) queues no O2 compile and caches nothing.
 TEST_F(JitTiersTest, TierZeroOnlyNeverCompilesO2) {
   fs::path cache = Dir("cache0");
