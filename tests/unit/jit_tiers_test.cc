@@ -45,6 +45,12 @@ fs::path FreshDir(const std::string& what) {
   return dir;
 }
 
+// A path no compile of this process has used, so the compiler's memory never answers.
+std::string FreshPath(const std::string& what) {
+  static int n = 0;
+  return "test/jit_tiers_" + what + "_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+}
+
 std::vector<std::string> CacheObjects(const fs::path& dir) {
   std::vector<std::string> objects;
   for (const auto& e : fs::directory_iterator(dir))
@@ -192,7 +198,7 @@ TEST_F(JitTiersTest, TierZeroIsReplacedByO2AtTheNextSessionAndOnlyO2IsCached) {
 TEST_F(JitTiersTest, ATierUpForAPolicyGoneIsDropped) {
   compiler_->SetJitTiers(JitTiers::kTwoTier);
   compiler_->HoldTierUpForTesting(true);
-  const std::string path = "test/jit_tiers_dropped_" + std::to_string(::getpid()) + ".policy";
+  const std::string path = FreshPath("dropped") + ".policy";
   uint64_t dropped = compiler_->GetTierUpStats().dropped;
   {
     auto v1 = compiler_->Compile(SourceFile{path, kTiered});
@@ -214,7 +220,7 @@ TEST_F(JitTiersTest, FinishingWithoutACacheDropsTheTierUp) {
   compiler_->SetCompileCacheDir("");
   compiler_->SetJitTiers(JitTiers::kTwoTier);
   compiler_->HoldTierUpForTesting(true);
-  const std::string path = "test/jit_tiers_finish_" + std::to_string(::getpid());
+  const std::string path = FreshPath("finish");
   auto first = compiler_->Compile(SourceFile{path + "_a.policy", kTiered});
   ASSERT_TRUE(first.ok());
   const uint64_t dropped = compiler_->GetTierUpStats().dropped;
@@ -237,7 +243,7 @@ TEST_F(JitTiersTest, TierZeroOnlyNeverCompilesO2) {
   compiler_->SetCompileCacheDir(cache.string());
   compiler_->SetJitTiers(JitTiers::kFastOnly);
   auto compiled = compiler_->Compile(
-      SourceFile{"test/jit_tiers_fast_" + std::to_string(::getpid()) + ".policy", kTiered});
+      SourceFile{FreshPath("fast") + ".policy", kTiered});
   ASSERT_TRUE(compiled.ok());
   EXPECT_EQ((*compiled)->Code()->tier, 0);
   EXPECT_EQ(compiler_->GetTierUpStats().pending, 0u);
