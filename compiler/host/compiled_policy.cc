@@ -469,7 +469,8 @@ void PolicyCompiler::Impl::RunTierUp(TierUpJob& job) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   double o2_ms = KilnJit::OptimizeMsOnThisThread() - o2_before;
   if (TimingsRequested()) {
-    fmt::print(stderr, "kiln: tier 2 of {} ready in {:.2f} ms: o2 {:.2f} ms, machine-code {:.2f} ms\n",
+    fmt::print(stderr,
+               "kiln: tier 2 of {} ready in {:.2f} ms: o2 {:.2f} ms, machine-code {:.2f} ms\n",
                job.path, ms, o2_ms, ms - o2_ms);
   } else {
     spdlog::debug("tier 2 of {} ready in {:.2f} ms (o2 {:.2f} ms)", job.path, ms, o2_ms);
