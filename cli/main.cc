@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "compiler/host/jit_tiers.h"
 #include "compiler/language_version.h"
 
 namespace kiln {
@@ -9,6 +10,13 @@ const char* Version();  // runtime/version.cc
 }  // namespace kiln
 
 int main(int argc, char** argv) {
+  // A policy no cache holds runs at once as tier-0 code while O2 compiles in the background
+  // (compiler/host/jit_tiers.h; KILN_JIT_TIERS=0 turns it off). Whatever O2 compile is left at
+  // exit is finished when a writable compile cache will keep it, else abandoned.
+  kiln::SetDefaultJitTiers(kiln::JitTiers::kTwoTier);
+  struct FinishTierUp {
+    ~FinishTierUp() { kiln::FinishJitTierUp(); }
+  } finish_tier_up;
   CLI::App app{"kiln: a Volcano-compatible batch scheduler with JIT-compiled policies"};
   app.require_subcommand(1);
   // The policy language version is what a pack's `language:` range is checked against.

@@ -387,9 +387,11 @@ class Binder {
 }  // namespace
 
 Result<std::shared_ptr<const BoundArgs>> BindArguments(
-    std::shared_ptr<const CompiledPolicy> policy, const PluginOption& option) {
+    std::shared_ptr<const CompiledPolicy> policy, const PluginOption& option,
+    std::shared_ptr<const PolicyCode> code) {
   auto bound = std::make_shared<BoundArgs>();
   bound->policy = policy;
+  bound->code = code ? std::move(code) : policy->Code();
   bound->arena = std::make_unique<Arena>();
   bound->data = bound->arena->Allocate(std::max<uint64_t>(policy->args_size, 1),
                                        std::max<uint64_t>(policy->args_align, 16));
@@ -399,7 +401,7 @@ Result<std::shared_ptr<const BoundArgs>> BindArguments(
   PolicyContext ctx;
   ctx.session_arena = bound->arena.get();
   Arena* prev = SetCurrentArena(bound->arena.get());
-  policy->args_default(bound->data, &ctx);
+  bound->code->args_default(bound->data, &ctx);
   SetCurrentArena(prev);
   Binder binder(*policy, option, *bound->arena);
   Status s = binder.BindAll(static_cast<char*>(bound->data));

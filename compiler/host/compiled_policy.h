@@ -7,6 +7,12 @@
 // is how a reloaded policy's old version goes away. Compiles are cached by (path, source text),
 // so a conf that names the same policy in several sessions, cycles or plugin entries compiles it
 // once.
+//
+// A policy's native code (PolicyCode) is separate from the policy: in two-tier mode
+// (jit_tiers.h) the compiler first installs tier-0 code and later replaces it with O2 code.
+// Whoever runs handlers takes a reference to one PolicyCode and uses only it — its argument block
+// (BoundArgs), state initialiser and handlers — so the code of one plugin instance never changes
+// during a session, and old code is removed when its last holder lets go.
 
 #include <cstdint>
 #include <functional>
@@ -19,6 +25,7 @@
 #include "compiler/ast.h"
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
+#include "compiler/host/jit_tiers.h"
 #include "compiler/jit/object_cache.h"
 #include "compiler/source.h"
 #include "compiler/timings.h"
@@ -28,11 +35,12 @@
 
 namespace kiln {
 
-struct CompiledPolicy {
-  std::string name;  // `policy gang;`
-  std::string path;
-  uint64_t version = 0;  // hash of the source text
-  std::unique_ptr<ast::Policy> ast;  // kept for the argument schema
+// One compiled policy version's native code at one tier (one JIT unit). Tiers of a policy come
+// from the same lowered module: the argument block and state have one layout, but a state object
+// or argument block holds pointers into the code that built it (string literals), so it is only
+// ever used with that code.
+struct PolicyCode {
+  int tier = 2;  // 0: O0 + FastISel; 2: O2 (JitTier)
   // The C-ABI handler per served point (HandlerFn<point>, runtime/session.h).
   std::vector<std::pair<ExtensionPoint, void (*)()>> handlers;
   // The handler for `point` (cast it to HandlerFn<point>), or null when the policy has none.
@@ -44,6 +52,35 @@ struct CompiledPolicy {
   }
   void (*state_init)(PolicyContext*) = nullptr;
   void (*args_default)(void* args, PolicyContext*) = nullptr;
+
+  PolicyCode() = default;
+  ~PolicyCode();
+  PolicyCode(const PolicyCode&) = delete;
+  PolicyCode& operator=(const PolicyCode&) = delete;
+
+  // Removes the JIT unit (set by the compiler).
+  std::function<void()> release;
+};
+
+struct CompiledPolicy {
+  std::string name;  // `policy gang;`
+  std::string path;
+  uint64_t version = 0;  // hash of the source text
+  std::unique_ptr<ast::Policy> ast;  // kept for the argument schema
+
+  // The code a session opening now should run: tier 0 until the background O2 compile lands in
+  // two-tier mode, else O2. Hold the result for as long as its handlers may be called.
+  std::shared_ptr<const PolicyCode> Code() const {
+    std::lock_guard<std::mutex> lock(code_mu_);
+    return code_;
+  }
+  // Installs `code` for sessions that open from now on (the compiler's tier-up).
+  void SetCode(std::shared_ptr<const PolicyCode> code) {
+    std::lock_guard<std::mutex> lock(code_mu_);
+    code_.swap(code);
+    // The old code leaves with `code` after the lock; its unit goes when its last holder does.
+  }
+
   uint64_t args_size = 0;
   uint64_t args_align = 8;
   std::vector<ArgSlot> args;
@@ -55,27 +92,31 @@ struct CompiledPolicy {
   PhaseTimings timings;   // its phases (compiler/timings.h): front end, codegen, o2, machine-code
 
   CompiledPolicy() = default;
-  ~CompiledPolicy();
   CompiledPolicy(const CompiledPolicy&) = delete;
   CompiledPolicy& operator=(const CompiledPolicy&) = delete;
 
-  // Removes the JIT unit (set by the compiler).
-  std::function<void()> release;
+ private:
+  mutable std::mutex code_mu_;
+  std::shared_ptr<const PolicyCode> code_;
 };
 
 // Arguments of one scheduler.conf plugin entry, bound to a policy's schema: the native argument
-// block the handlers read through PolicyContext::args.
+// block the handlers read through PolicyContext::args, built by `code`'s args_default. Sessions
+// with these arguments run `code`'s handlers.
 struct BoundArgs {
   std::shared_ptr<const CompiledPolicy> policy;
+  std::shared_ptr<const PolicyCode> code;
   std::unique_ptr<Arena> arena;  // strings, lists and maps of the values
   void* data = nullptr;          // args_size bytes
 };
 
-// Validates `option.arguments` against the policy's `arg` declarations and builds the block:
-// defaults first, then every key the conf sets. Errors name the plugin, the argument and the
-// conf line: "plugin `binpack`: argument `binpack.weight`: expected float, got \"abc\"".
+// Validates `option.arguments` against the policy's `arg` declarations and builds the block with
+// the policy's current code (or `code`): defaults first, then every key the conf sets. Errors
+// name the plugin, the argument and the conf line:
+// "plugin `binpack`: argument `binpack.weight`: expected float, got \"abc\"".
 Result<std::shared_ptr<const BoundArgs>> BindArguments(
-    std::shared_ptr<const CompiledPolicy> policy, const PluginOption& option);
+    std::shared_ptr<const CompiledPolicy> policy, const PluginOption& option,
+    std::shared_ptr<const PolicyCode> code = nullptr);
 
 class PolicyCompiler {
  public:
@@ -122,6 +163,28 @@ class PolicyCompiler {
   // own LLVM context and JIT unit); results in the order of `sources`. A conf's policies compile
   // in about the time of the slowest one instead of the sum.
   std::vector<CompileResult> CompileAll(const std::vector<SourceFile>& sources);
+
+  // How compiles that miss every cache are compiled (jit_tiers.h). A policy compiled already
+  // keeps its code; set the mode before compiling.
+  void SetJitTiers(JitTiers tiers);
+  JitTiers GetJitTiers();
+
+  // Tier-2 (O2) compiles queued or running in the background, and finished ones since start.
+  struct TierUpStats {
+    uint64_t pending = 0;
+    uint64_t installed = 0;  // O2 code installed in a live policy
+    uint64_t dropped = 0;    // the policy was gone (replaced, unused) before its O2 was ready
+    uint64_t failed = 0;     // O2 compile failed: the policy keeps its tier-0 code
+  };
+  TierUpStats GetTierUpStats();
+
+  // Blocks until no tier-2 compile is queued or running (tests, benchmarks).
+  void WaitForTierUp();
+  // While held, queued tier-2 compiles wait (a test's way to observe tier 0 before O2 lands).
+  void HoldTierUpForTesting(bool hold);
+
+  // FinishJitTierUp() (jit_tiers.h) for this compiler. Compiles after it start the thread again.
+  void FinishTierUp();
 
   // Optimised IR of a policy, as the JIT would compile it (`kiln compile --emit=llvm`).
   static Result<std::string> EmitIr(const SourceFile& source);

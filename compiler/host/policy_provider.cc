@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "compiler/ast.h"
@@ -21,28 +22,49 @@ namespace kiln {
 
 namespace {
 
-// One session's instance of a compiled policy.
+// One session's instance of a compiled policy. It runs the code its arguments were bound with,
+// from session_open to session_close, whatever the compiler installs meanwhile.
 class JitPlugin : public Plugin {
  public:
   explicit JitPlugin(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {}
 
   Status OnSessionOpen(Session& ssn, PluginHandle self) override {
     const CompiledPolicy& policy = *args_->policy;
+    const PolicyCode& code = *args_->code;
     ctx_.args = args_->data;
     ctx_.now = ssn.now();
     if (policy.reads_clock) NoteClockUse();
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
     if (policy.ast && policy.ast->Uses("http")) ssn.RequireIoPool();
-    policy.state_init(&ctx_);
-    for (const auto& [point, fn] : policy.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
+    code.state_init(&ctx_);
+    for (const auto& [point, fn] : code.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
     return Status::Ok();
   }
 
  private:
-  std::shared_ptr<const BoundArgs> args_;
+  std::shared_ptr<const BoundArgs> args_;  // holds the code: it outlives the session's calls
   PolicyContext ctx_;
   Arena arena_;  // per-session state; freed with the plugin at session end
+};
+
+// A conf entry's bound arguments, rebound when the policy's code changes (the tier-2 compile
+// landed): the block is built by the code that reads it, so the tier-0 code and its argument
+// block go away together once the last session that opened on them closes.
+struct CurrentArgs {
+  std::mutex mu;
+  std::shared_ptr<const BoundArgs> args;
+
+  std::shared_ptr<const BoundArgs> ForSession(const PluginOption& entry) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::shared_ptr<const PolicyCode> code = args->policy->Code();
+    if (code != args->code) {
+      // The entry bound once already, so this cannot fail; if it did, stay on the old code.
+      auto rebound = BindArguments(args->policy, entry, std::move(code));
+      if (rebound.ok()) args = *rebound;
+    }
+    return args;
+  }
 };
 
 Result<std::string> ReadFile(const std::filesystem::path& path) {
@@ -99,9 +121,10 @@ class CompiledPolicyProvider : public PolicyProvider {
     }
     auto bound = BindArguments(*compiled, option);
     if (!bound.ok()) return bound.error();
-    std::shared_ptr<const BoundArgs> args = *bound;
-    builders_.push_back([args](const PluginOption&) -> Result<std::unique_ptr<Plugin>> {
-      return std::unique_ptr<Plugin>(std::make_unique<JitPlugin>(args));
+    auto current = std::make_shared<CurrentArgs>();
+    current->args = *bound;
+    builders_.push_back([current](const PluginOption& entry) -> Result<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(std::make_unique<JitPlugin>(current->ForSession(entry)));
     });
     return &builders_.back();
   }

@@ -93,6 +93,23 @@ struct ObjectCacheHooks {
   }
 };
 
+namespace {
+
+// Marks a module AddModule was asked to compile at tier 0: the IR transform runs the O0 pipeline
+// instead of O2 on it, and the compiler, which removes the mark, uses a CodeGenOpt::None machine.
+constexpr const char* kTierZeroTag = "kiln.tier0";
+
+bool IsTierZero(const llvm::Module& m) { return m.getNamedMetadata(kTierZeroTag) != nullptr; }
+
+bool TakeTierZero(llvm::Module& m) {
+  llvm::NamedMDNode* md = m.getNamedMetadata(kTierZeroTag);
+  if (!md) return false;
+  m.eraseNamedMetadata(md);
+  return true;
+}
+
+}  // namespace
+
 void InitializeNativeTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -104,6 +121,11 @@ void InitializeNativeTargetOnce() {
 namespace {
 
 thread_local double o2_ms_on_thread = 0;
+thread_local const std::atomic<bool>* cancel_on_thread = nullptr;
+
+bool CancelledOnThisThread() {
+  return cancel_on_thread && cancel_on_thread->load(std::memory_order_relaxed);
+}
 
 // Code that runs once per session (session_open/close, state and argument initialisation) is
 // compiled without optimisation: it is a large share of some policies' IR (proportion's
@@ -165,7 +187,10 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   tuning.LoopVectorization = false;
   tuning.LoopInterleaving = false;
   tuning.SLPVectorization = false;
-  llvm::PassBuilder pb(tm, tuning);
+  llvm::PassInstrumentationCallbacks instrumentation;
+  instrumentation.registerShouldRunOptionalPassCallback(
+      [](llvm::StringRef, llvm::Any) { return !CancelledOnThisThread(); });
+  llvm::PassBuilder pb(tm, tuning, std::nullopt, &instrumentation);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -181,6 +206,26 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(module, mam);
   return llvm::Error::success();
+}
+
+// Tier 0's IR pipeline: LLVM's O0 one, which only inlines what codegen marked always_inline (the
+// small map and string helpers) — inlining them is cheaper than emitting them out of line.
+void RunO0(llvm::Module& module) {
+  auto start = std::chrono::steady_clock::now();
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+  mpm.run(module, mam);
+  o2_ms_on_thread +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
@@ -233,23 +278,32 @@ class TargetMachinePool {
   std::vector<std::unique_ptr<llvm::TargetMachine>> idle_;
 };
 
+llvm::orc::JITTargetMachineBuilder WithOptLevel(llvm::orc::JITTargetMachineBuilder jtmb,
+                                                llvm::CodeGenOpt::Level level) {
+  jtmb.setCodeGenOptLevel(level);
+  return jtmb;
+}
+
 // Machine code for a module, with a pooled TargetMachine so compiles may run concurrently
 // (LLJIT's default compiler owns a single TargetMachine). A module AddModule tagged for the
-// compile cache has its object stored (after the tag's prefix) in the writable cache.
+// compile cache has its object stored (after the tag's prefix) in the writable cache; a tier-0
+// module is compiled by a CodeGenOpt::None machine and never stored.
 class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
  public:
   PooledIrCompiler(llvm::orc::JITTargetMachineBuilder jtmb,
                    std::shared_ptr<ObjectCacheHooks> cache_hooks)
       : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
-        pool_(std::move(jtmb)),
+        pool_(WithOptLevel(jtmb, llvm::CodeGenOpt::Default)),
+        fast_pool_(WithOptLevel(jtmb, llvm::CodeGenOpt::None)),
         cache_hooks_(std::move(cache_hooks)) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
     std::optional<ObjectCacheHooks::Pending> pending = ObjectCacheHooks::TakeTag(m);
-    auto lease = pool_.Borrow();
+    const bool tier_zero = TakeTierZero(m);
+    auto lease = (tier_zero ? fast_pool_ : pool_).Borrow();
     if (!lease) return lease.takeError();
     auto object = llvm::orc::SimpleCompiler(*(*lease)->get())(m);
-    if (object && pending) {
+    if (object && pending && !tier_zero) {
       if (std::shared_ptr<ObjectCache> cache = cache_hooks_->Cache()) {
         std::string payload = std::move(pending->prefix);
         payload.append((*object)->getBufferStart(), (*object)->getBufferSize());
@@ -261,6 +315,7 @@ class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
 
  private:
   TargetMachinePool pool_;
+  TargetMachinePool fast_pool_;  // tier 0
   std::shared_ptr<ObjectCacheHooks> cache_hooks_;
 };
 
@@ -318,8 +373,16 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
           -> llvm::Expected<llvm::orc::ThreadSafeModule> {
         auto lease = o2_machines->Borrow();
         if (!lease) return lease.takeError();
-        llvm::Error err = tsm.withModuleDo(
-            [&](llvm::Module& m) { return RunO2(m, (*lease)->get()); });
+        llvm::Error err = tsm.withModuleDo([&](llvm::Module& m) -> llvm::Error {
+          if (IsTierZero(m)) {
+            RunO0(m);
+            return llvm::Error::success();
+          }
+          llvm::Error err = RunO2(m, (*lease)->get());
+          // Cancelled: finish it as cheaply as possible (the caller throws it away).
+          if (!err && CancelledOnThisThread()) m.getOrInsertNamedMetadata(kTierZeroTag);
+          return err;
+        });
         if (err) return std::move(err);
         return std::move(tsm);
       });
@@ -357,11 +420,15 @@ llvm::Expected<JitUnit> KilnJit::NewUnit(std::string unit_name) {
 
 llvm::Expected<JitUnit> KilnJit::AddModule(llvm::orc::ThreadSafeModule module,
                                            std::string unit_name,
-                                           const std::optional<CacheStore>& store) {
+                                           const std::optional<CacheStore>& store,
+                                           JitTier tier) {
   module.withModuleDo([&](llvm::Module& m) {
     m.setDataLayout(jit_->getDataLayout());
     m.setTargetTriple(jit_->getTargetTriple().str());
-    if (store) ObjectCacheHooks::Tag(m, store->key, store->prefix);
+    if (tier == JitTier::kFast)
+      m.getOrInsertNamedMetadata(kTierZeroTag);  // and no cache tag: caches hold O2 objects only
+    else if (store)
+      ObjectCacheHooks::Tag(m, store->key, store->prefix);
   });
   auto unit = NewUnit(std::move(unit_name));
   if (!unit) return unit.takeError();
@@ -463,6 +530,10 @@ void KilnJit::SetShippedCache(std::shared_ptr<ObjectCache> cache) {
 std::shared_ptr<ObjectCache> KilnJit::GetShippedCache() const { return cache_hooks_->Shipped(); }
 
 double KilnJit::OptimizeMsOnThisThread() { return o2_ms_on_thread; }
+
+void KilnJit::SetCancelFlagForThisThread(const std::atomic<bool>* flag) {
+  cancel_on_thread = flag;
+}
 
 const llvm::DataLayout& KilnJit::DataLayout() const { return jit_->getDataLayout(); }
 

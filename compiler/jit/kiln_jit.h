@@ -3,7 +3,8 @@
 // header pulls in LLVM, so only compiler/*.cc files include it).
 //
 // Modelled on LLVM's KaleidoscopeJIT: one LLJIT; the O2 pipeline runs as an IRTransformLayer so
-// every module is optimised exactly once, on its way to the compile layer; every loaded policy
+// every module is optimised exactly once, on its way to the compile layer (a tier-0 module gets
+// the O0 pipeline and FastISel instead, see JitTier); every loaded policy
 // version gets its own JITDylib and ResourceTracker, so a reload can drop the old code without
 // touching other policies. Host intrinsics live in a dedicated "kiln.host" JITDylib defined with
 // absoluteSymbols: JIT'd code sees exactly the symbols we registered and nothing from the process.
@@ -16,6 +17,7 @@
 #include "compiler/jit/host_symbol.h"
 #include "compiler/jit/object_cache.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +27,12 @@
 namespace kiln {
 
 struct ObjectCacheHooks;
+
+// How a module is compiled. Tier 2 is what Kiln runs and caches: O2 and CodeGenOpt::Default.
+// Tier 0 is for a policy needed now that no cache holds (PolicyCompiler's two-tier mode): the O0
+// pipeline (only the always-inliner) and CodeGenOpt::None, whose FastISel selects instructions
+// without building a DAG — about 9× cheaper, and its code is never stored in a compile cache.
+enum class JitTier { kFast = 0, kOptimized = 2 };
 
 // One policy version's code: its own dylib and tracker.
 struct JitUnit {
@@ -51,10 +59,11 @@ class KilnJit {
   };
 
   // Adds `module` as a new unit named `unit_name` (must be unique among live units).
-  // The module is optimised (O2) when its symbols are first looked up; with `store` and a
-  // writable cache set, its object is then stored there.
+  // The module is optimised and compiled for `tier` when its symbols are first looked up; with
+  // `store` and a writable cache set, a tier-2 object is then stored there (a tier-0 one never).
   llvm::Expected<JitUnit> AddModule(llvm::orc::ThreadSafeModule module, std::string unit_name,
-                                    const std::optional<CacheStore>& store = std::nullopt);
+                                    const std::optional<CacheStore>& store = std::nullopt,
+                                    JitTier tier = JitTier::kOptimized);
 
   // Adds a relocatable object (a compile-cache payload's object) as a new unit: no O2, no code
   // generation; it is linked when its symbols are first looked up. `object_name` names the
@@ -99,8 +108,15 @@ class KilnJit {
   // Runs the same O2 pipeline the JIT uses on `module` (for `kiln compile --emit=llvm`).
   static llvm::Error Optimize(llvm::Module& module);
 
-  // Milliseconds the O2 pipeline has run on the calling thread so far. Units materialise on the
-  // thread that looks them up, so the difference around a first Lookup is that unit's O2 time.
+  // Cancellation of the compiles the calling thread materialises (the background tier-up at
+  // exit): once `*flag` is set, the O2 pipeline skips its remaining optional passes and the code
+  // generator runs as for tier 0, storing nothing. The code that results is only fit to be
+  // thrown away. Null turns it off.
+  static void SetCancelFlagForThisThread(const std::atomic<bool>* flag);
+
+  // Milliseconds the IR pipeline (O2, or tier 0's O0) has run on the calling thread so far. Units
+  // materialise on the thread that looks them up, so the difference around a first Lookup is
+  // that unit's IR pipeline time.
   static double OptimizeMsOnThisThread();
 
  private:

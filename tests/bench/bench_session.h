@@ -268,18 +268,18 @@ class JitUnderTest : public Plugin {
  public:
   explicit JitUnderTest(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {}
   Status OnSessionOpen(Session& ssn, PluginHandle self) override {
-    const CompiledPolicy& policy = *args_->policy;
+    const PolicyCode& code = *args_->code;
     ctx_.args = args_->data;
     ctx_.now = ssn.now();
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
-    policy.state_init(&ctx_);
-    for (const auto& [point, fn] : policy.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
+    code.state_init(&ctx_);
+    for (const auto& [point, fn] : code.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
     return Status::Ok();
   }
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
-    auto fn = reinterpret_cast<HandlerFn<P>>(args_->policy->Handler(P));
+    auto fn = reinterpret_cast<HandlerFn<P>>(args_->code->Handler(P));
     if (!fn) Die(args_->policy->name + " has no handler " + std::string(Info(P).handler));
     return fn;
   }

@@ -20,8 +20,9 @@ TEST(CodegenNearCode, BuiltinHandlersLandNearTheBinary) {
     auto compiled =
         (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
     ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
-    ASSERT_FALSE((*compiled)->handlers.empty()) << name;
-    for (const auto& [point, fn] : (*compiled)->handlers)
+    std::shared_ptr<const PolicyCode> code = (*compiled)->Code();
+    ASSERT_FALSE(code->handlers.empty()) << name;
+    for (const auto& [point, fn] : code->handlers)
       EXPECT_TRUE(IsNearHostCode(reinterpret_cast<const void*>(fn)))
           << name << " " << Info(point).handler;
   }
@@ -33,13 +34,14 @@ TEST(CodegenNearCode, PriorityOrdersJobsFromNearCode) {
   auto compiled =
       (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
   ASSERT_TRUE(compiled.ok());
+  std::shared_ptr<const PolicyCode> code = (*compiled)->Code();
   auto order = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>(
-      (*compiled)->Handler(ExtensionPoint::JobOrder));
+      code->Handler(ExtensionPoint::JobOrder));
   ASSERT_NE(order, nullptr);
   Arena arena;
   PolicyContext ctx;
   ctx.session_arena = &arena;
-  (*compiled)->state_init(&ctx);
+  code->state_init(&ctx);
   Job low, high, same;
   low.priority = 1;
   high.priority = 5;

@@ -452,12 +452,12 @@ TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
     ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
     auto ir = PolicyCompiler::EmitIr(SourceFile{std::string(b->path), std::string(b->text)});
     ASSERT_TRUE(ir.ok()) << ir.error().Format();
-    for (const auto& [point, fn] : (*compiled)->handlers) {
+    for (const auto& [point, fn] : (*compiled)->Code()->handlers) {
       EXPECT_NE(fn, nullptr);
       std::string def = fmt::format("@kiln.on.{}(", Info(point).handler);
       EXPECT_NE(ir->find(def), std::string::npos) << def;
     }
-    EXPECT_FALSE((*compiled)->handlers.empty());
+    EXPECT_FALSE((*compiled)->Code()->handlers.empty());
   }
 }
 

@@ -36,14 +36,15 @@ TEST(CompileConcurrency, CompileAllMatchesOneAtATime) {
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(b.path, all[i].path) << "results come back in the order of the sources";
     EXPECT_EQ(a.args_size, b.args_size) << a.name;
-    ASSERT_EQ(a.handlers.size(), b.handlers.size()) << a.name;
-    for (size_t h = 0; h < a.handlers.size(); ++h) {
-      EXPECT_EQ(a.handlers[h].first, b.handlers[h].first) << a.name;
-      EXPECT_NE(b.handlers[h].second, nullptr) << a.name;
-      EXPECT_NE(a.handlers[h].second, b.handlers[h].second) << "two JIT units, two copies";
+    std::shared_ptr<const PolicyCode> ac = a.Code(), bc = b.Code();
+    ASSERT_EQ(ac->handlers.size(), bc->handlers.size()) << a.name;
+    for (size_t h = 0; h < ac->handlers.size(); ++h) {
+      EXPECT_EQ(ac->handlers[h].first, bc->handlers[h].first) << a.name;
+      EXPECT_NE(bc->handlers[h].second, nullptr) << a.name;
+      EXPECT_NE(ac->handlers[h].second, bc->handlers[h].second) << "two JIT units, two copies";
     }
-    EXPECT_NE(b.state_init, nullptr);
-    EXPECT_NE(b.args_default, nullptr);
+    EXPECT_NE(bc->state_init, nullptr);
+    EXPECT_NE(bc->args_default, nullptr);
   }
   EXPECT_GE(compiled, 4);
 }

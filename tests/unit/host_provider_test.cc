@@ -80,9 +80,10 @@ Result<double> NodeOrderScore(const std::shared_ptr<const CompiledPolicy>& compi
   Arena arena;
   ctx.args = (*bound)->data;
   ctx.session_arena = &arena;
-  compiled->state_init(&ctx);
+  const PolicyCode& code = *(*bound)->code;
+  code.state_init(&ctx);
   auto node_order = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(
-      compiled->Handler(ExtensionPoint::NodeOrder));
+      code.Handler(ExtensionPoint::NodeOrder));
   if (!node_order) return Error{"no node_order", {}};
   Task task;
   Node node;
@@ -333,9 +334,10 @@ TEST(HostArguments, BinpackCountsTheWeightOfAResourceTheNodeLacks) {
   Arena arena;
   ctx.args = (*bound)->data;
   ctx.session_arena = &arena;
-  (*compiled)->state_init(&ctx);
-  auto open = (*compiled)->Handler(ExtensionPoint::SessionOpen);
-  auto order = (*compiled)->Handler(ExtensionPoint::NodeOrder);
+  const PolicyCode& code = *(*bound)->code;
+  code.state_init(&ctx);
+  auto open = code.Handler(ExtensionPoint::SessionOpen);
+  auto order = code.Handler(ExtensionPoint::NodeOrder);
   ASSERT_NE(open, nullptr);
   ASSERT_NE(order, nullptr);
   reinterpret_cast<HandlerFn<ExtensionPoint::SessionOpen>>(open)(&ctx);
@@ -426,8 +428,8 @@ TEST(HostCompiler, CachesByPathAndTextAndDropsOldVersions) {
   ASSERT_TRUE(c.ok());
   EXPECT_NE(a->get(), c->get());
   Job l, r;
-  auto fa = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*a)->handlers[0].second);
-  auto fc = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*c)->handlers[0].second);
+  auto fa = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*a)->Code()->handlers[0].second);
+  auto fc = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*c)->Code()->handlers[0].second);
   EXPECT_EQ(fa(nullptr, &l, &r), 1);  // the old version stays valid while referenced
   EXPECT_EQ(fc(nullptr, &l, &r), -1);
 }

@@ -19,13 +19,14 @@ namespace kiln::testing {
 struct LoadedPolicy {
   std::shared_ptr<const CompiledPolicy> policy;
   std::shared_ptr<const BoundArgs> args;
+  std::shared_ptr<const PolicyCode> code;  // the code `args` were bound with, which tests call
   PolicyContext ctx;
   Arena arena;
 
   // The compiled handler for P; a test failure (and null) when the policy has none.
   template <ExtensionPoint P>
   HandlerFn<P> Fn() const {
-    if (auto fn = policy->Handler(P)) return reinterpret_cast<HandlerFn<P>>(fn);
+    if (auto fn = code->Handler(P)) return reinterpret_cast<HandlerFn<P>>(fn);
     ADD_FAILURE() << policy->name << " has no handler for " << Info(P).handler;
     return nullptr;
   }
@@ -48,10 +49,11 @@ inline std::unique_ptr<LoadedPolicy> LoadSource(const SourceFile& source, int64_
   auto l = std::make_unique<LoadedPolicy>();
   l->policy = *compiled;
   l->args = *bound;
+  l->code = l->args->code;
   l->ctx.args = l->args->data;
   l->ctx.now = now;
   l->ctx.session_arena = &l->arena;
-  l->policy->state_init(&l->ctx);
+  l->code->state_init(&l->ctx);
   return l;
 }
 

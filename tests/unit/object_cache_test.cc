@@ -265,7 +265,7 @@ TEST_F(ObjectCacheTest, AllBuiltinsCompiledTogetherHitTheSecondTime) {
   auto warm = compiler_->CompileAll(sources(1));
   for (auto& r : warm) {
     ASSERT_TRUE(r.ok()) << r.error().Format();
-    EXPECT_FALSE((*r)->handlers.empty());
+    EXPECT_FALSE((*r)->Code()->handlers.empty());
   }
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.hits, n);

@@ -1,0 +1,39 @@
+#pragma once
+// How the process-wide policy compiler (compiled_policy.h) compiles a policy that no compile
+// cache holds. Light on purpose: the command's main() picks its default through this header.
+//
+// Two tiers: a cold O2 compile costs ~150 ms per built-in policy (~3 s CPU for all 19), so a
+// policy nobody has cached — a user's, one just edited under `kiln serve`, any policy of a binary
+// on another CPU — would hold up the first session that long. In two-tier mode the compiler
+// instead emits tier-0 code at once (O0 and FastISel, ~9× cheaper, slower code) and compiles the
+// same module at O2 on a background thread; sessions that open after that pick up the O2 code,
+// and only the O2 object is written to the compile cache. Both tiers come from one lowered
+// module, so they decide the same (tests/unit/jit_tiers_test.cc).
+
+#include <optional>
+#include <string_view>
+
+namespace kiln {
+
+enum class JitTiers {
+  kOptimizedOnly,  // O2 at once, as before tiers existed
+  kTwoTier,        // tier 0 at once, O2 in the background for later sessions
+  kFastOnly,       // tier 0 only: for measuring tier-0 code and testing it
+};
+
+// KILN_JIT_TIERS's values: "0"/"off" (kOptimizedOnly), "1"/"on" (kTwoTier), "tier0" (kFastOnly).
+std::optional<JitTiers> ParseJitTiers(std::string_view text);
+std::string_view JitTiersName(JitTiers tiers);
+
+// The mode the compiler uses when $KILN_JIT_TIERS does not choose one (it always wins). The
+// library's default is kOptimizedOnly, so unit tests and benchmarks exercise and time the code
+// the caches hold; `kiln` sets kTwoTier. Applies to a compiler that already exists too.
+void SetDefaultJitTiers(JitTiers tiers);
+
+// Before the process exits, with tier-2 compiles possibly queued: with a writable compile cache,
+// finishes them all (the point of the cache is that the next process finds O2 code); without
+// one, drops those not started and waits for the one running. Never creates the compiler. Also
+// registered with atexit once a background compile starts, so no LLVM work outlives main().
+void FinishJitTierUp();
+
+}  // namespace kiln
