@@ -9,6 +9,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -17,6 +18,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/codegen/fault_frame.h"
 #include "compiler/codegen/loop_budget.h"
 #include "compiler/codegen/policy_context.h"
 #include "compiler/codegen/runtime_support.h"
@@ -152,10 +154,18 @@ class Lowering {
     for (const ast::FnDecl* f : policy_.All<ast::FnDecl>()) fns_[f] = Declare(*f, "fn." + f->name);
     std::vector<std::pair<const ast::HandlerDecl*, Function*>> handlers;
     for (const ast::HandlerDecl* h : policy_.All<ast::HandlerDecl>())
-      handlers.emplace_back(h, Declare(*h, "handler." + h->name));
+      handlers.emplace_back(h, Declare(*h, "handler." + h->name, /*handler=*/true));
     for (const ast::FnDecl* f : policy_.All<ast::FnDecl>()) Define(*f, fns_[f]);
     for (auto& [h, fn] : handlers) Define(*h, fn);
     PropagateAllocates();
+    // Bodies that may allocate arm their fault frame lazily; the arming points are placed after
+    // inlining (fault_frame.h), from this marker.
+    for (auto& [h, fn] : handlers) {
+      if (!allocates_fn_[fn]) continue;
+      llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+      entry.CreateCall(m_.getOrInsertFunction(codegen::kFaultFrameMarker, b_.getVoidTy(), ptr_),
+                       {fn->getArg(fn->arg_size() - 1)});
+    }
     for (auto& [h, fn] : handlers) {
       for (const ast::HandlerPoint& p : h->points) {
         if (!p.info) Fail(h, fmt::format("handler point `{}` was not resolved", p.name));
@@ -225,9 +235,13 @@ class Lowering {
 
   llvm::FunctionCallee Rt(const std::string& name, llvm::Type* ret,
                           std::vector<llvm::Type*> params, bool allocates = false) {
-    if (allocates) allocates_ = true;
     llvm::FunctionCallee callee =
         m_.getOrInsertFunction(name, llvm::FunctionType::get(ret, params, false));
+    if (allocates) {
+      allocates_ = true;
+      if (auto* fn = llvm::dyn_cast<Function>(callee.getCallee()))
+        fn->addFnAttr(codegen::kAllocatesAttr);
+    }
     // kiln_rt_res_id maps a name to its interned id: the same name always gives the same id, and
     // interning a new name changes nothing a policy can observe. Declared read-only, the
     // optimiser merges the repeated lookups of one name (`r[name]` on several resources, as
@@ -260,9 +274,12 @@ class Lowering {
   // ------------------------------------------------------------------------------------------
   // Functions
 
-  Function* Declare(const ast::Callable& c, const std::string& name) {
+  // A handler body takes one more parameter after the language's: the thunk's fault frame state
+  // (fault_frame.h).
+  Function* Declare(const ast::Callable& c, const std::string& name, bool handler = false) {
     std::vector<llvm::Type*> params{ptr_};
     for (const ast::Param& p : c.params) params.push_back(Ty(p.local->type));
+    if (handler) params.push_back(ptr_);
     llvm::Type* ret = c.result_type ? Ty(c.result_type) : b_.getVoidTy();
     auto* fn = Function::Create(llvm::FunctionType::get(ret, params, false),
                                 Function::InternalLinkage, name, m_);
@@ -2503,29 +2520,13 @@ class Lowering {
     fn_ = fn;
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
     ictx_ = fn->getArg(0);
+    // A body that may allocate arms its fault frame itself, just before its first allocating call
+    // (fault_frame.h), and reports through `frame` whether it did and whether a fault landed.
     bool guarded = allocates_fn_[body];
+    Value* frame = llvm::ConstantPointerNull::get(ptr_);
     if (guarded) {
-      // Fault recovery (runtime_support.cc): a faulting intrinsic longjmps here, and the handler
-      // answers the zero value of its result; the session has recorded the fault.
-      // The buffer is __builtin_setjmp's: the frame address, the resume address (stored by
-      // eh.sjlj.setjmp) and the stack pointer; the host's __builtin_longjmp jumps back.
-      Value* buf = CallRt("kiln_rt_enter", ptr_, {});
-      Value* frame = b_.CreateCall(
-          llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::frameaddress, {ptr_}), {b_.getInt32(0)});
-      b_.CreateStore(frame, buf);
-      Value* sp = b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::stacksave));
-      b_.CreateStore(sp, b_.CreateConstGEP1_64(ptr_, buf, 2));
-      llvm::CallInst* jumped =
-          b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::eh_sjlj_setjmp), {buf});
-      BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);
-      BasicBlock* run = BasicBlock::Create(ctx_, "run", fn);
-      b_.CreateCondBr(b_.CreateICmpNE(jumped, b_.getInt32(0)), faulted, run);
-      b_.SetInsertPoint(faulted);
-      if (ret->isVoidTy())
-        b_.CreateRetVoid();
-      else
-        b_.CreateRet(llvm::Constant::getNullValue(ret));
-      b_.SetInsertPoint(run);
+      frame = Alloca(i8_);
+      b_.CreateStore(b_.getInt8(codegen::kFrameIdle), frame);
     }
     std::vector<Value*> args{ictx_};
     unsigned a = 1;
@@ -2542,11 +2543,29 @@ class Lowering {
         args.push_back(fn->getArg(a++));
       }
     }
+    args.push_back(frame);
     if (args.size() != body->arg_size())
       Fail(&h, fmt::format("handler `{}` has {} parameters, point `{}` passes {}", h.name,
-                           body->arg_size() - 1, info.handler, args.size() - 1));
+                           body->arg_size() - 2, info.handler, args.size() - 2));
     Value* r = b_.CreateCall(body, args);
-    if (guarded) CallRt("kiln_rt_leave", b_.getVoidTy(), {});
+    if (guarded) {
+      // Fault recovery (runtime_support.cc): a faulting intrinsic longjmped into the body, and the
+      // handler answers the zero value of its result; the session has recorded the fault.
+      Value* state = b_.CreateLoad(i8_, frame);
+      BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);
+      BasicBlock* ran = BasicBlock::Create(ctx_, "ran", fn);
+      llvm::MDBuilder md(ctx_);
+      b_.CreateCondBr(b_.CreateICmpEQ(state, b_.getInt8(codegen::kFrameFaulted)), faulted, ran,
+                      md.createBranchWeights(1, 1u << 20));
+      b_.SetInsertPoint(faulted);
+      if (ret->isVoidTy())
+        b_.CreateRetVoid();
+      else
+        b_.CreateRet(llvm::Constant::getNullValue(ret));
+      b_.SetInsertPoint(ran);
+      EmitIfElse(b_.CreateICmpEQ(state, b_.getInt8(codegen::kFrameArmed)),
+                 [&] { CallRt("kiln_rt_leave", b_.getVoidTy(), {}); }, {});
+    }
     Value* extra = a < fn->arg_size() ? fn->getArg(a) : nullptr;
     switch (info.result) {
       case AbiKind::Int: {

@@ -1,5 +1,6 @@
 #include "compiler/jit/kiln_jit.h"
 
+#include "compiler/codegen/fault_frame.h"
 #include "compiler/codegen/loop_budget.h"
 #include "compiler/codegen/near_code_memory.h"
 #include "compiler/jit/object_cache.h"
@@ -19,7 +20,11 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/JumpThreading.h>
+#include <llvm/Transforms/Scalar/SROA.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -205,6 +210,19 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
   });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(module, mam);
+  // Lazily armed fault frames go in after inlining; then the frame state byte is promoted to a
+  // register and the arming checks that follow one another are folded.
+  for (llvm::Function* fn : codegen::ArmFaultFrames(module)) {
+    if (fn->hasOptNone() || CancelledOnThisThread()) continue;
+    fam.invalidate(*fn, llvm::PreservedAnalyses::none());
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+    fpm.addPass(llvm::EarlyCSEPass(/*UseMemorySSA=*/true));
+    fpm.addPass(llvm::JumpThreadingPass());
+    fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(llvm::SimplifyCFGPass());
+    fpm.run(*fn, fam);
+  }
   return llvm::Error::success();
 }
 
@@ -224,6 +242,9 @@ void RunO0(llvm::Module& module) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
   mpm.run(module, mam);
+  // The fault frames' markers must be expanded at every tier (fault_frame.h); tier 0 leaves the
+  // frame byte in memory.
+  codegen::ArmFaultFrames(module);
   o2_ms_on_thread +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

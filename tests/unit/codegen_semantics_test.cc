@@ -441,6 +441,45 @@ on node_order(task: Task, node: Node) -> float {
   EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
 }
 
+// A handler that allocates only when it fails arms its fault frame on that path alone
+// (compiler/codegen/fault_frame.h): the passing path, through a helper inlined into the handler,
+// reaches no kiln_rt_enter. The failing path builds its message in the call arena as before.
+TEST(CodegenSemantics, FaultFrameIsArmedOnlyOnPathsThatAllocate) {
+  const char* text = R"(policy lazyframe;
+fn port_fit(task: Task, node: Node) -> Fit {
+  for taint in node.taints {
+    if taint.effect == "NoSchedule" { return unschedulable("taint " + taint.key + " on " + node.name); }
+  }
+  return fits;
+}
+on predicate(task: Task, node: Node) -> Fit {
+  if node.unschedulable { return unresolvable("cordoned"); }
+  return port_fit(task, node);
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  node.name = "n1";
+  EXPECT_EQ(l->Fn<ExtensionPoint::Predicate>()(&l->ctx, &task, &node, nullptr), 0);
+  node.taints.push_back({"gpu", "1", "NoSchedule"});
+  EXPECT_EQ(l->Fn<ExtensionPoint::Predicate>()(&l->ctx, &task, &node, nullptr),
+            static_cast<int32_t>(StatusCode::Unschedulable));
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_lazyframe.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  const std::string handler = HandlerIr(*ir, "predicate");
+  // The entry block (up to its first branch) neither enters the runtime nor sets a jump target.
+  const std::string entry = handler.substr(0, handler.find("\n  br "));
+  EXPECT_EQ(entry.find("kiln_rt_enter"), std::string::npos) << handler;
+  EXPECT_EQ(entry.find("eh.sjlj.setjmp"), std::string::npos) << handler;
+  // The arming point is on the failing path, right before the message is built.
+  size_t enter = handler.find("call ptr @kiln_rt_enter()");
+  ASSERT_NE(enter, std::string::npos) << "the failing path lost its fault frame";
+  EXPECT_LT(handler.find("kiln_taint_effect"), enter) << handler;
+  EXPECT_LT(enter, handler.find("kiln_rt_str_concat")) << handler;
+}
+
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);

@@ -252,6 +252,57 @@ on node_order(task: Task, node: Node) -> float {
   ps.ssn->Close();
 }
 
+// A handler that allocates only on some paths arms its fault frame lazily, just before the first
+// allocating call (compiler/codegen/fault_frame.h). A fault after that point — here in a helper
+// function inlined into the handler, and in the handler's own code — is still recovered: the call
+// is abandoned, counted as a memory fault and its answer ignored (the predicate rejects the node as
+// "plugin ... failed"), and calls that never reach an allocating site (before and after the faults)
+// answer normally.
+TEST(PolicyContainment, FaultAfterALazilyArmedFrameIsRecovered) {
+  LimitsGuard limits;
+  SetPolicyCallMemoryBudget(1 << 20);
+  PolicySession ps("lazy", R"(policy lazy;
+fn blow_up(seed: string) -> string {
+  var s = seed;
+  for i in range(40) { s = s + s; }
+  return s;
+}
+on predicate(task: Task, node: Node) -> Fit {
+  if task.priority < 10 { return fits; }
+  if task.priority < 20 { return unschedulable("small: " + task.name); }
+  if task.priority < 30 { return unschedulable(blow_up(task.name)); }
+  var s = "node " + node.name;
+  for i in range(40) { s = s + s; }
+  return unschedulable(s);
+}
+)");
+  EXPECT_FALSE(ps.ssn->PredicateFn(ps.task, ps.node).has_value());
+  ps.task->priority = 15;
+  auto small = ps.ssn->PredicateFn(ps.task, ps.node);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->Reasons(), std::vector<std::string>{"small: t-0"});
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+  for (int64_t priority : {25, 35}) {
+    SCOPED_TRACE(priority);
+    ps.task->priority = priority;
+    auto e = ps.ssn->PredicateFn(ps.task, ps.node);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->statuses[0].code, StatusCode::Error);
+    EXPECT_EQ(e->Reasons(), std::vector<std::string>{"plugin lazy failed"});
+  }
+  EXPECT_EQ(ps.ssn->fault_count(), 2u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Memory)], 2u);
+  // The frame was disarmed by the faults: later calls, allocating or not, answer normally.
+  ps.task->priority = 15;
+  small = ps.ssn->PredicateFn(ps.task, ps.node);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->Reasons(), std::vector<std::string>{"small: t-0"});
+  ps.task->priority = 1;
+  EXPECT_FALSE(ps.ssn->PredicateFn(ps.task, ps.node).has_value());
+  EXPECT_EQ(ps.ssn->fault_count(), 2u);
+  ps.ssn->Close();
+}
+
 // The watchdog: after PluginFaultLimit() faults the plugin is disabled for the rest of the
 // session; its handlers are no longer called and the point answers as if it were absent.
 TEST(PolicyContainment, WatchdogDisablesAPluginThatKeepsFaulting) {
