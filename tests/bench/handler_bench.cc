@@ -1006,20 +1006,15 @@ class NativePredicates : public Plugin {
   }
 
  private:
-  using Counts = std::unordered_map<std::string, int64_t>;
+  // Topology key → label value → pods, as the policy keeps them.
+  using Counts = std::unordered_map<std::string, std::unordered_map<std::string, int64_t>>;
   static constexpr std::string_view kUnschedulableTaint = "node.kubernetes.io/unschedulable";
 
-  // "key=value" in a reused buffer (no allocation once it has grown).
-  static const std::string& Domain(std::string_view key, std::string_view value) {
-    thread_local std::string buf;
-    buf.assign(key);
-    buf += '=';
-    buf += value;
-    return buf;
-  }
-  static int64_t Get(const Counts& m, const std::string& key) {
+  static int64_t Get(const Counts& m, const std::string& key, const std::string& value) {
     auto it = m.find(key);
-    return it == m.end() ? 0 : it->second;
+    if (it == m.end()) return 0;
+    auto v = it->second.find(value);
+    return v == it->second.end() ? 0 : v->second;
   }
   bool Present(const Task* p) const { return !evicted_[p->index]; }
 
@@ -1031,7 +1026,7 @@ class NativePredicates : public Plugin {
         for (const PodAffinityTerm& term : RequiredAntiAffinity(other))
           if (const std::string* value = Label(n->labels, term.topology_key))
             if (kiln_std_term_matches_pod(&term, other, task))
-              counts[Domain(term.topology_key, *value)] += 1;
+              counts[term.topology_key][*value] += 1;
       }
     return counts;
   }
@@ -1051,7 +1046,7 @@ class NativePredicates : public Plugin {
         if (!all) continue;
         for (const PodAffinityTerm& t : terms)
           if (const std::string* value = Label(n->labels, t.topology_key))
-            counts[Domain(t.topology_key, *value)] += 1;
+            counts[t.topology_key][*value] += 1;
       }
     return counts;
   }
@@ -1065,7 +1060,7 @@ class NativePredicates : public Plugin {
         for (const PodAffinityTerm& t : terms)
           if (const std::string* value = Label(n->labels, t.topology_key))
             if (kiln_std_term_matches_pod(&t, task, p))
-              counts[Domain(t.topology_key, *value)] += 1;
+              counts[t.topology_key][*value] += 1;
       }
     return counts;
   }
@@ -1157,7 +1152,7 @@ class NativePredicates : public Plugin {
           result.Add(kUnresolvable, "node(s) didn't match pod affinity rules");
           return;
         }
-        if (Get(affinity, Domain(t.topology_key, *value)) <= 0) pods_exist = false;
+        if (Get(affinity, t.topology_key, *value) <= 0) pods_exist = false;
       }
       if (!pods_exist) {
         bool self_start = affinity.empty();
@@ -1172,16 +1167,18 @@ class NativePredicates : public Plugin {
     if (!anti.empty())
       for (const PodAffinityTerm& t : RequiredAntiAffinity(task))
         if (const std::string* value = Label(node->labels, t.topology_key))
-          if (Get(anti, Domain(t.topology_key, *value)) > 0) {
+          if (Get(anti, t.topology_key, *value) > 0) {
             result.Add(kUnschedulable, "node(s) didn't match pod anti-affinity rules");
             return;
           }
-    if (!existing.empty())
-      for (const auto& [key, value] : node->labels)
-        if (Get(existing, Domain(key, value)) > 0) {
+    for (const auto& [key, values] : existing)
+      if (const std::string* value = Label(node->labels, key)) {
+        auto v = values.find(*value);
+        if (v != values.end() && v->second > 0) {
           result.Add(kUnschedulable, "node(s) didn't satisfy existing pods anti-affinity rules");
           return;
         }
+      }
   }
   static int32_t SpreadFit(const Task* task, const TopologySpreadConstraint& c, int64_t match_num,
                            int64_t min_match, int64_t domains) {
@@ -1208,7 +1205,9 @@ class NativePredicates : public Plugin {
         key = std::to_string(i);
         key += '/';
         key += *value;
-        code = SpreadFit(task, *c, Get(spread_counts_, key), spread_min_[i], spread_domains_[i]);
+        auto found = spread_counts_.find(key);
+        code = SpreadFit(task, *c, found == spread_counts_.end() ? 0 : found->second, spread_min_[i],
+                         spread_domains_[i]);
       } else {
         auto counts = SpreadDomainCounts(task, *c, cs);
         int64_t lo = 0;
@@ -1234,7 +1233,8 @@ class NativePredicates : public Plugin {
   const Task* prepared_task_ = nullptr;
   bool affinity_needed_ = false;
   bool spread_needed_ = false;
-  Counts existing_anti_, affinity_counts_, anti_counts_, spread_counts_;
+  Counts existing_anti_, affinity_counts_, anti_counts_;
+  std::unordered_map<std::string, int64_t> spread_counts_;  // "i/value" → pods
   std::vector<int64_t> spread_min_, spread_domains_;
   std::vector<uint8_t> evicted_;      // per task index (no evictions in the benchmark)
   std::vector<int64_t> evicted_on_;   // per node index
