@@ -53,6 +53,11 @@ const Function kFunctions[] = {
      "cpu and memory at +max, no scalars (Volcano's InfiniteResource)"},
     {"resource", "has", "Resource", "(string) -> bool", NATIVE(kiln_std_resource_has),
      "`r.has(name)`: the dimension is present (even when 0)"},
+    {"resource", "resource_id", "", "(string) -> int", INTRINSIC,
+     "the dimension id of a resource name, for `r.dim(id)`; the same for the whole process, so "
+     "a policy looks names up once (session_open) instead of per `r[name]`"},
+    {"resource", "dim", "Resource", "(int) -> float", INTRINSIC,
+     "`r.dim(resource_id(name))` is `r[name]`, without the name lookup; 0 for an unknown id"},
 
     // ---- strings and parsing ----
     {"strings", "parse_duration", "", "(string) -> duration?", NATIVE(kiln_std_parse_duration),

@@ -2012,6 +2012,14 @@ class Lowering {
     // Methods: receiver.name(args)
     if (c.receiver) {
       const ast::Expr& recv = *c.receiver;
+      if (name == "dim" && IsKind(recv.type, TypeKind::Resource)) {
+        // An id outside the registry (resource_id of a full registry: -1, or any other int)
+        // reads 0, as r[name] of an unknown name does.
+        Value* r = Emit(recv);
+        Value* id = Emit(*c.args[0]);
+        Value* fits = b_.CreateICmpULT(id, b_.getInt64(kMaxResources));
+        return b_.CreateSelect(fits, ResourceDimAt(r, b_.CreateTrunc(id, i32_)), F(0.0));
+      }
       if (name == "get") {
         if (const AbiFieldInfo* f = HostMapField(recv)) {
           Value* obj = Emit(*ast::As<ast::Select>(&recv)->operand);
@@ -2121,6 +2129,7 @@ class Lowering {
       return b_.CreateSelect(b0, b_.CreateSelect(a0, F(0.0), F(1.0)), b_.CreateFDiv(a, b));
     }
     if (name == "now") return CtxField(kCtxNow, i64_);
+    if (name == "resource_id") return b_.CreateSExt(ResourceIdOf(arg(0)), i64_);
     if (name == "victims") {
       Value* v = llvm::UndefValue::get(victims_);
       v = b_.CreateInsertValue(v, b_.getTrue(), {0});
