@@ -2230,7 +2230,26 @@ class Lowering {
                        bool builds_in_arena = false) {
     std::vector<Value*> vals;
     if (with_ctx) vals.push_back(ictx_);
+    const Type* t = c.type;
+    // A native whose result is a scalar keeps no Resource it is given, so a sum or difference of
+    // Resources passed to it (proportion's `less_equal_in(allocated[q] + task.resreq, ...)`) is
+    // built in a stack temporary instead of the call arena: no allocation, no fault frame.
+    const bool scalar_result = IsKind(t, TypeKind::Bool) || IsKind(t, TypeKind::Float) ||
+                               IsKind(t, TypeKind::Int);
     for (const ast::Expr* a : args) {
+      const auto* bin = ast::As<ast::Binary>(a);
+      if (scalar_result && !with_ctx && bin &&
+          (bin->op == ast::BinaryOp::Add || bin->op == ast::BinaryOp::Sub) &&
+          IsKind(bin->left->type, TypeKind::Resource) &&
+          IsKind(bin->right->type, TypeKind::Resource)) {
+        Value* l = Emit(*bin->left);
+        Value* r = Emit(*bin->right);
+        Value* tmp = Alloca(llvm::ArrayType::get(i64_, sizeof(Resource) / 8));
+        CallRt(bin->op == ast::BinaryOp::Add ? "kiln_rt_res_add_to" : "kiln_rt_res_sub_to",
+               b_.getVoidTy(), {tmp, l, r});
+        vals.push_back(tmp);
+        continue;
+      }
       Value* v = Emit(*a);
       if (v->getType() == str_) {
         vals.push_back(StrPart(v, 0));
@@ -2239,7 +2258,6 @@ class Lowering {
         vals.push_back(v);
       }
     }
-    const Type* t = c.type;
     // Optional results come back through an out pointer: bool fn(args..., T* out). Natives
     // allocate only when they build maps/resources (the JSON helpers).
     if (IsKind(t, TypeKind::Optional) && !IsPtrOptional(t)) {

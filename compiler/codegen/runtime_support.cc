@@ -413,6 +413,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
       KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_store),      KILN_SYM(kiln_rt_res_pin),
       KILN_SYM(kiln_rt_res_add),        KILN_SYM(kiln_rt_res_add_into),
+      KILN_SYM(kiln_rt_res_add_to),     KILN_SYM(kiln_rt_res_sub_to),
       KILN_SYM(kiln_rt_res_sub),        KILN_SYM(kiln_rt_res_mul),
       KILN_SYM(kiln_rt_res_set),        KILN_SYM(kiln_rt_res_get),
       KILN_SYM(kiln_rt_res_id),         KILN_SYM(kiln_rt_res_less_equal),
@@ -677,6 +678,21 @@ Resource* kiln_rt_res_add(const Resource* a, const Resource* b) {
 }
 
 void kiln_rt_res_add_into(Resource* acc, const Resource* b) { acc->Add(*b); }
+
+static_assert(std::is_trivially_destructible_v<Resource> && sizeof(Resource) % 8 == 0,
+              "kiln_rt_res_add_to/sub_to build Resources in JIT'd stack slots of i64s");
+
+void kiln_rt_res_add_to(Resource* out, const Resource* a, const Resource* b) {
+  new (out) Resource(*a);
+  out->Add(*b);
+}
+
+void kiln_rt_res_sub_to(Resource* out, const Resource* a, const Resource* b) {
+  new (out) Resource(*a);
+  out->SubWithoutAssert(*b);
+  for (int i = 0; i < kiln::kMaxResources; ++i)
+    if (out->values[i] < 0) out->values[i] = 0;
+}
 
 Resource* kiln_rt_res_sub(const Resource* a, const Resource* b) {
   return Guard<Resource*>(nullptr, [&] {

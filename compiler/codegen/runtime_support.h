@@ -167,6 +167,10 @@ void kiln_rt_res_pin(const kiln::Resource* r);
 kiln::Resource* kiln_rt_res_add(const kiln::Resource* a, const kiln::Resource* b);
 // *acc += *b in place: only for an accumulator no other value can see (a `sum` over resources).
 void kiln_rt_res_add_into(kiln::Resource* acc, const kiln::Resource* b);
+// `a + b` / `a - b` (never below zero) built in `out`, a Resource-sized slot of the caller's
+// stack: for a sum consumed by a native at once (EmitStdNative). Never allocates.
+void kiln_rt_res_add_to(kiln::Resource* out, const kiln::Resource* a, const kiln::Resource* b);
+void kiln_rt_res_sub_to(kiln::Resource* out, const kiln::Resource* a, const kiln::Resource* b);
 kiln::Resource* kiln_rt_res_sub(const kiln::Resource* a, const kiln::Resource* b);
 kiln::Resource* kiln_rt_res_mul(const kiln::Resource* a, double f);
 void kiln_rt_res_set(kiln::Resource* r, int32_t id, double v);  // while building a literal

@@ -480,6 +480,75 @@ on predicate(task: Task, node: Node) -> Fit {
   EXPECT_LT(enter, handler.find("kiln_rt_str_concat")) << handler;
 }
 
+// resource_id(name) and r.dim(id) read what r[name] reads (0 for a missing dimension, an id
+// outside the registry, or -1); an id kept in state costs no name lookup per call.
+TEST(CodegenSemantics, ResourceDimReadsByIdWhatIndexingByNameReads) {
+  const char* text = R"(policy dims;
+state gpu: int;
+on session_open() { gpu = resource_id("nvidia.com/gpu"); }
+on node_order(task: Task, node: Node) -> float {
+  let foo = resource_id("example.com/foo");
+  if task.resreq.dim(foo) != task.resreq["example.com/foo"] { return -1.0; }
+  if resource_id("cpu") != 0 or resource_id("memory") != 1 { return -2.0; }
+  return task.resreq.dim(resource_id("cpu")) + 10.0 * node.idle.dim(gpu)
+         + 100.0 * task.resreq.dim(foo) + node.idle.dim(-1) + node.idle.dim(1000000);
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  task.resreq.Set(kCpu, 500);
+  auto foo = ResourceNames::Intern("example.com/foo");
+  ASSERT_TRUE(foo.ok());
+  task.resreq.Set(*foo, 3);
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  EXPECT_EQ(score, 500.0 + 300.0);
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_dims.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  const std::string handler = HandlerIr(*ir, "node_order");
+  // Only the literal "example.com/foo" is looked up in the handler (cpu and memory are inline).
+  EXPECT_EQ(handler.find("kiln_rt_res_id"), handler.rfind("kiln_rt_res_id")) << handler;
+}
+
+// A Resource sum or difference handed straight to a native with a scalar result is built on the
+// stack: proportion's allocatable no longer allocates (and so runs without a fault frame).
+TEST(CodegenSemantics, ResourceSumConsumedByANativeIsNotAllocated) {
+  const char* text = R"(policy sums;
+state deserved: Resource;
+on node_order(task: Task, node: Node) -> float {
+  var score = 0.0;
+  if less_equal_in(node.used + task.resreq, node.allocatable, task.resreq) { score += 1.0; }
+  if less_equal(node.allocatable - task.resreq, node.used, Zero) { score += 10.0; }
+  return score + dominant_share(node.used + task.resreq, node.allocatable);
+}
+)";
+  auto l = Load(text);
+  ASSERT_TRUE(l);
+  Task task;
+  Node node;
+  task.resreq.Set(kCpu, 500);
+  node.used.Set(kCpu, 1000);
+  node.allocatable.Set(kCpu, 2000);
+  node.allocatable.Set(kMemory, 1e9);
+  double score = 0;
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  // 1500 ≤ 2000; 2000 - 500 = 1500 ≤ 1000 is false; share 1500/2000.
+  EXPECT_EQ(score, 1.0 + 0.75);
+  node.used.Set(kCpu, 1600);
+  node.used.Set(kMemory, 1e9);
+  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
+  // 2100 > 2000; 1500 ≤ 1600 and 1e9 ≤ 1e9; share max(2100/2000, 1e9/1e9).
+  EXPECT_EQ(score, 10.0 + 1.05);
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_sums.policy", text});
+  ASSERT_TRUE(ir.ok()) << ir.error().Format();
+  const std::string handler = HandlerIr(*ir, "node_order");
+  EXPECT_EQ(handler.find("kiln_rt_res_add("), std::string::npos) << handler;
+  EXPECT_EQ(handler.find("kiln_rt_res_sub("), std::string::npos) << handler;
+  EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
+}
+
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);
