@@ -549,6 +549,21 @@ on node_order(task: Task, node: Node) -> float {
   EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
 }
 
+// binpack's node_order reads its weighted resources by the ids session_open looked up: no name
+// lookup per resource per node.
+TEST(CodegenSemantics, ShippedBinpackLooksNoResourceNameUpPerCall) {
+  auto handler_of = [](const char* policy, const char* point) {
+    const BuiltinPolicy* b = FindBuiltinPolicy(policy);
+    if (b == nullptr) return std::string("<no policy>");
+    auto ir = PolicyCompiler::EmitIr(SourceFile{std::string(b->path), std::string(b->text)});
+    if (!ir.ok()) return ir.error().Format();
+    return HandlerIr(*ir, point);
+  };
+  const std::string binpack = handler_of("binpack", "node_order");
+  EXPECT_NE(binpack.find("entry:"), std::string::npos) << binpack;
+  EXPECT_EQ(binpack.find("kiln_rt_res_id"), std::string::npos) << binpack;
+}
+
 TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);
