@@ -1,6 +1,7 @@
 #pragma once
 // Pieces every command that runs a scenario shares (defined in simulate_command.cc).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,16 @@ struct ProviderOptions {
   std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
   std::vector<std::string> packs;  // --pack: .kpack files or pack directories
   std::vector<std::string> trust;  // --trust: PEM public keys packs must be signed by
+  // Pods × nodes of the scenario a one-shot command (simulate, explain) runs; 0 when unknown.
+  // From kLargeSessionPairs up, policies no cache holds are compiled at O2 before the run
+  // instead of as tier-0 code (MakeProvider).
+  uint64_t session_pairs = 0;
 };
+
+// Above this many pods × nodes a session's handlers run long enough that tier-0 code (2-3×
+// slower handlers) costs more than waiting for the O2 compile: measured 1k × 10k (1e7) faster
+// with two tiers, 3k × 30k (9e7) faster with O2 at once (docs/performance.md, "Two tiers").
+inline constexpr uint64_t kLargeSessionPairs = 30'000'000;
 
 // The policies a scenario's conf can name: the built-in ones, --policy-dir directories and the
 // plugins of --pack packs (named pack/plugin; verified, and with --trust signed by a trusted key).

@@ -498,7 +498,10 @@ int RunExplain(const ExplainOptions& opts) {
     PrintError(conf.error());
     return kExitBadInput;
   }
-  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}});
+  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache,
+                                {}, {},
+                                static_cast<uint64_t>(spec->cluster.pods.size()) *
+                                    spec->cluster.nodes.size()});
   if (!provider) {
     PrintError(provider.error());
     return kExitBadInput;

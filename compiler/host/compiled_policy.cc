@@ -529,6 +529,13 @@ void FinishJitTierUp() {
   if (PolicyCompiler* compiler = global_compiler.load()) compiler->FinishTierUp();
 }
 
+uint64_t JitTierZeroCompiles() {
+  PolicyCompiler* compiler = global_compiler.load();
+  if (!compiler) return 0;
+  PolicyCompiler::TierUpStats stats = compiler->GetTierUpStats();
+  return stats.pending + stats.installed + stats.dropped + stats.failed;
+}
+
 PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const SourceFile& source,
                                                                     uint64_t version) {
   auto start = std::chrono::steady_clock::now();

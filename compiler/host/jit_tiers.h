@@ -10,6 +10,7 @@
 // and only the O2 object is written to the compile cache. Both tiers come from one lowered
 // module, so they decide the same (tests/unit/jit_tiers_test.cc).
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -35,5 +36,9 @@ void SetDefaultJitTiers(JitTiers tiers);
 // one, drops those not started and waits for the one running. Never creates the compiler. Also
 // registered with atexit once a background compile starts, so no LLVM work outlives main().
 void FinishJitTierUp();
+
+// How many policy compiles the process has made as tier-0 code so far (each queued an O2
+// compile); 0 before the compiler exists, which this never creates.
+uint64_t JitTierZeroCompiles();
 
 }  // namespace kiln
