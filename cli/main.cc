@@ -1,5 +1,7 @@
 // The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "compiler/host/jit_tiers.h"
@@ -10,6 +12,9 @@ const char* Version();  // runtime/version.cc
 }  // namespace kiln
 
 int main(int argc, char** argv) {
+  // Log messages (warnings about the environment, policy faults, ...) go to stderr: spdlog's
+  // default logger writes to stdout, where they would corrupt `-o json` and other results.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kiln"));
   // A policy no cache holds runs at once as tier-0 code while O2 compiles in the background
   // (compiler/host/jit_tiers.h; KILN_JIT_TIERS=0 turns it off). Whatever O2 compile is left at
   // exit is finished when a writable compile cache will keep it, else abandoned.
