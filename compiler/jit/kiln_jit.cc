@@ -6,6 +6,8 @@
 #include "compiler/jit/object_cache.h"
 #include "compiler/jit/perf_map.h"
 
+#include <spdlog/spdlog.h>
+
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
@@ -25,11 +27,13 @@
 #include <llvm/Transforms/Scalar/JumpThreading.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -120,6 +124,24 @@ void InitializeNativeTargetOnce() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // For investigating the compiler: LLVM's own options, e.g.
+    // KILN_LLVM_OPTIONS=-pass-remarks-missed=sdagisel lists what FastISel leaves to
+    // SelectionDAG (docs/performance.md, "Compile time"). A bad option is a warning.
+    if (const char* opts = std::getenv("KILN_LLVM_OPTIONS"); opts && *opts) {
+      const char* argv[] = {"kiln"};
+      std::string error;
+      llvm::raw_string_ostream errors(error);
+      if (!llvm::cl::ParseCommandLineOptions(1, argv, "", &errors, "KILN_LLVM_OPTIONS")) {
+        // LLVM's text names the program and suggests `kiln --help`, which lists no LLVM option.
+        std::string message;
+        for (llvm::StringRef line : llvm::split(llvm::StringRef(errors.str()).trim(), '\n')) {
+          line.consume_front("kiln: ");
+          line = line.split("  Try: ").first;
+          message += (message.empty() ? "" : "; ") + line.str();
+        }
+        spdlog::warn("KILN_LLVM_OPTIONS={}: {} (not applied)", opts, message);
+      }
+    }
   });
 }
 
