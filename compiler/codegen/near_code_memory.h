@@ -28,4 +28,10 @@ namespace kiln {
 // destruction).
 llvm::SectionMemoryManager::MemoryMapper& NearHostCodeMapper();
 
+// The same region, but never LLVM's far placement: an allocation that finds no room near the
+// binary fails. For code compiled with the small code model (tier 0, kiln_jit.cc), whose PC32
+// relocations and direct calls must reach the binary and the unit's other sections.
+llvm::SectionMemoryManager::MemoryMapper& StrictNearHostCodeMapper();
+
+
 }  // namespace kiln

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -327,6 +328,27 @@ llvm::orc::JITTargetMachineBuilder WithOptLevel(llvm::orc::JITTargetMachineBuild
   return jtmb;
 }
 
+// Tier 0's machine: ORC's default for a JIT on x86-64 is the large code model, under which X86
+// FastISel selects no call and no global address and hands the rest of the block to
+// SelectionDAG. With the small model (PIC: calls to far libraries go through RuntimeDyld's
+// stubs, external data through its GOT) a cold tier-0 compile of all built-ins costs ~18% less
+// CPU (docs/performance.md, "Compile time"). Only safe when every section lies within rel32 of
+// the binary and of each other, so these objects are loaded by the strict near-code mapper.
+llvm::orc::JITTargetMachineBuilder SmallCodeModel(llvm::orc::JITTargetMachineBuilder jtmb) {
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  return jtmb;
+}
+
+// Room the near-code region must have left before a tier-0 compile picks the small code model:
+// far more than any unit needs, so compiles running alongside cannot use it up meanwhile.
+constexpr size_t kSmallModelRoom = size_t{256} << 20;
+
+// Set by the compile for the object the same thread links next (IRCompileLayer hands the object
+// to the linking layer on the compiling thread): whether it needs the strict near-code mapper.
+thread_local bool next_object_is_small_model = false;
+
 // Machine code for a module, with a pooled TargetMachine so compiles may run concurrently
 // (LLJIT's default compiler owns a single TargetMachine). A module AddModule tagged for the
 // compile cache has its object stored (after the tag's prefix) in the writable cache; a tier-0
@@ -338,12 +360,23 @@ class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
       : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
         pool_(WithOptLevel(jtmb, llvm::CodeGenOpt::Default)),
         fast_pool_(WithOptLevel(jtmb, llvm::CodeGenOpt::None)),
+        small_fast_pool_(SmallCodeModel(jtmb)),
         cache_hooks_(std::move(cache_hooks)) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
     std::optional<ObjectCacheHooks::Pending> pending = ObjectCacheHooks::TakeTag(m);
     const bool tier_zero = TakeTierZero(m);
-    auto lease = (tier_zero ? fast_pool_ : pool_).Borrow();
+    // KILN_JIT_TIER0_LARGE=1: the large code model for tier 0 too (comparisons; a way out).
+    static const bool large_only = [] {
+      const char* env = std::getenv("KILN_JIT_TIER0_LARGE");
+      return env && *env && std::string_view(env) != "0";
+    }();
+    next_object_is_small_model =
+        tier_zero && !large_only && NearHostCodeHasRoom(kSmallModelRoom);
+    auto lease = (!tier_zero                    ? pool_
+                  : next_object_is_small_model ? small_fast_pool_
+                                               : fast_pool_)
+                     .Borrow();
     if (!lease) return lease.takeError();
     auto object = llvm::orc::SimpleCompiler(*(*lease)->get())(m);
     if (object && pending && !tier_zero) {
@@ -358,7 +391,8 @@ class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
 
  private:
   TargetMachinePool pool_;
-  TargetMachinePool fast_pool_;  // tier 0
+  TargetMachinePool fast_pool_;        // tier 0, large code model (no room near the binary)
+  TargetMachinePool small_fast_pool_;  // tier 0, small code model
   std::shared_ptr<ObjectCacheHooks> cache_hooks_;
 };
 
@@ -391,7 +425,11 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
           // placement when full.
           .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
             auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(es, [] {
-              return std::make_unique<llvm::SectionMemoryManager>(&NearHostCodeMapper());
+              // A small-code-model object must not fall back to a far mapping. Read once:
+              // objects that did not come from this thread's compile (cached ones) are not.
+              const bool strict = std::exchange(next_object_is_small_model, false);
+              return std::make_unique<llvm::SectionMemoryManager>(
+                  strict ? &StrictNearHostCodeMapper() : &NearHostCodeMapper());
             });
             // KILN_PERF_MAP / KILN_PERF_JITDUMP: name policy code for perf (perf_map.h).
             for (llvm::JITEventListener* listener : PerfListenersFromEnvironment())
