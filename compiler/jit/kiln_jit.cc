@@ -16,7 +16,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/SectionMemoryManager.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstrTypes.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -35,6 +37,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -251,6 +254,76 @@ llvm::Error RunO2(llvm::Module& module, llvm::TargetMachine* tm) {
 
 // Tier 0's IR pipeline: LLVM's O0 one, which only inlines what codegen marked always_inline (the
 // small map and string helpers) — inlining them is cheaper than emitting them out of line.
+// Tier 0: rewrites the intrinsics the policy code uses that X86 FastISel cannot select (each
+// sends the rest of its block to SelectionDAG, ~5x slower per instruction) into plain IR it can:
+// smax/smin as compare and select, saturating add/sub as the overflow intrinsics FastISel
+// lowers plus a select, fptosi.sat as fptosi guarded by range and NaN checks. Same results.
+void LowerIntrinsicsForFastIsel(llvm::Module& module) {
+  std::vector<llvm::IntrinsicInst*> calls;
+  for (llvm::Function& fn : module)
+    for (llvm::BasicBlock& bb : fn)
+      for (llvm::Instruction& inst : bb)
+        if (auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst)) {
+          switch (call->getIntrinsicID()) {
+            case llvm::Intrinsic::smax:
+            case llvm::Intrinsic::smin:
+            case llvm::Intrinsic::sadd_sat:
+            case llvm::Intrinsic::ssub_sat:
+            case llvm::Intrinsic::fptosi_sat:
+              if (call->getType()->isIntegerTy(64)) calls.push_back(call);
+              break;
+            default:
+              break;
+          }
+        }
+  for (llvm::IntrinsicInst* call : calls) {
+    llvm::IRBuilder<> b(call);
+    llvm::Value* x = call->getArgOperand(0);
+    llvm::Value* min = b.getInt64(std::numeric_limits<int64_t>::min());
+    llvm::Value* max = b.getInt64(std::numeric_limits<int64_t>::max());
+    llvm::Value* result = nullptr;
+    switch (call->getIntrinsicID()) {
+      case llvm::Intrinsic::smax:
+        result = b.CreateSelect(b.CreateICmpSGT(x, call->getArgOperand(1)), x,
+                                call->getArgOperand(1));
+        break;
+      case llvm::Intrinsic::smin:
+        result = b.CreateSelect(b.CreateICmpSLT(x, call->getArgOperand(1)), x,
+                                call->getArgOperand(1));
+        break;
+      case llvm::Intrinsic::sadd_sat:
+      case llvm::Intrinsic::ssub_sat: {
+        // An overflowing a ± b saturates toward a's sign (an add overflows only when both
+        // operands share it, a subtraction only when they differ).
+        auto id = call->getIntrinsicID() == llvm::Intrinsic::sadd_sat
+                      ? llvm::Intrinsic::sadd_with_overflow
+                      : llvm::Intrinsic::ssub_with_overflow;
+        llvm::Value* pair =
+            b.CreateBinaryIntrinsic(id, x, call->getArgOperand(1));
+        llvm::Value* saturated = b.CreateSelect(b.CreateICmpSLT(x, b.getInt64(0)), min, max);
+        result = b.CreateSelect(b.CreateExtractValue(pair, {1}), saturated,
+                                b.CreateExtractValue(pair, {0}));
+        break;
+      }
+      case llvm::Intrinsic::fptosi_sat: {
+        // 2^63 is exact in a double; below -2^63 and from 2^63 up saturate, NaN is 0.
+        llvm::Value* limit = llvm::ConstantFP::get(x->getType(), 9223372036854775808.0);
+        llvm::Value* converted = b.CreateFPToSI(x, b.getInt64Ty());
+        llvm::Value* high = b.CreateSelect(b.CreateFCmpOGE(x, limit), max, converted);
+        llvm::Value* low = b.CreateSelect(
+            b.CreateFCmpOLT(x, llvm::ConstantFP::get(x->getType(), -9223372036854775808.0)), min,
+            high);
+        result = b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt64(0), low);
+        break;
+      }
+      default:
+        continue;
+    }
+    call->replaceAllUsesWith(result);
+    call->eraseFromParent();
+  }
+}
+
 void RunO0(llvm::Module& module) {
   auto start = std::chrono::steady_clock::now();
   llvm::LoopAnalysisManager lam;
@@ -268,6 +341,7 @@ void RunO0(llvm::Module& module) {
   // The fault frames' markers must be expanded at every tier (fault_frame.h); tier 0 leaves the
   // frame byte in memory.
   codegen::ArmFaultFrames(module);
+  LowerIntrinsicsForFastIsel(module);
   o2_ms_on_thread +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

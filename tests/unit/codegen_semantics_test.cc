@@ -56,6 +56,23 @@ TEST(CodegenSemantics, IntegerOverflowSaturates) {
             1.0);
 }
 
+// int(x) saturates out of range and maps NaN to 0; subtractions saturate toward the left
+// operand's sign. (Tier 0 lowers these intrinsics by hand: jit-tiers/unit-tier0 runs this too.)
+TEST(CodegenSemantics, FloatToIntSaturatesAndNanIsZero) {
+  EXPECT_EQ(EvalFloat("let big = 1.0e308 * 10.0; let nan = big - big;\n"
+                      "if int(nan) == 0 and int(big) == 9223372036854775807\n"
+                      "   and int(-big) == -9223372036854775807 - 1 and int(-2.75) == -2\n"
+                      "   and int(9.3e18) == 9223372036854775807 and int(9.2e18) == 9200000000000000000\n"
+                      "{ return 1.0; }\nreturn 0.0;"),
+            1.0);
+  EXPECT_EQ(EvalFloat("let small = -9223372036854775807 - 1; let big = 9223372036854775807;\n"
+                      "if small - 1 == small and big - small == big and small - big == small\n"
+                      "   and 0 - small == big and -5 - 3 == -8 and big + small == -1\n"
+                      "{ return 1.0; }\nreturn 0.0;"),
+            1.0);
+  EXPECT_EQ(EvalFloat("return float(max(-3, 0) + min(-3, 0) * 10 + max(7, 2));"), -23.0);
+}
+
 TEST(CodegenSemantics, MissingMapKeyGivesZeroValueAndGetGivesNone) {
   EXPECT_EQ(EvalFloat("var m: map<string, int> = {\"a\": 4};\n"
                       "return float(m[\"a\"] * 10 + m[\"missing\"]);"),
