@@ -335,6 +335,17 @@ bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, 
   return true;
 }
 
+void Session::EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> fields) {
+  if (!ScoreCacheEnabled()) return;
+  const size_t nodes = cluster_.nodes().size();
+  for (Registration& r : handlers_[static_cast<int>(ExtensionPoint::NodeOrder)]) {
+    if (r.slot != plugin.slot || r.score_cache != nullptr) continue;
+    score_caches_.push_back(std::make_unique<ScoreCache>(
+        fields, cluster_.tasks().size(), nodes, ScoreCache::MaxShapesFor(nodes)));
+    r.score_cache = score_caches_.back().get();
+  }
+}
+
 void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message,
                           FaultKind kind) {
   fault_count_.fetch_add(1, std::memory_order_relaxed);
@@ -682,6 +693,19 @@ std::optional<PluginStatus> Session::PredicateStatus(const Task* t, const Node* 
   return CombineFirstError<ExtensionPoint::Predicate>(t, n);
 }
 
+// Registration r's cached score for (t, n): a hit sets *score; otherwise `fill` is the entry to
+// store the handler's answer in once it answered without a fault or an error (those are never
+// cached, so the next call raises them again exactly as without the cache), or null when the
+// pair is not cached. Both scoring paths use it, so they answer alike.
+Session::ScoreProbe Session::CachedScore(const Registration& r, const Task* t, const Node* n,
+                                         double* score) const {
+  if (r.score_cache == nullptr || !ScoreCacheEnabled()) return {};
+  ScoreCache::Entry* e = r.score_cache->Find(t, n);
+  const bool hit = e != nullptr && e->Get(n->version, score);
+  CountScoreCacheLookup(hit);
+  return {hit ? nullptr : e, hit};
+}
+
 Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Node* n,
                                                         double* score,
                                                         uint64_t* called) const {
@@ -698,15 +722,21 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
     const Registration& r = hs[k];
     double s = 0;
     if (plugin_disabled(r.slot)) continue;
-    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     if (k >= 64) return SpeculativeScore::Faulted;  // not accountable in *called
     *called |= uint64_t{1} << k;
+    ScoreProbe cached = CachedScore(r, t, n, &s);
+    if (cached.hit) {
+      total += s;
+      continue;
+    }
+    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &s);
     if (scope.faulted_silently()) return SpeculativeScore::Faulted;
     if (err != 0) {
       *score = 0;
       return SpeculativeScore::Failed;
     }
+    if (cached.fill != nullptr) cached.fill->Put(n->version, s);
     total += s;
   }
   *score = total;
@@ -726,6 +756,12 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
     double score = 0;
     if (plugin_disabled(r.slot)) continue;
+    ScoreProbe cached = CachedScore(r, t, n, &score);
+    if (cached.hit) {
+      MarkCalled(r.slot, ExtensionPoint::NodeOrder);
+      total += score;
+      continue;
+    }
     scope.Enter(r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
     if (scope.faulted()) continue;
@@ -733,6 +769,7 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
       return Error{fmt::format("plugin {}: node_order failed for task {} on node {}",
                                plugins_[r.slot].name, t->uid, n->name),
                    {}};
+    if (cached.fill != nullptr) cached.fill->Put(n->version, score);
     total += score;
   }
   return total;
