@@ -717,7 +717,9 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
     return SpeculativeScore::Ok;
   }
   double total = 0;
-  CallScope scope(this);
+  // Set up on the first handler actually called: when every score is cached, the thread's call
+  // record is neither saved nor restored.
+  std::optional<CallScope> scope;
   for (size_t k = 0; k < hs.size(); ++k) {
     const Registration& r = hs[k];
     double s = 0;
@@ -729,9 +731,10 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
       total += s;
       continue;
     }
-    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
+    if (!scope) scope.emplace(this);
+    scope->Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &s);
-    if (scope.faulted_silently()) return SpeculativeScore::Faulted;
+    if (scope->faulted_silently()) return SpeculativeScore::Faulted;
     if (err != 0) {
       *score = 0;
       return SpeculativeScore::Failed;
