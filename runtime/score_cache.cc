@@ -101,8 +101,27 @@ void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field) {
   }
 }
 
+namespace {
+std::atomic<uint32_t> g_epoch{1};
+}  // namespace
+
 bool ScoreCacheEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
 void SetScoreCacheEnabled(bool on) { EnabledFlag().store(on, std::memory_order_relaxed); }
+
+uint32_t ScoreCacheEpoch() {
+  return ScoreCacheEnabled() ? g_epoch.load(std::memory_order_relaxed) : 0;
+}
+
+void InvalidateCachedScores() {
+  // Wraps after 2^31 changes of a budget (the tag keeps 31 bits of it): never, in practice;
+  // 0 is skipped so that an enabled cache never answers epoch 0.
+  uint32_t e = g_epoch.load(std::memory_order_relaxed);
+  uint32_t next;
+  do {
+    next = (e + 1) & 0x7fffffffu;
+    if (next == 0) next = 1;
+  } while (!g_epoch.compare_exchange_weak(e, next, std::memory_order_relaxed));
+}
 
 void CountScoreCacheLookup(bool hit) {
   ThreadCounters& c = ThisThreadCounters();

@@ -48,6 +48,12 @@ void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field);
 // every lookup, so a benchmark may toggle it between searches.
 bool ScoreCacheEnabled();
 void SetScoreCacheEnabled(bool on);
+// 0 while the cache is off; otherwise the generation of the settings a score depends on besides
+// its inputs: a call's loop and memory budgets decide whether it faults, so changing either
+// (SetPolicyCallIterationBudget, SetPolicyCallMemoryBudget) starts a new generation and every
+// score cached before it stops matching.
+uint32_t ScoreCacheEpoch();
+void InvalidateCachedScores();
 
 // Lookups and hits since the process started, over every session (hits / lookups is the hit
 // rate; a lookup that cannot be cached — too many shapes — counts as a lookup, not a hit).
@@ -62,11 +68,16 @@ void CountScoreCacheLookup(bool hit);
 // One session's cached scores of one node_order registration.
 class ScoreCache {
  public:
-  // A (shape, node) entry: the node's version + 1 when the score was stored (0: empty).
+  // What an entry is valid for: the epoch (ScoreCacheEpoch) and the node's version when the
+  // score was stored. Never 0, which marks an empty entry.
+  static uint64_t Tag(uint32_t epoch, uint32_t version) {
+    return (uint64_t{epoch} << 33) | (uint64_t{version} + 1);
+  }
+
+  // A (shape, node) entry.
   class Entry {
    public:
-    bool Get(uint32_t version, double* score) const {
-      const uint64_t tag = uint64_t{version} + 1;
+    bool Get(uint64_t tag, double* score) const {
       if (tag_.load(std::memory_order_acquire) != tag) return false;
       double s = score_.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -74,11 +85,11 @@ class ScoreCache {
       *score = s;
       return true;
     }
-    void Put(uint32_t version, double score) {
+    void Put(uint64_t tag, double score) {
       tag_.store(0, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_release);
       score_.store(score, std::memory_order_relaxed);
-      tag_.store(uint64_t{version} + 1, std::memory_order_release);
+      tag_.store(tag, std::memory_order_release);
     }
 
    private:

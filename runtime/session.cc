@@ -36,7 +36,10 @@ std::atomic<int64_t> g_call_iterations{100'000'000};
 std::atomic<int> g_plugin_fault_limit{3};
 }  // namespace
 
-void SetPolicyCallIterationBudget(int64_t iterations) { g_call_iterations = iterations; }
+void SetPolicyCallIterationBudget(int64_t iterations) {
+  g_call_iterations = iterations;
+  InvalidateCachedScores();  // a cached score stood for a call under the old budget
+}
 int64_t PolicyCallIterationBudget() { return g_call_iterations.load(std::memory_order_relaxed); }
 void SetPluginFaultLimit(int faults) { g_plugin_fault_limit = faults; }
 int PluginFaultLimit() { return g_plugin_fault_limit.load(std::memory_order_relaxed); }
@@ -699,11 +702,14 @@ std::optional<PluginStatus> Session::PredicateStatus(const Task* t, const Node* 
 // pair is not cached. Both scoring paths use it, so they answer alike.
 Session::ScoreProbe Session::CachedScore(const Registration& r, const Task* t, const Node* n,
                                          double* score) const {
-  if (r.score_cache == nullptr || !ScoreCacheEnabled()) return {};
+  if (r.score_cache == nullptr) return {};
+  const uint32_t epoch = ScoreCacheEpoch();
+  if (epoch == 0) return {};
   ScoreCache::Entry* e = r.score_cache->Find(t, n);
-  const bool hit = e != nullptr && e->Get(n->version, score);
+  const uint64_t tag = ScoreCache::Tag(epoch, n->version);
+  const bool hit = e != nullptr && e->Get(tag, score);
   CountScoreCacheLookup(hit);
-  return {hit ? nullptr : e, hit};
+  return {hit ? nullptr : e, hit, tag};
 }
 
 Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Node* n,
@@ -739,7 +745,7 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
       *score = 0;
       return SpeculativeScore::Failed;
     }
-    if (cached.fill != nullptr) cached.fill->Put(n->version, s);
+    if (cached.fill != nullptr) cached.fill->Put(cached.tag, s);
     total += s;
   }
   *score = total;
@@ -772,7 +778,7 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
       return Error{fmt::format("plugin {}: node_order failed for task {} on node {}",
                                plugins_[r.slot].name, t->uid, n->name),
                    {}};
-    if (cached.fill != nullptr) cached.fill->Put(n->version, score);
+    if (cached.fill != nullptr) cached.fill->Put(cached.tag, score);
     total += score;
   }
   return total;

@@ -436,6 +436,7 @@ class Session {
   struct ScoreProbe {
     ScoreCache::Entry* fill = nullptr;
     bool hit = false;
+    uint64_t tag = 0;  // what `fill` is stored with (ScoreCache::Tag)
   };
   ScoreProbe CachedScore(const Registration& r, const Task* t, const Node* n,
                          double* score) const;

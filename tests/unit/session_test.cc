@@ -395,6 +395,16 @@ TEST_F(SessionTest, CachedNodeOrderScoreFollowsNodeMutations) {
     EXPECT_EQ(calls, after_place + 3);
   }
 
+  // A call's budget decides whether it faults: setting it again (even to the same value) drops
+  // every cached score.
+  calls = 0;
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  EXPECT_EQ(calls, 0);
+  SetPolicyCallIterationBudget(PolicyCallIterationBudget());
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  EXPECT_EQ(calls, 1);
+
   // With the cache off every call reaches the handler.
   SetScoreCacheEnabled(false);
   calls = 0;
