@@ -1,9 +1,11 @@
 // `kiln check FILE...`: run the policy front end over each file and print its diagnostics like a
 // compiler. Exit 0 when every file is clean, 1 when any has errors (or cannot be read). A name
 // that is not a file but names a built-in policy ("gang") checks the embedded copy. `--cost` also
-// prints each handler's worst-case cost formula (compiler/passes/check_cost.cc).
+// prints each handler's worst-case cost formula (compiler/passes/check_cost.cc); `--score-cache`
+// whether node_order's scores may be cached (compiler/passes/analyze_score_cache.cc).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <exception>
 #include <fstream>
@@ -35,7 +37,7 @@ bool LoadSource(const std::string& path, SourceFile* out) {
   return false;
 }
 
-int CheckFiles(const std::vector<std::string>& files, bool print_cost) {
+int CheckFiles(const std::vector<std::string>& files, bool print_cost, bool print_cache) {
   int errors = 0;
   for (const auto& path : files) {
     SourceFile source;
@@ -54,6 +56,18 @@ int CheckFiles(const std::vector<std::string>& files, bool print_cost) {
         for (const HandlerCost& c : result.costs)
           fmt::print("{}:{}:{}: handler `{}`: cost {} (at most {:.4g} steps)\n", source.path,
                      c.range.begin.line, c.range.begin.column, c.handler, c.formula, c.worst);
+      // --score-cache: whether node_order's scores may be cached per (task shape, node), and
+      // if not, the first reason (compiler/passes/analyze_score_cache.cc).
+      if (print_cache && result.ok() && result.policy->node_order_cache.has_handler) {
+        const ast::ScoreCacheFacts& c = result.policy->node_order_cache;
+        if (c.cacheable) {
+          fmt::print("{}: node_order: scores cached per node and task ({})\n", source.path,
+                     fmt::join(c.task_fields, ", "));
+        } else {
+          fmt::print("{}:{}:{}: node_order: scores not cached: {}\n", source.path,
+                     c.where.begin.line, c.where.begin.column, c.reason);
+        }
+      }
       errors += result.diagnostics.ErrorCount();
     } catch (const std::exception& e) {
       // The front end reports problems as diagnostics; reaching here is a bug in Kiln, and it
@@ -76,8 +90,12 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_flag("--cost", *cost,
                 "print each handler's worst-case cost per call, as a formula in the sizes it "
                 "iterates (nodes, jobs, candidates, tasks_per_job, ...)");
-  cmd->callback([files, cost] {
-    int code = CheckFiles(*files, *cost);
+  auto cache = std::make_shared<bool>(false);
+  cmd->add_flag("--score-cache", *cache,
+                "say whether node_order's scores may be cached per (task shape, node), or why "
+                "not");
+  cmd->callback([files, cost, cache] {
+    int code = CheckFiles(*files, *cost, *cache);
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }

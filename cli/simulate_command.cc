@@ -30,6 +30,7 @@
 #include "cli/report_html.h"
 #include "runtime/invariants.h"
 #include "runtime/quantity.h"
+#include "runtime/score_cache.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
 #include "server/config_watcher.h"
@@ -195,6 +196,11 @@ struct RunTimings {
     }
     row(2, "output", output_ms);
     out += fmt::format("  {:<20} {:>10.1f}\n", "peak RSS (MiB)", PeakRssMiB());
+    // Cached node_order scores (runtime/score_cache.h), over every session of the run.
+    const ScoreCacheStats cache = GetScoreCacheStats();
+    out += fmt::format("  score cache: {} lookups, {} hits ({:.1f}%){}\n", cache.lookups,
+                       cache.hits, cache.lookups ? 100.0 * cache.hits / cache.lookups : 0.0,
+                       ScoreCacheEnabled() ? "" : " (off: KILN_SCORE_CACHE=0)");
     return out;
   }
 };

@@ -40,6 +40,7 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
     PhaseTimer timer(&result.timings, "check-cost");
     passes::CheckCost(ctx, limits.cost, &result.costs);  // worst-case steps per handler call
   }
+  if (!diags.HasErrors()) run("analyze-score-cache", passes::AnalyzeScoreCache);  // pure scorers
 
   diags.Sort();
   return result;

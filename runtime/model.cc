@@ -221,6 +221,9 @@ void Job::UpdateTaskStatus(Task* t, TaskStatus status) {
   IndexErase(*this, t);
   t->status = status;
   IndexInsert(*this, t);
+  // A scorer may read the statuses of a node's tasks: the node changed too, even before the
+  // session re-accounts the task there (Node::UpdateTask).
+  if (t->node != nullptr) ++t->node->version;
 }
 
 Job::SchedulingReason Job::TaskSchedulingReason(const Task* t) const {
@@ -365,6 +368,7 @@ Status Node::AddTask(Task* t) {
   }
   t->node = this;
   t->node_status = t->status;
+  ++version;
   RefreshFitFuture();
   AddNonZeroRequest(nonzero_requested, t->resreq, 1.0);
   t->node_pos = static_cast<int32_t>(tasks.size());
@@ -396,6 +400,7 @@ void Node::RemoveTask(Task* t) {
       used.SubUnchecked(t->resreq);
       break;
   }
+  ++version;
   RefreshFitFuture();
   AddNonZeroRequest(nonzero_requested, t->resreq, -1.0);
   Task* last = tasks.back();
@@ -513,6 +518,7 @@ Status Cluster::Link() {
     n->pipelined = Resource{};
     n->nonzero_requested = Resource{};
     n->RefreshFitFuture();
+    ++n->version;
     n->tasks.clear();
     n->affinity_tasks.clear();
     n->affinity_nodes = affinity_nodes_.get();

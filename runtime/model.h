@@ -395,6 +395,10 @@ struct Node {
   int64_t index = -1;
   bool unschedulable = false;
   bool has_usage = false;
+  // Bumped by every change a node_order handler could observe (its tasks, their statuses, its
+  // Resources): cached scores (runtime/score_cache.h) remember the version they were computed
+  // at. Sits in the padding before `tasks`, so the hot first line is unchanged.
+  uint32_t version = 0;
   std::vector<Task*> tasks;  // tasks placed on the node (session view), unordered
   std::vector<Taint> taints;
   // Idle + Releasing − Pipelined per resource id, the way FitsFutureIdle compares it (pipelined

@@ -36,7 +36,10 @@ std::atomic<int64_t> g_call_iterations{100'000'000};
 std::atomic<int> g_plugin_fault_limit{3};
 }  // namespace
 
-void SetPolicyCallIterationBudget(int64_t iterations) { g_call_iterations = iterations; }
+void SetPolicyCallIterationBudget(int64_t iterations) {
+  g_call_iterations = iterations;
+  InvalidateCachedScores();  // a cached score stood for a call under the old budget
+}
 int64_t PolicyCallIterationBudget() { return g_call_iterations.load(std::memory_order_relaxed); }
 void SetPluginFaultLimit(int faults) { g_plugin_fault_limit = faults; }
 int PluginFaultLimit() { return g_plugin_fault_limit.load(std::memory_order_relaxed); }
@@ -333,6 +336,17 @@ bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, 
                               [](int slot, const Registration& x) { return slot < x.slot; });
   list.insert(pos, r);
   return true;
+}
+
+void Session::EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> fields) {
+  if (!ScoreCacheEnabled()) return;
+  const size_t nodes = cluster_.nodes().size();
+  for (Registration& r : handlers_[static_cast<int>(ExtensionPoint::NodeOrder)]) {
+    if (r.slot != plugin.slot || r.score_cache != nullptr) continue;
+    score_caches_.push_back(std::make_unique<ScoreCache>(
+        fields, cluster_.tasks().size(), nodes, ScoreCache::MaxShapesFor(nodes)));
+    r.score_cache = score_caches_.back().get();
+  }
 }
 
 void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message,
@@ -682,6 +696,22 @@ std::optional<PluginStatus> Session::PredicateStatus(const Task* t, const Node* 
   return CombineFirstError<ExtensionPoint::Predicate>(t, n);
 }
 
+// Registration r's cached score for (t, n): a hit sets *score; otherwise `fill` is the entry to
+// store the handler's answer in once it answered without a fault or an error (those are never
+// cached, so the next call raises them again exactly as without the cache), or null when the
+// pair is not cached. Both scoring paths use it, so they answer alike.
+Session::ScoreProbe Session::CachedScore(const Registration& r, const Task* t, const Node* n,
+                                         double* score) const {
+  if (r.score_cache == nullptr) return {};
+  const uint32_t epoch = ScoreCacheEpoch();
+  if (epoch == 0) return {};
+  ScoreCache::Entry* e = r.score_cache->Find(t, n);
+  const uint64_t tag = ScoreCache::Tag(epoch, n->version);
+  const bool hit = e != nullptr && e->Get(tag, score);
+  CountScoreCacheLookup(hit);
+  return {hit ? nullptr : e, hit, tag};
+}
+
 Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Node* n,
                                                         double* score,
                                                         uint64_t* called) const {
@@ -693,20 +723,29 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
     return SpeculativeScore::Ok;
   }
   double total = 0;
-  CallScope scope(this);
+  // Set up on the first handler actually called: when every score is cached, the thread's call
+  // record is neither saved nor restored.
+  std::optional<CallScope> scope;
   for (size_t k = 0; k < hs.size(); ++k) {
     const Registration& r = hs[k];
     double s = 0;
     if (plugin_disabled(r.slot)) continue;
-    scope.Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     if (k >= 64) return SpeculativeScore::Faulted;  // not accountable in *called
     *called |= uint64_t{1} << k;
+    ScoreProbe cached = CachedScore(r, t, n, &s);
+    if (cached.hit) {
+      total += s;
+      continue;
+    }
+    if (!scope) scope.emplace(this);
+    scope->Enter(r.slot, ExtensionPoint::NodeOrder, /*mark_called=*/false);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &s);
-    if (scope.faulted_silently()) return SpeculativeScore::Faulted;
+    if (scope->faulted_silently()) return SpeculativeScore::Faulted;
     if (err != 0) {
       *score = 0;
       return SpeculativeScore::Failed;
     }
+    if (cached.fill != nullptr) cached.fill->Put(cached.tag, s);
     total += s;
   }
   *score = total;
@@ -726,6 +765,12 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
     double score = 0;
     if (plugin_disabled(r.slot)) continue;
+    ScoreProbe cached = CachedScore(r, t, n, &score);
+    if (cached.hit) {
+      MarkCalled(r.slot, ExtensionPoint::NodeOrder);
+      total += score;
+      continue;
+    }
     scope.Enter(r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
     if (scope.faulted()) continue;
@@ -733,6 +778,7 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
       return Error{fmt::format("plugin {}: node_order failed for task {} on node {}",
                                plugins_[r.slot].name, t->uid, n->name),
                    {}};
+    if (cached.fill != nullptr) cached.fill->Put(cached.tag, score);
     total += score;
   }
   return total;

@@ -54,6 +54,7 @@
 #include "runtime/fit_error.h"
 #include "runtime/model.h"
 #include "runtime/plugin.h"
+#include "runtime/score_cache.h"
 #include "runtime/status.h"
 #include "runtime/thread_pool.h"
 
@@ -260,6 +261,11 @@ class Session {
   }
   // Untyped form for JIT code: fn must have the signature HandlerFn<point>.
   bool RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)());
+  // The plugin's node_order handler was proved a pure function of the task fields `fields` and
+  // of the node (compiler/passes/analyze_score_cache.cc): its scores are cached per (task shape,
+  // node) and reused while the node's version is unchanged (runtime/score_cache.h). Call after
+  // registering the handler; nothing happens when the cache is off (KILN_SCORE_CACHE=0).
+  void EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> fields);
   // Whether any plugin registered a handler for `point` (an action may then skip work whose
   // result is known without one, such as scoring nodes nobody scores).
   bool HasHandlers(ExtensionPoint point) const {
@@ -424,8 +430,16 @@ class Session {
     int tier;
     void* ctx;
     void (*fn)();
+    ScoreCache* score_cache = nullptr;  // node_order only: see EnableScoreCache
   };
   class CallScope;  // marks the handler running on this thread (faults are attributed to it)
+  struct ScoreProbe {
+    ScoreCache::Entry* fill = nullptr;
+    bool hit = false;
+    uint64_t tag = 0;  // what `fill` is stored with (ScoreCache::Tag)
+  };
+  ScoreProbe CachedScore(const Registration& r, const Task* t, const Node* n,
+                         double* score) const;
 
   template <ExtensionPoint P>
   const std::vector<Registration>& Handlers() const {
@@ -455,6 +469,7 @@ class Session {
   std::vector<PluginSlot> plugins_;
   std::array<std::vector<Registration>, kExtensionPointCount> handlers_;
   std::vector<std::shared_ptr<void>> lambda_storage_;
+  std::vector<std::unique_ptr<ScoreCache>> score_caches_;
   Decisions decisions_;
   mutable std::mutex fault_mu_;
   mutable std::atomic<uint64_t> fault_count_{0};

@@ -40,6 +40,10 @@ struct Function {
   const void* native;          // address (Native only)
   std::string_view doc;        // one line for docs/language.md
   std::string_view capability = {};  // "http": only with `uses http;`
+  // For a function taking a Task: the Task fields it reads, comma-separated, as the policy
+  // language names them. A node_order handler passing its task to a function that does not list
+  // them is not cacheable (compiler/passes/analyze_score_cache.cc).
+  std::string_view task_fields = {};
 };
 
 struct Constant {

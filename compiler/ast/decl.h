@@ -109,6 +109,17 @@ struct HandlerDecl : Callable {
   std::vector<HandlerPoint> points;
 };
 
+// Whether the node_order handler's scores may be cached (passes/analyze_score_cache.cc):
+// cacheable when the score is a function of `task_fields` of the task and of the node alone.
+// Otherwise `reason` says why not, at `where`.
+struct ScoreCacheFacts {
+  bool has_handler = false;
+  bool cacheable = false;
+  std::vector<std::string> task_fields;  // sorted names from runtime/score_cache.h
+  std::string reason;
+  SourceRange where;
+};
+
 // The root: one policy file.
 struct Policy {
   std::string name;  // `policy gang;` → "gang"
@@ -116,6 +127,7 @@ struct Policy {
   std::string path;  // of the source file
   std::vector<DeclPtr> decls;  // in source order
   std::unique_ptr<TypeContext> types = std::make_unique<TypeContext>();
+  ScoreCacheFacts node_order_cache;  // filled by the analyze-score-cache pass
 
   // Convenience views over `decls`, in source order.
   template <typename T>

@@ -1,5 +1,7 @@
 #include "compiler/codegen/runtime_support.h"
 
+#include "runtime/score_cache.h"
+
 #include "runtime/fit_error.h"
 
 #include <fmt/format.h>
@@ -379,7 +381,10 @@ namespace {
 std::atomic<size_t> g_call_budget{size_t{1} << 30};
 }  // namespace
 
-void SetPolicyCallMemoryBudget(size_t bytes) { g_call_budget.store(bytes); }
+void SetPolicyCallMemoryBudget(size_t bytes) {
+  g_call_budget.store(bytes);
+  InvalidateCachedScores();  // a cached score stood for a call under the old budget
+}
 size_t PolicyCallMemoryBudget() { return g_call_budget.load(); }
 
 Arena& ThreadCallArena() {

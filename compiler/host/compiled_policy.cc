@@ -631,6 +631,12 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
     timings.Add(tier == 0 ? "fast-isel" : "machine-code", jit_ms - ir_ms);
   }
   compiled->reads_clock = ReadsClock(**policy);
+  if (const ast::ScoreCacheFacts& cache = (*policy)->node_order_cache; cache.cacheable) {
+    compiled->node_order_cacheable = true;
+    for (const std::string& field : cache.task_fields)
+      if (const ScoreKeyFieldInfo* f = FindScoreKeyField(field))
+        compiled->node_order_key.push_back(f->field);
+  }
   compiled->ast = std::move(*policy);
   compiled->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

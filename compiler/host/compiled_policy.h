@@ -31,6 +31,7 @@
 #include "compiler/timings.h"
 #include "runtime/conf.h"
 #include "runtime/extension_points.h"
+#include "runtime/score_cache.h"
 #include "runtime/status.h"
 
 namespace kiln {
@@ -88,6 +89,10 @@ struct CompiledPolicy {
   // whose plugins never read it decides the same at any time, which lets a multi-cycle
   // simulation skip sessions that provably decide nothing (simulator/simulator.h).
   bool reads_clock = false;
+  // node_order's scores may be cached per (task shape, node): the handler reads only these task
+  // fields (compiler/passes/analyze_score_cache.cc, runtime/score_cache.h).
+  bool node_order_cacheable = false;
+  std::vector<ScoreKeyField> node_order_key;
   double compile_ms = 0;  // front end + codegen + JIT, for the benchmark and logs
   PhaseTimings timings;   // its phases (compiler/timings.h): front end, codegen, o2, machine-code
 

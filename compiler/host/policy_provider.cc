@@ -39,6 +39,7 @@ class JitPlugin : public Plugin {
     if (policy.ast && policy.ast->Uses("http")) ssn.RequireIoPool();
     code.state_init(&ctx_);
     for (const auto& [point, fn] : code.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
+    if (policy.node_order_cacheable) ssn.EnableScoreCache(self, policy.node_order_key);
     return Status::Ok();
   }
 

@@ -24,22 +24,6 @@ namespace kiln::passes {
 
 namespace {
 
-// The state variable an assignment target writes: `s`, `s[k]`, `s.f`, `s[k].f`, ...
-const ast::StateDecl* AssignedState(const ast::Expr* target) {
-  while (target) {
-    if (auto* n = ast::As<ast::NameRef>(target))
-      return n->ref == ast::NameKind::State ? n->state_decl : nullptr;
-    if (auto* i = ast::As<ast::Index>(target)) {
-      target = i->operand.get();
-    } else if (auto* s = ast::As<ast::Select>(target)) {
-      target = s->operand.get();
-    } else {
-      return nullptr;
-    }
-  }
-  return nullptr;
-}
-
 struct StateWrite {
   SourceRange where;  // the assignment
   std::string state;

@@ -36,6 +36,8 @@ void CheckRecursion(PassContext& ctx);     // check_recursion.cc
 void CheckLoopBounds(PassContext& ctx);    // check_loops.cc
 void CheckControlFlow(PassContext& ctx);   // check_control_flow.cc
 void CheckConcurrency(PassContext& ctx);   // check_concurrency.cc
+// Whether node_order's scores may be cached, into policy.node_order_cache (no diagnostics).
+void AnalyzeScoreCache(PassContext& ctx);  // analyze_score_cache.cc
 // Worst-case cost of every handler within limits.max_handler_cost (appends one entry per handler
 // to `out` when given).
 void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCost>* out);  // check_cost.cc

@@ -96,4 +96,19 @@ void Walker::Expr(ast::Expr* e) {
   }
 }
 
+const ast::StateDecl* AssignedState(const ast::Expr* target) {
+  while (target) {
+    if (auto* n = ast::As<ast::NameRef>(target))
+      return n->ref == ast::NameKind::State ? n->state_decl : nullptr;
+    if (auto* i = ast::As<ast::Index>(target)) {
+      target = i->operand.get();
+    } else if (auto* s = ast::As<ast::Select>(target)) {
+      target = s->operand.get();
+    } else {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace kiln::passes

@@ -16,4 +16,8 @@ struct Walker {
   void Expr(ast::Expr* e);
 };
 
+// The state variable an assignment target writes: `s`, `s[k]`, `s.f`, `s[k].f`, ...; null when
+// the target is not state.
+const ast::StateDecl* AssignedState(const ast::Expr* target);
+
 }  // namespace kiln::passes

@@ -340,6 +340,101 @@ TEST_F(SessionTest, NodeOrderSumsAndErrorsAbort) {
   EXPECT_EQ(bad.error().message, "plugin s2: node_order failed for task ns-a-0 on node n3");
 }
 
+// A cached node_order score is reused for a task of the same shape on an unchanged node, and
+// recomputed once the node changed: placing a task there, or a status change of a task on it,
+// bumps Node::version. Without the bump the stale score would be answered.
+TEST_F(SessionTest, CachedNodeOrderScoreFollowsNodeMutations) {
+  ASSERT_TRUE(ScoreCacheEnabled());
+  int calls = 0;
+  AddPlugin(reg, "used", [&](Session& s, PluginHandle h) {
+    s.On<EP::NodeOrder>(h, [&calls](const Task* t, const Node* n, double* out) -> int32_t {
+      ++calls;
+      *out = n->used.cpu() + t->resreq.cpu() / 1000;
+      return 0;
+    });
+    s.EnableScoreCache(h, {ScoreKeyField::Resreq});
+  });
+  Open({{"used"}});
+  Node* n2 = N("n2");
+  Task* a0 = T("ns-a-0");
+  Task* a1 = T("ns-a-1");  // same request as a-0: same shape
+  for (bool speculative : {false, true}) {
+    SCOPED_TRACE(speculative ? "NodeOrderSpeculative" : "NodeOrderFn");
+    auto score = [&](const Task* t) {
+      if (!speculative) return *ssn->NodeOrderFn(t, n2);
+      double s = 0;
+      uint64_t called = 0;
+      EXPECT_EQ(ssn->NodeOrderSpeculative(t, n2, &s, &called), Session::SpeculativeScore::Ok);
+      EXPECT_EQ(called, 1u);
+      return s;
+    };
+    calls = 0;
+    const double before = n2->used.cpu();
+    EXPECT_EQ(score(a0), before + 1);
+    EXPECT_EQ(score(a1), before + 1);
+    EXPECT_EQ(calls, speculative ? 0 : 1);  // the first round's entry is still valid
+
+    // Placing a task on the node.
+    ASSERT_TRUE(ssn->UpdateTaskStatus(a0, TaskStatus::Allocated).ok());
+    ASSERT_TRUE(ssn->PlaceTask(a0, n2).ok());
+    const int after_place = calls;
+    EXPECT_EQ(score(a1), before + 1000 + 1);
+    EXPECT_EQ(calls, after_place + 1);
+    EXPECT_EQ(score(a1), before + 1000 + 1);
+    EXPECT_EQ(calls, after_place + 1);
+
+    // A status change of a task on the node (re-accounted there by the session).
+    ASSERT_TRUE(ssn->UpdateTaskStatus(a0, TaskStatus::Pipelined).ok());
+    EXPECT_EQ(score(a1), before + 1);
+    EXPECT_EQ(calls, after_place + 2);
+
+    // And off the node again.
+    ssn->UnplaceTask(a0);
+    ASSERT_TRUE(ssn->UpdateTaskStatus(a0, TaskStatus::Pending).ok());
+    EXPECT_EQ(score(a1), before + 1);
+    EXPECT_EQ(calls, after_place + 3);
+  }
+
+  // A call's budget decides whether it faults: setting it again (even to the same value) drops
+  // every cached score.
+  calls = 0;
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  EXPECT_EQ(calls, 0);
+  SetPolicyCallIterationBudget(PolicyCallIterationBudget());
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  EXPECT_EQ(calls, 1);
+
+  // With the cache off every call reaches the handler.
+  SetScoreCacheEnabled(false);
+  calls = 0;
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
+  EXPECT_EQ(calls, 2);
+  SetScoreCacheEnabled(true);
+}
+
+// A bare Job::UpdateTaskStatus of a task on a node (no re-accounting) still bumps the node.
+TEST(NodeVersion, BumpedByEveryMutation) {
+  Node n;
+  Task t;
+  t.index = 0;
+  uint32_t v = n.version;
+  ASSERT_TRUE(n.AddTask(&t).ok());
+  EXPECT_GT(n.version, v);
+  v = n.version;
+  Job j;
+  j.AddTask(&t);
+  j.UpdateTaskStatus(&t, TaskStatus::Running);
+  EXPECT_GT(n.version, v);
+  v = n.version;
+  ASSERT_TRUE(n.UpdateTask(&t).ok());
+  EXPECT_GT(n.version, v);
+  v = n.version;
+  n.RemoveTask(&t);
+  EXPECT_GT(n.version, v);
+}
+
 TEST_F(SessionTest, BatchNodeOrderSumsPerNode) {
   AddPlugin(reg, "b1", [&](Session& s, PluginHandle h) {
     s.On<EP::BatchNodeOrder>(h, [](const Task*, const Node* const*, size_t n, double* sc) {
