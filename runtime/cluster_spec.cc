@@ -250,6 +250,29 @@ TaskStatus TaskStatusOf(const PodSpec& pod) {
   return TaskStatus::Unknown;
 }
 
+namespace {
+
+// The pod's placement shape; pods with none share the one empty shape.
+std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
+  if (ps.labels.empty() && ps.annotations.empty() && ps.node_selector.empty() &&
+      ps.tolerations.empty() && !ps.affinity.node_affinity && !ps.affinity.pod_affinity &&
+      !ps.affinity.pod_anti_affinity && ps.topology_spread_constraints.empty() &&
+      ps.host_ports.empty() && ps.image.empty())
+    return PodShape::Empty();
+  auto shape = std::make_shared<PodShape>();
+  shape->labels = ps.labels;
+  shape->annotations = ps.annotations;
+  shape->node_selector = ps.node_selector;
+  shape->tolerations = ps.tolerations;
+  shape->affinity = ps.affinity;
+  shape->topology_spread_constraints = ps.topology_spread_constraints;
+  shape->host_ports = ps.host_ports;
+  if (!ps.image.empty()) shape->images = {ps.image};
+  return shape;
+}
+
+}  // namespace
+
 Result<Cluster> BuildCluster(const ClusterSpec& c) {
   Cluster cluster;
   for (const auto& pc : c.priority_classes) {
@@ -368,14 +391,7 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     t.creation_time = ps.creation_time;
     t.scheduled_at = ps.scheduled_at;
     t.priority_class_name = ps.priority_class_name;
-    t.labels = ps.labels;
-    t.annotations = ps.annotations;
-    t.node_selector = ps.node_selector;
-    t.tolerations = ps.tolerations;
-    t.affinity = ps.affinity;
-    t.topology_spread_constraints = ps.topology_spread_constraints;
-    t.host_ports = ps.host_ports;
-    if (!ps.image.empty()) t.images = {ps.image};
+    t.shape = ShapeOf(ps);
     // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
     t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
     t.SetRequests(ps.requests);

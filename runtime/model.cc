@@ -94,11 +94,27 @@ std::optional<QueueState> ParseQueueState(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Task
 
+bool PodShape::empty() const {
+  return labels.empty() && annotations.empty() && node_selector.empty() && tolerations.empty() &&
+         !affinity.node_affinity && !affinity.pod_affinity && !affinity.pod_anti_affinity &&
+         topology_spread_constraints.empty() && host_ports.empty() && images.empty();
+}
+
+const std::shared_ptr<const PodShape>& PodShape::Empty() {
+  static const std::shared_ptr<const PodShape> empty = std::make_shared<const PodShape>();
+  return empty;
+}
+
+PodShape& Task::mutable_shape() {
+  if (shape.use_count() != 1) shape = std::make_shared<PodShape>(*shape);
+  // The only owner, and never the shared empty shape (whose static holds a reference).
+  return const_cast<PodShape&>(*shape);
+}
+
 void Task::SetRequests(const Resource& container_requests) {
   resreq = container_requests;
   resreq.AddScalar(kPods, 1);
-  init_resreq = resreq;
-  best_effort = init_resreq.IsEmpty();
+  best_effort = resreq.IsEmpty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -567,7 +583,7 @@ Status Cluster::Link() {
     t->node = nullptr;
     t->node_pos = -1;
     t->affinity_pos = -1;
-    t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity);
+    t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity());
     t->job_status_pos = -1;
     auto jit = job_by_uid_.find(t->job_uid);
     if (jit == job_by_uid_.end())
