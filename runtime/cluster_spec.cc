@@ -353,6 +353,8 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
   // pods hang off a job with no queue: their own missing PodGroup's uid (Volcano's cache keeps a
   // job without a PodGroup, the snapshot skips it), or one shared job for other schedulers' pods.
   std::unordered_set<std::string> groups, nodes, dropped_jobs;
+  groups.reserve(c.pod_groups.size());
+  nodes.reserve(c.nodes.size());
   for (const auto& gs : c.pod_groups) groups.insert(gs.Uid());
   for (const auto& ns : c.nodes) nodes.insert(ns.name);
   auto dropped_job = [&](const std::string& uid) {
