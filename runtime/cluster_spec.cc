@@ -250,23 +250,38 @@ TaskStatus TaskStatusOf(const PodSpec& pod) {
   return TaskStatus::Unknown;
 }
 
+bool PodPlacement::empty() const {
+  return node_selector.empty() && tolerations.empty() && !affinity.node_affinity &&
+         !affinity.pod_affinity && !affinity.pod_anti_affinity &&
+         topology_spread_constraints.empty() && host_ports.empty();
+}
+
+const std::shared_ptr<const PodPlacement>& PodPlacement::None() {
+  static const std::shared_ptr<const PodPlacement> none = std::make_shared<const PodPlacement>();
+  return none;
+}
+
+PodPlacement& PodSpec::mutable_placement() {
+  if (placement.use_count() != 1) placement = std::make_shared<PodPlacement>(*placement);
+  // The only owner, and never the shared empty placement (whose static holds a reference).
+  return const_cast<PodPlacement&>(*placement);
+}
+
 namespace {
 
 // The pod's placement shape; pods with none share the one empty shape.
 std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
-  if (ps.labels.empty() && ps.annotations.empty() && ps.node_selector.empty() &&
-      ps.tolerations.empty() && !ps.affinity.node_affinity && !ps.affinity.pod_affinity &&
-      !ps.affinity.pod_anti_affinity && ps.topology_spread_constraints.empty() &&
-      ps.host_ports.empty() && ps.image.empty())
+  const PodPlacement& pl = *ps.placement;
+  if (ps.labels.empty() && ps.annotations.empty() && ps.image.empty() && pl.empty())
     return PodShape::Empty();
   auto shape = std::make_shared<PodShape>();
   shape->labels = ps.labels;
   shape->annotations = ps.annotations;
-  shape->node_selector = ps.node_selector;
-  shape->tolerations = ps.tolerations;
-  shape->affinity = ps.affinity;
-  shape->topology_spread_constraints = ps.topology_spread_constraints;
-  shape->host_ports = ps.host_ports;
+  shape->node_selector = pl.node_selector;
+  shape->tolerations = pl.tolerations;
+  shape->affinity = pl.affinity;
+  shape->topology_spread_constraints = pl.topology_spread_constraints;
+  shape->host_ports = pl.host_ports;
   if (!ps.image.empty()) shape->images = {ps.image};
   return shape;
 }
