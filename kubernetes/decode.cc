@@ -425,10 +425,11 @@ Result<DecodedPod> DecodePod(const json& obj) {
       p.preemption_policy = ParsePreemption(pp->is_string() ? pp->get<std::string>() : "?",
                                             "spec.preemptionPolicy");
     p.requests = PodRequests(spec, "spec");
-    p.node_selector = Map(spec, "nodeSelector", "spec");
-    p.tolerations = Tolerations(spec, "spec");
-    if (Member(spec, "affinity")) p.affinity = AffinityOf(Object(spec, "affinity", "spec"), "spec.affinity");
-    p.topology_spread_constraints = Spread(spec, "spec");
+    PodPlacement placement;
+    placement.node_selector = Map(spec, "nodeSelector", "spec");
+    placement.tolerations = Tolerations(spec, "spec");
+    if (Member(spec, "affinity")) placement.affinity = AffinityOf(Object(spec, "affinity", "spec"), "spec.affinity");
+    placement.topology_spread_constraints = Spread(spec, "spec");
     const json& containers = Array(spec, "containers", "spec");
     for (size_t i = 0; i < containers.size(); ++i) {
       std::string cp = fmt::format("spec.containers[{}]", i);
@@ -443,9 +444,10 @@ Result<DecodedPod> DecodePod(const json& obj) {
         hp.container_port = Int32(ports[j], "containerPort", pp, 0);
         hp.protocol = Str(ports[j], "protocol", pp, "TCP");
         hp.host_ip = Str(ports[j], "hostIP", pp);
-        p.host_ports.push_back(std::move(hp));
+        placement.host_ports.push_back(std::move(hp));
       }
     }
+    if (!placement.empty()) p.placement = std::make_shared<const PodPlacement>(std::move(placement));
     const json& gates = Array(spec, "schedulingGates", "spec");
     for (size_t i = 0; i < gates.size(); ++i)
       p.scheduling_gates.push_back(Str(gates[i], "name", fmt::format("spec.schedulingGates[{}]", i)));
@@ -939,9 +941,9 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     json container = {{"name", "main"}, {"image", p.image.empty() ? std::string(kDefaultImage) : p.image}};
     json requests = RequestsJson(p.requests);
     if (!requests.empty()) container["resources"] = {{"requests", requests}};
-    if (!p.host_ports.empty()) {
+    if (!p.host_ports().empty()) {
       container["ports"] = json::array();
-      for (const auto& hp : p.host_ports) {
+      for (const auto& hp : p.host_ports()) {
         json pj = {{"containerPort", hp.container_port}, {"hostPort", hp.host_port}, {"protocol", hp.protocol}};
         if (!hp.host_ip.empty()) pj["hostIP"] = hp.host_ip;
         container["ports"].push_back(pj);
@@ -955,10 +957,10 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     if (p.priority) spec["priority"] = *p.priority;
     if (p.preemption_policy)
       spec["preemptionPolicy"] = *p.preemption_policy == PreemptionPolicy::Never ? "Never" : "PreemptLowerPriority";
-    if (!p.node_selector.empty()) spec["nodeSelector"] = MapJson(p.node_selector);
-    if (!p.tolerations.empty()) {
+    if (!p.node_selector().empty()) spec["nodeSelector"] = MapJson(p.node_selector());
+    if (!p.tolerations().empty()) {
       spec["tolerations"] = json::array();
-      for (const auto& t : p.tolerations) {
+      for (const auto& t : p.tolerations()) {
         json tj = json::object();
         if (!t.key.empty()) tj["key"] = t.key;
         tj["operator"] = t.op;
@@ -968,11 +970,11 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
         spec["tolerations"].push_back(tj);
       }
     }
-    json aff = AffinityJson(p.affinity);
+    json aff = AffinityJson(p.affinity());
     if (!aff.empty()) spec["affinity"] = aff;
-    if (!p.topology_spread_constraints.empty()) {
+    if (!p.topology_spread_constraints().empty()) {
       spec["topologySpreadConstraints"] = json::array();
-      for (const auto& s : p.topology_spread_constraints) {
+      for (const auto& s : p.topology_spread_constraints()) {
         json sj = {{"maxSkew", s.max_skew}, {"topologyKey", s.topology_key},
                    {"whenUnsatisfiable", s.when_unsatisfiable}};
         if (s.label_selector) sj["labelSelector"] = SelectorJson(*s.label_selector);

@@ -143,9 +143,9 @@ bool kiln_task_preempt_never(const Task* t) {
 uint32_t kiln_task_transaction_status(const Task* t) {
   return static_cast<uint32_t>(t->has_last_transaction ? t->last_transaction_status : t->status);
 }
-KILN_MAP_FN(kiln_task_label, Task, labels)
-KILN_MAP_FN(kiln_task_annotation, Task, annotations)
-KILN_MAP_FN(kiln_task_node_selector, Task, node_selector)
+KILN_MAP_FN(kiln_task_label, Task, labels())
+KILN_MAP_FN(kiln_task_annotation, Task, annotations())
+KILN_MAP_FN(kiln_task_node_selector, Task, node_selector())
 
 KStr kiln_job_uid(const Job* j) { return kiln::Str(j->uid); }
 KStr kiln_job_name(const Job* j) { return kiln::Str(j->name); }
@@ -227,11 +227,11 @@ const std::vector<PodAffinityTerm> kNoPodTerms;
 const std::vector<kiln::WeightedPodAffinityTerm> kNoWeighted;
 
 const std::vector<NodeSelectorTerm>& RequiredNodeTerms(const Task* t) {
-  const auto& na = t->affinity.node_affinity;
+  const auto& na = t->affinity().node_affinity;
   return na && na->required ? *na->required : kNoTerms;
 }
 const std::vector<PreferredSchedulingTerm>& PreferredNodeTerms(const Task* t) {
-  const auto& na = t->affinity.node_affinity;
+  const auto& na = t->affinity().node_affinity;
   return na ? na->preferred : kNoPreferred;
 }
 const std::vector<PodAffinityTerm>& Required(const std::optional<kiln::PodAffinity>& a) {
@@ -244,22 +244,22 @@ const std::vector<WeightedPodAffinityTerm>& Preferred(const std::optional<kiln::
 
 extern "C" {
 
-KILN_RECLIST_FN(kiln_task_tolerations, Task, o->tolerations)
+KILN_RECLIST_FN(kiln_task_tolerations, Task, o->tolerations())
 bool kiln_task_has_required_node_affinity(const Task* o) {
-  const auto& na = o->affinity.node_affinity;
+  const auto& na = o->affinity().node_affinity;
   return na && na->required.has_value();
 }
 KILN_RECLIST_FN(kiln_task_required_node_affinity, Task, RequiredNodeTerms(o))
 KILN_RECLIST_FN(kiln_task_preferred_node_affinity, Task, PreferredNodeTerms(o))
-KILN_RECLIST_FN(kiln_task_required_pod_affinity, Task, Required(o->affinity.pod_affinity))
-KILN_RECLIST_FN(kiln_task_preferred_pod_affinity, Task, Preferred(o->affinity.pod_affinity))
+KILN_RECLIST_FN(kiln_task_required_pod_affinity, Task, Required(o->affinity().pod_affinity))
+KILN_RECLIST_FN(kiln_task_preferred_pod_affinity, Task, Preferred(o->affinity().pod_affinity))
 KILN_RECLIST_FN(kiln_task_required_pod_anti_affinity, Task,
-                Required(o->affinity.pod_anti_affinity))
+                Required(o->affinity().pod_anti_affinity))
 KILN_RECLIST_FN(kiln_task_preferred_pod_anti_affinity, Task,
-                Preferred(o->affinity.pod_anti_affinity))
-KILN_RECLIST_FN(kiln_task_topology_spread_constraints, Task, o->topology_spread_constraints)
-KILN_RECLIST_FN(kiln_task_host_ports, Task, o->host_ports)
-KILN_STRLIST_FN(kiln_task_images, Task, o->images)
+                Preferred(o->affinity().pod_anti_affinity))
+KILN_RECLIST_FN(kiln_task_topology_spread_constraints, Task, o->topology_spread_constraints())
+KILN_RECLIST_FN(kiln_task_host_ports, Task, o->host_ports())
+KILN_STRLIST_FN(kiln_task_images, Task, o->images())
 KILN_RECLIST_FN(kiln_node_taints, Node, o->taints)
 
 bool kiln_node_images(const Node* o, const char* key, size_t len, int64_t* out) {

@@ -118,7 +118,7 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Task,  "job",                 Job,          Field, job)                                    \
   X(Task,  "node",                Node,         Field, node)                                   \
   X(Task,  "resreq",              Resource,     Field, resreq)                                 \
-  X(Task,  "init_resreq",         Resource,     Field, init_resreq)                            \
+  X(Task,  "init_resreq",         Resource,     Field, resreq)  /* = resreq (model.h) */       \
   X(Task,  "labels",              StringMap,    Host,  kiln_task_label)                        \
   X(Task,  "annotations",         StringMap,    Host,  kiln_task_annotation)                   \
   X(Task,  "node_selector",       StringMap,    Host,  kiln_task_node_selector)                \

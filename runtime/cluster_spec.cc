@@ -250,6 +250,44 @@ TaskStatus TaskStatusOf(const PodSpec& pod) {
   return TaskStatus::Unknown;
 }
 
+bool PodPlacement::empty() const {
+  return node_selector.empty() && tolerations.empty() && !affinity.node_affinity &&
+         !affinity.pod_affinity && !affinity.pod_anti_affinity &&
+         topology_spread_constraints.empty() && host_ports.empty();
+}
+
+const std::shared_ptr<const PodPlacement>& PodPlacement::None() {
+  static const std::shared_ptr<const PodPlacement> none = std::make_shared<const PodPlacement>();
+  return none;
+}
+
+PodPlacement& PodSpec::mutable_placement() {
+  if (placement.use_count() != 1) placement = std::make_shared<PodPlacement>(*placement);
+  // The only owner, and never the shared empty placement (whose static holds a reference).
+  return const_cast<PodPlacement&>(*placement);
+}
+
+namespace {
+
+// The pod's placement shape; pods with none share the one empty shape.
+std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
+  const PodPlacement& pl = *ps.placement;
+  if (ps.labels.empty() && ps.annotations.empty() && ps.image.empty() && pl.empty())
+    return PodShape::Empty();
+  auto shape = std::make_shared<PodShape>();
+  shape->labels = ps.labels;
+  shape->annotations = ps.annotations;
+  shape->node_selector = pl.node_selector;
+  shape->tolerations = pl.tolerations;
+  shape->affinity = pl.affinity;
+  shape->topology_spread_constraints = pl.topology_spread_constraints;
+  shape->host_ports = pl.host_ports;
+  if (!ps.image.empty()) shape->images = {ps.image};
+  return shape;
+}
+
+}  // namespace
+
 Result<Cluster> BuildCluster(const ClusterSpec& c) {
   Cluster cluster;
   for (const auto& pc : c.priority_classes) {
@@ -330,6 +368,8 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
   // pods hang off a job with no queue: their own missing PodGroup's uid (Volcano's cache keeps a
   // job without a PodGroup, the snapshot skips it), or one shared job for other schedulers' pods.
   std::unordered_set<std::string> groups, nodes, dropped_jobs;
+  groups.reserve(c.pod_groups.size());
+  nodes.reserve(c.nodes.size());
   for (const auto& gs : c.pod_groups) groups.insert(gs.Uid());
   for (const auto& ns : c.nodes) nodes.insert(ns.name);
   auto dropped_job = [&](const std::string& uid) {
@@ -368,14 +408,7 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     t.creation_time = ps.creation_time;
     t.scheduled_at = ps.scheduled_at;
     t.priority_class_name = ps.priority_class_name;
-    t.labels = ps.labels;
-    t.annotations = ps.annotations;
-    t.node_selector = ps.node_selector;
-    t.tolerations = ps.tolerations;
-    t.affinity = ps.affinity;
-    t.topology_spread_constraints = ps.topology_spread_constraints;
-    t.host_ports = ps.host_ports;
-    if (!ps.image.empty()) t.images = {ps.image};
+    t.shape = ShapeOf(ps);
     // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
     t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
     t.SetRequests(ps.requests);

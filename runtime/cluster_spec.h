@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -99,6 +100,20 @@ struct PodGroupSpec {
   std::string Uid() const { return namespace_ + "/" + name; }
 };
 
+// A pod's Kubernetes placement constraints. Most pods have none, and a PodSpec holding them by
+// value carried ~300 bytes of empty containers: a tenth of a 100k-pod scenario's memory
+// (docs/performance.md, "Smaller tasks"). Pods without any share one empty PodPlacement.
+struct PodPlacement {
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  Affinity affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<HostPort> host_ports;
+
+  bool empty() const;
+  static const std::shared_ptr<const PodPlacement>& None();
+};
+
 struct PodSpec {
   std::string name;
   std::string namespace_ = "default";
@@ -114,11 +129,9 @@ struct PodSpec {
   std::string nominated_node;
   StringMap labels;
   StringMap annotations;
-  StringMap node_selector;
-  std::vector<Toleration> tolerations;
-  Affinity affinity;
-  std::vector<TopologySpreadConstraint> topology_spread_constraints;
-  std::vector<HostPort> host_ports;
+  // Node selector, tolerations, affinity, spread constraints, host ports: never null; shared by
+  // copies of the spec, so write only through mutable_placement().
+  std::shared_ptr<const PodPlacement> placement = PodPlacement::None();
   std::string image;  // the single container's image ("" = none given)
   // spec.schedulerName. A pod of another scheduler is no task of any job; on a node it still
   // uses the node (volcano-semantics.md §7.4).
@@ -134,6 +147,16 @@ struct PodSpec {
   // Multi-cycle bookkeeping: when the simulator started it running (0 = not by the simulator).
   TimeNs started_at = 0;
   SourceLocation where;
+
+  const StringMap& node_selector() const { return placement->node_selector; }
+  const std::vector<Toleration>& tolerations() const { return placement->tolerations; }
+  const Affinity& affinity() const { return placement->affinity; }
+  const std::vector<TopologySpreadConstraint>& topology_spread_constraints() const {
+    return placement->topology_spread_constraints;
+  }
+  const std::vector<HostPort>& host_ports() const { return placement->host_ports; }
+  // This spec's own placement to edit (a copy when it is shared).
+  PodPlacement& mutable_placement();
 
   std::string Uid() const { return namespace_ + "-" + name; }
   std::string Key() const { return namespace_ + "/" + name; }

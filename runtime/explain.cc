@@ -52,9 +52,9 @@ TaskExplain ExplainTask(const Session& ssn, const Task* t) {
       ne.reason = JoinReasons(e->statuses.front().reasons);
     }
     ResourceIdList insufficient;
-    if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
+    if (t->init_resreq().LessEqual(n->idle, DimensionDefault::Zero)) {
       ne.fits = "idle";
-    } else if (actions::FitsFutureIdle(t->init_resreq, n, &insufficient)) {
+    } else if (actions::FitsFutureIdle(t->init_resreq(), n, &insufficient)) {
       ne.fits = "futureIdle";
     } else {
       ne.fits = "none";

@@ -201,7 +201,7 @@ void InvariantChecker::CheckJobs() {
           ++waiting;
           break;
         case TaskStatus::Pending:
-          if (t->init_resreq.IsEmpty()) ++pending_best_effort;
+          if (t->init_resreq().IsEmpty()) ++pending_best_effort;
           break;
         default:
           break;

@@ -94,11 +94,27 @@ std::optional<QueueState> ParseQueueState(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Task
 
+bool PodShape::empty() const {
+  return labels.empty() && annotations.empty() && node_selector.empty() && tolerations.empty() &&
+         !affinity.node_affinity && !affinity.pod_affinity && !affinity.pod_anti_affinity &&
+         topology_spread_constraints.empty() && host_ports.empty() && images.empty();
+}
+
+const std::shared_ptr<const PodShape>& PodShape::Empty() {
+  static const std::shared_ptr<const PodShape> empty = std::make_shared<const PodShape>();
+  return empty;
+}
+
+PodShape& Task::mutable_shape() {
+  if (shape.use_count() != 1) shape = std::make_shared<PodShape>(*shape);
+  // The only owner, and never the shared empty shape (whose static holds a reference).
+  return const_cast<PodShape&>(*shape);
+}
+
 void Task::SetRequests(const Resource& container_requests) {
   resreq = container_requests;
   resreq.AddScalar(kPods, 1);
-  init_resreq = resreq;
-  best_effort = init_resreq.IsEmpty();
+  best_effort = resreq.IsEmpty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,6 +499,14 @@ Status Cluster::Link() {
   pc_by_name_.clear();
   total_resource_ = Resource{};
   affinity_nodes_->clear();
+  // Sized once: at 100k tasks, growing the uid index rehash by rehash was a quarter of the
+  // snapshot. Nothing iterates these maps, so their bucket counts change no order.
+  task_ptrs_.reserve(tasks_.size());
+  task_by_uid_.reserve(tasks_.size());
+  job_ptrs_.reserve(jobs_.size());
+  job_by_uid_.reserve(jobs_.size());
+  node_ptrs_.reserve(nodes_.size());
+  node_by_name_.reserve(nodes_.size());
 
   const PriorityClass* global_default = nullptr;
   for (auto& pc : priority_classes_) {
@@ -573,7 +597,7 @@ Status Cluster::Link() {
     t->node = nullptr;
     t->node_pos = -1;
     t->affinity_pos = -1;
-    t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity);
+    t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity());
     t->job_status_pos = -1;
     auto jit = job_by_uid_.find(t->job_uid);
     if (jit == job_by_uid_.end())

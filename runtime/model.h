@@ -213,6 +213,28 @@ struct ResourceQuota {
 };
 
 // ---------------------------------------------------------------------------------------------
+// The pod's placement shape: what Kubernetes predicates and scorers read of a pod and nothing in a
+// session changes. A Task holds it behind a shared pointer instead of by value: it is ~400 bytes
+// of mostly empty containers per task, and a snapshot builds 100k tasks (docs/performance.md,
+// "Sessions at scale"). Pods with none of it share one empty shape.
+
+struct PodShape {
+  StringMap labels;
+  StringMap annotations;
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  Affinity affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<HostPort> host_ports;
+  std::vector<std::string> images;
+
+  bool empty() const;
+  // The one shape every pod without labels, annotations, selectors, tolerations, affinity,
+  // spread constraints, host ports and images points to.
+  static const std::shared_ptr<const PodShape>& Empty();
+};
+
+// ---------------------------------------------------------------------------------------------
 // Task (TaskInfo, §3.1). Scalar and reference fields first (ABI, direct loads).
 
 struct Task {
@@ -221,16 +243,21 @@ struct Task {
   PreemptionPolicy preemption_policy = PreemptionPolicy::PreemptLowerPriority;
   int64_t priority = 1;  // pod.spec.priority, or 1 when nil; annotation volcano.sh/task-priority
   bool preemptable = true;  // annotation/label volcano.sh/preemptable
-  bool best_effort = false;  // init_resreq.IsEmpty()
+  bool best_effort = false;  // init_resreq().IsEmpty()
   bool sch_gated = false;
   bool eviction_occurred = false;
   bool deleting = false;  // has a deletionTimestamp
+  // Any pod affinity or anti-affinity term, required or preferred (set from `affinity()` by
+  // Cluster::Link; the node-side index keys on it).
+  bool has_pod_affinity_terms = false;
   TimeNs creation_time = 0;
   TimeNs scheduled_at = 0;  // PodScheduled=True lastTransitionTime; 0 = none
   Job* job = nullptr;
   Node* node = nullptr;  // the node it is placed on (session view), nullptr when none
-  Resource resreq;       // includes the hidden pods: 1
-  Resource init_resreq;
+  // Includes the hidden pods: 1. Volcano's InitResreq differs from Resreq only for pods with init
+  // containers; a Kiln pod has one container, so the two are always equal and one is stored
+  // (init_resreq() below; the policy field `init_resreq` reads this member too).
+  Resource resreq;
 
   std::string uid;   // "<namespace>-<name>" in scenarios
   std::string name;  // pod name
@@ -240,17 +267,8 @@ struct Task {
   std::string node_name;  // pod.spec.nodeName (session view)
   std::string nominated_node_name;
   std::string priority_class_name;
-  StringMap labels;
-  StringMap annotations;
-  StringMap node_selector;
-  std::vector<Toleration> tolerations;
-  Affinity affinity;
-  // Any pod affinity or anti-affinity term, required or preferred (set from `affinity` by
-  // Cluster::Link; the node-side index below keys on it).
-  bool has_pod_affinity_terms = false;
-  std::vector<TopologySpreadConstraint> topology_spread_constraints;
-  std::vector<HostPort> host_ports;
-  std::vector<std::string> images;
+  // Never null; shared with other tasks and sessions, so write only through mutable_shape().
+  std::shared_ptr<const PodShape> shape = PodShape::Empty();
   // Volcano's LastTransaction: what a discarded statement had done with this task (its status
   // and node at discard time), read by TaskSchedulingReason.
   std::string last_transaction_reason;
@@ -258,8 +276,22 @@ struct Task {
   TaskStatus last_transaction_status = TaskStatus::Pending;
   std::string last_transaction_node;
 
-  // Sets resreq = init_resreq = container requests + pods: 1 (GetPodResourceRequest) and
-  // best_effort.
+  const Resource& init_resreq() const { return resreq; }
+  const StringMap& labels() const { return shape->labels; }
+  const StringMap& annotations() const { return shape->annotations; }
+  const StringMap& node_selector() const { return shape->node_selector; }
+  const std::vector<Toleration>& tolerations() const { return shape->tolerations; }
+  const Affinity& affinity() const { return shape->affinity; }
+  const std::vector<TopologySpreadConstraint>& topology_spread_constraints() const {
+    return shape->topology_spread_constraints;
+  }
+  const std::vector<HostPort>& host_ports() const { return shape->host_ports; }
+  const std::vector<std::string>& images() const { return shape->images; }
+  // A shape of this task's own to edit (a copy when it is shared): for tests and tools that
+  // build tasks by hand; BuildCluster builds each pod's shape once.
+  PodShape& mutable_shape();
+
+  // Sets resreq = container requests + pods: 1 (GetPodResourceRequest) and best_effort.
   void SetRequests(const Resource& container_requests);
   // "<namespace>/<name>" as decisions print it.
   std::string Key() const { return namespace_ + "/" + name; }

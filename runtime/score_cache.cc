@@ -87,16 +87,16 @@ void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field) {
   key.push_back(static_cast<char>(field));
   switch (field) {
     case ScoreKeyField::Resreq: AppendResource(key, t.resreq); break;
-    case ScoreKeyField::InitResreq: AppendResource(key, t.init_resreq); break;
+    case ScoreKeyField::InitResreq: AppendResource(key, t.init_resreq()); break;
     case ScoreKeyField::Images: {
-      const uint64_t n = t.images.size();
+      const uint64_t n = t.images().size();
       AppendBytes(key, &n, sizeof n);
-      for (const std::string& image : t.images) AppendString(key, image);
+      for (const std::string& image : t.images()) AppendString(key, image);
       break;
     }
     case ScoreKeyField::Namespace: AppendString(key, t.namespace_); break;
-    case ScoreKeyField::Labels: AppendMap(key, t.labels); break;
-    case ScoreKeyField::NodeSelector: AppendMap(key, t.node_selector); break;
+    case ScoreKeyField::Labels: AppendMap(key, t.labels()); break;
+    case ScoreKeyField::NodeSelector: AppendMap(key, t.node_selector()); break;
     case ScoreKeyField::BestEffort: key.push_back(t.best_effort ? 1 : 0); break;
   }
 }

@@ -149,7 +149,7 @@ bool kiln_std_selector_matches(const kiln::LabelSelector* sel, const void* label
 }
 
 bool kiln_std_selector_matches_task(const kiln::LabelSelector* sel, const kiln::Task* task) {
-  return kiln::k8s::SelectorMatches(*sel, task->labels);
+  return kiln::k8s::SelectorMatches(*sel, task->labels());
 }
 
 bool kiln_std_term_matches_node(const kiln::NodeSelectorTerm* term, const kiln::Node* node) {
@@ -157,11 +157,11 @@ bool kiln_std_term_matches_node(const kiln::NodeSelectorTerm* term, const kiln::
 }
 
 bool kiln_std_required_node_affinity_matches(const kiln::Task* task, const kiln::Node* node) {
-  for (const auto& [k, v] : task->node_selector) {
+  for (const auto& [k, v] : task->node_selector()) {
     auto it = node->labels.find(k);
     if (it == node->labels.end() || it->second != v) return false;
   }
-  const auto& na = task->affinity.node_affinity;
+  const auto& na = task->affinity().node_affinity;
   if (!na || !na->required) return true;
   for (const kiln::NodeSelectorTerm& term : *na->required)
     if (kiln::k8s::TermMatchesNode(term, *node)) return true;
@@ -178,7 +178,7 @@ bool kiln_std_term_matches_pod(const kiln::PodAffinityTerm* term, const kiln::Ta
     }
   }
   if (!term->label_selector) return false;
-  return kiln::k8s::SelectorMatches(*term->label_selector, pod->labels);
+  return kiln::k8s::SelectorMatches(*term->label_selector, pod->labels());
 }
 
 bool kiln_std_tolerates(const kiln::Toleration* tol, const kiln::Taint* taint) {
@@ -186,7 +186,7 @@ bool kiln_std_tolerates(const kiln::Toleration* tol, const kiln::Taint* taint) {
 }
 
 bool kiln_std_task_tolerates(const kiln::Task* task, const kiln::Taint* taint) {
-  for (const kiln::Toleration& tol : task->tolerations)
+  for (const kiln::Toleration& tol : task->tolerations())
     if (kiln::k8s::ToleratesTaint(tol, taint->key, taint->value, taint->effect)) return true;
   return false;
 }
@@ -195,7 +195,7 @@ bool kiln_std_task_tolerates_taint(const kiln::Task* task, const char* key, size
                                    const char* value, size_t value_size, const char* effect,
                                    size_t effect_size) {
   auto view = [](const char* data, size_t size) { return View(KStr{data, size}); };
-  for (const kiln::Toleration& tol : task->tolerations)
+  for (const kiln::Toleration& tol : task->tolerations())
     if (kiln::k8s::ToleratesTaint(tol, view(key, key_size), view(value, value_size),
                                   view(effect, effect_size)))
       return true;

@@ -157,7 +157,7 @@ class AllocateRun {
       found.nodes.clear();
       if (!t->nominated_node_name.empty()) {
         Node* nominated = ssn_.cluster().FindNode(t->nominated_node_name);
-        if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq, nominated)) {
+        if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq(), nominated)) {
           helper.SearchForAllocate(ssn_, t, std::span<Node* const>(&nominated, 1), cache,
                                    /*score=*/true, found);
         }
@@ -191,13 +191,13 @@ class AllocateRun {
 
   // 3f.
   void AllocateTask(Statement& stmt, Task* t, Node* node) {
-    if (t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero)) {
+    if (t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero)) {
       if (Status s = stmt.Allocate(t, node); !s.ok())
         spdlog::error("allocate: binding task {} to node {} failed: {}", t->Key(), node->name,
                       s.error().message);
       return;
     }
-    if (actions::FitsFutureIdle(t->init_resreq, node)) {
+    if (actions::FitsFutureIdle(t->init_resreq(), node)) {
       if (Status s = stmt.Pipeline(t, node, false); !s.ok())
         spdlog::error("allocate: pipelining task {} to node {} failed: {}", t->Key(), node->name,
                       s.error().message);

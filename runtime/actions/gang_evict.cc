@@ -118,7 +118,7 @@ std::vector<Bundle> JobBundles(Job* job, std::vector<Task*> tasks) {
     for (const auto& [role, min] : job->task_min_available) role_surplus[role] = -min;
     for (const Task* t : job->tasks) {
       bool ready = AllocatedStatus(t->status) || t->status == TaskStatus::Succeeded ||
-                   (t->status == TaskStatus::Pending && t->init_resreq.IsEmpty());
+                   (t->status == TaskStatus::Pending && t->init_resreq().IsEmpty());
       if (!ready) continue;
       if (auto it = role_surplus.find(t->role); it != role_surplus.end()) ++it->second;
     }
@@ -200,7 +200,7 @@ class GangEvictRun {
         if (!ssn_.Preemptive(queue, t)) return Statement(ssn_);
     }
     Resource need;
-    for (const Task* t : pending) need.Add(t->init_resreq);
+    for (const Task* t : pending) need.Add(t->init_resreq());
     if (!ssn_.JobStarving(job)) return Statement(ssn_);
     std::vector<Bundle> bundles = SelectBundles(job, need);
     if (bundles.empty()) return Statement(ssn_);
@@ -339,10 +339,10 @@ class GangEvictRun {
       actions::PredicateResult found = helper.PredicateNodes(
           t, nodes,
           [this](const Task* task, const Node* n) { return ssn_.PredicateForPreemptAction(task, n); },
-          allocate_args_.predicate_error_cache_enable, &t->init_resreq);
+          allocate_args_.predicate_error_cache_enable, &t->init_resreq());
       if (found.nodes.empty()) return false;
       Node* best = actions::BestIdleThenFutureIdleNode(ssn_, t, found.nodes, pool_);
-      if (best == nullptr || !actions::FitsFutureIdle(t->init_resreq, best)) return false;
+      if (best == nullptr || !actions::FitsFutureIdle(t->init_resreq(), best)) return false;
       if (Status s = trial.Pipeline(t, best, !victims.empty()); !s.ok()) return false;
     }
     if (trial.empty()) return false;

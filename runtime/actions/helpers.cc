@@ -98,14 +98,14 @@ void PredicateHelper::SearchForAllocate(const Session& ssn, const Task* t,
     return false;
   };
   if (!score || !FusedAllocateSearch() || ssn.uses_io_pool()) {
-    Search<false>(&ssn, t, nodes, enable_error_cache, &t->init_resreq, check, out);
+    Search<false>(&ssn, t, nodes, enable_error_cache, &t->init_resreq(), check, out);
     return;
   }
   // A fault anywhere in the pass (a predicate's, reported as usual) may disable a plugin midway,
   // after some nodes were scored with it: then the speculative scores are not what NodeOrderFn
   // answers afterwards, and the plain path scores again.
   const uint64_t faults_before = ssn.fault_count();
-  Search<true>(&ssn, t, nodes, enable_error_cache, &t->init_resreq, check, out);
+  Search<true>(&ssn, t, nodes, enable_error_cache, &t->init_resreq(), check, out);
   if (out.nodes.size() < 2) {
     out.scored = out.nodes.size() == 1;  // one node is taken as is: nothing to score
     return;
@@ -256,7 +256,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
             const Node* node = rotated(processed + i);
             FeasibleNode& f = fused[i];
             f = FeasibleNode{};
-            f.idle_fit = t->init_resreq.LessEqual(node->idle, DimensionDefault::Zero);
+            f.idle_fit = t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero);
             if (f.idle_fit && i < needed)
               f.state = StateOf(ssn->NodeOrderSpeculative(t, node, &f.score, &f.called));
           }
@@ -455,9 +455,9 @@ Node* BestIdleThenFutureIdleNode(const Session& ssn, const Task* t, std::span<No
   std::vector<Node*> future_fit;
   idle_fit.reserve(nodes.size());
   for (Node* n : nodes) {
-    if (t->init_resreq.LessEqual(n->idle, DimensionDefault::Zero)) {
+    if (t->init_resreq().LessEqual(n->idle, DimensionDefault::Zero)) {
       idle_fit.push_back(n);
-    } else if (FitsFutureIdle(t->init_resreq, n)) {
+    } else if (FitsFutureIdle(t->init_resreq(), n)) {
       future_fit.push_back(n);
     }
   }
@@ -551,7 +551,7 @@ std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<cons
 bool ValidateVictims(const Task* preemptor, const Node* node, std::span<Task* const> victims) {
   Resource future_idle = node->FutureIdle();
   for (const Task* v : victims) future_idle.Add(v->resreq);
-  return preemptor->init_resreq.LessEqual(future_idle, DimensionDefault::Zero);
+  return preemptor->init_resreq().LessEqual(future_idle, DimensionDefault::Zero);
 }
 
 PriorityQueue<Task*> BuildVictimsPriorityQueue(const Session& ssn, std::span<Task* const> victims,

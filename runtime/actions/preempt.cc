@@ -200,7 +200,7 @@ class PreemptRun {
 
       auto fits = [&] {
         return ssn_.Allocatable(queue, preemptor) &&
-               actions::FitsFutureIdle(preemptor->init_resreq, node) &&
+               actions::FitsFutureIdle(preemptor->init_resreq(), node) &&
                !ssn_.PredicateFn(preemptor, node).has_value();
       };
       Statement node_stmt(ssn_);
@@ -284,7 +284,7 @@ class PreemptRun {
       if (!allocatable) return false;
       Resource future = base;
       for (const Task* v : removed) future.Add(v->resreq);
-      return preemptor->init_resreq.LessEqual(future, DimensionDefault::Zero) && predicate_passes();
+      return preemptor->init_resreq().LessEqual(future, DimensionDefault::Zero) && predicate_passes();
     };
     auto restore = [&] {
       while (!removed.empty()) give_back(removed.back());

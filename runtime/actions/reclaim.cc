@@ -121,7 +121,7 @@ class ReclaimRun {
       Statement node_stmt(ssn_);
       PriorityQueue<Task*> victim_queue = actions::BuildVictimsPriorityQueue(ssn_, victims, t);
       int evicted = 0;
-      while (!t->init_resreq.LessEqual(available, DimensionDefault::Zero) &&
+      while (!t->init_resreq().LessEqual(available, DimensionDefault::Zero) &&
              !victim_queue.Empty()) {
         Task* victim = victim_queue.Pop();
         if (Status s = node_stmt.Evict(victim, "reclaim"); !s.ok()) {
@@ -132,7 +132,7 @@ class ReclaimRun {
         available.Add(victim->resreq);
         ++evicted;
       }
-      if (!t->init_resreq.LessEqual(available, DimensionDefault::Zero)) {
+      if (!t->init_resreq().LessEqual(available, DimensionDefault::Zero)) {
         node_stmt.Discard();
         continue;
       }

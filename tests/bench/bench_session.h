@@ -167,20 +167,20 @@ inline Cluster BenchCluster() {
     t.status = TaskStatus::Running;
     t.node_name = node_names[static_cast<size_t>((k * 7) % kBenchNodes)];
     t.SetRequests(Req(cpus[k % 4], mems[(k / 4) % 4]));
-    t.labels["app"] = "app-" + std::to_string(j % 10);
-    t.labels["tier"] = k % 3 ? "batch" : "web";
+    t.mutable_shape().labels["app"] = "app-" + std::to_string(j % 10);
+    t.mutable_shape().labels["tier"] = k % 3 ? "batch" : "web";
     t.creation_time = k;
     if (k % 37 == 0) {
-      t.affinity.pod_anti_affinity.emplace();
-      t.affinity.pod_anti_affinity->required.push_back(
+      t.mutable_shape().affinity.pod_anti_affinity.emplace();
+      t.mutable_shape().affinity.pod_anti_affinity->required.push_back(
           AppTerm("app-" + std::to_string((j + 5) % 10), "kubernetes.io/hostname"));
     }
     if (k % 41 == 0) {
-      t.affinity.pod_affinity.emplace();
-      t.affinity.pod_affinity->preferred.push_back(
+      t.mutable_shape().affinity.pod_affinity.emplace();
+      t.mutable_shape().affinity.pod_affinity->preferred.push_back(
           {10, AppTerm("app-" + std::to_string((j + 3) % 10), "topology.kubernetes.io/zone")});
     }
-    if (k % 53 == 0) t.host_ports.push_back({8080, 80, "TCP", ""});
+    if (k % 53 == 0) t.mutable_shape().host_ports.push_back({8080, 80, "TCP", ""});
   }
 
   // The pending tasks the benchmarks ask about.
@@ -199,60 +199,60 @@ inline Cluster BenchCluster() {
     t.job_uid = pending.uid;
     t.status = TaskStatus::Pending;
     t.creation_time = 100'000;
-    t.labels["app"] = "app-3";
+    t.mutable_shape().labels["app"] = "app-3";
     switch (kind) {
       case BenchTask::Plain:
         t.SetRequests(Req(1000, 2 * kGi));
         break;
       case BenchTask::Selector: {
         t.SetRequests(Req(2000, 4 * kGi));
-        t.node_selector["disk"] = "ssd";
+        t.mutable_shape().node_selector["disk"] = "ssd";
         NodeAffinity na;
         na.required.emplace();
         na.required->push_back({{{"topology.kubernetes.io/zone", "In", {"zone-0", "zone-1"}}}, {}});
         na.preferred.push_back({5, {{{"node.kubernetes.io/instance-type", "In", {"cpu-32"}}}, {}}});
         na.preferred.push_back({3, {{{"rack", "In", {"rack-1", "rack-3", "rack-5"}}}, {}}});
-        t.affinity.node_affinity = std::move(na);
-        t.tolerations.push_back({"maintenance", "Exists", "", "", std::nullopt});
-        t.tolerations.push_back({"dedicated", "Equal", "batch", "PreferNoSchedule", std::nullopt});
+        t.mutable_shape().affinity.node_affinity = std::move(na);
+        t.mutable_shape().tolerations.push_back({"maintenance", "Exists", "", "", std::nullopt});
+        t.mutable_shape().tolerations.push_back({"dedicated", "Equal", "batch", "PreferNoSchedule", std::nullopt});
         break;
       }
       case BenchTask::Gpu:
         t.SetRequests(Req(4000, 16 * kGi, 1000));
-        t.tolerations.push_back({"nvidia.com/gpu", "Exists", "", "NoSchedule", std::nullopt});
-        t.images = {"pytorch/pytorch:2.1", "busybox"};
+        t.mutable_shape().tolerations.push_back({"nvidia.com/gpu", "Exists", "", "NoSchedule", std::nullopt});
+        t.mutable_shape().images = {"pytorch/pytorch:2.1", "busybox"};
         break;
       case BenchTask::Affinity: {
         t.SetRequests(Req(500, 1 * kGi));
-        t.affinity.pod_anti_affinity.emplace();
-        t.affinity.pod_anti_affinity->required.push_back(
+        t.mutable_shape().affinity.pod_anti_affinity.emplace();
+        t.mutable_shape().affinity.pod_anti_affinity->required.push_back(
             AppTerm("app-8", "kubernetes.io/hostname"));
-        t.affinity.pod_anti_affinity->preferred.push_back(
+        t.mutable_shape().affinity.pod_anti_affinity->preferred.push_back(
             {5, AppTerm("app-2", "kubernetes.io/hostname")});
-        t.affinity.pod_affinity.emplace();
-        t.affinity.pod_affinity->preferred.push_back(
+        t.mutable_shape().affinity.pod_affinity.emplace();
+        t.mutable_shape().affinity.pod_affinity->preferred.push_back(
             {10, AppTerm("app-1", "topology.kubernetes.io/zone")});
         TopologySpreadConstraint hard;
         hard.max_skew = 40;
         hard.topology_key = "topology.kubernetes.io/zone";
         hard.label_selector = AppSelector("app-3");
-        t.topology_spread_constraints.push_back(hard);
+        t.mutable_shape().topology_spread_constraints.push_back(hard);
         TopologySpreadConstraint soft = hard;
         soft.max_skew = 1;
         soft.when_unsatisfiable = "ScheduleAnyway";
-        t.topology_spread_constraints.push_back(soft);
+        t.mutable_shape().topology_spread_constraints.push_back(soft);
         TopologySpreadConstraint host = soft;
         host.topology_key = "kubernetes.io/hostname";
-        t.topology_spread_constraints.push_back(host);
+        t.mutable_shape().topology_spread_constraints.push_back(host);
         break;
       }
       case BenchTask::BestEffort:
         t.SetRequests(Resource{});
-        t.images = {"registry.io/app-1:v1", "registry.io/app-2:v1", "busybox"};
+        t.mutable_shape().images = {"registry.io/app-1:v1", "registry.io/app-2:v1", "busybox"};
         break;
       case BenchTask::Ports:
         t.SetRequests(Req(250, 256 * kMi));
-        t.host_ports.push_back({8080, 8080, "", ""});
+        t.mutable_shape().host_ports.push_back({8080, 8080, "", ""});
         break;
     }
   }

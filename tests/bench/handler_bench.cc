@@ -279,7 +279,7 @@ class NativeNodeOrder : public Plugin {
         (task->resreq.cpu() != 0.0 || task->resreq.memory() != 0.0 ||
          task->resreq.Get(self.gpu_) != 0.0))
       score += self.BalancedScore(task, node) * self.balanced_;
-    if (self.image_ != 0 && !task->images.empty() && !node->images.empty())
+    if (self.image_ != 0 && !task->images().empty() && !node->images.empty())
       score += self.ImageScore(task, node) * self.image_;
     *out = static_cast<double>(score);
     return 0;
@@ -355,7 +355,7 @@ class NativeNodeOrder : public Plugin {
   int64_t ImageScore(const Task* task, const Node* node) const {
     int64_t sum_scores = 0;
     std::string name;
-    for (const std::string& image : task->images) {
+    for (const std::string& image : task->images()) {
       // Kubernetes names an untagged image `name:latest`.
       size_t slash = image.rfind('/');
       std::string_view last = std::string_view(image).substr(slash == std::string::npos ? 0 : slash + 1);
@@ -369,7 +369,7 @@ class NativeNodeOrder : public Plugin {
                           static_cast<double>(node_total_));
     }
     const int64_t max_threshold =
-        kMaxImageThresholdPerContainer * static_cast<int64_t>(task->images.size());
+        kMaxImageThresholdPerContainer * static_cast<int64_t>(task->images().size());
     if (sum_scores < kMinImageThreshold) sum_scores = kMinImageThreshold;
     else if (sum_scores > max_threshold) sum_scores = max_threshold;
     return kMaxNodeScore * (sum_scores - kMinImageThreshold) / (max_threshold - kMinImageThreshold);
@@ -458,7 +458,7 @@ int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node*
   using namespace nodeorder_batch;
   const auto& self = *static_cast<const NativeNodeOrder*>(ctx);
   std::vector<int64_t> scores(n, 0);
-  const auto& na = task->affinity.node_affinity;
+  const auto& na = task->affinity().node_affinity;
   if (self.node_affinity_ != 0 && na && !na->preferred.empty()) {
     std::vector<int64_t> raw(n, 0);
     for (size_t i = 0; i < n; ++i)
@@ -469,7 +469,7 @@ int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node*
   }
   if (self.taint_ != 0) {
     std::vector<const Toleration*> tolerations;
-    for (const Toleration& t : task->tolerations)
+    for (const Toleration& t : task->tolerations())
       if (t.effect.empty() || t.effect == "PreferNoSchedule") tolerations.push_back(&t);
     std::vector<int64_t> raw(n, 0);
     for (size_t i = 0; i < n; ++i)
@@ -499,8 +499,8 @@ int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node*
           }
       }
     };
-    if (task->affinity.pod_affinity) own(task->affinity.pod_affinity->preferred, 1);
-    if (task->affinity.pod_anti_affinity) own(task->affinity.pod_anti_affinity->preferred, -1);
+    if (task->affinity().pod_affinity) own(task->affinity().pod_affinity->preferred, 1);
+    if (task->affinity().pod_anti_affinity) own(task->affinity().pod_anti_affinity->preferred, -1);
     for (const Node* node : cluster.affinity_nodes()) {
       if (node->labels.empty()) continue;
       for (const Task* p : node->affinity_tasks) {
@@ -511,8 +511,8 @@ int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node*
               if (const std::string* v = Label(node->labels, w.term.topology_key))
                 topo.Add(w.term.topology_key, *v, sign * w.weight);
         };
-        theirs(p->affinity.pod_affinity, 1);
-        theirs(p->affinity.pod_anti_affinity, -1);
+        theirs(p->affinity().pod_affinity, 1);
+        theirs(p->affinity().pod_anti_affinity, -1);
       }
     }
     if (!topo.table.empty()) {
@@ -530,7 +530,7 @@ int32_t NativeNodeOrder::BatchNodeOrder(void* ctx, const Task* task, const Node*
     }
   }
   std::vector<const TopologySpreadConstraint*> constraints;
-  for (const auto& c : task->topology_spread_constraints)
+  for (const auto& c : task->topology_spread_constraints())
     if (c.when_unsatisfiable == "ScheduleAnyway") constraints.push_back(&c);
   if (self.spread_ != 0 && !constraints.empty()) {
     std::vector<const std::string*> keys;
@@ -833,8 +833,8 @@ class NativeRsf : public Plugin {
   double StrategyScore(const Task* task, const Node* node) const {
     // task_strategies: the pod's annotations could bring their own table (none here do; the
     // lookups are made all the same).
-    if (task->annotations.count("volcano.sh/resource-strategy-weight") ||
-        task->annotations.count("volcano.sh/resource-strategy-scoring-type"))
+    if (task->annotations().count("volcano.sh/resource-strategy-weight") ||
+        task->annotations().count("volcano.sh/resource-strategy-scoring-type"))
       Die("rsf benchmark tasks carry no strategy annotations");
     double score = 0.0;
     int64_t weight_sum = 0;
@@ -914,10 +914,10 @@ const std::vector<PodAffinityTerm>& NoTerms() {
   return none;
 }
 const std::vector<PodAffinityTerm>& RequiredAffinity(const Task* t) {
-  return t->affinity.pod_affinity ? t->affinity.pod_affinity->required : NoTerms();
+  return t->affinity().pod_affinity ? t->affinity().pod_affinity->required : NoTerms();
 }
 const std::vector<PodAffinityTerm>& RequiredAntiAffinity(const Task* t) {
-  return t->affinity.pod_anti_affinity ? t->affinity.pod_anti_affinity->required : NoTerms();
+  return t->affinity().pod_anti_affinity ? t->affinity().pod_anti_affinity->required : NoTerms();
 }
 
 class NativePredicates : public Plugin {
@@ -1000,7 +1000,7 @@ class NativePredicates : public Plugin {
                      self.AntiCountsOf(task), result);
     }
     if (result.code == kUnresolvable) return result.Report(out);
-    if (prepared ? self.spread_needed_ : !task->topology_spread_constraints.empty())
+    if (prepared ? self.spread_needed_ : !task->topology_spread_constraints().empty())
       self.TopologySpreadFit(task, node, prepared, result);
     return result.Report(out);
   }
@@ -1067,7 +1067,7 @@ class NativePredicates : public Plugin {
 
   static std::vector<const TopologySpreadConstraint*> SpreadConstraints(const Task* task) {
     std::vector<const TopologySpreadConstraint*> cs;
-    for (const auto& c : task->topology_spread_constraints)
+    for (const auto& c : task->topology_spread_constraints())
       if (c.when_unsatisfiable == "DoNotSchedule") cs.push_back(&c);
     return cs;
   }
@@ -1075,8 +1075,8 @@ class NativePredicates : public Plugin {
     if (!c.label_selector) return false;
     if (!kiln_std_selector_matches_task(&*c.label_selector, pod)) return false;
     for (const std::string& key : c.match_label_keys)
-      if (const std::string* want = Label(owner->labels, key)) {
-        const std::string* have = Label(pod->labels, key);
+      if (const std::string* want = Label(owner->labels(), key)) {
+        const std::string* have = Label(pod->labels(), key);
         if (!have || *have != *want) return false;
       }
     return true;
@@ -1086,7 +1086,7 @@ class NativePredicates : public Plugin {
     if (!c.label_selector->match_labels.empty() || !c.label_selector->match_expressions.empty())
       return true;
     for (const std::string& key : c.match_label_keys)
-      if (owner->labels.count(key)) return true;
+      if (owner->labels().count(key)) return true;
     return false;
   }
   std::map<std::string, int64_t> SpreadDomainCounts(
@@ -1129,11 +1129,11 @@ class NativePredicates : public Plugin {
     return ia == "0.0.0.0" || ib == "0.0.0.0" || ia == ib;
   }
   void NodePortsFit(const Task* task, const Node* node, NativeFit& result) const {
-    for (const HostPort& want : task->host_ports) {
+    for (const HostPort& want : task->host_ports()) {
       if (want.host_port <= 0) continue;
       for (const Task* other : node->tasks) {
         if (!Present(other)) continue;
-        for (const HostPort& used : other->host_ports)
+        for (const HostPort& used : other->host_ports())
           if (used.host_port > 0 && PortsConflict(want, used)) {
             result.Add(kUnschedulable, "node(s) didn't have free ports for the requested pod ports");
             return;

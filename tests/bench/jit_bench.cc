@@ -105,9 +105,8 @@ struct Fixture {
         task->name = job->name + "-" + std::to_string(t);
         task->status = statuses[rng() % 5];
         task->priority = static_cast<int64_t>(rng() % 4);
-        task->init_resreq.Set(kCpu, 1000);
         task->resreq.Set(kCpu, 1000);
-        if (t % 3 == 0) task->labels["volcano.sh/cooldown-time"] = "5m";
+        if (t % 3 == 0) task->mutable_shape().labels["volcano.sh/cooldown-time"] = "5m";
         task->scheduled_at = 1'000'000'000LL * (rng() % 600);
         job->AddTask(task.get());
         candidates.push_back(task.get());
@@ -222,9 +221,9 @@ int32_t NativeCdpPreemptable(void* ctx, const Task*, const Task* const* c, size_
     bool protect = false;
     if (t.status == TaskStatus::Running) {
       const std::string* v = nullptr;
-      if (auto it = t.labels.find(kKey); it != t.labels.end())
+      if (auto it = t.labels().find(kKey); it != t.labels().end())
         v = &it->second;
-      else if (auto it = t.annotations.find(kKey); it != t.annotations.end())
+      else if (auto it = t.annotations().find(kKey); it != t.annotations().end())
         v = &it->second;
       if (v) {
         auto cooldown = ParseDurationText(*v, /*allow_days=*/false);

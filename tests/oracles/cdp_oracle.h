@@ -73,10 +73,10 @@ inline std::optional<int64_t> ParseGoDuration(std::string_view s) {
 
 // The label wins over the annotation; an invalid value means no protection (nullopt).
 inline std::optional<int64_t> Cooldown(const Task& t) {
-  auto it = t.labels.find(kCooldownKey);
-  if (it == t.labels.end()) {
-    it = t.annotations.find(kCooldownKey);
-    if (it == t.annotations.end()) return std::nullopt;
+  auto it = t.labels().find(kCooldownKey);
+  if (it == t.labels().end()) {
+    it = t.annotations().find(kCooldownKey);
+    if (it == t.annotations().end()) return std::nullopt;
   }
   return ParseGoDuration(it->second);
 }

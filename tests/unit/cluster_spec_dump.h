@@ -89,18 +89,18 @@ inline std::string D(const PodGroupSpec& g) {
 }
 inline std::string D(const PodSpec& p) {
   std::string tol, spread, ports, gates;
-  for (const auto& t : p.tolerations)
+  for (const auto& t : p.tolerations())
     tol += fmt::format("{} {} {} {} {};", t.key, t.op, t.value, t.effect, t.toleration_seconds.value_or(-1));
-  for (const auto& s : p.topology_spread_constraints)
+  for (const auto& s : p.topology_spread_constraints())
     spread += fmt::format("{} {} {} {} {} {} {} {};", s.max_skew, s.topology_key, s.when_unsatisfiable,
                           D(s.label_selector), s.min_domains.value_or(-1), D(s.match_label_keys),
                           s.node_affinity_policy, s.node_taints_policy);
-  for (const auto& h : p.host_ports) ports += fmt::format("{}:{}/{}@{};", h.host_port, h.container_port, h.protocol, h.host_ip);
+  for (const auto& h : p.host_ports()) ports += fmt::format("{}:{}/{}@{};", h.host_port, h.container_port, h.protocol, h.host_ip);
   return fmt::format("pod {} group={} task={} req{} pc={} prio{} phase{} node={} nom={} lab{} ann{} sel{} tol[{}] aff[{}] "
                      "spread[{}] ports[{}] image={} gates{} pp{} t{} sched{} del{} dur{} sn={} foreign{}",
                      p.Key(), p.group, p.task, D(p.requests), p.priority_class_name, p.priority.value_or(-999),
-                     ToString(p.phase), p.node, p.nominated_node, D(p.labels), D(p.annotations), D(p.node_selector),
-                     tol, D(p.affinity), spread, ports, p.image, D(p.scheduling_gates),
+                     ToString(p.phase), p.node, p.nominated_node, D(p.labels), D(p.annotations), D(p.node_selector()),
+                     tol, D(p.affinity()), spread, ports, p.image, D(p.scheduling_gates),
                      p.preemption_policy ? static_cast<int>(*p.preemption_policy) : -1, p.creation_time,
                      p.scheduled_at, p.deleting, p.duration.value_or(-1), p.scheduler_name, p.foreign);
 }

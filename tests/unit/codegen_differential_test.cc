@@ -71,12 +71,11 @@ struct World {
         task->role = roles[pick(3)];
         task->priority = pick(4);
         if (pick(3) != 0) {
-          task->init_resreq.Set(kCpu, 1000);
           task->resreq.Set(kCpu, 1000);
         }
-        task->best_effort = task->init_resreq.IsEmpty();
+        task->best_effort = task->init_resreq().IsEmpty();
         const char* cd = cooldowns[pick(6)];
-        if (*cd) (pick(2) ? task->labels : task->annotations)["volcano.sh/cooldown-time"] = cd;
+        if (*cd) (pick(2) ? task->mutable_shape().labels : task->mutable_shape().annotations)["volcano.sh/cooldown-time"] = cd;
         task->scheduled_at = pick(3) == 0 ? 0 : 1'000'000'000LL * (100 + pick(900));
         job->AddTask(task.get());
         all_tasks.push_back(task.get());

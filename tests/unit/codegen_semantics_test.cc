@@ -106,12 +106,12 @@ on node_order(task: Task, node: Node) -> float {
   Task task;
   Node node;
   node.labels["zone"] = "a";
-  task.labels["tier"] = "gold";
+  task.mutable_shape().labels["tier"] = "gold";
   double score = 0;
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 1111.0);
   node.labels["zone"] = "b";
-  task.labels.clear();
+  task.mutable_shape().labels.clear();
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 1010.0);
 }
@@ -366,7 +366,7 @@ on node_order(task: Task, node: Node) -> float {
   double score = 0;
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 1011.0);
-  task.labels["app"] = "a";
+  task.mutable_shape().labels["app"] = "a";
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 101011.0);
   auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_inlabels.policy", text});
@@ -405,11 +405,11 @@ on node_order(task: Task, node: Node) -> float {
   node.taints.push_back({"b", "2", "NoSchedule"});
   node.taints.push_back({"stop", "", "PreferNoSchedule"});
   node.taints.push_back({"c", "3", "PreferNoSchedule"});
-  task.images = {"a", "b", "c"};
+  task.mutable_shape().images = {"a", "b", "c"};
   double score = 0;
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 3.0 + 20.0 + 2000.0);
-  task.tolerations.push_back({"b", "Exists", "", "", std::nullopt});
+  task.mutable_shape().tolerations.push_back({"b", "Exists", "", "", std::nullopt});
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 3.0 + 20.0 + 100.0 + 2000.0);
   auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewlists.policy", text});
@@ -447,7 +447,7 @@ on node_order(task: Task, node: Node) -> float {
   node.images["nginx:latest"] = 3;
   node.images["busybox:1"] = 5;
   node.taints.push_back({"a", "1", "NoSchedule"});
-  task.images = {"nginx", "x", "y"};
+  task.mutable_shape().images = {"nginx", "x", "y"};
   l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   EXPECT_EQ(score, 1.0 + 300.0 + 3000.0 + 20000.0 + 300000.0 + 1000000.0);
   auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewsizes.policy", text});

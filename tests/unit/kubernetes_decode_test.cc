@@ -142,8 +142,8 @@ TEST(KubernetesDecode, PodRequestsAreSumOfContainersMaxInitPlusOverhead) {
   EXPECT_EQ(p.annotations, (StringMap{{"a", "b"}}));
   EXPECT_EQ(p.priority, 7);
   EXPECT_EQ(p.image, "img:1");
-  ASSERT_EQ(p.host_ports.size(), 1u);  // only the port bound on the host
-  EXPECT_EQ(p.host_ports[0].host_port, 8080);
+  ASSERT_EQ(p.host_ports().size(), 1u);  // only the port bound on the host
+  EXPECT_EQ(p.host_ports()[0].host_port, 8080);
   EXPECT_EQ(r->meta.uid, "u-1");
   EXPECT_EQ(r->meta.resource_version, "42");
   EXPECT_EQ(r->scheduled_status, "False");

@@ -47,7 +47,7 @@ TEST(Task, RequestsCarryHiddenPod) {
   Task t;
   t.SetRequests(Res(500, 1024));
   EXPECT_EQ(t.resreq.Get(kPods), 1);
-  EXPECT_EQ(t.init_resreq.Get(kPods), 1);
+  EXPECT_EQ(t.init_resreq().Get(kPods), 1);
   EXPECT_FALSE(t.best_effort);
   EXPECT_EQ(t.priority, 1) << "Volcano's default task priority";
   EXPECT_TRUE(t.preemptable);
@@ -96,11 +96,11 @@ TEST(Cluster, AffinityIndexFollowsPlacement) {
   Job& j = f.b.AddJob("ns", "pg", "default", 1);
   Task& plain = f.b.AddTask(j, "plain", Res(100, 100), TaskStatus::Running, "n1");
   Task& anti = f.b.AddTask(j, "anti", Res(100, 100), TaskStatus::Running, "n1");
-  anti.affinity.pod_anti_affinity = PodAffinity{{PodAffinityTerm{}}, {}};
+  anti.mutable_shape().affinity.pod_anti_affinity = PodAffinity{{PodAffinityTerm{}}, {}};
   Task& pref = f.b.AddTask(j, "pref", Res(100, 100));
-  pref.affinity.pod_affinity = PodAffinity{{}, {WeightedPodAffinityTerm{}}};
+  pref.mutable_shape().affinity.pod_affinity = PodAffinity{{}, {WeightedPodAffinityTerm{}}};
   Task& empty = f.b.AddTask(j, "empty", Res(100, 100));
-  empty.affinity.pod_affinity = PodAffinity{};  // present but without terms: not indexed
+  empty.mutable_shape().affinity.pod_affinity = PodAffinity{};  // present but without terms: not indexed
   ASSERT_TRUE(f.b.cluster.Link().ok());
   Node* n1 = f.b.cluster.FindNode("n1");
   Node* n2 = f.b.cluster.FindNode("n2");
@@ -543,7 +543,7 @@ TEST(Abi, FieldTableOffsetsAndHostFunctions) {
   ASSERT_NE(labels, nullptr);
   EXPECT_EQ(labels->access, FieldAccess::Host);
   EXPECT_EQ(labels->host, "kiln_task_label");
-  t.labels = {{"app", "web"}, {"tier", "front"}};
+  t.mutable_shape().labels = {{"app", "web"}, {"tier", "front"}};
   KStr out{};
   EXPECT_TRUE(kiln_task_label(&t, "app", 3, &out));
   EXPECT_EQ(std::string_view(out.data, out.size), "web");
@@ -611,18 +611,18 @@ TEST(Job, TaskSchedulingReasonUsesLastTransaction) {
 
 TEST(Abi, KubernetesShapes) {
   Task t;
-  t.tolerations.push_back(Toleration{"k", "Equal", "v", "NoSchedule", 30});
+  t.mutable_shape().tolerations.push_back(Toleration{"k", "Equal", "v", "NoSchedule", 30});
   NodeAffinity na;
   na.required = std::vector<NodeSelectorTerm>{NodeSelectorTerm{{{"zone", "In", {"a", "b"}}}, {}}};
   na.preferred.push_back(PreferredSchedulingTerm{7, NodeSelectorTerm{}});
-  t.affinity.node_affinity = na;
+  t.mutable_shape().affinity.node_affinity = na;
   PodAffinity anti;
   PodAffinityTerm term;
   term.topology_key = "kubernetes.io/hostname";
   term.label_selector = LabelSelector{{{"app", "web"}}, {}};
   anti.required.push_back(term);
-  t.affinity.pod_anti_affinity = anti;
-  t.images = {"nginx:1.25"};
+  t.mutable_shape().affinity.pod_anti_affinity = anti;
+  t.mutable_shape().images = {"nginx:1.25"};
 
   ASSERT_EQ(kiln_task_tolerations_size(&t), 1u);
   auto* tol = static_cast<const Toleration*>(kiln_task_tolerations_at(&t, 0));

@@ -40,12 +40,12 @@ TEST(OracleCdp, LabelWinsOverAnnotation) {
   MiniCluster c;
   Job& j = c.AddJob("ns/j", 1);
   Task& t = c.AddTask(j, "t", TaskStatus::Running);
-  t.annotations[std::string(cdp::kCooldownKey)] = "1h";
+  t.mutable_shape().annotations[std::string(cdp::kCooldownKey)] = "1h";
   EXPECT_THAT(cdp::Cooldown(t), Optional(3600 * kSecond));
-  t.labels[std::string(cdp::kCooldownKey)] = "1m";
+  t.mutable_shape().labels[std::string(cdp::kCooldownKey)] = "1m";
   EXPECT_THAT(cdp::Cooldown(t), Optional(60 * kSecond));
   // An invalid label is not rescued by a valid annotation.
-  t.labels[std::string(cdp::kCooldownKey)] = "soon";
+  t.mutable_shape().labels[std::string(cdp::kCooldownKey)] = "soon";
   EXPECT_EQ(cdp::Cooldown(t), std::nullopt);
 }
 
@@ -53,13 +53,13 @@ TEST(OracleCdp, RunningPodsInsideTheCooldownAreNotVictims) {
   MiniCluster c;
   Job& j = c.AddJob("ns/j", 1);
   Task& fresh = c.AddTask(j, "fresh", TaskStatus::Running);
-  fresh.labels[std::string(cdp::kCooldownKey)] = "10m";
+  fresh.mutable_shape().labels[std::string(cdp::kCooldownKey)] = "10m";
   fresh.scheduled_at = kNow - 5 * 60 * kSecond;
   Task& old = c.AddTask(j, "old", TaskStatus::Running);
-  old.labels[std::string(cdp::kCooldownKey)] = "10m";
+  old.mutable_shape().labels[std::string(cdp::kCooldownKey)] = "10m";
   old.scheduled_at = kNow - 11 * 60 * kSecond;
   Task& edge = c.AddTask(j, "edge", TaskStatus::Running);
-  edge.labels[std::string(cdp::kCooldownKey)] = "10m";
+  edge.mutable_shape().labels[std::string(cdp::kCooldownKey)] = "10m";
   edge.scheduled_at = kNow - 10 * 60 * kSecond;  // cooldown ends exactly now: not "after" now
   Task& plain = c.AddTask(j, "plain", TaskStatus::Running);
   Task& preemptor = c.AddTask(j, "p", TaskStatus::Pending);
@@ -71,12 +71,12 @@ TEST(OracleCdp, OnlyRunningPodsWithASchedulingTimeAreProtected) {
   MiniCluster c;
   Job& j = c.AddJob("ns/j", 1);
   Task& bound = c.AddTask(j, "bound", TaskStatus::Bound);
-  bound.annotations[std::string(cdp::kCooldownKey)] = "1h";
+  bound.mutable_shape().annotations[std::string(cdp::kCooldownKey)] = "1h";
   bound.scheduled_at = kNow;
   Task& unscheduled = c.AddTask(j, "no-condition", TaskStatus::Running);
-  unscheduled.annotations[std::string(cdp::kCooldownKey)] = "1h";
+  unscheduled.mutable_shape().annotations[std::string(cdp::kCooldownKey)] = "1h";
   Task& invalid = c.AddTask(j, "invalid", TaskStatus::Running);
-  invalid.annotations[std::string(cdp::kCooldownKey)] = "forever";
+  invalid.mutable_shape().annotations[std::string(cdp::kCooldownKey)] = "forever";
   invalid.scheduled_at = kNow;
   Task& preemptor = c.AddTask(j, "p", TaskStatus::Pending);
   std::vector<const Task*> cands = {&bound, &unscheduled, &invalid};

@@ -177,13 +177,13 @@ TEST(ScenarioTest, LoadsEveryFieldWithUnits) {
   EXPECT_EQ(Dim(p1.requests, "memory"), 1024.0 * 1024 * 1024);
   EXPECT_EQ(p1.duration, 600'000'000'000);
   EXPECT_EQ(p1.creation_time, s.now);  // defaults to `now`
-  ASSERT_TRUE(p1.affinity.node_affinity.has_value());
-  ASSERT_TRUE(p1.affinity.node_affinity->required.has_value());
-  EXPECT_EQ((*p1.affinity.node_affinity->required)[0].match_expressions[0].values,
+  ASSERT_TRUE(p1.affinity().node_affinity.has_value());
+  ASSERT_TRUE(p1.affinity().node_affinity->required.has_value());
+  EXPECT_EQ((*p1.affinity().node_affinity->required)[0].match_expressions[0].values,
             (std::vector<std::string>{"a", "b"}));
-  ASSERT_TRUE(p1.affinity.pod_anti_affinity.has_value());
-  EXPECT_EQ(p1.affinity.pod_anti_affinity->preferred[0].weight, 10);
-  EXPECT_EQ(p1.topology_spread_constraints[0].topology_key, "zone");
+  ASSERT_TRUE(p1.affinity().pod_anti_affinity.has_value());
+  EXPECT_EQ(p1.affinity().pod_anti_affinity->preferred[0].weight, 10);
+  EXPECT_EQ(p1.topology_spread_constraints()[0].topology_key, "zone");
   const PodSpec& p2 = c.pods[1];
   EXPECT_EQ(p2.priority, 7);  // explicit wins over the global default class
   EXPECT_TRUE(p2.deleting);

@@ -186,8 +186,8 @@ class EvictLabelled : public Plugin {
     ssn.On<ExtensionPoint::VictimTasks>(
         self, [](const Task* const* tasks, size_t n, uint8_t* selected) {
           for (size_t i = 0; i < n; ++i) {
-            auto it = tasks[i]->labels.find("evict");
-            if (it != tasks[i]->labels.end() && it->second == "yes") selected[i] = 1;
+            auto it = tasks[i]->labels().find("evict");
+            if (it != tasks[i]->labels().end() && it->second == "yes") selected[i] = 1;
           }
         });
     return Status::Ok();

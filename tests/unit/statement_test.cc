@@ -159,9 +159,9 @@ TEST_F(StatementTest, DiscardRecordsLastTransaction) {
 TEST_F(StatementTest, PipelineOntoReleasingResources) {
   // n2 is full (2000 used of 2000); evicting v-0 frees 1500 in FutureIdle for a pipelined task.
   Statement st(*ssn);
-  EXPECT_FALSE(T("ns-p-0")->init_resreq.LessEqual(N("n2")->FutureIdle(), DimensionDefault::Zero));
+  EXPECT_FALSE(T("ns-p-0")->init_resreq().LessEqual(N("n2")->FutureIdle(), DimensionDefault::Zero));
   ASSERT_TRUE(st.Evict(T("ns-v-0"), "preempt").ok());
-  EXPECT_TRUE(T("ns-p-0")->init_resreq.LessEqual(N("n2")->FutureIdle(), DimensionDefault::Zero));
+  EXPECT_TRUE(T("ns-p-0")->init_resreq().LessEqual(N("n2")->FutureIdle(), DimensionDefault::Zero));
   ASSERT_TRUE(st.Pipeline(T("ns-p-0"), N("n2"), true).ok());
   EXPECT_EQ(J("ns/pending")->WaitingTaskNum(), 1);
   EXPECT_FALSE(J("ns/pending")->IsPipelined()) << "1 of 2 members";

@@ -128,9 +128,9 @@ TEST(StdlibK8s, PodAffinityTermNamespacesAndSelector) {
   Task owner, same_ns, other_ns;
   owner.namespace_ = "a";
   same_ns.namespace_ = "a";
-  same_ns.labels = {{"app", "db"}};
+  same_ns.mutable_shape().labels = {{"app", "db"}};
   other_ns.namespace_ = "b";
-  other_ns.labels = {{"app", "db"}};
+  other_ns.mutable_shape().labels = {{"app", "db"}};
   PodAffinityTerm term;
   EXPECT_FALSE(kiln_std_term_matches_pod(&term, &owner, &same_ns)) << "nil selector: no pod";
   term.label_selector = LabelSelector{{{"app", "db"}}, {}};
@@ -150,20 +150,20 @@ TEST(StdlibK8s, RequiredNodeAffinityIsSelectorAndAnyTerm) {
   node.labels = {{"zone", "a"}, {"disk", "ssd"}};
   Task task;
   EXPECT_TRUE(kiln_std_required_node_affinity_matches(&task, &node)) << "no constraints";
-  task.node_selector = {{"disk", "ssd"}};
+  task.mutable_shape().node_selector = {{"disk", "ssd"}};
   EXPECT_TRUE(kiln_std_required_node_affinity_matches(&task, &node));
-  task.node_selector = {{"disk", "hdd"}};
+  task.mutable_shape().node_selector = {{"disk", "hdd"}};
   EXPECT_FALSE(kiln_std_required_node_affinity_matches(&task, &node));
-  task.node_selector.clear();
+  task.mutable_shape().node_selector.clear();
   NodeSelectorTerm wrong, right;
   wrong.match_expressions = {Req("zone", "In", {"b"})};
   right.match_expressions = {Req("zone", "In", {"a"}), Req("disk", "Exists")};
-  task.affinity.node_affinity = NodeAffinity{};
-  task.affinity.node_affinity->required = std::vector<NodeSelectorTerm>{wrong};
+  task.mutable_shape().affinity.node_affinity = NodeAffinity{};
+  task.mutable_shape().affinity.node_affinity->required = std::vector<NodeSelectorTerm>{wrong};
   EXPECT_FALSE(kiln_std_required_node_affinity_matches(&task, &node));
-  task.affinity.node_affinity->required = std::vector<NodeSelectorTerm>{wrong, right};
+  task.mutable_shape().affinity.node_affinity->required = std::vector<NodeSelectorTerm>{wrong, right};
   EXPECT_TRUE(kiln_std_required_node_affinity_matches(&task, &node)) << "terms are ORed";
-  task.affinity.node_affinity->required = std::vector<NodeSelectorTerm>{};
+  task.mutable_shape().affinity.node_affinity->required = std::vector<NodeSelectorTerm>{};
   EXPECT_FALSE(kiln_std_required_node_affinity_matches(&task, &node)) << "no term: nothing";
 }
 
@@ -177,17 +177,17 @@ double Score(const std::string& body, Task& task, Node& node) {
 TEST(StdlibK8s, PoliciesCallTheHelpersOnViewsAndLabelMaps) {
   Task task;
   task.namespace_ = "a";
-  task.labels = {{"app", "web"}};
-  task.node_selector = {{"zone", "a"}};
+  task.mutable_shape().labels = {{"app", "web"}};
+  task.mutable_shape().node_selector = {{"zone", "a"}};
   Toleration tol;
   tol.key = "dedicated";
   tol.op = "Exists";
   tol.effect = "NoSchedule";
-  task.tolerations = {tol};
+  task.mutable_shape().tolerations = {tol};
   PodAffinityTerm term;
   term.label_selector = LabelSelector{{{"app", "web"}}, {}};
   term.topology_key = "zone";
-  task.affinity.pod_anti_affinity = PodAffinity{{term}, {}};
+  task.mutable_shape().affinity.pod_anti_affinity = PodAffinity{{term}, {}};
   Node node;
   node.name = "n1";
   node.labels = {{"zone", "a"}, {"cores", "16"}};
@@ -228,8 +228,8 @@ TEST(StdlibK8s, PoliciesMatchNodeTermsAndRequirements) {
   NodeSelectorTerm term;
   term.match_expressions = {Req("cores", "Gt", {"8"})};
   term.match_fields = {Req("metadata.name", "In", {"n1"})};
-  task.affinity.node_affinity = NodeAffinity{};
-  task.affinity.node_affinity->required = std::vector<NodeSelectorTerm>{term};
+  task.mutable_shape().affinity.node_affinity = NodeAffinity{};
+  task.mutable_shape().affinity.node_affinity->required = std::vector<NodeSelectorTerm>{term};
   Node node;
   node.name = "n1";
   node.labels = {{"cores", "16"}};
