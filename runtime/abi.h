@@ -70,6 +70,12 @@ struct DerivedJobBool {
   Rule rule;
   size_t terms[3];
 };
+// The dense `index` (int64_t, -1 outside a cluster) of each view a policy map may be keyed by:
+// view-keyed maps keep a table by it (compiler/codegen/runtime_support.cc, KMap::dense).
+inline constexpr size_t kTaskIndexOffset = offsetof(Task, index);
+inline constexpr size_t kJobIndexOffset = offsetof(Job, index);
+inline constexpr size_t kNodeIndexOffset = offsetof(Node, index);
+inline constexpr size_t kQueueIndexOffset = offsetof(Queue, index);
 inline constexpr size_t kJobMinAvailableOffset = offsetof(Job, min_available);
 inline constexpr size_t kJobTaskMinAvailableTotalOffset = offsetof(Job, task_min_available_total);
 inline constexpr DerivedJobBool kJobIsReady{

@@ -395,7 +395,21 @@ class Lowering {
   Value* NewMap(const Type* t) {
     int32_t key_kind = IsKind(t->key, TypeKind::String) ? 1 : 0;
     auto size = static_cast<int32_t>(SizeOf(Ty(t->elem)));
+    if (int32_t off = ViewIndexOffset(t->key); off >= 0)
+      return CallRt("kiln_rt_map_new_view", ptr_, {b_.getInt32(size), b_.getInt32(off)}, true);
     return CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(key_kind), b_.getInt32(size)}, true);
+  }
+  // Where a map key's view keeps its dense index (runtime/abi.h), or -1 for keys that are not
+  // views of the cluster: maps keyed by these keep a dense table (runtime_support.h, KMap).
+  static int32_t ViewIndexOffset(const Type* key) {
+    if (!key) return -1;
+    switch (key->kind) {
+      case TypeKind::Task: return static_cast<int32_t>(kTaskIndexOffset);
+      case TypeKind::Job: return static_cast<int32_t>(kJobIndexOffset);
+      case TypeKind::Node: return static_cast<int32_t>(kNodeIndexOffset);
+      case TypeKind::Queue: return static_cast<int32_t>(kQueueIndexOffset);
+      default: return -1;
+    }
   }
 
   Value* MakeOptional(const Type* opt, Value* payload) {
@@ -950,6 +964,66 @@ class Lowering {
     return fn;
   }
 
+  // `kiln.map.find_v(map, key, value_size, index_offset)`: kiln.map.find_i for a view-keyed map.
+  // Past the linear limit the dense table answers first: the key's index (read from the view at
+  // `index_offset`), the table's entry for it, and the key stored at that entry, which must be the
+  // key looked up; anything else (no table yet, an index outside it, an empty or shared slot)
+  // goes to find_i. Always inlined, so the offset and value size fold to constants.
+  Function* MapFindViewFn() {
+    if (map_find_v_) return map_find_v_;
+    Function* fn = PureHelper("kiln.map.find_v",
+                              llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_, i64_}, false),
+                              /*always_inline=*/true);
+    llvm::IRBuilder<> b(ctx_);
+    Value* map = fn->getArg(0);
+    Value* key = fn->getArg(1);
+    Value* value_size = fn->getArg(2);
+    Value* index_offset = fn->getArg(3);
+    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
+    auto* has_table = BasicBlock::Create(ctx_, "has_table", fn);
+    auto* has_key = BasicBlock::Create(ctx_, "has_key", fn);
+    auto* in_table = BasicBlock::Create(ctx_, "in_table", fn);
+    auto* candidate = BasicBlock::Create(ctx_, "candidate", fn);
+    auto* hit = BasicBlock::Create(ctx_, "hit", fn);
+    auto* generic = BasicBlock::Create(ctx_, "generic", fn);
+    b.SetInsertPoint(entry);
+    Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
+    Value* dense = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapDenseOffset));
+    b.CreateCondBr(b.CreateAnd(b.CreateICmpSGT(size, b.getInt64(kMapLinearLimit)),
+                               b.CreateIsNotNull(dense)),
+                   has_table, generic);
+    b.SetInsertPoint(has_table);
+    b.CreateCondBr(b.CreateICmpNE(key, b.getInt64(0)), has_key, generic);
+    b.SetInsertPoint(has_key);
+    Value* view = b.CreateIntToPtr(key, ptr_);
+    Value* idx = b.CreateLoad(i64_, b.CreateGEP(i8_, view, index_offset));
+    Value* dense_size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapDenseSizeOffset));
+    b.CreateCondBr(b.CreateICmpULT(idx, dense_size), in_table, generic);
+    b.SetInsertPoint(in_table);
+    Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, dense, idx));
+    Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
+    // e == 0 (no entry) makes `at` -1, which is not below size either.
+    b.CreateCondBr(b.CreateICmpULT(at, size), candidate, generic);
+    b.SetInsertPoint(candidate);
+    Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
+    Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
+    b.CreateCondBr(b.CreateICmpEQ(k, key), hit, generic);
+    b.SetInsertPoint(hit);
+    Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
+    b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
+    b.SetInsertPoint(generic);
+    b.CreateRet(b.CreateCall(MapFindIntFn(), {map, key, value_size}));
+    map_find_v_ = fn;
+    return fn;
+  }
+
+  // find_v for view-keyed maps, find_i for the other int-keyed ones.
+  Value* FindIntKey(const Type* mt, Value* map, Value* k, Value* value_size) {
+    if (int32_t off = ViewIndexOffset(mt->key); off >= 0)
+      return b_.CreateCall(MapFindViewFn(), {map, k, value_size, b_.getInt64(off)});
+    return b_.CreateCall(MapFindIntFn(), {map, k, value_size});
+  }
+
   // Slot of `key` in a map (inserting the value type's zero value when asked), or null.
   Value* MapSlot(const Type* mt, Value* map, Value* key, const Type* key_type, bool insert,
                  const Type* vt) {
@@ -959,7 +1033,7 @@ class Lowering {
       if (string_key)
         return CallRt("kiln_rt_map_find_s", ptr_,
                       {map, b_.CreateExtractValue(key, {0}), b_.CreateExtractValue(key, {1})});
-      return b_.CreateCall(MapFindIntFn(), {map, KeyInt(key, key_type), value_size});
+      return FindIntKey(mt, map, KeyInt(key, key_type), value_size);
     }
     Value* inserted = Alloca(i8_);
     Value* slot = nullptr;
@@ -971,7 +1045,7 @@ class Lowering {
     } else {
       // Found inline, or inserted by the host (which may grow the map, so it allocates).
       Value* k = KeyInt(key, key_type);
-      Value* found = b_.CreateCall(MapFindIntFn(), {map, k, value_size});
+      Value* found = FindIntKey(mt, map, k, value_size);
       b_.CreateStore(b_.getInt8(0), inserted);
       BasicBlock* pre = b_.GetInsertBlock();
       BasicBlock* miss = BasicBlock::Create(ctx_, "map.insert", fn_);
@@ -2796,6 +2870,7 @@ class Lowering {
   llvm::GlobalVariable* empty_resource_ = nullptr;
   Function* map_find_i_ = nullptr;
   Function* map_probe_i_ = nullptr;
+  Function* map_find_v_ = nullptr;
   Function* str_eq_ = nullptr;
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;

@@ -48,6 +48,14 @@ struct KMap {
   Arena* arena = nullptr;
   MapKeyKind key_kind = MapKeyKind::Int;
   int32_t value_size = 0;
+  // View-keyed maps past kLinearLimit: entry + 1 per view index (0 = none), so that JIT'd code
+  // finds a job's entry with one load instead of a hash probe. A hint only: a lookup takes the
+  // entry when its key is the key looked up and asks the hash index otherwise, so keys whose
+  // index is negative, shared with another key, or far beyond the map's size (no table is grown
+  // for those) are still found.
+  int32_t* dense = nullptr;
+  int64_t dense_size = 0;
+  int32_t view_index_offset = -1;  // of the key's `index` (runtime/abi.h); -1: not view-keyed
 
   void* slot(int64_t i) { return values + i * value_size; }
 
@@ -126,9 +134,42 @@ struct KMap {
     while (index[b] != 0) b = (b + 1) & index_mask;
     index[b] = static_cast<int32_t>(i + 1);
   }
+  int64_t ViewIndexOf(int64_t key) const {
+    if (key == 0) return -1;
+    int64_t v;
+    std::memcpy(&v, reinterpret_cast<const char*>(key) + view_index_offset, sizeof v);
+    return v;
+  }
+  // Enters entry i in the dense table, growing it (and entering every entry again) when its
+  // view index is past the end but within twice the map's size: a table is at most ~4 × size.
+  void DenseEntry(int64_t i) {
+    const int64_t v = ViewIndexOf(int_keys[i]);
+    if (v < 0) return;
+    if (v < dense_size) {
+      if (dense[v] == 0) dense[v] = static_cast<int32_t>(i + 1);
+      return;
+    }
+    if (v >= 2 * size + 64) return;
+    int64_t n = 64;
+    while (n <= v) n *= 2;
+    dense = static_cast<int32_t*>(arena->Allocate(static_cast<size_t>(n) * sizeof(int32_t), 16));
+    std::memset(dense, 0, static_cast<size_t>(n) * sizeof(int32_t));
+    dense_size = n;
+    for (int64_t j = 0; j < size; ++j) {
+      const int64_t w = ViewIndexOf(int_keys[j]);
+      if (w >= 0 && w < n && dense[w] == 0) dense[w] = static_cast<int32_t>(j + 1);
+    }
+  }
   // Keeps the index at most half full once the map is past the linear limit.
   void MaybeReindex() {
     if (size <= kLinearLimit) return;
+    if (view_index_offset >= 0) {
+      if (size == kLinearLimit + 1) {  // just past the limit: the entries so far too
+        for (int64_t j = 0; j < size; ++j) DenseEntry(j);
+      } else {
+        DenseEntry(size - 1);
+      }
+    }
     if (index && size * 2 <= index_mask + 1) {
       IndexEntry(size - 1);
       return;
@@ -166,7 +207,9 @@ struct KMap {
 
 static_assert(offsetof(KMap, size) == kMapSizeOffset && offsetof(KMap, int_keys) == kMapIntKeysOffset &&
               offsetof(KMap, values) == kMapValuesOffset && offsetof(KMap, index) == kMapIndexOffset &&
-              offsetof(KMap, index_mask) == kMapIndexMaskOffset);
+              offsetof(KMap, index_mask) == kMapIndexMaskOffset &&
+              offsetof(KMap, dense) == kMapDenseOffset &&
+              offsetof(KMap, dense_size) == kMapDenseSizeOffset);
 static_assert(std::is_trivially_destructible_v<KMap>);
 
 namespace {
@@ -411,6 +454,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
       KILN_SYM(kiln_rt_str_of_int),     KILN_SYM(kiln_rt_str_of_float),
       KILN_SYM(kiln_rt_str_copy),       KILN_SYM(kiln_rt_str_split),       KILN_SYM(kiln_rt_map_new),
+      KILN_SYM(kiln_rt_map_new_view),
       KILN_SYM(kiln_rt_map_find_i),     KILN_SYM(kiln_rt_map_find_s),
       KILN_SYM(kiln_rt_map_slot_i),     KILN_SYM(kiln_rt_map_slot_s),
       KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
@@ -586,6 +630,14 @@ void* kiln_rt_map_new(int32_t key_kind, int32_t value_size) {
   return Guard<void*>(nullptr, [&] { return CurrentArena()->NewMap(key_kind, value_size); });
 }
 
+void* kiln_rt_map_new_view(int32_t value_size, int32_t index_offset) {
+  return Guard<void*>(nullptr, [&] {
+    KMap* m = CurrentArena()->NewMap(static_cast<int32_t>(MapKeyKind::Int), value_size);
+    m->view_index_offset = index_offset;
+    return m;
+  });
+}
+
 void* kiln_rt_map_find_i(void* map, int64_t key) {
   auto* m = static_cast<KMap*>(map);
   int64_t i = m->FindInt(key);
@@ -637,6 +689,7 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
     const auto* src = static_cast<const KMap*>(map);
     KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
                                                    src->value_size);
+    dst->view_index_offset = src->view_index_offset;
     for (int64_t i = 0; i < src->size; ++i) {
       int64_t at = src->key_kind == MapKeyKind::Int
                        ? dst->InsertInt(src->int_keys[i])

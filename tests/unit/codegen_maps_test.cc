@@ -113,6 +113,59 @@ on job_order(l: Job, r: Job) -> int {
   EXPECT_EQ(order(&l->ctx, jobs[2].get(), jobs[37].get()), 0);   // 3 vs 3
 }
 
+// Past the linear limit a map keyed by a view also keeps a table by the view's dense index
+// (KMap::dense), which a lookup takes only when the key stored at that entry is the key looked
+// up. Jobs inserted out of index order, jobs sharing an index, with index -1 or far beyond the
+// map's size, and absent jobs whose index has an entry: every present job reads its own count,
+// every absent one 0 — a lookup that trusted the table without checking the key, or that missed
+// keys the table does not hold, fails.
+TEST(CodegenMaps, DenseTableOfAViewKeyedMapIsOnlyAHint) {
+  auto l = Load(R"(policy dense;
+state seen: map<Job, int>;
+on allocate(task: Task) {
+  seen[task.job] += 1;
+}
+on job_order(l: Job, r: Job) -> int {
+  return seen[l] - seen[r];
+}
+)");
+  ASSERT_TRUE(l);
+  auto index_of = [](int j) -> int64_t {
+    if (j < 250) return (j * 97) % 250;            // a permutation: inserted out of order
+    if (j < 270) return j - 250;                   // shares an index with a job above
+    if (j < 285) return -1;                        // outside any cluster
+    return int64_t{1'000'000'000} + j;             // far beyond the map's size
+  };
+  std::vector<std::unique_ptr<Job>> jobs, absent;
+  std::vector<std::unique_ptr<Task>> tasks;
+  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
+  for (int j = 0; j < 300; ++j) {
+    jobs.push_back(std::make_unique<Job>());
+    jobs.back()->index = index_of(j);
+    for (int k = 0; k <= j % 7; ++k) {
+      tasks.push_back(std::make_unique<Task>());
+      tasks.back()->job = jobs.back().get();
+      allocate(&l->ctx, tasks.back().get());
+    }
+  }
+  for (int a = 0; a < 40; ++a) {
+    absent.push_back(std::make_unique<Job>());
+    absent.back()->index = a < 30 ? (a * 97) % 250 : -1;  // the first 30 collide with present jobs
+  }
+  // job_order answers a sign: comparing with jobs 0..6 (counts 1..7) and an absent job pins
+  // each count exactly.
+  auto order = l->Fn<ExtensionPoint::JobOrder>();
+  auto sign = [](int v) { return (v > 0) - (v < 0); };
+  auto expect_count = [&](const Job* job, int count, const std::string& what) {
+    EXPECT_EQ(order(&l->ctx, job, absent.back().get()), sign(count)) << what;
+    for (int k = 0; k < 7; ++k)
+      EXPECT_EQ(order(&l->ctx, job, jobs[k].get()), sign(count - (k + 1))) << what << " vs " << k;
+  };
+  for (int j = 0; j < 300; ++j) expect_count(jobs[j].get(), j % 7 + 1, "job " + std::to_string(j));
+  for (size_t a = 0; a < absent.size(); ++a)
+    expect_count(absent[a].get(), 0, "absent job " + std::to_string(a));
+}
+
 // Victims chosen per job like gang's rule (keep 2 per job), over more jobs than the linear limit,
 // and the same set returned in reverse order (not a subsequence of the candidates: the host
 // marks it).
