@@ -396,7 +396,9 @@ class Lowering {
     int32_t key_kind = IsKind(t->key, TypeKind::String) ? 1 : 0;
     auto size = static_cast<int32_t>(SizeOf(Ty(t->elem)));
     if (int32_t off = ViewIndexOffset(t->key); off >= 0)
-      return CallRt("kiln_rt_map_new_view", ptr_, {b_.getInt32(size), b_.getInt32(off)}, true);
+      return CallRt("kiln_rt_map_new_view", ptr_,
+                    {b_.getInt32(size), b_.getInt32(off), b_.getInt32(in_state_init_ ? 1 : 0)},
+                    true);
     return CallRt("kiln_rt_map_new", ptr_, {b_.getInt32(key_kind), b_.getInt32(size)}, true);
   }
   // Where a map key's view keeps its dense index (runtime/abi.h), or -1 for keys that are not
@@ -965,7 +967,8 @@ class Lowering {
   }
 
   // `kiln.map.find_v(map, key, value_size, index_offset)`: kiln.map.find_i for a view-keyed map.
-  // Past the linear limit the dense table answers first: the key's index (read from the view at
+  // Once the map has a dense table (past the linear limit; a state map's from its first entry)
+  // it answers first: the key's index (read from the view at
   // `index_offset`), the table's entry for it, and the key stored at that entry, which must be the
   // key looked up; anything else (no table yet, an index outside it, an empty or shared slot)
   // goes to find_i. Always inlined, so the offset and value size fold to constants.
@@ -989,9 +992,7 @@ class Lowering {
     b.SetInsertPoint(entry);
     Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
     Value* dense = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapDenseOffset));
-    b.CreateCondBr(b.CreateAnd(b.CreateICmpSGT(size, b.getInt64(kMapLinearLimit)),
-                               b.CreateIsNotNull(dense)),
-                   has_table, generic);
+    b.CreateCondBr(b.CreateIsNotNull(dense), has_table, generic);
     b.SetInsertPoint(has_table);
     b.CreateCondBr(b.CreateICmpNE(key, b.getInt64(0)), has_key, generic);
     b.SetInsertPoint(has_key);
@@ -2825,6 +2826,7 @@ class Lowering {
     Value* prev = CallRt("kiln_rt_set_arena", ptr_, {CtxField(kCtxSessionArena, ptr_)});
     Value* state = CallRt("kiln_rt_alloc", ptr_, {b_.getInt64(std::max<uint64_t>(SizeOf(state_ty_), 1))}, true);
     b_.CreateStore(state, b_.CreateStructGEP(ctx_ty_, ictx_, kCtxState));
+    in_state_init_ = true;  // view-keyed maps made here keep their dense table from the start
     for (const ast::StateDecl* s : policy_.All<ast::StateDecl>()) {
       const Type* t = s->declared.resolved;
       Value* v = s->init ? Coerce(Emit(*s->init), s->init->type, t) : ZeroOf(t);
@@ -2832,6 +2834,7 @@ class Lowering {
       if (s->init && in_place_.vars.count(s)) v = Persist(v, t);
       b_.CreateStore(v, StatePtr(s));
     }
+    in_state_init_ = false;
     CallRt("kiln_rt_set_arena", ptr_, {prev});
     b_.CreateRetVoid();
   }
@@ -2871,6 +2874,7 @@ class Lowering {
   Function* map_find_i_ = nullptr;
   Function* map_probe_i_ = nullptr;
   Function* map_find_v_ = nullptr;
+  bool in_state_init_ = false;  // emitting kiln.state_init
   Function* str_eq_ = nullptr;
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;

@@ -56,6 +56,9 @@ struct KMap {
   int32_t* dense = nullptr;
   int64_t dense_size = 0;
   int32_t view_index_offset = -1;  // of the key's `index` (runtime/abi.h); -1: not view-keyed
+  // A state map keeps its table from the first entry (a few queues are read through it on every
+  // queue_order call); other maps only past kLinearLimit, where the inline scan stops.
+  bool dense_eager = false;
 
   void* slot(int64_t i) { return values + i * value_size; }
 
@@ -162,14 +165,14 @@ struct KMap {
   }
   // Keeps the index at most half full once the map is past the linear limit.
   void MaybeReindex() {
-    if (size <= kLinearLimit) return;
-    if (view_index_offset >= 0) {
-      if (size == kLinearLimit + 1) {  // just past the limit: the entries so far too
+    if (view_index_offset >= 0 && (dense_eager || size > kLinearLimit)) {
+      if (!dense_eager && size == kLinearLimit + 1) {  // just past the limit: the earlier ones too
         for (int64_t j = 0; j < size; ++j) DenseEntry(j);
       } else {
         DenseEntry(size - 1);
       }
     }
+    if (size <= kLinearLimit) return;
     if (index && size * 2 <= index_mask + 1) {
       IndexEntry(size - 1);
       return;
@@ -630,10 +633,11 @@ void* kiln_rt_map_new(int32_t key_kind, int32_t value_size) {
   return Guard<void*>(nullptr, [&] { return CurrentArena()->NewMap(key_kind, value_size); });
 }
 
-void* kiln_rt_map_new_view(int32_t value_size, int32_t index_offset) {
+void* kiln_rt_map_new_view(int32_t value_size, int32_t index_offset, int32_t eager) {
   return Guard<void*>(nullptr, [&] {
     KMap* m = CurrentArena()->NewMap(static_cast<int32_t>(MapKeyKind::Int), value_size);
     m->view_index_offset = index_offset;
+    m->dense_eager = eager != 0;
     return m;
   });
 }
@@ -690,6 +694,7 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
     KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
                                                    src->value_size);
     dst->view_index_offset = src->view_index_offset;
+    dst->dense_eager = src->dense_eager;
     for (int64_t i = 0; i < src->size; ++i) {
       int64_t at = src->key_kind == MapKeyKind::Int
                        ? dst->InsertInt(src->int_keys[i])

@@ -96,8 +96,8 @@ inline constexpr int kMapValuesOffset = 16;
 // entry+1 per bucket at kMapIndexOffset, the mask at kMapIndexMaskOffset, and KMap::HashInt.
 inline constexpr int kMapIndexOffset = 40;
 inline constexpr int kMapIndexMaskOffset = 48;
-// A map keyed by a view (task, job, node, queue) also keeps, once past kMapLinearLimit, a dense
-// table: int32 entry+1 per view index at kMapDenseOffset, its length at kMapDenseSizeOffset.
+// A map keyed by a view (task, job, node, queue) also keeps, once past kMapLinearLimit (a state
+// map: from its first entry), a dense table: int32 entry+1 per view index at kMapDenseOffset, its length at kMapDenseSizeOffset.
 // JIT'd code reads the key's index at the view's index offset (runtime/abi.h), then the table,
 // and takes the entry only when the key stored there is the key looked up: the table is a hint,
 // and anything it misses goes to the hash index.
@@ -147,8 +147,9 @@ void kiln_rt_str_split(const char* s, int64_t n, const char* sep, int64_t sepn, 
 
 // ---- maps ----
 void* kiln_rt_map_new(int32_t key_kind, int32_t value_size);
-// An int-keyed map whose keys are views with their dense index at `index_offset` (KMap::dense).
-void* kiln_rt_map_new_view(int32_t value_size, int32_t index_offset);
+// An int-keyed map whose keys are views with their dense index at `index_offset` (KMap::dense);
+// `eager` (state maps): the table is kept from the first entry, not only past kMapLinearLimit.
+void* kiln_rt_map_new_view(int32_t value_size, int32_t index_offset, int32_t eager);
 // Value slot of `key`, or null when absent.
 void* kiln_rt_map_find_i(void* map, int64_t key);
 void* kiln_rt_map_find_s(void* map, const char* key, int64_t len);
