@@ -968,10 +968,10 @@ class Lowering {
 
   // `kiln.map.find_v(map, key, value_size, index_offset)`: kiln.map.find_i for a view-keyed map.
   // Once the map has a dense table (past the linear limit; a state map's from its first entry)
-  // it answers first: the key's index (read from the view at
-  // `index_offset`), the table's entry for it, and the key stored at that entry, which must be the
-  // key looked up; anything else (no table yet, an index outside it, an empty or shared slot)
-  // goes to find_i. Always inlined, so the offset and value size fold to constants.
+  // it answers first: the key's index (read from the view at `index_offset`), the table's entry
+  // for it, and the key stored at that entry, which must be the key looked up; anything else (no
+  // table yet, an index outside it, an empty or shared slot) goes to find_i. Always inlined, so
+  // the offset and value size fold to constants.
   Function* MapFindViewFn() {
     if (map_find_v_) return map_find_v_;
     Function* fn = PureHelper("kiln.map.find_v",

@@ -48,8 +48,8 @@ struct KMap {
   Arena* arena = nullptr;
   MapKeyKind key_kind = MapKeyKind::Int;
   int32_t value_size = 0;
-  // View-keyed maps past kLinearLimit: entry + 1 per view index (0 = none), so that JIT'd code
-  // finds a job's entry with one load instead of a hash probe. A hint only: a lookup takes the
+  // View-keyed maps past kLinearLimit (state maps from the first entry): entry + 1 per view
+  // index (0 = none), so that JIT'd code finds a job's entry with one load, not a hash probe. A hint only: a lookup takes the
   // entry when its key is the key looked up and asks the hash index otherwise, so keys whose
   // index is negative, shared with another key, or far beyond the map's size (no table is grown
   // for those) are still found.
@@ -143,25 +143,23 @@ struct KMap {
     std::memcpy(&v, reinterpret_cast<const char*>(key) + view_index_offset, sizeof v);
     return v;
   }
-  // Enters entry i in the dense table, growing it (and entering every entry again) when its
-  // view index is past the end but within twice the map's size: a table is at most ~4 × size.
+  // Enters entry i in the dense table unless its slot is taken (the first key of an index keeps
+  // it); a view index past the end but within twice the map's size first grows the table and
+  // enters every entry again, so a table is at most ~4 × size.
   void DenseEntry(int64_t i) {
     const int64_t v = ViewIndexOf(int_keys[i]);
     if (v < 0) return;
-    if (v < dense_size) {
-      if (dense[v] == 0) dense[v] = static_cast<int32_t>(i + 1);
+    if (v >= dense_size) {
+      if (v >= 2 * size + 64) return;
+      int64_t n = 64;
+      while (n <= v) n *= 2;
+      dense = static_cast<int32_t*>(arena->Allocate(static_cast<size_t>(n) * sizeof(int32_t), 16));
+      std::memset(dense, 0, static_cast<size_t>(n) * sizeof(int32_t));
+      dense_size = n;
+      for (int64_t j = 0; j < size; ++j) DenseEntry(j);
       return;
     }
-    if (v >= 2 * size + 64) return;
-    int64_t n = 64;
-    while (n <= v) n *= 2;
-    dense = static_cast<int32_t*>(arena->Allocate(static_cast<size_t>(n) * sizeof(int32_t), 16));
-    std::memset(dense, 0, static_cast<size_t>(n) * sizeof(int32_t));
-    dense_size = n;
-    for (int64_t j = 0; j < size; ++j) {
-      const int64_t w = ViewIndexOf(int_keys[j]);
-      if (w >= 0 && w < n && dense[w] == 0) dense[w] = static_cast<int32_t>(j + 1);
-    }
+    if (dense[v] == 0) dense[v] = static_cast<int32_t>(i + 1);
   }
   // Keeps the index at most half full once the map is past the linear limit.
   void MaybeReindex() {

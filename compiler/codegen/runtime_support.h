@@ -97,8 +97,8 @@ inline constexpr int kMapValuesOffset = 16;
 inline constexpr int kMapIndexOffset = 40;
 inline constexpr int kMapIndexMaskOffset = 48;
 // A map keyed by a view (task, job, node, queue) also keeps, once past kMapLinearLimit (a state
-// map: from its first entry), a dense table: int32 entry+1 per view index at kMapDenseOffset, its length at kMapDenseSizeOffset.
-// JIT'd code reads the key's index at the view's index offset (runtime/abi.h), then the table,
+// map: from its first entry), a dense table: int32 entry+1 per view index at kMapDenseOffset,
+// its length at kMapDenseSizeOffset. JIT'd code reads the key's index at the view's index offset (runtime/abi.h), then the table,
 // and takes the entry only when the key stored there is the key looked up: the table is a hint,
 // and anything it misses goes to the hash index.
 inline constexpr int kMapDenseOffset = 72;
