@@ -95,7 +95,8 @@ void SimulatedCluster::NoteJob(const PodGroupSpec& g) {
   JobRecord& r = jobs_[g.Uid()];
   r.uid = g.Uid();
   r.queue = g.queue;
-  r.arrival = g.creation_time;
+  // A PodGroup created at Go's zero time has no known arrival: it was there when the trace began.
+  r.arrival = g.creation_time == kZeroTime ? spec_.now : g.creation_time;
 }
 
 void SimulatedCluster::Arrive(TimeNs now) {
