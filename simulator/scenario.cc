@@ -1140,14 +1140,19 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
   TRY(CheckUnique<PodGroupSpec>(r_, spec.cluster.pod_groups, "podGroup",
                                 [](const PodGroupSpec& o) { return o.Uid(); }));
   // A pod that a call names and whose group is not defined is a task of no job (the contract's
-  // "a candidate need not belong to a job"): it leaves the cluster and is handed to the calls.
+  // "a candidate need not belong to a job"). One on a node stays in the cluster, as Volcano's
+  // cache keeps it (a job without a PodGroup that the snapshot skips, its pods still on their
+  // nodes), and the calls find it among the cluster's tasks of no job. One on no node would not
+  // be in the cluster at all: it leaves the cluster and is handed to the calls.
   if (!call_refs_.empty()) {
-    std::unordered_set<std::string> defined, called;
+    std::unordered_set<std::string> defined, called, nodes;
     for (const auto& g : spec.cluster.pod_groups) defined.insert(g.Uid());
+    for (const auto& n : spec.cluster.nodes) nodes.insert(n.name);
     for (const auto& ref : call_refs_)
       if (ref.kind == RefKind::Pod) called.insert(ref.name);
     std::erase_if(spec.cluster.pods, [&](PodSpec& p) {
       if (defined.count(p.JobUid()) || !called.count(p.Key())) return false;
+      if (nodes.count(p.node) && !CompletedStatus(TaskStatusOf(p))) return false;
       spec.detached_pods.push_back(std::move(p));
       return true;
     });

@@ -46,15 +46,19 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(ScenarioSpec spec, Schedule
   sim->registry_ = std::move(*registry);
   sim->calls_ = sim->state().calls;
   if (!sim->state().detached_pods.empty()) {
+    // Pods of one missing group are tasks of one job without a PodGroup, as in Volcano's cache;
+    // each keeps the status its phase gives (a Running pod stays Running, on no node).
     ClusterSpec detached;
+    std::unordered_set<std::string> groups;
     for (PodSpec pod : sim->state().detached_pods) {
       pod.node.clear();
-      pod.phase = PodPhase::Pending;
-      PodGroupSpec g;
-      g.name = pod.group;
-      g.namespace_ = pod.namespace_;
-      g.queue = "";  // no such queue: Link drops the job and keeps the task as one of no job
-      detached.pod_groups.push_back(std::move(g));
+      if (groups.insert(pod.JobUid()).second) {
+        PodGroupSpec g;
+        g.name = pod.group;
+        g.namespace_ = pod.namespace_;
+        g.queue = "";  // no such queue: Link drops the job and keeps the task as one of no job
+        detached.pod_groups.push_back(std::move(g));
+      }
       detached.pods.push_back(std::move(pod));
     }
     auto built = BuildCluster(detached);
