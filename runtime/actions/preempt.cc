@@ -9,11 +9,12 @@
 //   2. For each queue in QueueOrder — phase 1, between jobs of the queue: pop the best preemptor
 //      job; in one statement, while it is starving and has tasks, preempt for its next task with
 //      victims that are Bound/Running, preemptable, BestEffort when the preemptor is BestEffort,
-//      and belong to another job of the same queue. Commit when the job is then JobPipelined
-//      (and re-queue it if its last task was placed), else discard and drop the job.
+//      and belong to another job of the same queue. Commit when the job is then JobPipelined,
+//      else discard; either way the job is done (Volcano at ed72c7c8 no longer re-queues it).
 //   3. Phase 2, inside jobs: for every under-request job of this queue (volcano-semantics.md
 //      §4.4's underRequest[q]), a fresh heap of its Pending tasks; preempt for each task with
-//      victims of the same job, committing each success; stop the job at the first failure.
+//      victims of the same job, committing each success; discard and stop the job at the first
+//      failure.
 //      Volcano once iterated every queue's under-request jobs here, overwriting their phase-1
 //      heaps; a later queue's phase 1 then lost tasks or, with a separate heap, met tasks phase 2
 //      had pipelined meanwhile. Current Volcano keeps phase 2 inside the queue, as here.
@@ -101,11 +102,10 @@ class PreemptRun {
       while (!jobs.Empty()) {
         Job* preemptor_job = jobs.Pop();
         Statement stmt(ssn_);
-        bool assigned = false;
         auto& tasks = preemptor_tasks.at(preemptor_job);
         while (ssn_.JobStarving(preemptor_job) && !tasks.Empty()) {
           Task* preemptor = tasks.Pop();
-          assigned = Preempt(stmt, preemptor, [preemptor, preemptor_job](const Task* v) {
+          Preempt(stmt, preemptor, [preemptor, preemptor_job](const Task* v) {
             if (!PreemptableStatus(v->status)) return false;
             if (preemptor->best_effort && !v->best_effort) return false;
             if (!v->preemptable || v->job == nullptr) return false;
@@ -117,7 +117,6 @@ class PreemptRun {
           continue;
         }
         stmt.Commit();
-        if (assigned) jobs.Push(preemptor_job);
       }
 
       // 3. Phase 2: inside each starving job of this queue.
@@ -132,8 +131,11 @@ class PreemptRun {
             if (!v->preemptable) return false;
             return v->job == preemptor->job;
           });
+          if (!assigned) {
+            stmt.Discard();
+            break;
+          }
           stmt.Commit();
-          if (!assigned) break;
         }
       }
     }
@@ -225,11 +227,14 @@ class PreemptRun {
         node_stmt.Discard();
         continue;
       }
-      // A failed pipeline is not retried here: the next cycle corrects it (as Volcano).
+      // A pipeline that fails undoes this node's evictions and the next node is tried.
       if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
-      if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok())
+      if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok()) {
         spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), node->name,
                       s.error().message);
+        node_stmt.Discard();
+        continue;
+      }
       stmt.Merge(node_stmt);
       return true;
     }
