@@ -207,16 +207,8 @@ Result<SessionResult> Simulator::RunCycle() {
 void Simulator::ObserveSession(Session& ssn) {
   // Each queue's deserved share as the first plugin that shows one computes it.
   deserved_.clear();
-  for (const Queue* q : ssn.cluster().queues()) {
-    for (const auto& [plugin, figures] : ShowQueueFigures(ssn, q)) {
-      auto it = std::find_if(figures.begin(), figures.end(), [](const Figure& f) {
-        return f.name == "deserved" && std::holds_alternative<Resource>(f.value);
-      });
-      if (it == figures.end()) continue;
-      deserved_[q->name] = std::get<Resource>(it->value);
-      break;
-    }
-  }
+  for (const Queue* q : ssn.cluster().queues())
+    if (std::optional<Resource> d = ShownDeserved(ssn, q)) deserved_[q->name] = *d;
   digests_.clear();
   if (options_.explain_pending <= 0) return;
   std::unordered_set<std::string> jobs_seen;
