@@ -129,9 +129,13 @@ std::vector<std::string> StrList(const json& o, std::string_view key, const std:
   return out;
 }
 
-TimeNs Time(const json& o, std::string_view key, const std::string& path, TimeNs def) {
+// A time; absent gives `def`. Go's zero time (a time.Time nobody set) gives `zero`: the field's
+// own meaning of "unset" as Volcano reads it.
+TimeNs Time(const json& o, std::string_view key, const std::string& path, TimeNs def,
+            TimeNs zero) {
   std::string s = Str(o, key, path);
   if (s.empty()) return def;
+  if (IsZeroTimestamp(s)) return zero;
   auto t = ParseTimestamp(s);
   if (!t) Fail(path + "." + std::string(key), t.error().message);
   return *t;
@@ -412,7 +416,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
       p.duration = *d;
       p.annotations.erase(it);
     }
-    p.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    p.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
     p.deleting = Member(meta, "deletionTimestamp") != nullptr;
 
     const json& spec = Object(obj, "spec", "pod");
@@ -467,7 +471,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
       out.scheduled_status = Str(conds[i], "status", cp);
       out.scheduled_reason = Str(conds[i], "reason", cp);
       out.scheduled_message = Str(conds[i], "message", cp);
-      if (out.scheduled_status == "True") p.scheduled_at = Time(conds[i], "lastTransitionTime", cp, 0);
+      if (out.scheduled_status == "True") p.scheduled_at = Time(conds[i], "lastTransitionTime", cp, 0, 0);
     }
     return out;
   });
@@ -482,7 +486,7 @@ Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
     const json& meta = Object(obj, "metadata", "node");
     n.labels = Map(meta, "labels", "metadata");
     n.annotations = Map(meta, "annotations", "metadata");
-    n.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    n.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
     const json& spec = Object(obj, "spec", "node");
     n.unschedulable = Bool(spec, "unschedulable", "spec", false);
     const json& taints = Array(spec, "taints", "spec");
@@ -519,7 +523,7 @@ Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
       };
       usage.cpu = pct("cpu");
       usage.memory = pct("memory");
-      usage.metrics_time = Time(u, "metricsTime", path, 0);
+      usage.metrics_time = Time(u, "metricsTime", path, 0, 0);
       n.usage = usage;
       n.annotations.erase(it);
     }
@@ -539,7 +543,7 @@ Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
     const json& meta = Object(obj, "metadata", "podgroup");
     g.labels = Map(meta, "labels", "metadata");
     g.annotations = Map(meta, "annotations", "metadata");
-    g.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    g.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
     const json& spec = Object(obj, "spec", "podgroup");
     g.min_member = Int32(spec, "minMember", "spec", 1);
     const json& mtm = Object(spec, "minTaskMember", "spec");
@@ -562,7 +566,7 @@ Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
       c.type = Str(conds[i], "type", p);
       c.status = Str(conds[i], "status", p);
       c.transition_id = Str(conds[i], "transitionID", p);
-      c.last_transition_time = Time(conds[i], "lastTransitionTime", p, 0);
+      c.last_transition_time = Time(conds[i], "lastTransitionTime", p, 0, 0);
       c.reason = Str(conds[i], "reason", p);
       c.message = Str(conds[i], "message", p);
       g.conditions.push_back(std::move(c));
@@ -580,7 +584,7 @@ Result<QueueSpec> DecodeQueue(const json& obj, ObjectMeta* meta_out) {
     const json& meta = Object(obj, "metadata", "queue");
     q.labels = Map(meta, "labels", "metadata");
     q.annotations = Map(meta, "annotations", "metadata");
-    q.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime);
+    q.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
     const json& spec = Object(obj, "spec", "queue");
     q.weight = OptInt(spec, "weight", "spec").value_or(1);
     q.capability = OptResources(spec, "capability", "spec");
@@ -677,6 +681,7 @@ Result<DecodedNamespace> DecodeNamespace(const json& obj) {
 // Encoding
 
 std::string FormatTimestamp(TimeNs t) {
+  if (t == kZeroTime) return "0001-01-01T00:00:00Z";
   int64_t secs = t / 1'000'000'000;
   int64_t nanos = t % 1'000'000'000;
   if (nanos < 0) {

@@ -279,6 +279,7 @@ CallValue RunOne(Session& ssn, Resolver& res, const CallSpec& c, Task* empty_tas
     case ExtensionPoint::SimulateRemoveTask:
     case ExtensionPoint::SimulateAddTask:
     case ExtensionPoint::SimulatePredicate:
+    case ExtensionPoint::SimulateAllocatable:
       break;
   }
   return Fail(fmt::format("`{}` is not callable", c.fn));

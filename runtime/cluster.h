@@ -56,6 +56,9 @@ struct SessionResult {
     std::string name;
     double allocated_milli_cpu = 0, allocated_memory = 0;
     double request_milli_cpu = 0, request_memory = 0;
+    // What proportion or capacity computed at open (Volcano's plugins record it there); unset
+    // when no plugin computed one, and the exporter then leaves the last value in place.
+    bool has_deserved = false;
     double deserved_milli_cpu = 0, deserved_memory = 0;
     double capability_milli_cpu = 0, capability_memory = 0;  // 0 when the queue has none
     int64_t weight = 1;

@@ -110,6 +110,14 @@ std::vector<std::pair<std::string, std::vector<Figure>>> ShowQueueFigures(Sessio
   return figures;
 }
 
+std::optional<Resource> ShownDeserved(Session& ssn, const Queue* q) {
+  for (const auto& [plugin, figures] : ShowQueueFigures(ssn, q))
+    for (const Figure& f : figures)
+      if (f.name == "deserved" && std::holds_alternative<Resource>(f.value))
+        return std::get<Resource>(f.value);
+  return std::nullopt;
+}
+
 void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
   // The show handlers report to the session's recorder; at open there is none yet.
   ExplainRecorder scratch;

@@ -203,6 +203,10 @@ TaskExplain ExplainTask(const Session& ssn, const Task* t);
 std::vector<std::pair<std::string, std::vector<Figure>>> ShowQueueFigures(Session& ssn,
                                                                          const Queue* q);
 
+// The `deserved` figure of the first plugin (conf order) that shows one for `q`: what proportion or
+// capacity computed for the queue; nullopt when no plugin computed one (the queue has no jobs).
+std::optional<Resource> ShownDeserved(Session& ssn, const Queue* q);
+
 // Job and queue answers of the session as it stands (also asks each plugin's show handler).
 void ExplainJobsAndQueues(Session& ssn, Explanation& out);
 

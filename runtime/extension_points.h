@@ -48,6 +48,7 @@ namespace kiln {
   X(SimulateRemoveTask, "simulate_remove_task", "enablePreemptable", CallAll,        Nothing,           Void,       Task, Task, Node)       \
   X(SimulateAddTask,  "simulate_add_task",  "enablePreemptable",  CallAll,          Nothing,           Void,       Task, Task, Node)       \
   X(SimulatePredicate, "simulate_predicate", "enablePredicate",   FirstError,       Pass,              Status,     Task, Node)             \
+  X(SimulateAllocatable, "simulate_allocatable", "enabledAllocatable", All,          True,              Bool,       Queue, Task)            \
   X(OnAllocate,       "allocate",           "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \

@@ -36,6 +36,10 @@ struct Queue;
 
 // Nanoseconds since the Unix epoch; 0 = unset.
 using TimeNs = int64_t;
+// Go's zero time.Time ("0001-01-01T00:00:00Z"), what Volcano holds for a creationTimestamp nobody
+// set: before every other time, so it orders first; time arithmetic on it saturates as Go's
+// time.Sub does. (INT64_MIN itself is the scenario's "not written", see cluster_spec.h.)
+inline constexpr TimeNs kZeroTime = INT64_MIN + 1;
 using DurationNs = int64_t;
 
 using StringMap = std::map<std::string, std::string, std::less<>>;

@@ -296,6 +296,20 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   return secs * 1'000'000'000 + frac_ns;
 }
 
+bool IsZeroTimestamp(std::string_view text) {
+  constexpr std::string_view kDate = "0001-01-01";
+  constexpr std::string_view kClock = "00:00:00";
+  if (text.size() < 19 || text.substr(0, 10) != kDate || text.substr(11, 8) != kClock) return false;
+  if (text[10] != 'T' && text[10] != 't' && text[10] != ' ') return false;
+  std::string_view rest = text.substr(19);
+  if (!rest.empty() && rest.front() == '.') {
+    size_t digits = rest.find_first_not_of('0', 1);
+    if (digits == 1 || (digits != std::string_view::npos && IsDigit(rest[digits]))) return false;
+    rest.remove_prefix(digits == std::string_view::npos ? rest.size() : digits);
+  }
+  return rest == "Z" || rest == "z" || rest == "+00:00" || rest == "-00:00";
+}
+
 std::string FormatResourceQuantity(std::string_view name, double v) {
   auto integral = [](double x) { return std::fabs(x - std::round(x)) < 1e-6; };
   if (name == "memory") {

@@ -43,4 +43,9 @@ Result<int64_t> ParseGoDuration(std::string_view text);
 // allowed) to nanoseconds since the Unix epoch. Error: `invalid timestamp "x"`.
 Result<int64_t> ParseTimestamp(std::string_view text);
 
+// Go's zero time.Time as Kubernetes writes a time that was never set: "0001-01-01T00:00:00Z"
+// (also with a zero fraction or a +00:00/-00:00 offset). ParseTimestamp refuses it, as it lies
+// before what nanoseconds since 1970 hold; each reader decides what "unset" means for its field.
+bool IsZeroTimestamp(std::string_view text);
+
 }  // namespace kiln

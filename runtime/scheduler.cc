@@ -6,8 +6,10 @@
 #include <cassert>
 #include <chrono>
 #include <string_view>
+#include <unordered_map>
 
 #include "runtime/actions/action.h"
+#include "runtime/explain.h"
 #include "runtime/invariants.h"
 #include "runtime/session.h"
 #include "runtime/yaml_util.h"
@@ -78,6 +80,11 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   Session ssn(std::move(cluster), conf, now, fmt::format("session-{}", index));
   if (Status s = ssn.Open(registry); !s) return s.error();
   result.open_micros = MicrosSince(start);
+  // Each queue's deserved as the plugins computed it at open, as Volcano's proportion and capacity
+  // record volcano_queue_deserved_* in OnSessionOpen (not the Queue spec's `deserved`).
+  std::unordered_map<const Queue*, Resource> deserved;
+  for (const Queue* q : ssn.cluster().queues())
+    if (std::optional<Resource> r = ShownDeserved(ssn, q)) deserved.emplace(q, *r);
   if (hooks != nullptr && hooks->after_open) hooks->after_open(ssn);
   for (const std::string& name : conf.actions) {
     const Action* action = FindAction(name);
@@ -132,8 +139,11 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     for (const Job* j : q->jobs) request.Add(j->total_request);
     u.request_milli_cpu = request.cpu();
     u.request_memory = request.memory();
-    u.deserved_milli_cpu = q->deserved.cpu();
-    u.deserved_memory = q->deserved.memory();
+    if (auto it = deserved.find(q); it != deserved.end()) {
+      u.has_deserved = true;
+      u.deserved_milli_cpu = it->second.cpu();
+      u.deserved_memory = it->second.memory();
+    }
     if (q->has_capability) {
       u.capability_milli_cpu = q->capability.cpu();
       u.capability_memory = q->capability.memory();

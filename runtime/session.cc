@@ -854,6 +854,10 @@ bool Session::Allocatable(const Queue* q, const Task* t) const {
   return CombineBool<ExtensionPoint::Allocatable>(q, t);
 }
 
+bool Session::SimulateAllocatableFn(const Queue* q, const Task* t) const {
+  return CombineBool<ExtensionPoint::SimulateAllocatable>(q, t);
+}
+
 bool Session::Preemptive(const Queue* q, const Task* t) const {
   return CombineBool<ExtensionPoint::Preemptive>(q, t);
 }

@@ -315,6 +315,9 @@ class Session {
   void SimulateRemoveTask(const Task* preemptor, const Task* victim, const Node* n) const;
   void SimulateAddTask(const Task* preemptor, const Task* victim, const Node* n) const;
   std::optional<FitError> SimulatePredicateFn(const Task* t, const Node* n) const;
+  // Allocatable on the simulated state: whether queue q may take t with the victims removed so
+  // far (plugins that follow simulate_remove_task/simulate_add_task answer on their own account).
+  bool SimulateAllocatableFn(const Queue* q, const Task* t) const;
   std::optional<FitError> PredicateForPreemptAction(const Task* t, const Node* n) const;
   // Scoring of feasible nodes (allocate, backfill, preempt). Σ over plugins; an error aborts the
   // scoring of that task with the plugin named.

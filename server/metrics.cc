@@ -178,8 +178,10 @@ void ServerMetrics::ObserveSession(const SessionResult& s, double e2e_ms) {
     m.q_alloc_mem.Add(l).Set(q.allocated_memory);
     m.q_req_cpu.Add(l).Set(q.request_milli_cpu);
     m.q_req_mem.Add(l).Set(q.request_memory);
-    m.q_des_cpu.Add(l).Set(q.deserved_milli_cpu);
-    m.q_des_mem.Add(l).Set(q.deserved_memory);
+    if (q.has_deserved) {
+      m.q_des_cpu.Add(l).Set(q.deserved_milli_cpu);
+      m.q_des_mem.Add(l).Set(q.deserved_memory);
+    }
     m.q_cap_cpu.Add(l).Set(q.capability_milli_cpu);
     m.q_cap_mem.Add(l).Set(q.capability_memory);
     m.q_weight.Add(l).Set(static_cast<double>(q.weight));

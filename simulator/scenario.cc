@@ -83,9 +83,12 @@ class Loader {
     return out;
   }
 
-  Result<TimeNs> ReadTime(const yaml::Node& n, std::string_view what) {
+  // A time; Go's zero time (an unset time.Time as Kubernetes writes it) reads as `unset`, which
+  // each field chooses as Volcano reads that field unset.
+  Result<TimeNs> ReadTime(const yaml::Node& n, std::string_view what, TimeNs unset) {
     auto text = r_.String(n, what);
     if (!text) return text.error();
+    if (IsZeroTimestamp(*text)) return unset;
     auto t = ParseTimestamp(*text);
     if (!t) return r_.Fail(n, fmt::format("{}: {}", what, t.error().message));
     return *t;
@@ -625,7 +628,7 @@ Status Loader::ReadQueue(const yaml::Node& n, QueueSpec& out) {
          }
          return Status::Ok();
        }},
-      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f, kZeroTime)); }},
   }, out);
   return what ? Status::Ok() : Status(what.error());
 }
@@ -648,7 +651,7 @@ Status Loader::ReadNode(const yaml::Node& n, NodeSpec& out) {
            std::string_view k = kv.first.Scalar();
            std::string field = fmt::format("usage `{}` of node `{}`", k, o.name);
            if (k == "metricsTime") {
-             TRY(Store(u.metrics_time, ReadTime(kv.second, field)));
+             TRY(Store(u.metrics_time, ReadTime(kv.second, field, 0)));
              continue;
            }
            ASSIGN_OR_RETURN(double pct, r_.Number(kv.second, field));
@@ -660,7 +663,7 @@ Status Loader::ReadNode(const yaml::Node& n, NodeSpec& out) {
          o.usage = u;
          return Status::Ok();
        }},
-      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f, kZeroTime)); }},
   }, out));
   if (!n["allocatable"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `allocatable`", what));
   ResourceId pods = kPods;
@@ -700,7 +703,7 @@ Status Loader::ReadPodGroup(const yaml::Node& n, PodGroupSpec& out) {
        }},
       {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
       {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
-      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f, kZeroTime)); }},
   }, out);
   return what ? Status::Ok() : Status(what.error());
 }
@@ -757,8 +760,8 @@ Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
        }},
       {"preemptionPolicy",
        [&](auto& v, auto& f, O& o) { return Store(o.preemption_policy, ReadPreemptionPolicy(v, f)); }},
-      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f)); }},
-      {"scheduledAt", [&](auto& v, auto& f, O& o) { return Store(o.scheduled_at, ReadTime(v, f)); }},
+      {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f, kZeroTime)); }},
+      {"scheduledAt", [&](auto& v, auto& f, O& o) { return Store(o.scheduled_at, ReadTime(v, f, 0)); }},
       {"deleting", [&](auto& v, auto& f, O& o) { return Store(o.deleting, r_.Bool(v, f)); }},
       {"duration", [&](auto& v, auto& f, O& o) -> Status {
          ASSIGN_OR_RETURN(auto text, Str(v, f));
@@ -1137,14 +1140,19 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
   TRY(CheckUnique<PodGroupSpec>(r_, spec.cluster.pod_groups, "podGroup",
                                 [](const PodGroupSpec& o) { return o.Uid(); }));
   // A pod that a call names and whose group is not defined is a task of no job (the contract's
-  // "a candidate need not belong to a job"): it leaves the cluster and is handed to the calls.
+  // "a candidate need not belong to a job"). One on a node stays in the cluster, as Volcano's
+  // cache keeps it (a job without a PodGroup that the snapshot skips, its pods still on their
+  // nodes), and the calls find it among the cluster's tasks of no job. One on no node would not
+  // be in the cluster at all: it leaves the cluster and is handed to the calls.
   if (!call_refs_.empty()) {
-    std::unordered_set<std::string> defined, called;
+    std::unordered_set<std::string> defined, called, nodes;
     for (const auto& g : spec.cluster.pod_groups) defined.insert(g.Uid());
+    for (const auto& n : spec.cluster.nodes) nodes.insert(n.name);
     for (const auto& ref : call_refs_)
       if (ref.kind == RefKind::Pod) called.insert(ref.name);
     std::erase_if(spec.cluster.pods, [&](PodSpec& p) {
       if (defined.count(p.JobUid()) || !called.count(p.Key())) return false;
+      if (nodes.count(p.node) && !CompletedStatus(TaskStatusOf(p))) return false;
       spec.detached_pods.push_back(std::move(p));
       return true;
     });
@@ -1253,6 +1261,8 @@ Status Loader::Load(const yaml::Node& root, std::string_view text, ScenarioSpec&
       ASSIGN_OR_RETURN(spec.source, Str(v, "`source`"));
     }
   }
+  // A zero `now` is a clock nobody set: the default one.
+  if (IsZeroTimestamp(now_text)) now_text = kDefaultNow;
   auto now = ParseTimestamp(now_text);
   if (!now) return r_.Fail(now_node, fmt::format("`now`: {}", now.error().message));
   spec.now = *now;

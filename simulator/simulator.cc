@@ -46,15 +46,19 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(ScenarioSpec spec, Schedule
   sim->registry_ = std::move(*registry);
   sim->calls_ = sim->state().calls;
   if (!sim->state().detached_pods.empty()) {
+    // Pods of one missing group are tasks of one job without a PodGroup, as in Volcano's cache;
+    // each keeps the status its phase gives (a Running pod stays Running, on no node).
     ClusterSpec detached;
+    std::unordered_set<std::string> groups;
     for (PodSpec pod : sim->state().detached_pods) {
       pod.node.clear();
-      pod.phase = PodPhase::Pending;
-      PodGroupSpec g;
-      g.name = pod.group;
-      g.namespace_ = pod.namespace_;
-      g.queue = "";  // no such queue: Link drops the job and keeps the task as one of no job
-      detached.pod_groups.push_back(std::move(g));
+      if (groups.insert(pod.JobUid()).second) {
+        PodGroupSpec g;
+        g.name = pod.group;
+        g.namespace_ = pod.namespace_;
+        g.queue = "";  // no such queue: Link drops the job and keeps the task as one of no job
+        detached.pod_groups.push_back(std::move(g));
+      }
       detached.pods.push_back(std::move(pod));
     }
     auto built = BuildCluster(detached);
@@ -95,7 +99,8 @@ void SimulatedCluster::NoteJob(const PodGroupSpec& g) {
   JobRecord& r = jobs_[g.Uid()];
   r.uid = g.Uid();
   r.queue = g.queue;
-  r.arrival = g.creation_time;
+  // A PodGroup created at Go's zero time has no known arrival: it was there when the trace began.
+  r.arrival = g.creation_time == kZeroTime ? spec_.now : g.creation_time;
 }
 
 void SimulatedCluster::Arrive(TimeNs now) {
@@ -202,16 +207,8 @@ Result<SessionResult> Simulator::RunCycle() {
 void Simulator::ObserveSession(Session& ssn) {
   // Each queue's deserved share as the first plugin that shows one computes it.
   deserved_.clear();
-  for (const Queue* q : ssn.cluster().queues()) {
-    for (const auto& [plugin, figures] : ShowQueueFigures(ssn, q)) {
-      auto it = std::find_if(figures.begin(), figures.end(), [](const Figure& f) {
-        return f.name == "deserved" && std::holds_alternative<Resource>(f.value);
-      });
-      if (it == figures.end()) continue;
-      deserved_[q->name] = std::get<Resource>(it->value);
-      break;
-    }
-  }
+  for (const Queue* q : ssn.cluster().queues())
+    if (std::optional<Resource> d = ShownDeserved(ssn, q)) deserved_[q->name] = *d;
   digests_.clear();
   if (options_.explain_pending <= 0) return;
   std::unordered_set<std::string> jobs_seen;

@@ -9,11 +9,12 @@
 //   2. For each queue in QueueOrder — phase 1, between jobs of the queue: pop the best preemptor
 //      job; in one statement, while it is starving and has tasks, preempt for its next task with
 //      victims that are Bound/Running, preemptable, BestEffort when the preemptor is BestEffort,
-//      and belong to another job of the same queue. Commit when the job is then JobPipelined
-//      (and re-queue it if its last task was placed), else discard and drop the job.
+//      and belong to another job of the same queue. Commit when the job is then JobPipelined,
+//      else discard; either way the job is done (Volcano at ed72c7c8 no longer re-queues it).
 //   3. Phase 2, inside jobs: for every under-request job of this queue (volcano-semantics.md
 //      §4.4's underRequest[q]), a fresh heap of its Pending tasks; preempt for each task with
-//      victims of the same job, committing each success; stop the job at the first failure.
+//      victims of the same job, committing each success; discard and stop the job at the first
+//      failure.
 //      Volcano once iterated every queue's under-request jobs here, overwriting their phase-1
 //      heaps; a later queue's phase 1 then lost tasks or, with a separate heap, met tasks phase 2
 //      had pipelined meanwhile. Current Volcano keeps phase 2 inside the queue, as here.
@@ -29,17 +30,20 @@
 //      evict victims in BuildVictimsPriorityQueue order until Allocatable, InitResreq ≤
 //      FutureIdle and the full PredicateFn all pass (re-run after every eviction, so predicate
 //      obstacles such as pod count are handled); pipeline there and keep the evictions, or undo
-//      them and try the next node;
+//      them and try the next node (also when the pipeline itself fails);
 //   d. topology-aware (enableTopologyAwarePreemption): dry-run victim selection on candidate nodes
 //      in node order until clamp(n·minCandidateNodesPercentage%, minCandidateNodesAbsolute,
 //      maxCandidateNodesAbsolute) nodes have a victim set: remove victims in victim order (with
-//      the plugins' simulate_remove_task) until the preemptor fits — Allocatable, InitResreq ≤
-//      the simulated FutureIdle and simulate_predicate; a node where simulate_predicate still
-//      fails with every victim gone is no candidate; then reprieve, highest priority first, each
-//      victim the preemptor still fits without; pick the node whose highest victim priority is
-//      lowest, then lowest priority sum, then fewest victims, then latest start of the
-//      highest-priority victims, then node order; evict its victims, check
-//      PredicateForPreemptAction once more, and pipeline the preemptor there.
+//      the plugins' simulate_remove_task) until the preemptor fits — simulate_allocatable,
+//      InitResreq ≤ the simulated FutureIdle and simulate_predicate; a node where
+//      simulate_predicate still fails with every victim gone is no candidate; then reprieve,
+//      highest priority first, each victim the preemptor still fits without (a node left with no
+//      victim is no candidate); pick the node whose highest victim priority is lowest, then
+//      lowest priority sum, then fewest victims, then latest start of the highest-priority
+//      victims, then node order; evict its victims and pipeline the preemptor there (a failed
+//      pipeline undoes the evictions). Volcano's pickOneNodeForPreemption names PDB violations
+//      as its first criterion but, at ed72c7c8, neither counts them nor reprieves violating
+//      victims first (a TODO in SelectVictimsOnNode); neither does Kiln.
 
 #include <spdlog/spdlog.h>
 
@@ -98,11 +102,10 @@ class PreemptRun {
       while (!jobs.Empty()) {
         Job* preemptor_job = jobs.Pop();
         Statement stmt(ssn_);
-        bool assigned = false;
         auto& tasks = preemptor_tasks.at(preemptor_job);
         while (ssn_.JobStarving(preemptor_job) && !tasks.Empty()) {
           Task* preemptor = tasks.Pop();
-          assigned = Preempt(stmt, preemptor, [preemptor, preemptor_job](const Task* v) {
+          Preempt(stmt, preemptor, [preemptor, preemptor_job](const Task* v) {
             if (!PreemptableStatus(v->status)) return false;
             if (preemptor->best_effort && !v->best_effort) return false;
             if (!v->preemptable || v->job == nullptr) return false;
@@ -114,7 +117,6 @@ class PreemptRun {
           continue;
         }
         stmt.Commit();
-        if (assigned) jobs.Push(preemptor_job);
       }
 
       // 3. Phase 2: inside each starving job of this queue.
@@ -129,8 +131,11 @@ class PreemptRun {
             if (!v->preemptable) return false;
             return v->job == preemptor->job;
           });
+          if (!assigned) {
+            stmt.Discard();
+            break;
+          }
           stmt.Commit();
-          if (!assigned) break;
         }
       }
     }
@@ -222,11 +227,14 @@ class PreemptRun {
         node_stmt.Discard();
         continue;
       }
-      // A failed pipeline is not retried here: the next cycle corrects it (as Volcano).
+      // A pipeline that fails undoes this node's evictions and the next node is tried.
       if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
-      if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok())
+      if (Status s = node_stmt.Pipeline(preemptor, node, evicted > 0); !s.ok()) {
         spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), node->name,
                       s.error().message);
+        node_stmt.Discard();
+        continue;
+      }
       stmt.Merge(node_stmt);
       return true;
     }
@@ -250,17 +258,18 @@ class PreemptRun {
   // Volcano's SelectVictimsOnNode, a dry run on one node. Volcano runs it on a clone of the node
   // and of the preemptor's cycle state; Kiln runs it on the session itself and leaves both as it
   // found them: a removal is the victim's Resreq added to the node's FutureIdle plus the
-  // plugins' simulate_remove_task (predicates moves the preemptor's inter-pod affinity counts;
-  // the session gates the call by enablePreemptable or enabledAllocatable, so with both off those
-  // counts stay stale, as in Volcano), a give-back is the reverse through simulate_add_task.
-  // The preemptor fits when the queue allows it, its InitResreq ≤ the simulated FutureIdle and
-  // simulate_predicate passes. Victims leave in victim order until it fits; a node where it still
-  // does not pass simulate_predicate with all of them gone is no candidate (evicting there would
-  // not help). Then each victim, highest first, is given back when the preemptor still fits.
-  // The victim set may be empty: the preemptor fits there as it is.
+  // plugins' simulate_remove_task (predicates moves the preemptor's inter-pod affinity counts,
+  // proportion and capacity their queue's allocation; the session gates the call by
+  // enablePreemptable or enabledAllocatable, so with both off that state stays stale, as in
+  // Volcano), a give-back is the reverse through simulate_add_task. The preemptor fits when
+  // simulate_allocatable passes (the queue's allocation without the victims taken so far), its
+  // InitResreq ≤ the simulated FutureIdle and simulate_predicate passes. Victims leave in victim
+  // order until it fits; a node where it still does not pass simulate_predicate with all of them
+  // gone is no candidate (evicting there would not help). Then each victim, highest first, is
+  // given back when the preemptor still fits. A node where every victim is given back is no
+  // candidate either: Volcano expects at least one victim.
   std::optional<std::vector<Task*>> SelectVictimsOnNode(Task* preemptor, Node* node,
-                                                        const VictimFilter& filter,
-                                                        bool allocatable) {
+                                                        const VictimFilter& filter) {
     std::vector<Task*> all = ssn_.Preemptable(preemptor, Preemptees(node, filter));
     if (!actions::ValidateVictims(preemptor, node, all)) return std::nullopt;
     // Volcano sorts by MoreImportantPod before building the victim heap; the push order decides
@@ -280,8 +289,9 @@ class PreemptRun {
       removed.erase(std::find(removed.begin(), removed.end(), v));
     };
     auto predicate_passes = [&] { return !ssn_.SimulatePredicateFn(preemptor, node).has_value(); };
+    const Queue* queue = preemptor->job->queue;
     auto fits = [&] {
-      if (!allocatable) return false;
+      if (!ssn_.SimulateAllocatableFn(queue, preemptor)) return false;
       Resource future = base;
       for (const Task* v : removed) future.Add(v->resreq);
       return preemptor->init_resreq().LessEqual(future, DimensionDefault::Zero) && predicate_passes();
@@ -312,6 +322,7 @@ class PreemptRun {
       }
     }
     restore();
+    if (victims.empty()) return std::nullopt;
     return victims;
   }
 
@@ -331,8 +342,7 @@ class PreemptRun {
       return p;
     };
     std::vector<std::function<int64_t(const Candidate&)>> scores = {
-        // A node that needs no victim scores 0 here, as in Volcano.
-        [&](const Candidate& c) { return c.victims.empty() ? 0 : -highest_priority(c); },
+        [&](const Candidate& c) { return -highest_priority(c); },
         [](const Candidate& c) {
           int64_t sum = 0;
           for (const Task* v : c.victims) sum += v->priority + int64_t{INT32_MAX} + 1;
@@ -367,12 +377,11 @@ class PreemptRun {
   bool TopologyAwarePreempt(Statement& stmt, Task* preemptor, const VictimFilter& filter,
                             const std::vector<Node*>& nodes) {
     const size_t want = static_cast<size_t>(NumCandidates(static_cast<int>(nodes.size())));
-    const bool allocatable = ssn_.Allocatable(preemptor->job->queue, preemptor);
     std::vector<Candidate> candidates;
     // The dry runs go one node at a time: each moves the plugins' simulation state and puts it
     // back. Volcano starts at a random node; Kiln in node order, so runs are reproducible.
     for (size_t i = 0; i < nodes.size() && candidates.size() < want; ++i)
-      if (auto victims = SelectVictimsOnNode(preemptor, nodes[i], filter, allocatable))
+      if (auto victims = SelectVictimsOnNode(preemptor, nodes[i], filter))
         candidates.push_back(Candidate{nodes[i], std::move(*victims)});
     const Candidate* best = PickCandidate(candidates);
     if (best == nullptr) return false;
@@ -386,16 +395,14 @@ class PreemptRun {
         return false;
       }
     }
-    // Volcano's last check before pipelining: the node must still pass the predicates as the
-    // preempt action reads them (only UnschedulableAndUnresolvable and errors fail).
-    if (ssn_.PredicateForPreemptAction(preemptor, best->node).has_value()) {
+    // A pipeline that fails undoes the evictions: the preemptor is not placed.
+    if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
+    if (Status s = node_stmt.Pipeline(preemptor, best->node, true); !s.ok()) {
+      spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), best->node->name,
+                    s.error().message);
       node_stmt.Discard();
       return false;
     }
-    if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "preempt", preemptor);
-    if (Status s = node_stmt.Pipeline(preemptor, best->node, true); !s.ok())
-      spdlog::error("preempt: pipelining {} on {} failed: {}", preemptor->Key(), best->node->name,
-                    s.error().message);
     stmt.Merge(node_stmt);
     return true;
   }

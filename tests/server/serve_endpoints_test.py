@@ -72,6 +72,11 @@ try:
                    "kiln_config_generation 1"]:
         if needle not in text:
             fail(f"/metrics lacks {needle}:\n{text}")
+    # volcano_queue_deserved_* is what proportion computed at open (the scenario's queues have no
+    # spec `deserved`, so exporting the spec gave 0): prod, weight 4 of 8, has jobs.
+    deserved = metric(text, 'volcano_queue_deserved_milli_cpu{queue_name="prod"}') or 0
+    if deserved <= 0:
+        fail(f"expected proportion's computed deserved cpu for prod, got {deserved}:\n{text}")
     # The first session binds research/tokenize's three pods (the scenario's expect block).
     if (metric(text, 'volcano_schedule_attempts_total{result="scheduled"}') or 0) < 3:
         fail("expected at least 3 scheduled attempts:\n" + text)

@@ -265,6 +265,21 @@ TEST(KubernetesEncode, QuantitiesAndTimestamps) {
   EXPECT_EQ(FormatQuantity("nvidia.com/gpu", 2000), "2");
   EXPECT_EQ(FormatTimestamp(*ParseTimestamp("2025-01-01T00:00:00Z")), "2025-01-01T00:00:00Z");
   EXPECT_EQ(FormatTimestamp(*ParseTimestamp("2025-01-01T00:00:00.25Z")), "2025-01-01T00:00:00.25Z");
+  EXPECT_EQ(FormatTimestamp(kZeroTime), "0001-01-01T00:00:00Z");
+}
+
+// Go's zero time in a decoded object means "unset" as Volcano reads the field (issue 31).
+TEST(KubernetesDecode, GoZeroTimeMeansUnset) {
+  auto r = DecodePod(json::parse(R"({"metadata": {"name": "p", "creationTimestamp": "0001-01-01T00:00:00Z"},
+    "status": {"phase": "Running", "conditions": [
+      {"type": "PodScheduled", "status": "True", "lastTransitionTime": "0001-01-01T00:00:00Z"}]}})"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.creation_time, kZeroTime);
+  EXPECT_EQ(r->spec.scheduled_at, 0);
+  auto g = DecodePodGroup(json::parse(
+      R"({"metadata": {"name": "g", "namespace": "n", "creationTimestamp": "0001-01-01T00:00:00Z"}})"));
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->spec.creation_time, kZeroTime);
 }
 
 // ---- kubeconfig ----

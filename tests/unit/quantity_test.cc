@@ -124,5 +124,20 @@ TEST(Timestamp, Rfc3339) {
   }
 }
 
+// Go's zero time.Time as Kubernetes writes it: recognised (ParseTimestamp refuses it, it lies
+// before what int64 nanoseconds hold), every other year-1 time is not.
+TEST(Timestamp, GoZeroTime) {
+  for (std::string_view zero : {"0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z",
+                                "0001-01-01t00:00:00z", "0001-01-01T00:00:00+00:00",
+                                "0001-01-01 00:00:00-00:00"})
+    EXPECT_TRUE(IsZeroTimestamp(zero)) << zero;
+  for (std::string_view other : {"0001-01-01T00:00:01Z", "0001-01-02T00:00:00Z",
+                                 "0001-01-01T00:00:00.001Z", "0001-01-01T00:00:00.Z",
+                                 "0001-01-01T00:00:00+01:00", "0001-01-01T00:00:00", "",
+                                 "1970-01-01T00:00:00Z", "0001-01-01T00:00:00Zjunk"})
+    EXPECT_FALSE(IsZeroTimestamp(other)) << other;
+  EXPECT_FALSE(ParseTimestamp("0001-01-01T00:00:00Z").ok());
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,4 +1,5 @@
 // Scenario loader: every field of scenario-format.md, its defaults, and each error with its line.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "runtime/quantity.h"
@@ -224,6 +225,40 @@ TEST(ScenarioTest, MinimalScenarioDefaults) {
   EXPECT_FALSE(s.expect.has_value());
   ASSERT_EQ(s.cluster.queues.size(), 1u);
   EXPECT_EQ(s.cluster.queues[0].name, "default");
+}
+
+// Issue 31: Go's zero time is accepted wherever a time is and means "unset" as Volcano reads each
+// field: a creationTimestamp orders before every other time (kZeroTime), a PodScheduled time or
+// metricsTime is absent (0), and a zero `now` is the default clock.
+TEST(ScenarioTest, GoZeroTimeMeansUnset) {
+  constexpr std::string_view kZero = "\"0001-01-01T00:00:00Z\"";
+  ScenarioSpec s = MustParse(fmt::format(R"(now: {0}
+cluster:
+  queues: [{{name: q, creationTimestamp: {0}}}]
+  nodes: [{{name: n1, allocatable: {{cpu: 1}}, creationTimestamp: {0}, usage: {{cpu: 90, metricsTime: {0}}}}}]
+  podGroups: [{{name: pg, queue: q, creationTimestamp: {0}}}]
+  pods:
+  - {{name: p, group: pg, phase: Running, node: n1, creationTimestamp: {0}, scheduledAt: {0}}}
+  - {{name: plain, creationTimestamp: {0}}}
+)",
+                                         kZero));
+  EXPECT_EQ(s.now, *ParseTimestamp("2025-01-01T00:00:00Z"));
+  EXPECT_EQ(s.cluster.queues[0].creation_time, kZeroTime);
+  EXPECT_EQ(s.cluster.nodes[0].creation_time, kZeroTime);
+  ASSERT_TRUE(s.cluster.nodes[0].usage.has_value());
+  EXPECT_EQ(s.cluster.nodes[0].usage->metrics_time, 0);
+  EXPECT_EQ(s.cluster.pods[0].creation_time, kZeroTime);
+  EXPECT_EQ(s.cluster.pods[0].scheduled_at, 0);
+  for (const PodGroupSpec& g : s.cluster.pod_groups) EXPECT_EQ(g.creation_time, kZeroTime) << g.name;
+  EXPECT_TRUE(s.warnings.empty());
+  // Before every written time, and apart from "not written" (which becomes `now`).
+  EXPECT_LT(kZeroTime, *ParseTimestamp("1678-01-01T00:00:00Z"));
+  EXPECT_NE(kZeroTime, kUnsetTime);
+  // Any other year-1 time is still refused, at its line.
+  auto bad = ParseScenario("cluster:\n  podGroups: [{name: pg, creationTimestamp: \"0001-01-01T00:00:01Z\"}]\n",
+                           "s.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where.line, 2);
 }
 
 TEST(ScenarioTest, DefinedDefaultQueueIsNotDuplicated) {

@@ -243,6 +243,56 @@ cluster:
   EXPECT_EQ(c.pods.size(), 2u);
 }
 
+// Issue 31: pods naming a PodGroup the cluster does not define are one job without a PodGroup,
+// as in Volcano's cache, which the session skips: those on a node still use it, a call may name
+// any of them (a task of no job, with the status its phase gives), and each is a warning at its
+// line. Three such pods once failed the load with `duplicate job "default/test-group"`.
+TEST(SimulatorTest, PodsOfOneUndefinedGroupAreOneJobWithoutPodGroup) {
+  ScenarioSpec spec = Spec(R"(
+conf: |
+  actions: "allocate"
+  tiers:
+  - plugins:
+    - name: evict-labelled
+cluster:
+  nodes:
+  - {name: n1, allocatable: {cpu: "4", memory: 8Gi}}
+  podGroups:
+  - {name: real, namespace: c1, minMember: 1, phase: Inqueue}
+  pods:
+  - {name: task1, group: test-group, requests: {cpu: "1"}, phase: Running, node: n1, labels: {evict: "yes"}}
+  - {name: task2, group: test-group, requests: {cpu: "1"}, phase: Running, node: n1}
+  - {name: task3, group: test-group, requests: {cpu: "1"}, phase: Running, node: n1, labels: {evict: "yes"}}
+  - {name: waiting, group: test-group, requests: {cpu: "1"}, labels: {evict: "yes"}}
+  - {name: real-0, namespace: c1, group: real, requests: {cpu: "2"}}
+calls:
+- {fn: victim_tasks, candidates: [default/task1, default/task2, default/task3, default/waiting]}
+)");
+  ASSERT_EQ(spec.warnings.size(), 4u);
+  EXPECT_EQ(spec.warnings[0].message,
+            "pod `default/task1` names podGroup `test-group`, which does not exist in namespace "
+            "`default`, so it is not scheduled (it still uses its node)");
+  EXPECT_EQ(spec.warnings[0].where.file, "sim.yaml");
+  EXPECT_EQ(spec.warnings[0].where.line, 13);
+  EXPECT_EQ(spec.warnings[3].where.line, 16);
+  RegistryPolicyProvider provider = EvictingProvider();
+  auto sim = MakeSim(spec, provider);
+  ASSERT_NE(sim, nullptr);
+  auto s0 = sim->RunCycle();
+  ASSERT_TRUE(s0.ok()) << s0.error().Format();
+  // task1-3 hold 3 of n1's 4 cpus: real-0 (2 cpus) does not fit; the orphans are not scheduled.
+  EXPECT_TRUE(s0->binds.empty());
+  EXPECT_EQ(s0->unschedulable.count("c1/real-0"), 1u);
+  EXPECT_EQ(s0->unschedulable.count("default/waiting"), 0u);
+  ASSERT_EQ(sim->calls().size(), 1u);
+  ASSERT_TRUE(sim->calls()[0].result.has_value());
+  const CallValue& r = *sim->calls()[0].result;
+  ASSERT_EQ(r.kind, CallValue::Kind::Tasks) << r.text;
+  std::vector<std::string> names = r.names;
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"default/task1", "default/task3", "default/waiting"}));
+}
+
 TEST(SimulatorTest, UnknownPluginIsAnErrorAtItsConfLine) {
   ScenarioSpec spec = Spec(
       "conf: |\n  actions: \"allocate\"\n  tiers:\n  - plugins:\n    - name: evict-labeled\n");
