@@ -138,7 +138,7 @@ std::string CheckServerUrl(std::string_view url) {
   }
   if (host.empty() || host == "[]") return "has no host";
   if (!port.empty()) {
-    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
+    if (port.size() > 9 || port.find_first_not_of("0123456789") != std::string_view::npos)
       return fmt::format("has port `{}`, which is not a number from 1 to 65535", port);
     int n = std::stoi(std::string(port));
     if (n < 1 || n > 65535)

@@ -231,12 +231,13 @@ std::optional<Result<std::shared_ptr<const PolicySet>>> PolicyReloader::LoadOffT
   g_loads_in_flight.fetch_add(1);
   std::thread([attempt, generation] {
     auto set = LoadPolicySet(attempt->sources, attempt->factory, generation);
+    // Counted out before the result is seen: whoever sees it also sees the count without it.
+    g_loads_in_flight.fetch_sub(1);
     {
       std::lock_guard<std::mutex> lock(attempt->mu);
       attempt->result.emplace(std::move(set));
     }
     attempt->cv.notify_all();
-    g_loads_in_flight.fetch_sub(1);
   }).detach();
   std::unique_lock<std::mutex> lock(attempt->mu);
   for (;;) {
