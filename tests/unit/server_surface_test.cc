@@ -64,7 +64,8 @@ class TempDir {
   static inline int counter_ = 0;
 };
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
+// Generous: the loads compile real policies, and CI runs tests side by side on few cores.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 60s) {
   auto deadline = Clock::now() + timeout;
   while (!done()) {
     if (Clock::now() > deadline) return false;
