@@ -54,6 +54,9 @@ struct ServeFlags {
   std::string lock_namespace = "kube-system";
   std::string lock_name = "kiln-scheduler";
   std::string listen = "127.0.0.1:8080";
+  int http_max_connections = server::HttpLimits{}.max_connections;
+  std::string http_request_timeout = "5s";
+  std::string http_max_request_bytes = "16Ki";
   bool dry_run = false;
   bool evict_with_eviction_api = false;
   int verbosity = 0;
@@ -177,6 +180,22 @@ int RunServe(const ServeFlags& f) {
   options.sources.trust_keys = f.trust;
   options.schedule_period = std::chrono::nanoseconds(*period);
   options.listen = f.listen;
+  if (f.http_max_connections < 1 || f.http_max_connections > 1024)
+    return BadInput(fmt::format("--http-max-connections must be from 1 to 1024, got {}",
+                                f.http_max_connections));
+  options.http_limits.max_connections = f.http_max_connections;
+  auto request_timeout = ParseGoDuration(f.http_request_timeout);
+  if (!request_timeout || *request_timeout < 1'000'000 || *request_timeout > 600'000'000'000)
+    return BadInput(fmt::format(
+        "--http-request-timeout must be a duration from 1ms to 10m like 5s, got `{}`",
+        f.http_request_timeout));
+  options.http_limits.request_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(*request_timeout));
+  auto request_bytes = ParseQuantity(f.http_max_request_bytes);
+  if (!request_bytes || request_bytes->Value() < 1024 || request_bytes->Value() > (16 << 20))
+    return BadInput(fmt::format("--http-max-request-bytes must be a size from 1Ki to 16Mi, got `{}`",
+                                f.http_max_request_bytes));
+  options.http_limits.max_request_bytes = static_cast<size_t>(request_bytes->Value());
   options.dry_run = f.dry_run;
   server::ServeHooks hooks;
 
@@ -238,12 +257,27 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--listen", f->listen,
                   "address of /metrics /healthz /readyz /config (default 127.0.0.1:8080; port 0 "
                   "picks one; empty: none)");
+  cmd->add_option("--http-max-connections", f->http_max_connections,
+                  "HTTP connections served at once (default 16)");
+  cmd->add_option("--http-request-timeout", f->http_request_timeout,
+                  "time to read and answer one HTTP request, else the connection is closed "
+                  "(default 5s)");
+  cmd->add_option("--http-max-request-bytes", f->http_max_request_bytes,
+                  "bytes of one HTTP request (request line, headers, body) (default 16Ki)");
   cmd->add_flag("--dry-run", f->dry_run, "decide and log, never write to the cluster");
   cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
                 "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");
   cmd->callback([f] {
     int code = RunServe(*f);
+    if (server::PolicyReloader::LoadsInFlight() > 0) {
+      // A configuration load abandoned at shutdown still compiles on a detached thread: static
+      // destructors (LLVM's among them) must not run under it, so leave without them.
+      spdlog::info("kiln serve: leaving a configuration load in flight unfinished");
+      spdlog::default_logger()->flush();
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }

@@ -222,7 +222,9 @@ int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationN
     PrintError(s.error());
     return kExitBadInput;
   }
-  server::ConfigWatcher watcher(reloader.WatchDirectories(), [&reloader] { reloader.Reload(); });
+  std::unique_ptr<server::ConfigWatcher> watcher_owner =
+      server::WatchAndReload(reloader, std::chrono::milliseconds(200));
+  server::ConfigWatcher& watcher = *watcher_owner;
   if (Status s = watcher.Start(); !s) {
     PrintError(s.error());
     return kExitBadInput;

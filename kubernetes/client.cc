@@ -5,9 +5,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "runtime/file_read.h"
 
 namespace kiln::kube {
 
@@ -16,13 +17,6 @@ using json = nlohmann::json;
 namespace {
 
 std::once_flag g_curl_init;
-
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t AppendBody(char* data, size_t size, size_t n, void* user) {
   static_cast<std::string*>(user)->append(data, size * n);
@@ -100,9 +94,16 @@ ApiStatus DecodeStatus(int http_status, std::string_view body) {
     if (auto c = j.find("code"); c != j.end() && c->is_number_integer()) s.code = c->get<int>();
     s.reason = j.value("reason", "");
     s.message = j.value("message", "");
+    if (auto d = j.find("details"); d != j.end() && d->is_object())
+      if (auto causes = d->find("causes"); causes != d->end() && causes->is_array())
+        for (const json& c : *causes)
+          if (c.is_object() && c.value("reason", "") == "ResourceVersionTooLarge")
+            s.resource_version_too_large = true;
   } else {
     s.message = std::string(body.substr(0, 200));
   }
+  if (s.code == 504 && s.message.find("Too large resource version") != std::string::npos)
+    s.resource_version_too_large = true;
   if (s.reason.empty()) {
     switch (s.code) {
       case 404: s.reason = "NotFound"; break;
@@ -139,13 +140,17 @@ KubeClient::~KubeClient() {
 Result<std::shared_ptr<KubeClient>> KubeClient::Create(KubeConfig config, ClientOptions options) {
   std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   if (config.server.empty()) return Error{"kubernetes client: no server", {}};
-  // Files named by the config must be readable now, not at the first request.
-  for (const std::string* f : {&config.ca_file, &config.client_cert_file, &config.client_key_file,
-                               &config.token_file}) {
+  // Files named by the config must be readable now, not at the first request, and must be
+  // regular files of a sane size (`tokenFile: /dev/zero` would be read forever).
+  for (auto [f, what] : {std::pair{&config.ca_file, "certificate-authority"},
+                         std::pair{&config.client_cert_file, "client-certificate"},
+                         std::pair{&config.client_key_file, "client-key"},
+                         std::pair{&config.token_file, "tokenFile"}}) {
     if (f->empty()) continue;
-    std::ifstream in(*f);
-    if (!in)
-      return Error{fmt::format("{}: cannot read {}", config.source.empty() ? "kubeconfig" : config.source, *f),
+    auto text = ReadBoundedFile(*f, kMaxCredentialBytes, what);
+    if (!text)
+      return Error{fmt::format("{}: {}", config.source.empty() ? "kubeconfig" : config.source,
+                               text.error().message),
                    {}};
   }
   if (config.server.rfind("http://", 0) == 0 && (!config.token.empty() || !config.token_file.empty()))
@@ -161,7 +166,14 @@ std::string KubeClient::BearerToken() {
   if (stat(config_.token_file.c_str(), &st) == 0) {
     int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     if (mtime != token_mtime_ns_) {
-      std::string t = ReadWholeFile(config_.token_file);
+      auto read = ReadBoundedFile(config_.token_file, kMaxCredentialBytes, "tokenFile");
+      if (!read) {
+        // The last good token stays in use; the message repeats only when the file changes.
+        spdlog::warn("kubernetes client: {}", read.error().message);
+        token_mtime_ns_ = mtime;
+        return token_;
+      }
+      std::string t = std::move(*read);
       while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
       if (!t.empty()) {
         token_ = t;

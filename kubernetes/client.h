@@ -48,6 +48,10 @@ struct ApiStatus {
   int code = 0;
   std::string reason;   // NotFound, Conflict, AlreadyExists, Expired, TooManyRequests, ...
   std::string message;
+  // The server has not reached the resourceVersion asked for (a StatusCause of type
+  // ResourceVersionTooLarge, or an older server's 504 "Too large resource version"): the
+  // client's version is from a future the server does not have, e.g. after etcd was restored.
+  bool resource_version_too_large = false;
 };
 // Decodes the Status in `body` (or synthesises one from `http_status` when the body is not one).
 ApiStatus DecodeStatus(int http_status, std::string_view body);

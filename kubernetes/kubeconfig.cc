@@ -6,18 +6,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/file_read.h"
 #include "runtime/yaml_util.h"
 
 namespace kiln::kube {
 
 namespace {
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("cannot read {}", path), {}};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+Result<std::string> ReadFile(const std::string& path, std::string_view what = "kubeconfig") {
+  return ReadBoundedFile(path, what == "kubeconfig" ? kMaxKubeconfigBytes : kMaxCredentialBytes,
+                         what);
 }
 
 // Standard base64 (kubeconfig *-data fields); whitespace is skipped. nullopt on a bad character.
@@ -94,6 +92,61 @@ Result<std::string> OptString(const yaml::Reader& r, const YAML::Node& m, std::s
   return v.Scalar();
 }
 
+// Every map of the document, at any depth, has each key once: kubectl's YAML decoder refuses a
+// duplicate, and silently taking the first (or the last) would let two readers of one file
+// disagree about which server or token it names.
+Status CheckNoDuplicateKeys(const yaml::Reader& r, const YAML::Node& node, std::string_view where,
+                            int depth = 0) {
+  if (depth > 64) return r.Fail(node, fmt::format("kubeconfig {}: nested too deeply", r.file()));
+  if (node.IsMap()) {
+    if (Status s = r.ExpectAnyMap(node, fmt::format("kubeconfig {}: {}", r.file(), where)); !s)
+      return s;
+    for (const auto& kv : node)
+      if (Status s = CheckNoDuplicateKeys(r, kv.second, fmt::format("`{}`", kv.first.Scalar()),
+                                          depth + 1);
+          !s)
+        return s;
+  } else if (node.IsSequence()) {
+    for (const auto& item : node)
+      if (Status s = CheckNoDuplicateKeys(r, item, fmt::format("an item of {}", where), depth + 1);
+          !s)
+        return s;
+  }
+  return Status::Ok();
+}
+
+// The port of a server URL ("https://host:6443/prefix", "https://[::1]:6443"), when one is
+// written: it must be a number from 1 to 65535. An empty host is refused too. "" when fine.
+std::string CheckServerUrl(std::string_view url) {
+  std::string_view rest = url.substr(url.find("://") + 3);
+  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string_view::npos)
+    return "must not carry user information";
+  std::string_view host = authority, port;
+  if (!authority.empty() && authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return "has an unclosed `[` in its host";
+    host = authority.substr(0, close + 1);
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return "has text after its IPv6 host";
+    if (!after.empty()) port = after.substr(1);
+    if (after == ":") return "has an empty port";
+  } else if (size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty()) return "has an empty port";
+  }
+  if (host.empty() || host == "[]") return "has no host";
+  if (!port.empty()) {
+    if (port.size() > 9 || port.find_first_not_of("0123456789") != std::string_view::npos)
+      return fmt::format("has port `{}`, which is not a number from 1 to 65535", port);
+    int n = std::stoi(std::string(port));
+    if (n < 1 || n > 65535)
+      return fmt::format("has port {}, which is not a number from 1 to 65535", n);
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& file,
@@ -103,6 +156,7 @@ Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& fil
   yaml::Reader r(file);
   const YAML::Node& root = *doc;
   if (!root.IsMap()) return Error{fmt::format("kubeconfig {} is not a YAML map", file), {file}};
+  if (Status s = CheckNoDuplicateKeys(r, root, "the top level"); !s) return s.error();
   KubeConfig cfg;
   cfg.source = file;
   std::string base = DirOf(file);
@@ -148,6 +202,9 @@ Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& fil
                   fmt::format("kubeconfig {}: `server` of cluster `{}` must start with https:// "
                               "or http://, got `{}`",
                               file, cluster_name, server));
+  if (std::string why = CheckServerUrl(server); !why.empty())
+    return r.Fail((*cluster)["server"], fmt::format("kubeconfig {}: `server` of cluster `{}` {}: `{}`",
+                                                    file, cluster_name, why, server));
   while (!server.empty() && server.back() == '/') server.pop_back();
   cfg.server = server;
   KILN_GET(ca_file, *cluster, "certificate-authority", owner);
@@ -217,7 +274,7 @@ Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& fil
 
 Result<KubeConfig> LoadKubeConfig(const std::string& file, const std::string& context) {
   auto text = ReadFile(file);
-  if (!text) return Error{fmt::format("cannot read kubeconfig {}", file), {file}};
+  if (!text) return text.error();
   return ParseKubeConfig(*text, file, context);
 }
 
@@ -232,12 +289,17 @@ Result<KubeConfig> InClusterConfig(const std::string& dir) {
   std::string h = host;
   if (h.find(':') != std::string::npos) h = "[" + h + "]";  // IPv6
   cfg.server = fmt::format("https://{}:{}", h, port);
+  if (std::string why = CheckServerUrl(cfg.server); !why.empty())
+    return Error{fmt::format("in-cluster config: KUBERNETES_SERVICE_HOST/PORT give a server that {}: "
+                             "`{}`",
+                             why, cfg.server),
+                 {}};
   cfg.token_file = dir + "/token";
   cfg.ca_file = dir + "/ca.crt";
   cfg.source = "in-cluster";
-  auto token = ReadFile(cfg.token_file);
-  if (!token) return Error{fmt::format("in-cluster config: cannot read {}", cfg.token_file), {}};
-  if (auto ns = ReadFile(dir + "/namespace"); ns && !ns->empty()) {
+  auto token = ReadFile(cfg.token_file, "tokenFile");
+  if (!token) return Error{fmt::format("in-cluster config: {}", token.error().message), {}};
+  if (auto ns = ReadFile(dir + "/namespace", "namespace"); ns && !ns->empty()) {
     std::string n = *ns;
     while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
     cfg.namespace_ = n;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 namespace kiln::kube {
@@ -52,6 +53,16 @@ void Reflector::Backoff() {
   cv_.wait_for(lock, wait, [&] { return stop_.load(); });
 }
 
+namespace {
+// resourceVersions are opaque to clients, but every API server backed by etcd writes its
+// revision, a decimal number. nullopt for anything else (then no order is assumed).
+std::optional<uint64_t> Revision(std::string_view rv) {
+  if (rv.empty() || rv.size() > 19 || rv.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return std::stoull(std::string(rv));
+}
+}  // namespace
+
 void Reflector::Run() {
   bool need_list = true;
   bool listed_once = false;
@@ -75,6 +86,11 @@ void Reflector::Run() {
       if (handler_.end_list) handler_.end_list();
       {
         std::lock_guard lock(mu_);
+        auto before = Revision(rv_), now = Revision(rv);
+        if (before && now && *now < *before)
+          spdlog::warn("reflector {}: the API server's resourceVersion went back from {} to {} "
+                       "(its storage was restored from a backup?); the list replaces every object",
+                       resource_, rv_, rv);
         rv_ = rv;
       }
       if (listed_once) ++relists_;
@@ -88,6 +104,8 @@ void Reflector::Run() {
     std::string query = fmt::format("allowWatchBookmarks=true&timeoutSeconds={}&resourceVersion={}",
                                     timeout, QueryEscape(last_resource_version()));
     bool gone = false;
+    bool too_large = false;   // the server is behind the version asked for
+    bool went_back = false;   // an event older than one already seen
     bool saw_error = false;
     ++watches_;
     auto end = client_->Watch(
@@ -97,6 +115,8 @@ void Reflector::Run() {
             ApiStatus st = DecodeStatus(500, object.dump());
             if (st.code == 410) {
               gone = true;
+            } else if (st.resource_version_too_large) {
+              too_large = true;
             } else {
               saw_error = true;
               spdlog::warn("reflector {}: watch error {}", resource_, Describe(st));
@@ -106,6 +126,15 @@ void Reflector::Run() {
           std::string rv;
           if (auto m = object.find("metadata"); m != object.end() && m->is_object())
             rv = m->value("resourceVersion", "");
+          // A watch delivers versions in increasing order; one below a version already seen
+          // means the server's history is not the one this cache was built from.
+          if (auto seen = Revision(last_resource_version()), got = Revision(rv);
+              seen && got && *got < *seen) {
+            went_back = true;
+            spdlog::warn("reflector {}: watch event at resourceVersion {} is older than {}",
+                         resource_, rv, *seen);
+            return false;
+          }
           if (type != "BOOKMARK" && handler_.event) handler_.event(type, object);
           if (!rv.empty()) {
             std::lock_guard lock(mu_);
@@ -124,9 +153,21 @@ void Reflector::Run() {
       continue;
     }
     if (end->http_status == 410) gone = true;
+    if (end->http_status != 200 && DecodeStatus(end->http_status, end->body).resource_version_too_large)
+      too_large = true;
     if (gone) {
       spdlog::info("reflector {}: resourceVersion {} is too old (410), listing again", resource_,
                    last_resource_version());
+      need_list = true;
+      continue;
+    }
+    if (too_large || went_back) {
+      // As client-go's reflector does on "Too large resource version": the version this cache
+      // holds is ahead of the server (etcd restored from a backup), so watching from it would
+      // miss everything written up to it. List again from the server's current state.
+      spdlog::warn("reflector {}: resourceVersion {} is {} the API server's history, listing "
+                   "again",
+                   resource_, last_resource_version(), too_large ? "ahead of" : "not in");
       need_list = true;
       continue;
     }

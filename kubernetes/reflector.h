@@ -3,7 +3,11 @@
 // LIST, then a WATCH from the list's resourceVersion (with bookmarks). A stream that ends
 // cleanly is re-watched from the last resourceVersion seen, without listing again; a 410 Gone
 // (an in-band ERROR event or the HTTP status) means the history is compacted past that version
-// and the reflector lists again; any other failure waits (exponential backoff with jitter,
+// and the reflector lists again. So does a resourceVersion the server has not reached (a
+// "Too large resource version" answer, as client-go's reflector handles it) or a watch event
+// older than one already seen: the API server's storage was restored from a backup, its
+// versions went backwards, and a watch from the cached version would miss every object written
+// since the restore up to that version. Any other failure waits (exponential backoff with jitter,
 // capped) and retries. One thread per reflector; Stop() ends it promptly, mid-stream or
 // mid-backoff.
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compiler/language_version.h"
+#include "runtime/file_read.h"
 
 namespace kiln::packs {
 
@@ -15,12 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A .kpack, or one file of a pack directory: a regular file of at most kMaxPackBytes (a FIFO
+// or a device is refused without blocking).
 Result<std::string> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("cannot read {}", path.string()), SourceLocation{path.string()}};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadBoundedFile(path.string(), kMaxPackBytes, "pack");
 }
 
 Status ParseManifestInto(Pack& pack) {

@@ -111,6 +111,10 @@ struct Parser {
 
 }  // namespace
 
+// How deep lists and maps may nest in one document, as policies may (the header's contract also
+// holds: a stream holds one document; a second one is an error at its `---`).
+constexpr size_t kMaxDepth = 256;
+
 class Document::Builder {
  public:
   Builder(Arena& arena, std::string_view text, const std::string& file)
@@ -135,14 +139,22 @@ class Document::Builder {
           in_document = true;
           break;
         case YAML_DOCUMENT_END_EVENT:
-        case YAML_STREAM_END_EVENT:
-          // Only the first document is read, as yaml-cpp's Load does.
+        case YAML_STREAM_END_EVENT: {
           if (root_ == nullptr) {
             NodeData* n = New(NodeType::Null);
             if (in_document) SetMark(*n, e.start_mark);
             root_ = n;
           }
+          if (e.type == YAML_STREAM_END_EVENT) return root_;
+          // One document per file: a second one (after `---`) would otherwise be ignored
+          // without a word, and what the file says would depend on which reader reads it.
+          if (!p.Next()) return SyntaxError(p.parser);
+          if (p.event.type == YAML_DOCUMENT_START_EVENT)
+            return Error{"a second YAML document starts here; a file holds one document (remove "
+                         "the `---` and what follows, or merge the two)",
+                         Where(p.event.start_mark)};
           return root_;
+        }
         case YAML_ALIAS_EVENT: {
           auto it = anchors_.find(reinterpret_cast<const char*>(e.data.alias.anchor));
           if (it == anchors_.end())
@@ -184,6 +196,11 @@ class Document::Builder {
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT: {
           bool map = e.type == YAML_MAPPING_START_EVENT;
+          // Refused as soon as the limit is passed, before libyaml reads further: its scanner
+          // works per nesting level on every token, so a deep file costs depth squared.
+          if (stack_.size() >= kMaxDepth)
+            return Error{fmt::format("YAML nested more than {} levels deep", kMaxDepth),
+                         Where(e.start_mark)};
           NodeData* n = New(map ? NodeType::Map : NodeType::Sequence);
           SetMark(*n, e.start_mark);
           const yaml_char_t* anchor = map ? e.data.mapping_start.anchor : e.data.sequence_start.anchor;

@@ -13,7 +13,10 @@
 //  - marks are 0-based (pos, line, column) like yaml-cpp's; Where() makes them 1-based;
 //  - aliases resolve to the anchored node; duplicate keys are kept in order (the Reader reports
 //    them) and operator[] finds the first;
-//  - only the first document of a stream is read.
+//  - a stream holds one document: a second one is an error at its `---` (yaml-cpp's Load reads
+//    the first and ignores the rest);
+//  - lists and maps nest at most 256 levels, as policies do; deeper is an error at the first
+//    collection past the limit, found before libyaml reads further.
 // This header does not include libyaml.
 
 #include <cstddef>

@@ -25,9 +25,19 @@ bool Readable(int fd) {
 
 }  // namespace
 
+ConfigWatcher::ConfigWatcher(std::vector<std::string> directories, Callback on_change,
+                             std::chrono::milliseconds quiet, Relevant relevant)
+    : directories_(std::move(directories)),
+      on_change_(std::move(on_change)),
+      quiet_(quiet),
+      relevant_(std::move(relevant)) {}
+
 ConfigWatcher::ConfigWatcher(std::vector<std::string> directories, std::function<void()> on_change,
-                             std::chrono::milliseconds quiet)
-    : directories_(std::move(directories)), on_change_(std::move(on_change)), quiet_(quiet) {}
+                             std::chrono::milliseconds quiet, Relevant relevant)
+    : ConfigWatcher(
+          std::move(directories),
+          Callback([f = std::move(on_change)](const Superseded&) { f(); }), quiet,
+          std::move(relevant)) {}
 
 ConfigWatcher::~ConfigWatcher() {
   Stop();
@@ -46,15 +56,24 @@ Status ConfigWatcher::Start() {
       return Error{fmt::format("cannot watch {}: {}", dir, std::strerror(errno)), SourceLocation{dir}};
     watch_ids_.push_back(wd);
   }
+  worker_ = std::thread([this] { Work(); });
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
 
 void ConfigWatcher::Stop() {
-  if (!thread_.joinable()) return;
+  if (!thread_.joinable() && !worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
   uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+  if (worker_.joinable()) worker_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_cv_.notify_all();
 }
 
 // A watched directory that was deleted or moved (IN_IGNORED) is watched again once it exists.
@@ -71,7 +90,7 @@ void ConfigWatcher::Loop() {
   bool rewatch = false;
   for (;;) {
     pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    // Waiting for the burst to end: a quiet period without events fires the callback.
+    // Waiting for the burst to end: a quiet period without relevant events fires the callback.
     int timeout = pending ? static_cast<int>(quiet_.count()) : -1;
     int n = ::poll(fds, 2, timeout);
     if (n < 0) {
@@ -84,33 +103,64 @@ void ConfigWatcher::Loop() {
       if (rewatch) AddWatches();
       rewatch = false;
       pending = false;
-      on_change_();
-      callbacks_.fetch_add(1);
+      // Hand the burst to the worker; a request it has not started yet absorbs this one.
       std::lock_guard<std::mutex> lock(mu_);
-      // Events that arrived during the callback keep the watcher busy until handled.
-      if (!Readable(inotify_fd_)) {
-        busy_ = false;
-        idle_cv_.notify_all();
-      }
+      events_pending_ = false;
+      ++requested_;
+      cv_.notify_all();
       continue;
     }
     if (fds[0].revents & POLLIN) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        busy_ = true;
-      }
+      bool relevant = false;
       for (;;) {
         ssize_t len = ::read(inotify_fd_, buf, sizeof buf);
         if (len <= 0) break;
         for (char* p = buf; p < buf + len;) {
           auto* ev = reinterpret_cast<inotify_event*>(p);
-          if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) rewatch = true;
-          spdlog::trace("config watcher: event {:#x} {}", ev->mask, ev->len ? ev->name : "");
           p += sizeof(inotify_event) + ev->len;
+          bool self = (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0;
+          if (self) rewatch = true;
+          std::string_view name = ev->len ? std::string_view(ev->name) : std::string_view();
+          if (!self && !name.empty() && relevant_) {
+            const std::string* dir = nullptr;
+            for (size_t i = 0; i < watch_ids_.size(); ++i)
+              if (watch_ids_[i] == ev->wd) dir = &directories_[i];
+            if (dir != nullptr && !relevant_(*dir, name)) {
+              // Not logged: a log file in this directory would log its own writes.
+              ignored_.fetch_add(1);
+              continue;
+            }
+          }
+          relevant = true;
+          spdlog::trace("config watcher: event {:#x} {}", ev->mask, name);
         }
       }
-      pending = true;
+      if (relevant) {
+        std::lock_guard<std::mutex> lock(mu_);
+        events_pending_ = true;
+        pending = true;
+      }
     }
+  }
+}
+
+void ConfigWatcher::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || requested_ > started_; });
+    if (stopping_) return;
+    started_ = requested_;
+    uint64_t serving = started_;
+    running_ = true;
+    lock.unlock();
+    on_change_([this, serving] {
+      std::lock_guard<std::mutex> l(mu_);
+      return stopping_ || requested_ > serving;
+    });
+    callbacks_.fetch_add(1);
+    lock.lock();
+    running_ = false;
+    idle_cv_.notify_all();
   }
 }
 
@@ -120,7 +170,9 @@ bool ConfigWatcher::WaitIdle(std::chrono::milliseconds timeout) {
   for (;;) {
     // An event the kernel queued but the thread has not read yet counts as pending: a write that
     // returned before WaitIdle was called is never missed.
-    if (!busy_ && !Readable(inotify_fd_)) return true;
+    bool busy = events_pending_ || running_ || requested_ > started_;
+    if (!busy && !Readable(inotify_fd_)) return true;
+    if (stopping_) return !busy;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     idle_cv_.wait_for(lock, std::chrono::milliseconds(10));
   }

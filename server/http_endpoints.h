@@ -1,8 +1,18 @@
 #pragma once
 // The scheduler's HTTP side: /metrics (Prometheus text), /healthz (the process answers),
 // /readyz (caches synced, and leading or standing by), /config (the active configuration as
-// JSON). cpp-httplib stays inside http_endpoints.cc.
+// JSON). GET and HEAD only. cpp-httplib stays inside http_endpoints.cc.
+//
+// Bounded, so that no client can take memory or starve the probes (docs/safety.md, "HTTP
+// endpoints and inputs"): a request (request line, headers and any body) is read up to
+// `max_request_bytes` and must be read and answered within `request_timeout`, or the connection
+// is closed; other methods are answered 405 without reading a body; at most `max_connections`
+// connections are served at once, each for at most `keep_alive_requests` requests with at most
+// `keep_alive_idle` between them; connections waiting for a worker beyond `max_waiting` are
+// closed at once with a 503.
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,9 +28,18 @@ struct HttpHandlers {
   std::function<std::string()> config_json;  // the active configuration
 };
 
+struct HttpLimits {
+  int max_connections = 16;                           // --http-max-connections
+  std::chrono::milliseconds request_timeout{5000};    // --http-request-timeout
+  size_t max_request_bytes = 16 * 1024;               // --http-max-request-bytes
+  int keep_alive_requests = 5;
+  std::chrono::milliseconds keep_alive_idle{5000};
+  int max_waiting = 64;
+};
+
 class HttpEndpoints {
  public:
-  explicit HttpEndpoints(HttpHandlers handlers);
+  explicit HttpEndpoints(HttpHandlers handlers, HttpLimits limits = {});
   ~HttpEndpoints();
   HttpEndpoints(const HttpEndpoints&) = delete;
   HttpEndpoints& operator=(const HttpEndpoints&) = delete;

@@ -129,7 +129,8 @@ ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {
   // failure.
   for (const char* result : {"scheduled", "unschedulable", "error"})
     impl_->attempts.Add({{"result", result}});
-  for (const char* result : {"ok", "rejected"}) impl_->reloads.Add({{"result", result}});
+  for (const char* result : {"ok", "rejected", "abandoned"})
+    impl_->reloads.Add({{"result", result}});
 }
 
 ServerMetrics::~ServerMetrics() = default;
@@ -209,6 +210,8 @@ void ServerMetrics::ObserveReload(const ReloadOutcome& outcome, const PolicySet*
     impl_->reloads.Add({{"result", "ok"}}).Increment();
   else if (outcome.kind == ReloadOutcome::Kind::kRejected)
     impl_->reloads.Add({{"result", "rejected"}}).Increment();
+  else if (outcome.kind == ReloadOutcome::Kind::kAbandoned)
+    impl_->reloads.Add({{"result", "abandoned"}}).Increment();
   if (active != nullptr) impl_->generation.Set(static_cast<double>(active->generation));
 }
 

@@ -5,13 +5,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <thread>
 
 #include "compiler/host/policy_provider.h"
 #include "packs/pack.h"
+#include "runtime/file_read.h"
 #include "runtime/scheduler.h"
 
 namespace kiln::server {
@@ -19,14 +21,6 @@ namespace kiln::server {
 namespace {
 
 namespace fs = std::filesystem;
-
-Result<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("cannot read {}", path), SourceLocation{path}};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // What a set is built from, read once: the conf text, every policy file of the dirs, the trust
 // keys and the packs (a .kpack's bytes; a pack directory's manifest and files).
@@ -71,7 +65,7 @@ std::string Sha256Hex(const std::vector<std::pair<std::string, std::string>>& fi
 Result<SourceTexts> ReadSources(const PolicySources& sources) {
   SourceTexts out;
   if (!sources.conf_file.empty()) {
-    auto text = ReadWhole(sources.conf_file);
+    auto text = ReadBoundedFile(sources.conf_file, kMaxConfBytes, "scheduler.conf");
     if (!text) return text.error();
     out.conf_text = *text;
     out.files.emplace_back(sources.conf_file, std::move(*text));
@@ -88,14 +82,14 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
     if (ec) return Error{fmt::format("--policy-dir {}: {}", dir, ec.message()), SourceLocation{dir}};
     std::sort(paths.begin(), paths.end());
     for (const fs::path& p : paths) {
-      auto text = ReadWhole(p.string());
+      auto text = ReadBoundedFile(p.string(), kMaxPolicyFileBytes, "policy");
       if (!text) return text.error();
       out.files.emplace_back(p.string(), std::move(*text));
     }
   }
   for (const std::string& key : sources.trust_keys) {
-    auto text = ReadWhole(key);
-    if (!text) return Error{fmt::format("--trust {}", text.error().message), SourceLocation{key}};
+    auto text = ReadBoundedFile(key, kMaxPolicyFileBytes, "--trust key");
+    if (!text) return text.error();
     out.files.emplace_back(key, std::move(*text));
   }
   std::error_code ec;
@@ -116,7 +110,7 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
       for (const auto& [rel, bytes] : pack->files) out.files.emplace_back(pack->Where(rel), bytes);
       out.packs.push_back(std::move(pack));
     } else {
-      auto bytes = ReadWhole(path);
+      auto bytes = ReadBoundedFile(path, kMaxPackBytes, "pack");
       if (!bytes) return bytes.error();
       out.packs.push_back(packs::ReadPackBytes(*bytes, path));
       out.files.emplace_back(path, std::move(*bytes));
@@ -206,6 +200,7 @@ std::string_view ToString(ReloadOutcome::Kind kind) {
     case ReloadOutcome::Kind::kOk: return "ok";
     case ReloadOutcome::Kind::kUnchanged: return "unchanged";
     case ReloadOutcome::Kind::kRejected: return "rejected";
+    case ReloadOutcome::Kind::kAbandoned: return "abandoned";
   }
   return "?";
 }
@@ -213,10 +208,52 @@ std::string_view ToString(ReloadOutcome::Kind kind) {
 PolicyReloader::PolicyReloader(PolicySources sources, ProviderFactory factory)
     : sources_(std::move(sources)), factory_(std::move(factory)) {}
 
-Status PolicyReloader::LoadInitial() {
+namespace {
+std::atomic<int> g_loads_in_flight{0};
+}  // namespace
+
+int PolicyReloader::LoadsInFlight() { return g_loads_in_flight.load(); }
+
+std::optional<Result<std::shared_ptr<const PolicySet>>> PolicyReloader::LoadOffThread(
+    uint64_t generation, const std::function<bool()>& abandon) {
+  // Everything the load touches is owned here and by the thread: an abandoned load may outlive
+  // this reloader.
+  struct Attempt {
+    PolicySources sources;
+    ProviderFactory factory;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<std::shared_ptr<const PolicySet>>> result;
+  };
+  auto attempt = std::make_shared<Attempt>();
+  attempt->sources = sources_;
+  attempt->factory = factory_;
+  g_loads_in_flight.fetch_add(1);
+  std::thread([attempt, generation] {
+    auto set = LoadPolicySet(attempt->sources, attempt->factory, generation);
+    // Counted out before the result is seen: whoever sees it also sees the count without it.
+    g_loads_in_flight.fetch_sub(1);
+    {
+      std::lock_guard<std::mutex> lock(attempt->mu);
+      attempt->result.emplace(std::move(set));
+    }
+    attempt->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(attempt->mu);
+  for (;;) {
+    if (attempt->cv.wait_for(lock, std::chrono::milliseconds(10),
+                             [&] { return attempt->result.has_value(); }))
+      return std::move(attempt->result);
+    if (abandon && abandon()) return std::nullopt;
+  }
+}
+
+Status PolicyReloader::LoadInitial(const std::function<bool()>& abandon) {
   std::lock_guard<std::mutex> lock(reload_mu_);
   auto start = std::chrono::steady_clock::now();
-  auto set = LoadPolicySet(sources_, factory_, 1);
+  auto loaded = LoadOffThread(1, abandon);
+  if (!loaded) return Error{"the first configuration load was abandoned (stopping)", {}};
+  auto& set = *loaded;
   if (!set) return set.error();
   {
     std::lock_guard<std::mutex> cl(current_mu_);
@@ -234,7 +271,7 @@ Status PolicyReloader::LoadInitial() {
   return Status::Ok();
 }
 
-ReloadOutcome PolicyReloader::Reload() {
+ReloadOutcome PolicyReloader::Reload(const std::function<bool()>& abandon) {
   std::lock_guard<std::mutex> lock(reload_mu_);
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const PolicySet> active = Current();
@@ -245,16 +282,24 @@ ReloadOutcome PolicyReloader::Reload() {
     // Nothing changed since the active set, or since the last rejected attempt (the same broken
     // files are not compiled and reported again for every unrelated event).
     outcome.kind = ReloadOutcome::Kind::kUnchanged;
+  } else if (!hash) {
+    // Unreadable sources (a FIFO or a device in place of a file, a file past its size limit):
+    // rejected without compiling anything.
+    outcome.kind = ReloadOutcome::Kind::kRejected;
+    outcome.error = hash.error();
+    last_rejected_hash_.clear();
   } else {
-    auto set = LoadPolicySet(sources_, factory_, outcome.generation + 1);
-    if (!set) {
+    auto loaded = LoadOffThread(outcome.generation + 1, abandon);
+    if (!loaded) {
+      outcome.kind = ReloadOutcome::Kind::kAbandoned;
+    } else if (!*loaded) {
       outcome.kind = ReloadOutcome::Kind::kRejected;
-      outcome.error = set.error();
-      last_rejected_hash_ = hash ? *hash : std::string();
+      outcome.error = loaded->error();
+      last_rejected_hash_ = *hash;
     } else {
       outcome.kind = ReloadOutcome::Kind::kOk;
-      outcome.generation = (*set)->generation;
-      active = *set;  // made current after the observers, below
+      outcome.generation = (**loaded)->generation;
+      active = **loaded;  // made current after the observers, below
     }
   }
   outcome.took = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -267,6 +312,11 @@ ReloadOutcome PolicyReloader::Reload() {
     case ReloadOutcome::Kind::kRejected:
       spdlog::error("config reload rejected, generation {} stays active: {}", outcome.generation,
                     outcome.error->Format());
+      break;
+    case ReloadOutcome::Kind::kAbandoned:
+      spdlog::info("config reload: load abandoned after {} ms (a newer change, or stopping); "
+                   "generation {} stays active",
+                   outcome.took.count() / 1000, outcome.generation);
       break;
     case ReloadOutcome::Kind::kUnchanged:
       spdlog::debug("config reload: sources unchanged");
@@ -310,6 +360,40 @@ std::vector<std::string> PolicyReloader::WatchDirectories() const {
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   return dirs;
+}
+
+namespace {
+std::string ParentDir(const std::string& file) {
+  fs::path parent = fs::path(file).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+}  // namespace
+
+bool PolicyReloader::IsRelevant(const std::string& directory, std::string_view name) const {
+  // A ConfigMap mount: `..data` (the symlink swapped on update), `..2026_11_29_...` (the
+  // timestamped directory it points at) and `..data_tmp`.
+  if (name.substr(0, 2) == "..") return true;
+  auto names_file = [&](const std::string& file) {
+    return ParentDir(file) == directory && fs::path(file).filename().string() == name;
+  };
+  if (!sources_.conf_file.empty() && names_file(sources_.conf_file)) return true;
+  for (const std::string& d : sources_.policy_dirs)
+    if (d == directory && EndsWith(name, ".policy")) return true;
+  if (sources_.packs_dir == directory && EndsWith(name, ".kpack")) return true;
+  for (const std::string& key : sources_.trust_keys)
+    if (names_file(key)) return true;
+  for (const std::string& p : sources_.pack_files) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      if (directory == p || directory.rfind(p + "/", 0) == 0) return true;
+    } else if (names_file(p)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void PolicyReloader::AddObserver(Observer observer) {

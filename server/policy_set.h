@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/host/policy_provider.h"
@@ -73,7 +74,9 @@ Result<std::string> HashSources(const PolicySources& sources);
 
 // What one reload attempt did.
 struct ReloadOutcome {
-  enum class Kind { kOk, kUnchanged, kRejected };
+  // kAbandoned: a newer change, or shutdown, came before the load finished; its result (if it
+  // ever finishes) is dropped and the active generation stays.
+  enum class Kind { kOk, kUnchanged, kRejected, kAbandoned };
   Kind kind = Kind::kUnchanged;
   uint64_t generation = 0;      // the active generation afterwards
   std::optional<Error> error;   // kRejected: why
@@ -82,18 +85,29 @@ struct ReloadOutcome {
 };
 std::string_view ToString(ReloadOutcome::Kind kind);
 
-// Holds the active set and replaces it on request. Current() is cheap and safe from any thread;
-// Reload() runs the whole load on the calling thread (the watcher's, never the session's) and
-// serialises with other reloads.
+// Holds the active set and replaces it on request. Current() is cheap and safe from any thread.
+// Reload() serialises with other reloads; it reads and hashes the sources on the calling thread
+// (the watcher's worker, never the session's; the reads are bounded, see runtime/file_read.h),
+// and runs the parse and compile on a thread of its own, which it waits for until the load ends
+// or `abandon` turns true (polled every 10 ms). An abandoned load keeps running detached until
+// it ends (LLVM cannot be interrupted), with copies of what it reads, and its result is dropped;
+// LoadsInFlight() counts such loads, so that a caller abandons one only while no other abandoned
+// load still runs (at most two compiles at once) and a process exits without waiting for them.
 class PolicyReloader {
  public:
   using Observer = std::function<void(const ReloadOutcome&, const PolicySet* active)>;
 
   PolicyReloader(PolicySources sources, ProviderFactory factory);
 
-  // The first load: its error is the caller's (serve and simulate exit with it).
-  Status LoadInitial();
-  ReloadOutcome Reload();
+  // The first load: its error is the caller's (serve and simulate exit with it). When `abandon`
+  // turns true first (SIGTERM), the error says so.
+  Status LoadInitial(const std::function<bool()>& abandon = nullptr);
+  ReloadOutcome Reload(const std::function<bool()>& abandon = nullptr);
+  // Whether an event on `name` inside `directory` (one of WatchDirectories()) can change what
+  // the configuration reads: the conf file, *.policy of a policy dir, *.kpack of the packs dir,
+  // a --pack file, anything inside a pack directory, and the `..data` / `..<timestamp>` entries
+  // a ConfigMap mount swaps.
+  bool IsRelevant(const std::string& directory, std::string_view name) const;
 
   std::shared_ptr<const PolicySet> Current() const;
   const PolicySources& sources() const { return sources_; }
@@ -106,7 +120,14 @@ class PolicyReloader {
   // generation, before Current() returns it.
   void AddObserver(Observer observer);
 
+  // Loads (of any reloader) running on their own threads, abandoned ones included.
+  static int LoadsInFlight();
+
  private:
+  // Runs LoadPolicySet on a thread of its own; nullopt when `abandon` turned true first.
+  std::optional<Result<std::shared_ptr<const PolicySet>>> LoadOffThread(
+      uint64_t generation, const std::function<bool()>& abandon);
+
   PolicySources sources_;
   ProviderFactory factory_;
   std::mutex reload_mu_;  // one load at a time

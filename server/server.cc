@@ -61,6 +61,23 @@ std::string ConfigJson(const PolicySet* set) {
 
 }  // namespace
 
+std::unique_ptr<ConfigWatcher> WatchAndReload(PolicyReloader& reloader,
+                                              std::chrono::milliseconds quiet) {
+  auto watcher = std::make_unique<ConfigWatcher>(
+      reloader.WatchDirectories(),
+      ConfigWatcher::Callback(),  // set below: it needs the watcher
+      quiet, [&reloader](const std::string& dir, std::string_view name) {
+        return reloader.IsRelevant(dir, name);
+      });
+  ConfigWatcher* w = watcher.get();
+  watcher->SetCallback([&reloader, w](const ConfigWatcher::Superseded& superseded) {
+    reloader.Reload([&] {
+      return w->stopping() || (superseded() && PolicyReloader::LoadsInFlight() <= 1);
+    });
+  });
+  return watcher;
+}
+
 void ConfigureLogging(int verbosity) {
   auto logger = spdlog::get("kiln-serve");
   if (!logger) logger = spdlog::stderr_color_mt("kiln-serve");
@@ -87,9 +104,15 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   PolicyReloader reloader(options.sources, CompiledProviderFactory());
   reloader.AddObserver([&metrics, &hooks](const ReloadOutcome& o, const PolicySet* active) {
     metrics.ObserveReload(o, active);
-    if (hooks.on_reload && !o.initial && o.kind != ReloadOutcome::Kind::kUnchanged) hooks.on_reload(o);
+    if (hooks.on_reload && !o.initial && o.kind != ReloadOutcome::Kind::kUnchanged &&
+        o.kind != ReloadOutcome::Kind::kAbandoned)
+      hooks.on_reload(o);
   });
-  if (Status s = reloader.LoadInitial(); !s) {
+  if (Status s = reloader.LoadInitial([&] { return signalled.load(); }); !s) {
+    if (signalled) {
+      spdlog::info("kiln serve: stopped before the first configuration was loaded");
+      return 0;
+    }
     spdlog::error("configuration: {}", s.error().Format());
     return 2;
   }
@@ -118,15 +141,15 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
       return true;
     };
     handlers.config_json = [&reloader] { return ConfigJson(reloader.Current().get()); };
-    http = std::make_unique<HttpEndpoints>(handlers);
+    http = std::make_unique<HttpEndpoints>(handlers, options.http_limits);
     if (Status s = http->Start(options.listen); !s) {
       spdlog::error("{}", s.error().Format());
       return 2;
     }
   }
 
-  ConfigWatcher watcher(reloader.WatchDirectories(), [&reloader] { reloader.Reload(); },
-                        options.reload_quiet);
+  std::unique_ptr<ConfigWatcher> watcher_owner = WatchAndReload(reloader, options.reload_quiet);
+  ConfigWatcher& watcher = *watcher_owner;
   if (Status s = watcher.Start(); !s) {
     spdlog::error("config watcher: {}", s.error().Format());
     return 2;

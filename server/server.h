@@ -14,6 +14,7 @@
 
 #include "runtime/cluster.h"
 #include "runtime/status.h"
+#include "server/http_endpoints.h"
 #include "server/policy_set.h"
 
 namespace kiln::kube {
@@ -28,6 +29,7 @@ struct ServeOptions {
   PolicySources sources;
   std::chrono::nanoseconds schedule_period = std::chrono::seconds(1);
   std::string listen = "127.0.0.1:8080";  // empty: no HTTP endpoints
+  HttpLimits http_limits;
   bool dry_run = false;                   // decide and log; never hand decisions to the binding
   // Leader election: when `lease_store` is set, sessions run only while this replica leads.
   kube::LeaseStore* lease_store = nullptr;
@@ -61,6 +63,14 @@ struct ServeHooks {
 // waited for on a thread of its own).
 int Serve(ClusterBinding& binding, const ServeOptions& options, const ServeHooks& hooks,
           const std::function<bool()>& stop = nullptr);
+
+class ConfigWatcher;
+// The watcher `kiln serve` and `kiln simulate --watch` reload with (not started): it reacts
+// only to the files `reloader` reads (PolicyReloader::IsRelevant) and runs each reload on its
+// worker thread; a load in flight is abandoned at Stop(), and for a newer change while no other
+// abandoned load still runs (so at most two compiles run at once).
+std::unique_ptr<ConfigWatcher> WatchAndReload(PolicyReloader& reloader,
+                                              std::chrono::milliseconds quiet);
 
 // klog-style verbosity on spdlog: 0 info (default), 1-3 debug, 4+ trace; klog's line header
 // ("I1125 04:44:28.123456 1234] message").

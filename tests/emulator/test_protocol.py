@@ -335,6 +335,35 @@ class Protocol(unittest.TestCase):
         finally:
             w.close()
 
+    def test_restore_goes_back_and_a_watch_from_the_future_is_504(self):
+        code, lst, _ = self.emu.get(self.pods)
+        backup = int(lst["metadata"]["resourceVersion"])
+        self.create_pod("lost")
+        code, lst, _ = self.emu.get(self.pods)
+        newer = int(lst["metadata"]["resourceVersion"])
+        self.assertGreater(newer, backup)
+        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={newer}")
+        out = self.emu.control("restore", {"revision": backup})
+        self.assertEqual(out["revision"], backup)
+        self.assertGreaterEqual(out["droppedWatches"], 1)
+        try:
+            self.assertIsNone(w.next())  # the restart closed it
+        finally:
+            w.close()
+        code, lst, _ = self.emu.get(self.pods)
+        self.assertEqual(int(lst["metadata"]["resourceVersion"]), backup)
+        self.assertNotIn("lost", [p["metadata"]["name"] for p in lst["items"]])
+        t0 = time.time()
+        code, st, _ = self.emu.get(f"{self.pods}?watch=1&resourceVersion={newer}")
+        self.assertEqual((code, st["reason"]), (504, "Timeout"))
+        self.assertIn("Too large resource version", st["message"])
+        self.assertEqual(st["details"]["causes"][0]["reason"], "ResourceVersionTooLarge")
+        self.assertGreaterEqual(time.time() - t0, 2.5)  # waited for the version first
+        # A write after the restore reuses a version the old history had.
+        self.create_pod("after")
+        code, lst, _ = self.emu.get(self.pods)
+        self.assertEqual(int(lst["metadata"]["resourceVersion"]), backup + 1)
+
     def test_open_watch_survives_compaction(self):
         code, lst, _ = self.emu.get(self.pods)
         w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}&timeoutSeconds=5")

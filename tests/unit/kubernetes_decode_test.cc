@@ -357,7 +357,8 @@ TEST(KubeConfigTest, ErrorsNameTheFileAndTheField) {
   EXPECT_NE(b64.error().message.find("is not base64"), std::string::npos);
   auto none = LoadKubeConfig("/nonexistent/kubeconfig");
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().message, "cannot read kubeconfig /nonexistent/kubeconfig");
+  EXPECT_EQ(none.error().message,
+            "cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory");
 }
 
 // Found by the kube fuzz target: a kubeconfig without a `contexts` key (or an entry without a

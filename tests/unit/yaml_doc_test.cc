@@ -127,10 +127,9 @@ TEST(YamlDocTest, CommentsAnchorsAliasesAndDocuments) {
       "copy: *res\n"
       "name: &n x\n"
       "again: *n\n"
-      "---\n"
-      "second: document\n");
+      "...\n");
   Node r = d.root();
-  EXPECT_EQ(r.size(), 4u);  // the second document is not read, as with yaml-cpp's Load
+  EXPECT_EQ(r.size(), 4u);  // a second document is an error: ASecondDocumentIsAnError
   EXPECT_TRUE(r["copy"].is(r["base"]));
   EXPECT_EQ(r["copy"]["cpu"].Scalar(), "1");
   EXPECT_EQ(r["again"].Scalar(), "x");
@@ -268,7 +267,6 @@ TEST(YamlDocTest, SameDocumentsAsYamlCppForTrickySnippets) {
       "# c\nlist:   # c\n- a # c\n-   b\n# c\n",
       "multi: \"line\n  two\"\nplain: one\n  two\n",
       "nested: {a: [1, {b: c}], d: {}}\ne: []\n",
-      "x: 1\n---\ny: 2\n",
       "--- \nroot\n...\n",
       "n: null\nN: Null\nNN: NULL\nt: ~\nnot: nil\n",
       "s: 'it''s'\nd: \"tab\\there\"\nu: \"\\u00e9\"\n",
@@ -281,6 +279,19 @@ TEST(YamlDocTest, SameDocumentsAsYamlCppForTrickySnippets) {
     ASSERT_TRUE(doc.ok()) << text << doc.error().Format();
     EXPECT_EQ(Diff(doc->root(), old, "$"), "") << text;
   }
+}
+
+// yaml-cpp's Load reads the first document of a stream and ignores the rest; a Document holds
+// exactly one, and a second is an error at its `---` (issue 28: extra documents in a scenario
+// were silently dropped).
+TEST(YamlDocTest, ASecondDocumentIsAnError) {
+  EXPECT_EQ(YAML::Load("x: 1\n---\ny: 2\n")["x"].as<int>(), 1);
+  Error e = MustFail("x: 1\n---\ny: 2\n");
+  EXPECT_EQ(e.where.line, 2);
+  EXPECT_EQ(e.where.column, 1);
+  EXPECT_NE(e.message.find("a second YAML document starts here"), std::string::npos);
+  MustFail("x: 1\n...\n---\n");
+  MustParse("--- \nroot\n...\n# only a comment after the end marker\n");
 }
 
 // Where libyaml follows the YAML spec and yaml-cpp does not, the document follows libyaml. No

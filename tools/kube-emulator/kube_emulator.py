@@ -1761,6 +1761,28 @@ class Handler(BaseHTTPRequestHandler):
             with st.cond:
                 c = st.compact_locked(int(body.get("revision", st.rv)))
                 return self.send_json(200, {"compacted": c, "revision": st.rv})
+        if cmd == "restore":
+            # An etcd restore from a backup taken at `revision`: every object as it was then, the
+            # history after it gone, the revision counter back at it (so resourceVersions go
+            # backwards), and every watch closed, as the API server restarting would.
+            with st.cond:
+                rev = int(body.get("revision", st.rv))
+                if rev < st.compacted or rev > st.rv:
+                    raise bad_request(f"revision {rev} is outside the history ({st.compacted}..{st.rv})")
+                for r in RESOURCES:
+                    st.objects[r.key] = dict(st.snapshot(r, rev))
+                    i = bisect.bisect_right(st.history_rvs[r.key], rev)
+                    del st.history[r.key][i:]
+                    del st.history_rvs[r.key][i:]
+                st.history_len = sum(len(h) for h in st.history.values())
+                st.rv = rev
+                st.kubelet_work = {k for k in st.kubelet_work if k in st.objects[POD.key]}
+                n = 0
+                for w in list(api.watchers):
+                    w.dropped = "close"
+                    n += 1
+                st.cond.notify_all()
+                return self.send_json(200, {"revision": st.rv, "droppedWatches": n})
         if cmd == "faults":
             rule = {"verb": body.get("verb", "*"), "resource": body.get("resource", "*"),
                     "namespace": body.get("namespace"), "name": body.get("name"),
@@ -2157,6 +2179,18 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad_request(f'invalid resource version: "{rv_param}"')
                 if pos < st.compacted:
                     expired = pos
+                # A version the store has not reached: the watch cache waits a little for it
+                # (writes may be in flight), then answers 504 "Too large resource version" with a
+                # ResourceVersionTooLarge cause, which client-go's reflector answers by listing.
+                wait_until = time.time() + getattr(api.opts, "too_large_wait", 3.0)
+                while pos > st.rv and time.time() < wait_until:
+                    st.cond.wait(max(0.0, wait_until - time.time()))
+                if pos > st.rv:
+                    raise ApiError(504, "Timeout",
+                                   f"Timeout: Too large resource version: {pos}, current: {st.rv}",
+                                   {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                "message": "Too large resource version"}],
+                                    "retryAfterSeconds": 1})
             watcher = Watcher(res, pos)
             api.watchers.add(watcher)
         try:
@@ -2334,6 +2368,7 @@ def make_parser():
     p.add_argument("--bookmark-interval", type=float, default=5.0)
     p.add_argument("--watch-timeout", type=float, default=1800.0)
     p.add_argument("--history", type=int, default=200000)
+    p.add_argument("--too-large-wait", type=float, default=3.0)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--fail-binds", type=int, default=0)
     p.add_argument("--fail-code", type=int, default=500)
