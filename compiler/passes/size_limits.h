@@ -15,13 +15,13 @@ struct SizeLimits {
   // below bound the work after parsing; this one bounds lexing and parsing, whose parse trees
   // take about 600 bytes of memory per byte of source (a 1 MB policy: 560 MB to reject).
   size_t max_source_bytes = 256 << 10;
-  // Top-level declarations (consts, args, records, state, fns, handlers). Shipped: at most ~60.
+  // Top-level declarations (consts, args, records, state, fns, handlers). Shipped: at most 50.
   int64_t max_declarations = 1000;
   // Statements and expressions in one `fn` or handler body. Codegen lowers a body into one LLVM
-  // function, and LLVM's work on a function grows faster than its size. Shipped: at most ~1,600.
+  // function, and LLVM's work on a function grows faster than its size. Shipped: at most 552.
   int64_t max_function_nodes = 20000;
   // Statements and expressions in the whole policy (bodies, initialisers, defaults). Shipped: at
-  // most ~9,000.
+  // most 1,694.
   int64_t max_policy_nodes = 100000;
 };
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -71,13 +72,14 @@ TEST(PolicySandbox, ListContainsWithAWrongElementTypeIsRejected) {
 }
 
 // Item 2: `xs.get(i)` is documented (docs/language.md) and now compiles: none out of range.
+// (job_order answers only a sign, so each check answers 1 when it holds.)
 TEST(PolicySandbox, ListGetLoadsAndAnswers) {
-  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn xs.get(1) ?? -1;"), 20);
-  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn xs.get(3) ?? -1;"), -1);
-  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn xs.get(-1) ?? -1;"), -1);
+  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn (xs.get(1) ?? -1) == 20 ? 1 : 0;"), 1);
+  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn (xs.get(3) ?? -1) == -1 ? 1 : 0;"), 1);
+  EXPECT_EQ(JobOrder("let xs = [10, 20, 30];\nreturn (xs.get(-1) ?? -1) == -1 ? 1 : 0;"), 1);
   EXPECT_EQ(JobOrder("let xs: list<int?> = [none, 5];\n"
-                     "if let x = xs.get(0) { return 1; }\nreturn xs.get(1) ?? -1;"),
-            5);
+                     "if let x = xs.get(0) { return 0; }\nreturn (xs.get(1) ?? -1) == 5 ? 1 : 0;"),
+            1);
 }
 
 // The other documented collection methods load and answer too.
@@ -86,11 +88,12 @@ TEST(PolicySandbox, MapKeysValuesAndGetLoadAndAnswer) {
 var s = 0;
 for k in m.keys() { s = s + len(k); }
 for v in m.values() { s = s + 10 * v; }
-return s + (m.get("b") ?? 100) + (m.get("c") ?? 1000);)"),
-            2 + 30 + 2 + 1000);
+s = s + (m.get("b") ?? 100) + (m.get("c") ?? 1000);
+return s == 2 + 30 + 2 + 1000 ? 1 : 0;)"),
+            1);
   EXPECT_EQ(JobOrder(R"(let m = {"a": parse_int("1"), "b": parse_int("x")};
-if let v = m.get("b") { return 1; }
-return m.get("a") ?? -1;)"),
+if let v = m.get("b") { return 0; }
+return (m.get("a") ?? -1) == 1 ? 1 : 0;)"),
             1);
 }
 
@@ -277,16 +280,18 @@ TEST(PolicySandbox, APolicyJustUnderTheFunctionLimitCompiles) {
   std::string text = GeneratedPolicy(1, 1400);
   FrontendResult r = RunFrontend(SourceFile{"big.policy", text});
   ASSERT_TRUE(r.ok()) << Errors(r, text).substr(0, 2000);
-  auto start = std::chrono::steady_clock::now();
+  // Processor time of every thread (the JIT compiles on its own threads): wall time on a shared
+  // machine says little. At O2 this body takes about 11 s; tier 0 under 1 s.
+  std::clock_t start = std::clock();
   auto l = Load(text);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double s = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(l);
   Job a, b;
   int32_t answer = l->Fn<ExtensionPoint::JobOrder>()(&l->ctx, &a, &b);
   EXPECT_TRUE(answer == 0 || answer == 1 || answer == -1) << answer;
   EXPECT_LT(s, 60.0);
   std::cout << "[ sizes    ] an 18,200-node function (" << text.size() << " bytes) compiled in "
-            << s << " s\n";
+            << s << " s of processor time\n";
 }
 
 }  // namespace
