@@ -2,12 +2,15 @@
 // compiler. Exit 0 when every file is clean, 1 when any has errors (or cannot be read). A name
 // that is not a file but names a built-in policy ("gang") checks the embedded copy. `--cost` also
 // prints each handler's worst-case cost formula (compiler/passes/check_cost.cc); `--score-cache`
-// whether node_order's scores may be cached (compiler/passes/analyze_score_cache.cc).
+// whether node_order's scores may be cached (compiler/passes/analyze_score_cache.cc). A policy
+// the front end accepts is also lowered to LLVM IR (not optimised, no machine code), so that
+// `kiln check` passing means the policy loads.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <exception>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +18,7 @@
 
 #include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
+#include "compiler/host/compiled_policy.h"
 #include "cli/commands.h"
 
 namespace kiln::cli {
@@ -49,6 +53,18 @@ int CheckFiles(const std::vector<std::string>& files, bool print_cost, bool prin
     }
     try {
       FrontendResult result = RunFrontend(source);
+      // What the checker accepts must load (issue 28): a clean policy is also lowered to LLVM IR
+      // as a load would lower it, so a construct codegen cannot lower is reported here, at its
+      // place, instead of only when a scheduler loads the policy.
+      if (result.ok()) {
+        if (std::optional<Error> lowering = PolicyCompiler::CheckLowering(*result.policy)) {
+          SourcePos at{lowering->where.line, lowering->where.column};
+          result.diagnostics.Error(
+              SourceRange{at, at},
+              fmt::format("this passes the checker but cannot be compiled: {}",
+                          lowering->message));
+        }
+      }
       PrintDiagnostics(result.diagnostics, source);
       // --cost: each handler's worst-case steps per call as a formula in the sizes it iterates
       // (compiler/passes/check_cost.cc), and its value at the largest cluster assumed.

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "compiler/codegen/runtime_support.h"
 #include "compiler/passes/cost.h"
+#include "compiler/passes/size_limits.h"
 #include "runtime/session.h"
 
 namespace kiln::cli {
@@ -56,6 +57,44 @@ void AddPolicyLimitOptions(CLI::App& app) {
          "static check: the cluster size assumed for one symbol of the cost formulas, as "
          "SIZE=NUMBER (repeatable; e.g. nodes=50000; `kiln check --cost` shows the symbols)")
       ->group(group);
+  // Size limits (compiler/passes/size_limits.h): checked before the type checker and codegen,
+  // they bound the time and memory compiling one policy takes.
+  auto size_limit = [&](const char* flag, int64_t SizeLimits::*field, const std::string& help) {
+    app.add_option_function<int64_t>(
+           flag,
+           [flag, field](int64_t n) {
+             if (n <= 0) throw CLI::ValidationError(flag, "must be > 0");
+             SizeLimits limits = DefaultSizeLimits();
+             limits.*field = n;
+             SetDefaultSizeLimits(limits);
+           },
+           help)
+        ->group(group);
+  };
+  app.add_option_function<int64_t>(
+         "--policy-max-source-bytes",
+         [](int64_t n) {
+           if (n <= 0) throw CLI::ValidationError("--policy-max-source-bytes", "must be > 0");
+           SizeLimits limits = DefaultSizeLimits();
+           limits.max_source_bytes = static_cast<size_t>(n);
+           SetDefaultSizeLimits(limits);
+         },
+         fmt::format("compile: the largest policy source file, in bytes (default {})",
+                     SizeLimits{}.max_source_bytes))
+      ->group(group);
+  const SizeLimits defaults;
+  size_limit("--policy-max-declarations", &SizeLimits::max_declarations,
+             fmt::format("compile: the most top-level declarations one policy may have (default "
+                         "{})",
+                         defaults.max_declarations));
+  size_limit("--policy-max-function-size", &SizeLimits::max_function_nodes,
+             fmt::format("compile: the most statements and expressions one fn or handler body "
+                         "may have (default {})",
+                         defaults.max_function_nodes));
+  size_limit("--policy-max-size", &SizeLimits::max_policy_nodes,
+             fmt::format("compile: the most statements and expressions one policy may have "
+                         "(default {})",
+                         defaults.max_policy_nodes));
   app.add_option_function<int64_t>(
          "--policy-loop-budget",
          [](int64_t n) {

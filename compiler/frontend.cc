@@ -25,6 +25,14 @@ FrontendResult RunFrontend(const SourceFile& source, const FrontendLimits& limit
     PhaseTimer timer(&result.timings, name);
     pass(ctx);
   };
+  {
+    // Before anything that grows with the policy's size: an oversized policy stops here.
+    PhaseTimer timer(&result.timings, "check-size");
+    if (!passes::CheckSize(ctx, limits.size)) {
+      diags.Sort();
+      return result;
+    }
+  }
   run("declare-globals", passes::DeclareGlobals);       // top-level names, duplicates, capabilities
   run("resolve-types", passes::ResolveTypes);           // written types → Types
   run("resolve-names", passes::ResolveNames);           // names → locals/consts/args/...; calls

@@ -8,15 +8,17 @@
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
 #include "compiler/passes/cost.h"
+#include "compiler/passes/size_limits.h"
 #include "compiler/source.h"
 #include "compiler/timings.h"
 
 namespace kiln {
 
 // Limits that keep adversarial input from exhausting memory or the stack.
+// The size limits (compiler/passes/size_limits.h) also bound the work and memory of compiling.
 struct FrontendLimits {
-  size_t max_source_bytes = 1 << 20;  // 1 MiB
-  int max_nesting = 256;              // brackets / expression / block nesting
+  SizeLimits size = DefaultSizeLimits();  // source bytes, declarations, nodes per body and total
+  int max_nesting = 256;                  // brackets / expression / block nesting
   CostLimits cost;                    // the static cost check (compiler/passes/check_cost.cc)
 };
 

@@ -152,6 +152,19 @@ enum class CallKind : uint8_t {
   Builtin,   // a generic built-in the checker types itself: len, min, max, float, int, string
 };
 
+// The collection methods the checker types itself (docs/language.md "Views of the cluster"). A
+// Method call is either one of these or a standard-library row (`std_function`), never neither:
+// codegen lowers by this tag or by the row, never by the callee's name alone, so `xs.contains(x)`
+// on a list cannot reach the string function `contains` (issue 28).
+enum class BuiltinMethod : uint8_t {
+  None,
+  ListGet,       // xs.get(i) -> T?
+  ListContains,  // xs.contains(x) -> bool, as `x in xs`
+  MapGet,        // m.get(k) -> V?
+  MapKeys,       // m.keys() -> list<K>, in iteration order
+  MapValues,     // m.values() -> list<V>, in iteration order
+};
+
 struct Call : Expr {
   static constexpr NodeKind kKind = NodeKind::Call;
   Call(SourceRange r, std::string c, SourceRange cr)
@@ -163,6 +176,11 @@ struct Call : Expr {
   CallKind call = CallKind::Unresolved;
   const FnDecl* fn = nullptr;
   int std_function = -1;
+  BuiltinMethod method = BuiltinMethod::None;  // CallKind::Method on a list or map
+  // For a library row (Std, or a Method resolved to one): the parameter types of every argument
+  // codegen passes, the receiver first, so each argument is converted (int → float) to what the
+  // native function takes before the call (issue 28: `round(7)` passed an int to a double).
+  std::vector<const Type*> std_params;
 };
 
 // `[e for x in xs where c order by k desc]` and aggregates `sum(e for x in xs where c)`.

@@ -1656,21 +1656,26 @@ class Lowering {
                     {b_.CreateExtractValue(h, {0}), b_.CreateExtractValue(h, {1}),
                      b_.CreateExtractValue(s, {0}), b_.CreateExtractValue(s, {1})});
     }
-    if (IsKind(ct, TypeKind::List)) {
-      Value* x = Coerce(Emit(*bin.left), bin.left->type, ct->elem);
-      Value* found = Alloca(i1_);
-      b_.CreateStore(b_.getFalse(), found);
-      BasicBlock* brk = nullptr;
-      EmitIterate(*bin.right, [&](Value* el, Value*) {
-        Value* eq = Compare(ast::BinaryOp::Eq, el, ct->elem, x, ct->elem, &bin);
-        EmitIfElse(eq, [&] {
-          b_.CreateStore(b_.getTrue(), found);
-          b_.CreateBr(brk);
-        }, {});
-      }, nullptr, &brk);
-      return b_.CreateLoad(i1_, found);
-    }
+    if (IsKind(ct, TypeKind::List)) return EmitListContains(*bin.right, *bin.left, &bin);
     Fail(&bin, fmt::format("cannot lower `in` on {}", ct ? ct->Name() : "?"));
+  }
+
+  // `x in xs` and `xs.contains(x)`: whether some element equals x, stopping at the first.
+  Value* EmitListContains(const ast::Expr& list, const ast::Expr& item, const ast::Node* at) {
+    const Type* ct = list.type;
+    if (!IsKind(ct, TypeKind::List)) Fail(at, "`contains` needs a list");
+    Value* x = Coerce(Emit(item), item.type, ct->elem);
+    Value* found = Alloca(i1_);
+    b_.CreateStore(b_.getFalse(), found);
+    BasicBlock* brk = nullptr;
+    EmitIterate(list, [&](Value* el, Value*) {
+      Value* eq = Compare(ast::BinaryOp::Eq, el, ct->elem, x, ct->elem, at);
+      EmitIfElse(eq, [&] {
+        b_.CreateStore(b_.getTrue(), found);
+        b_.CreateBr(brk);
+      }, {});
+    }, nullptr, &brk);
+    return b_.CreateLoad(i1_, found);
   }
 
   // The shape-table entry when `e` is `view.taints`-like (a RecordList or StringList field of a
@@ -1743,8 +1748,11 @@ class Lowering {
       if (field == "minutes") return b_.CreateFDiv(f, llvm::ConstantFP::get(f64_, 60e9));
       if (field == "hours") return b_.CreateFDiv(f, llvm::ConstantFP::get(f64_, 3600e9));
       if (field == "milliseconds") return b_.CreateFDiv(f, llvm::ConstantFP::get(f64_, 1e6));
+      if (field == "nanoseconds") return v;
     }
     if (IsKind(ot, TypeKind::Time) && field == "unix") return b_.CreateSDiv(v, b_.getInt64(1000000000));
+    if (IsKind(ot, TypeKind::Time) && field == "unix_seconds")
+      return b_.CreateFDiv(b_.CreateSIToFP(v, f64_), llvm::ConstantFP::get(f64_, 1e9));
     // A quantity is held as its value in base units (docs/language.md: `quantity` `.value`).
     if (IsKind(ot, TypeKind::Quantity) && field == "value") return v;
     if (IsKind(ot, TypeKind::Fit)) {
@@ -2081,13 +2089,32 @@ class Lowering {
 
   Value* F(double v) { return llvm::ConstantFP::get(f64_, v); }
 
+  // The standard-library row a Std or Method call was resolved to by the checker, or null.
+  static const stdlib::Function* StdRow(const ast::Call& c) {
+    auto fns = stdlib::Functions();
+    if (c.std_function < 0 || static_cast<size_t>(c.std_function) >= fns.size()) return nullptr;
+    return &fns[static_cast<size_t>(c.std_function)];
+  }
+
   Value* EmitLibraryCall(const ast::Call& c) {
-    const std::string& name = c.callee;
-    const Type* t = c.type;
-    // Methods: receiver.name(args)
+    // Methods: receiver.name(args). The checker tagged each one with a collection method or a
+    // library row; lowering follows the tag, never the callee's name alone (issue 28: a list's
+    // `contains` reached the string function of that name).
     if (c.receiver) {
       const ast::Expr& recv = *c.receiver;
-      if (name == "dim" && IsKind(recv.type, TypeKind::Resource)) {
+      switch (c.method) {
+        case ast::BuiltinMethod::ListGet: return EmitListGet(c);
+        case ast::BuiltinMethod::ListContains: return EmitListContains(recv, *c.args.at(0), &c);
+        case ast::BuiltinMethod::MapGet: return EmitMapGet(c);
+        case ast::BuiltinMethod::MapKeys: return EmitMapKeysOrValues(c, /*keys=*/true);
+        case ast::BuiltinMethod::MapValues: return EmitMapKeysOrValues(c, /*keys=*/false);
+        case ast::BuiltinMethod::None: break;
+      }
+      const stdlib::Function* row = StdRow(c);
+      if (c.call != ast::CallKind::Method || !row || row->name != c.callee)
+        Fail(&c, fmt::format("method `{}` on `{}` was not resolved to a lowering", c.callee,
+                             recv.type ? recv.type->Name() : "?"));
+      if (row->name == "dim" && IsKind(recv.type, TypeKind::Resource)) {
         // An id outside the registry (resource_id of a full registry: -1, or any other int)
         // reads 0, as r[name] of an unknown name does.
         Value* r = Emit(recv);
@@ -2095,36 +2122,108 @@ class Lowering {
         Value* fits = b_.CreateICmpULT(id, b_.getInt64(kMaxResources));
         return b_.CreateSelect(fits, ResourceDimAt(r, b_.CreateTrunc(id, i32_)), F(0.0));
       }
-      if (name == "get") {
-        if (const AbiFieldInfo* f = HostMapField(recv)) {
-          Value* obj = Emit(*ast::As<ast::Select>(&recv)->operand);
-          Value* k = Emit(*c.args[0]);
-          llvm::Type* vt = HostMapValueType(*f);
-          Value* out = Alloca(vt);
-          b_.CreateStore(HostMapZero(*f), out);
-          Value* found = CallRt(std::string(f->host), i1_, {obj, StrPart(k, 0), StrPart(k, 1), out});
-          Value* o = llvm::UndefValue::get(Ty(t));
-          o = b_.CreateInsertValue(o, found, {0});
-          return b_.CreateInsertValue(o, b_.CreateLoad(vt, out), {1});
-        }
-        if (IsKind(recv.type, TypeKind::Map)) {
-          const Type* mt = recv.type;
-          Value* m = Emit(recv);
-          Value* k = Coerce(Emit(*c.args[0]), c.args[0]->type, mt->key);
-          Value* slot = MapSlot(mt, m, k, mt->key, false, mt->elem);
-          return EmitChoice(b_.CreateIsNotNull(slot), t, [&] {
-            return MakeOptional(t, b_.CreateLoad(Ty(mt->elem), slot));
-          }, [&] { return NoneOf(t); });
-        }
-      }
       // Other methods are the library function with the receiver first: s.contains(x).
       std::vector<const ast::Expr*> all{&recv};
       for (const auto& a : c.args) all.push_back(a.get());
-      return EmitNamedFunction(c, name, all);
+      return EmitNamedFunction(c, std::string(row->name), all);
     }
     std::vector<const ast::Expr*> all;
     for (const auto& a : c.args) all.push_back(a.get());
-    return EmitNamedFunction(c, name, all);
+    return EmitNamedFunction(c, c.callee, all);
+  }
+
+  // xs.get(i): the element when 0 <= i < len(xs), else none.
+  Value* EmitListGet(const ast::Call& c) {
+    const ast::Expr& recv = *c.receiver;
+    const Type* lt = recv.type;
+    const Type* t = c.type;
+    if (!IsKind(lt, TypeKind::List) || !IsKind(t, TypeKind::Optional))
+      Fail(&c, "`get` on a list needs a list receiver and an optional result");
+    Value* list = Emit(recv);
+    Value* i = Emit(*c.args.at(0));
+    Value* n = b_.CreateExtractValue(list, {1});
+    Value* ok = b_.CreateAnd(b_.CreateICmpSGE(i, b_.getInt64(0)), b_.CreateICmpSLT(i, n));
+    llvm::Type* et = Ty(lt->elem);
+    // A list of optionals gives its element as is (T?? is T?).
+    bool wrap = !IsKind(lt->elem, TypeKind::Optional);
+    return EmitChoice(ok, t, [&] {
+      Value* v = b_.CreateLoad(et, b_.CreateGEP(et, b_.CreateExtractValue(list, {0}), i));
+      return wrap ? MakeOptional(t, v) : v;
+    }, [&] { return NoneOf(t); });
+  }
+
+  // m.get(k): the value when the key is present, else none.
+  Value* EmitMapGet(const ast::Call& c) {
+    const ast::Expr& recv = *c.receiver;
+    const Type* t = c.type;
+    if (const AbiFieldInfo* f = HostMapField(recv)) {
+      Value* obj = Emit(*ast::As<ast::Select>(&recv)->operand);
+      Value* k = Emit(*c.args[0]);
+      llvm::Type* vt = HostMapValueType(*f);
+      Value* out = Alloca(vt);
+      b_.CreateStore(HostMapZero(*f), out);
+      Value* found = CallRt(std::string(f->host), i1_, {obj, StrPart(k, 0), StrPart(k, 1), out});
+      Value* o = llvm::UndefValue::get(Ty(t));
+      o = b_.CreateInsertValue(o, found, {0});
+      return b_.CreateInsertValue(o, b_.CreateLoad(vt, out), {1});
+    }
+    const Type* mt = recv.type;
+    if (!IsKind(mt, TypeKind::Map) || !IsKind(t, TypeKind::Optional))
+      Fail(&c, "`get` on a map needs a map receiver and an optional result");
+    Value* m = Emit(recv);
+    Value* k = Coerce(Emit(*c.args[0]), c.args[0]->type, mt->key);
+    Value* slot = MapSlot(mt, m, k, mt->key, false, mt->elem);
+    bool wrap = !IsKind(mt->elem, TypeKind::Optional);
+    return EmitChoice(b_.CreateIsNotNull(slot), t, [&] {
+      Value* v = b_.CreateLoad(Ty(mt->elem), slot);
+      return wrap ? MakeOptional(t, v) : v;
+    }, [&] { return NoneOf(t); });
+  }
+
+  // m.keys() / m.values(): a new list in the call arena, in the map's iteration order.
+  Value* EmitMapKeysOrValues(const ast::Call& c, bool keys) {
+    const ast::Expr& recv = *c.receiver;
+    const Type* mt = recv.type;
+    if (!IsKind(mt, TypeKind::Map) || !IsKind(c.type, TypeKind::List))
+      Fail(&c, "`keys`/`values` need a map receiver");
+    llvm::Type* et = Ty(c.type->elem);
+    Value* n;
+    if (const AbiFieldInfo* f = HostMapField(recv); f && f->kind == FieldKind::StringMap) {
+      Value* obj = Emit(*ast::As<ast::Select>(&recv)->operand);
+      n = CallRt(std::string(f->host) + "_size", i64_, {obj});
+    } else {
+      n = nullptr;  // taken from the map EmitIterate materialises, below
+    }
+    // The map is walked once to count (for a policy map, its size) and once to copy; a view's
+    // label map is read in place both times.
+    if (!n) {
+      Value* m = Emit(recv);
+      n = CallRt("kiln_rt_map_size", i64_, {m});
+      Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(SizeOf(et)))}, true);
+      bool string_key = IsKind(mt->key, TypeKind::String);
+      llvm::Type* vt = Ty(mt->elem);
+      ForRange(n, [&](Value* i) {
+        Value* v;
+        if (keys)
+          v = string_key ? CallStrOut("kiln_rt_map_key_s", {m, i}, false)
+                         : KeyFromInt(CallRt("kiln_rt_map_key_i", i64_, {m, i}), mt->key);
+        else
+          v = b_.CreateLoad(vt, CallRt("kiln_rt_map_value_at", ptr_, {m, i}));
+        b_.CreateStore(v, b_.CreateGEP(et, items, i));
+      });
+      Value* list = b_.CreateInsertValue(llvm::UndefValue::get(list_), items, {0});
+      return b_.CreateInsertValue(list, n, {1});
+    }
+    Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(SizeOf(et)))}, true);
+    Value* at = Alloca(i64_);
+    b_.CreateStore(b_.getInt64(0), at);
+    EmitIterate(recv, [&](Value* k, Value* v) {
+      Value* i = b_.CreateLoad(i64_, at);
+      b_.CreateStore(keys ? k : v, b_.CreateGEP(et, items, i));
+      b_.CreateStore(b_.CreateAdd(i, b_.getInt64(1)), at);
+    }, nullptr, nullptr);
+    Value* list = b_.CreateInsertValue(llvm::UndefValue::get(list_), items, {0});
+    return b_.CreateInsertValue(list, n, {1});
   }
 
   Value* EmitNamedFunction(const ast::Call& c, const std::string& name,
@@ -2133,60 +2232,69 @@ class Lowering {
     auto arg = [&](size_t i) { return Emit(*args.at(i)); };
     auto argf = [&](size_t i) { return Coerce(Emit(*args.at(i)), args.at(i)->type, FloatType()); };
     auto at = [&](size_t i) { return args.at(i)->type; };
-    if (name == "range") {
-      // As a value (outside `for` and comprehension sources, which count without a list).
-      auto [lo, n] = RangeBounds(c);
-      Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(8))}, true);
-      ForRange(n, [&](Value* i) {
-        b_.CreateStore(b_.CreateAdd(lo, i), b_.CreateGEP(i64_, items, i));
-      });
-      Value* list = b_.CreateInsertValue(llvm::UndefValue::get(list_), items, {0});
-      return b_.CreateInsertValue(list, n, {1});
-    }
-    if (name == "len") {
-      const ast::Expr& x = *args.at(0);
-      // A view's host map or list: its size, without copying it into the call arena.
-      const AbiFieldInfo* f = HostMapField(x);
-      if (!f) f = ViewListField(x);
-      if (f) {
-        Value* obj = Emit(*ast::As<ast::Select>(&x)->operand);
-        return CallRt(std::string(f->host) + "_size", i64_, {obj});
+    // Generic built-ins (typed by the checker itself) are lowered by name; everything else by
+    // the standard-library row the checker resolved it to.
+    const bool generic = c.call == ast::CallKind::Builtin;
+    const stdlib::Function* resolved = generic ? nullptr : StdRow(c);
+    if (!generic && (!resolved || resolved->name != name))
+      Fail(&c, fmt::format("call to `{}` was not resolved to a library function", name));
+    if (generic) {
+      if (name == "range") {
+        // As a value (outside `for` and comprehension sources, which count without a list).
+        auto [lo, n] = RangeBounds(c);
+        Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(8))}, true);
+        ForRange(n, [&](Value* i) {
+          b_.CreateStore(b_.CreateAdd(lo, i), b_.CreateGEP(i64_, items, i));
+        });
+        Value* list = b_.CreateInsertValue(llvm::UndefValue::get(list_), items, {0});
+        return b_.CreateInsertValue(list, n, {1});
       }
-      Value* v = Emit(x);
-      if (IsKind(x.type, TypeKind::Map)) return CallRt("kiln_rt_map_size", i64_, {v});
-      return b_.CreateExtractValue(v, {1});
-    }
-    if (name == "count" && args.size() == 1) return b_.CreateExtractValue(arg(0), {1});
-    if (name == "float") return argf(0);
-    if (name == "int") {
-      if (IsFloatLike(at(0))) return FloatToInt(arg(0));
-      Value* v = arg(0);
-      return v->getType() == i32_ ? b_.CreateSExt(v, i64_) : v;
-    }
-    if (name == "string") {
-      if (IsKind(at(0), TypeKind::String)) return arg(0);
-      if (IsFloatLike(at(0))) return CallStrOut("kiln_rt_str_of_float", {arg(0)}, true);
-      if (IsKind(at(0), TypeKind::Bool))
-        return b_.CreateSelect(arg(0), Str("true"), Str("false"));
-      Value* v = arg(0);
-      if (v->getType() == i32_) v = b_.CreateSExt(v, i64_);
-      return CallStrOut("kiln_rt_str_of_int", {v}, true);
-    }
-    if ((name == "min" || name == "max") && args.size() == 2) {
-      bool is_min = name == "min";
-      if (IsFloatLike(t)) {
-        Value* a = argf(0);
-        Value* b = argf(1);
-        return b_.CreateSelect(is_min ? b_.CreateFCmpOLE(a, b) : b_.CreateFCmpOGE(a, b), a, b);
+      if (name == "len") {
+        const ast::Expr& x = *args.at(0);
+        // A view's host map or list: its size, without copying it into the call arena.
+        const AbiFieldInfo* f = HostMapField(x);
+        if (!f) f = ViewListField(x);
+        if (f) {
+          Value* obj = Emit(*ast::As<ast::Select>(&x)->operand);
+          return CallRt(std::string(f->host) + "_size", i64_, {obj});
+        }
+        Value* v = Emit(x);
+        if (IsKind(x.type, TypeKind::Map)) return CallRt("kiln_rt_map_size", i64_, {v});
+        return b_.CreateExtractValue(v, {1});
       }
-      Value* a = arg(0);
-      Value* b = arg(1);
-      return b_.CreateSelect(is_min ? b_.CreateICmpSLE(a, b) : b_.CreateICmpSGE(a, b), a, b);
-    }
-    if (name == "abs") {
-      if (IsFloatLike(t)) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, argf(0));
-      Value* v = arg(0);
-      return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(0)), SatSub(b_.getInt64(0), v), v);
+      if (name == "count" && args.size() == 1) return b_.CreateExtractValue(arg(0), {1});
+      if (name == "float") return argf(0);
+      if (name == "int") {
+        if (IsFloatLike(at(0))) return FloatToInt(arg(0));
+        Value* v = arg(0);
+        return v->getType() == i32_ ? b_.CreateSExt(v, i64_) : v;
+      }
+      if (name == "string") {
+        if (IsKind(at(0), TypeKind::String)) return arg(0);
+        if (IsFloatLike(at(0))) return CallStrOut("kiln_rt_str_of_float", {arg(0)}, true);
+        if (IsKind(at(0), TypeKind::Bool))
+          return b_.CreateSelect(arg(0), Str("true"), Str("false"));
+        Value* v = arg(0);
+        if (v->getType() == i32_) v = b_.CreateSExt(v, i64_);
+        return CallStrOut("kiln_rt_str_of_int", {v}, true);
+      }
+      if ((name == "min" || name == "max") && args.size() == 2) {
+        bool is_min = name == "min";
+        if (IsFloatLike(t)) {
+          Value* a = argf(0);
+          Value* b = argf(1);
+          return b_.CreateSelect(is_min ? b_.CreateFCmpOLE(a, b) : b_.CreateFCmpOGE(a, b), a, b);
+        }
+        Value* a = arg(0);
+        Value* b = arg(1);
+        return b_.CreateSelect(is_min ? b_.CreateICmpSLE(a, b) : b_.CreateICmpSGE(a, b), a, b);
+      }
+      if (name == "abs") {
+        if (IsFloatLike(t)) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, argf(0));
+        Value* v = arg(0);
+        return b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(0)), SatSub(b_.getInt64(0), v), v);
+      }
+      Fail(&c, fmt::format("codegen does not implement the built-in `{}`", name));
     }
     if (name == "floor") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, argf(0));
     if (name == "ceil") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, argf(0));
@@ -2263,15 +2371,8 @@ class Lowering {
       return b_.CreateLoad(list_, out);
     }
     // Everything else comes from the standard library's native table (stdlib/library.h).
-    auto fns = stdlib::Functions();
-    if (c.std_function >= 0 && static_cast<size_t>(c.std_function) < fns.size()) {
-      const stdlib::Function& row = fns[c.std_function];
-      if (row.impl == stdlib::Impl::Native)
-        return EmitStdNative(c, std::string(row.symbol), args);
-    }
-    for (const stdlib::Function& row : fns)
-      if (row.name == name && row.impl == stdlib::Impl::Native)
-        return EmitStdNative(c, std::string(row.symbol), args);
+    const stdlib::Function& row = *resolved;
+    if (row.impl == stdlib::Impl::Native) return EmitStdNative(c, std::string(row.symbol), args);
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
     if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
@@ -2290,10 +2391,9 @@ class Lowering {
     if (name == "show_number") return EmitStdNative(c, "kiln_host_show_number", args, true);
     // Host helpers without session access (JSON parsing, HTTP) use the native ABI as is; their
     // string and list results are built in the call arena.
-    for (const stdlib::Function& row : fns)
-      if (row.name == name && row.impl == stdlib::Impl::Host &&
-          (row.bundle == "strings" || row.bundle == "json" || row.bundle == "http"))
-        return EmitStdNative(c, std::string(row.symbol), args, false, true);
+    if (row.impl == stdlib::Impl::Host &&
+        (row.bundle == "strings" || row.bundle == "json" || row.bundle == "http"))
+      return EmitStdNative(c, std::string(row.symbol), args, false, true);
     Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
   }
 
@@ -2311,7 +2411,7 @@ class Lowering {
     // built in a stack temporary instead of the call arena: no allocation, no fault frame.
     const bool scalar_result = IsKind(t, TypeKind::Bool) || IsKind(t, TypeKind::Float) ||
                                IsKind(t, TypeKind::Int);
-    for (const ast::Expr* a : args) {
+    for (const ast::Expr* const& a : args) {
       const auto* bin = ast::As<ast::Binary>(a);
       if (scalar_result && !with_ctx && bin &&
           (bin->op == ast::BinaryOp::Add || bin->op == ast::BinaryOp::Sub) &&
@@ -2326,6 +2426,9 @@ class Lowering {
         continue;
       }
       Value* v = Emit(*a);
+      // The value converted to the parameter's type the checker resolved (int → float).
+      if (size_t i = static_cast<size_t>(&a - args.data()); i < c.std_params.size())
+        v = Coerce(v, a->type, c.std_params[i]);
       if (v->getType() == str_) {
         vals.push_back(StrPart(v, 0));
         vals.push_back(StrPart(v, 1));

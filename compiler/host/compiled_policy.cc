@@ -652,6 +652,15 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
   return std::shared_ptr<const CompiledPolicy>(std::move(compiled));
 }
 
+std::optional<Error> PolicyCompiler::CheckLowering(const ast::Policy& policy) {
+  InitializeNativeTargetOnce();
+  auto jit = PolicyCompiler::Global();
+  if (!jit.ok()) return jit.error();
+  auto lowered = LowerPolicy(policy, (*jit)->impl_->jit->DataLayout());
+  if (!lowered.ok()) return lowered.error();
+  return std::nullopt;
+}
+
 Result<std::string> PolicyCompiler::EmitIr(const SourceFile& source) {
   InitializeNativeTargetOnce();
   auto policy = Front(source);

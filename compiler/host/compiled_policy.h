@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -193,6 +194,11 @@ class PolicyCompiler {
 
   // Optimised IR of a policy, as the JIT would compile it (`kiln compile --emit=llvm`).
   static Result<std::string> EmitIr(const SourceFile& source);
+
+  // Lowers a policy that passed the front end to LLVM IR as Compile() would (no optimisation,
+  // no machine code) and verifies it: `kiln check` runs this so that a policy it accepts is
+  // known to load. The error, located at the construct codegen could not lower, is a Kiln bug.
+  static std::optional<Error> CheckLowering(const ast::Policy& policy);
 
   size_t CachedCount();
 

@@ -213,10 +213,11 @@ grammar::PolicyFastParser::PolicyFileContext* FastParse(grammar::PolicyFastParse
 
 std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
                                           DiagnosticList& diags, PhaseTimings* timings) {
-  if (source.text.size() > limits.max_source_bytes) {
+  if (source.text.size() > limits.size.max_source_bytes) {
     diags.Error({{1, 1}, {1, 1}},
-                fmt::format("file is too large ({} bytes; the limit is {} bytes)",
-                            source.text.size(), limits.max_source_bytes));
+                fmt::format("file is too large ({} bytes; the limit is {} bytes, "
+                            "--policy-max-source-bytes)",
+                            source.text.size(), limits.size.max_source_bytes));
     return nullptr;
   }
   PhaseTimer lex_timer(timings, "lex");

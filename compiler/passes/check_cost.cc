@@ -274,6 +274,10 @@ class CostEstimator {
   Poly CallCost(const Call* c) {
     Poly cost = Add(Constant(1), Expr(c->receiver.get()));
     for (const auto& a : c->args) cost = Add(cost, Expr(a.get()));
+    // `xs.contains(x)` scans the list as `x in xs` does; `keys`/`values` copy the map.
+    if (c->method == BuiltinMethod::ListContains || c->method == BuiltinMethod::MapKeys ||
+        c->method == BuiltinMethod::MapValues)
+      cost = Add(cost, Size(c->receiver.get()));
     if (c->call == CallKind::Function && c->fn) {
       auto [params, elems] = ParamSizes(*c);
       ++depth_;  // the callee's loops are part of the caller's nest
@@ -336,7 +340,9 @@ class CostEstimator {
         // sized by the arguments: `return [chain[i]]` is one element, not every queue.
         if (c->call == CallKind::Function && c->fn && c->fn->body) return ReturnSizes(*c).first;
         // The parts of a label, annotation or argument string are one of its short lists.
-        if (c->call == CallKind::Std && c->callee == "split") return Symbol("terms");
+        if ((c->call == CallKind::Std || c->call == CallKind::Method) &&
+            c->method == BuiltinMethod::None && c->callee == "split")
+          return Symbol("terms");
         // A function of a list (sort, filter, keys, ...) answers at most as many elements as the
         // list it is given, when it is given one.
         if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());

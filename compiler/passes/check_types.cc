@@ -472,6 +472,21 @@ class Checker {
     return Err();
   }
 
+  // Whether `==` is defined on values of t (codegen's Compare): scalars, strings, resources, views
+  // and shapes (by identity), optionals of those. Lists, maps, records and the handler results
+  // are not compared.
+  static bool Equatable(const Type* t) {
+    if (IsErr(t)) return true;
+    switch (t->kind) {
+      case TypeKind::List: case TypeKind::Map: case TypeKind::Record: case TypeKind::Fit:
+      case TypeKind::Validation: case TypeKind::Victims: case TypeKind::Void:
+      case TypeKind::Session:
+        return false;
+      case TypeKind::Optional: return Equatable(t->elem);
+      default: return true;
+    }
+  }
+
   static bool Ordered(const Type* t) {
     switch (t->kind) {
       case TypeKind::Int: case TypeKind::Float: case TypeKind::String: case TypeKind::Duration:
@@ -512,7 +527,14 @@ class Checker {
         const Type* want = nullptr;
         if (!IsErr(r)) {
           if (r->kind == TypeKind::Map) want = r->key;
-          else if (r->kind == TypeKind::List) want = r->elem;
+          else if (r->kind == TypeKind::List) {
+            want = r->elem;
+            if (!Equatable(r->elem))
+              ctx_.diags.Error(b->range,
+                               fmt::format("`in` compares elements with `==`, which `{}` does not "
+                                           "have",
+                                           r->elem->Name()));
+          }
           else if (r->kind == TypeKind::String) want = r;
           else
             ctx_.diags.Error(b->right->range,
@@ -537,6 +559,9 @@ class Checker {
           if (l->kind == TypeKind::List || l->kind == TypeKind::Map)
             ctx_.diags.Error(b->range, fmt::format("`{}` cannot compare lists or maps",
                                                    BinaryOpSpelling(b->op)));
+          else if (!Equatable(Unify(l, r)))
+            ctx_.diags.Error(b->range, fmt::format("`{}` cannot compare values of type `{}`",
+                                                   BinaryOpSpelling(b->op), Unify(l, r)->Name()));
           return t_.Bool();
         }
         if (comparable && Ordered(Unify(l, r))) return t_.Bool();
@@ -675,6 +700,7 @@ class Checker {
       }
       case CallKind::Std: {
         auto sig = sema::ParseSignature(stdlib::Functions()[c->std_function].signature, t_);
+        c->std_params = sig.params;
         Args(c, sig.params);
         return sig.result ? sig.result : Err();
       }
@@ -752,8 +778,14 @@ class Checker {
       if (!count(1, 1)) return t_.String();
       switch (args[0]->kind) {
         case TypeKind::Int: case TypeKind::Float: case TypeKind::Bool: case TypeKind::String:
-        case TypeKind::Duration: case TypeKind::Quantity: case TypeKind::Resource:
+        case TypeKind::Duration: case TypeKind::Quantity:
         case TypeKind::TaskStatus: case TypeKind::QueueState: case TypeKind::PodGroupPhase:
+          break;
+        case TypeKind::Resource:
+          // Codegen has no text form of a resource (it printed the pointer, issue 28).
+          ctx_.diags.Error(c->args[0]->range,
+                           "`string` does not accept a `Resource`; convert its dimensions: "
+                           "`string(r.cpu)`, `string(r[name])`");
           break;
         default: bad(0);
       }
@@ -775,45 +807,71 @@ class Checker {
       return Err();
     }
     c->call = CallKind::Method;
+    c->method = BuiltinMethod::None;
+    c->std_function = -1;
     const std::string& m = c->callee;
+    // The collection methods are resolved by the receiver's type only: a list or map receiver
+    // never falls through to a library function of the same name (`contains(string, string)`),
+    // which would hand the list to the string function (issue 28).
     if (r->kind == TypeKind::Map) {
       if (m == "get") {
+        c->method = BuiltinMethod::MapGet;
         Args(c, {r->key});
         return t_.Optional(r->elem);
       }
       if (m == "keys") {
+        c->method = BuiltinMethod::MapKeys;
         Args(c, {});
         return t_.List(r->key);
       }
       if (m == "values") {
+        c->method = BuiltinMethod::MapValues;
         Args(c, {});
         return t_.List(r->elem);
       }
     }
     if (r->kind == TypeKind::List) {
       if (m == "get") {
+        c->method = BuiltinMethod::ListGet;
         Args(c, {t_.Int()});
         return t_.Optional(r->elem);
       }
       if (m == "contains") {
+        c->method = BuiltinMethod::ListContains;
         Args(c, {r->elem});
+        if (!Equatable(r->elem))
+          ctx_.diags.Error(c->callee_range,
+                           fmt::format("`contains` compares elements with `==`, which `{}` does "
+                                       "not have",
+                                       r->elem->Name()));
         return t_.Bool();
       }
     }
     auto fns = stdlib::Functions();
+    auto resolve = [&](size_t i) {
+      c->std_function = static_cast<int>(i);
+      if (!fns[i].capability.empty() && !ctx_.policy.Uses(fns[i].capability))
+        ctx_.diags.Error(c->callee_range,
+                         fmt::format("`{}` needs the `{}` capability; declare `uses {};`", m,
+                                     fns[i].capability, fns[i].capability));
+    };
+    // Otherwise a library function: a method of the receiver's type, or one whose first
+    // parameter has exactly the receiver's type (`s.starts_with(p)`).
     for (size_t i = 0; i < fns.size(); ++i) {
       if (fns[i].name != m) continue;
       auto sig = sema::ParseSignature(fns[i].signature, t_);
       if (!fns[i].receiver.empty()) {
         if (sema::ParseTypeString(fns[i].receiver, t_) != r) continue;
-        c->std_function = static_cast<int>(i);
+        resolve(i);
+        c->std_params = sig.params;
+        c->std_params.insert(c->std_params.begin(), r);
         Args(c, sig.params);
         return sig.result;
       }
       if (!sig.params.empty() && sig.params[0] == r) {
-        c->std_function = static_cast<int>(i);
-        std::vector<const Type*> rest(sig.params.begin(), sig.params.end());
-        Args(c, rest, 1);
+        resolve(i);
+        c->std_params = sig.params;
+        Args(c, sig.params, 1);
         return sig.result;
       }
     }

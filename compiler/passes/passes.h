@@ -10,6 +10,7 @@
 #include "compiler/ast.h"
 #include "compiler/diagnostics.h"
 #include "compiler/passes/cost.h"
+#include "compiler/passes/size_limits.h"
 
 namespace kiln::passes {
 
@@ -26,6 +27,11 @@ struct PassContext {
   TypeContext& types() { return *policy.types; }
 };
 
+// Size limits (size_limits.h) on the parsed tree; false when the policy is over one, and then no
+// other pass may run.
+bool CheckSize(PassContext& ctx, const SizeLimits& limits);  // check_size.cc
+// Statements and expressions in one declaration (its body, initialiser or defaults).
+int64_t CountNodes(ast::Decl* decl);                          // check_size.cc
 void DeclareGlobals(PassContext& ctx);     // declare_globals.cc
 void ResolveTypes(PassContext& ctx);       // resolve_types.cc
 void ResolveNames(PassContext& ctx);       // resolve_names.cc

@@ -1,0 +1,1 @@
+check tests/cli/check/data/too_many_dimensions.policy

@@ -1,0 +1,1 @@
+--policy-max-function-size 10 check tests/cli/check/data/list_get.policy

@@ -1,0 +1,1 @@
+--policy-max-size 0 check tests/cli/check/data/list_get.policy

@@ -1,0 +1,1 @@
+--policy-max-source-bytes 100 check tests/cli/check/data/list_get.policy
