@@ -103,6 +103,9 @@ std::string FormatJson(const SimulationResult& result) {
     j["pipelined"] = ObjectOfDistinctKeys(s.pipelined, same);
     j["podGroupPhases"] = ObjectOfDistinctKeys(s.pod_group_phases, same);
     j["unschedulable"] = ObjectOfDistinctKeys(s.unschedulable, same);
+    // The contract's topology extension: only where a job was placed under a HyperNode.
+    if (!s.allocated_hyper_nodes.empty())
+      j["allocatedHyperNodes"] = ObjectOfDistinctKeys(s.allocated_hyper_nodes, same);
     j["durationMicros"] = s.duration_micros;
     // An extension of the contract's shape: only present when a policy faulted.
     if (!s.faults.empty()) j["faults"] = s.faults;

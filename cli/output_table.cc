@@ -124,6 +124,11 @@ std::string FormatTable(const SimulationResult& result) {
         out += fmt::format("      {}\n", message);
       }
     }
+    if (!s.allocated_hyper_nodes.empty()) {
+      out += fmt::format("  allocated hyperNodes: {}\n", s.allocated_hyper_nodes.size());
+      for (const auto& [job, hn] : s.allocated_hyper_nodes)
+        out += fmt::format("    {:<{}} {}\n", job, width, hn);
+    }
     if (!s.faults.empty()) {
       out += fmt::format("  policy faults: {}\n", s.faults.size());
       for (const auto& f : s.faults) out += fmt::format("    {}\n", f);

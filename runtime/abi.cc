@@ -5,6 +5,8 @@
 
 #include <iterator>
 
+#include "runtime/hyper_node.h"
+
 namespace kiln {
 namespace {
 
@@ -184,6 +186,7 @@ KILN_MAP_FN(kiln_queue_annotation, Queue, annotations)
 // ---- Kubernetes placement shapes (KILN_ABI_SHAPE_FIELDS) ----
 
 using kiln::HostPort;
+using kiln::HyperNode;
 using kiln::LabelSelector;
 using kiln::NodeSelectorTerm;
 using kiln::PodAffinityTerm;
@@ -357,6 +360,40 @@ KILN_STR_FN(kiln_resource_quota_namespace, ResourceQuota, o->namespace_)
 void kiln_resource_quota_hard(const ResourceQuota* o, kiln::Resource* out) { *out = o->hard; }
 void kiln_resource_quota_used(const ResourceQuota* o, kiln::Resource* out) { *out = o->used; }
 KILN_STRLIST_FN(kiln_resource_quota_hard_names, ResourceQuota, o->hard_names)
+
+KILN_STR_FN(kiln_hyper_node_name, HyperNode, o->name)
+KILN_INT_FN(kiln_hyper_node_tier, HyperNode, o->tier)
+KILN_STR_FN(kiln_hyper_node_tier_name, HyperNode, o->tier_name)
+bool kiln_hyper_node_is_top(const HyperNode* o) { return o->top; }
+const void* kiln_hyper_node_parent(const HyperNode* o) { return o->parent; }
+size_t kiln_hyper_node_children_size(const HyperNode* o) { return o->children.size(); }
+const void* kiln_hyper_node_children_at(const HyperNode* o, size_t i) {
+  return i < o->children.size() ? o->children[i] : nullptr;
+}
+size_t kiln_hyper_node_ancestors_size(const HyperNode* o) { return o->ancestors.size(); }
+const void* kiln_hyper_node_ancestors_at(const HyperNode* o, size_t i) {
+  return i < o->ancestors.size() ? o->ancestors[i] : nullptr;
+}
+KILN_INT_FN(kiln_hyper_node_node_count, HyperNode, o->nodes.size())
+void kiln_hyper_node_allocatable(const HyperNode* o, kiln::Resource* out) { *out = o->allocatable; }
+void kiln_hyper_node_idle(const HyperNode* o, kiln::Resource* out) { *out = o->idle; }
+void kiln_hyper_node_future_idle(const HyperNode* o, kiln::Resource* out) { *out = o->future_idle; }
+void kiln_hyper_node_used(const HyperNode* o, kiln::Resource* out) {
+  *out = kiln::Resource{};
+  for (const kiln::Node* n : o->nodes) {
+    out->Add(n->used);
+    out->Add(n->pipelined);
+  }
+}
+bool kiln_job_has_network_topology(const Job* o) { return o->HasNetworkTopology(); }
+const void* kiln_job_allocated_hyper_node(const Job* o) { return o->allocated_hyper_node; }
+const void* kiln_job_sub_job_allocated_hyper_node(const Job* o) {
+  return o->sub_job_allocated_hyper_node;
+}
+const void* kiln_task_job_allocated_hyper_node(const Task* o) {
+  return o->job_allocated_hyper_node;
+}
+const void* kiln_node_hyper_node(const Node* o) { return o->hyper_node; }
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

@@ -165,6 +165,10 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Job,   "annotations",         StringMap,    Host,  kiln_job_annotation)                    \
   X(Job,   "labels",              StringMap,    Host,  kiln_job_label)                         \
   X(Job,   "fit_error",           String,       Host,  kiln_job_fit_error)                     \
+  /* network topology (runtime/hyper_node.h), as the session opened it */                      \
+  X(Job,   "has_network_topology", Bool,        Host,  kiln_job_has_network_topology)          \
+  X(Job,   "hard_topology",       Bool,         Field, hard_topology)                          \
+  X(Job,   "highest_tier_allowed", Int,         Field, highest_tier_allowed)                   \
   /* ---- Node ---- */                                                                         \
   X(Node,  "name",                String,       Host,  kiln_node_name)                         \
   X(Node,  "unschedulable",       Bool,         Field, unschedulable)                          \
@@ -225,7 +229,8 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
 #define KILN_ABI_RECORDS(X)                                                                    \
   X(Taint) X(Toleration) X(SelectorRequirement) X(LabelSelector) X(NodeSelectorTerm)           \
   X(PreferredSchedulingTerm) X(PodAffinityTerm) X(WeightedPodAffinityTerm)                     \
-  X(TopologySpreadConstraint) X(HostPort) X(PodDisruptionBudget) X(ResourceQuota)
+  X(TopologySpreadConstraint) X(HostPort) X(PodDisruptionBudget) X(ResourceQuota)           \
+  X(HyperNode)
 
 #define KILN_ABI_SHAPE_FIELDS(X)                                                                                           \
   X(Task,  "tolerations",                 RecordList,     Host, kiln_task_tolerations,                 Toleration)               \
@@ -294,7 +299,26 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(ResourceQuota, "namespace",           String,         Host, kiln_resource_quota_namespace,         _)                        \
   X(ResourceQuota, "hard",                Resource,       Host, kiln_resource_quota_hard,              _)                        \
   X(ResourceQuota, "used",                Resource,       Host, kiln_resource_quota_used,              _)                        \
-  X(ResourceQuota, "hard_names",          StringList,     Host, kiln_resource_quota_hard_names,        _)
+  X(ResourceQuota, "hard_names",          StringList,     Host, kiln_resource_quota_hard_names,        _)                        \
+  /* HyperNode (runtime/hyper_node.h): a network domain; session.hyper_nodes lists them all */                        \
+  X(HyperNode, "name",                    String,         Host, kiln_hyper_node_name,                  _)                        \
+  X(HyperNode, "tier",                    Int,            Host, kiln_hyper_node_tier,                  _)                        \
+  X(HyperNode, "tier_name",               String,         Host, kiln_hyper_node_tier_name,             _)                        \
+  X(HyperNode, "is_top",                  Bool,           Host, kiln_hyper_node_is_top,                _)                        \
+  X(HyperNode, "parent",                  OptionalRecord, Host, kiln_hyper_node_parent,                HyperNode)                \
+  X(HyperNode, "children",                RecordList,     Host, kiln_hyper_node_children,              HyperNode)                \
+  X(HyperNode, "ancestors",               RecordList,     Host, kiln_hyper_node_ancestors,             HyperNode)                \
+  X(HyperNode, "node_count",              Int,            Host, kiln_hyper_node_node_count,            _)                        \
+  /* Σ over its nodes as the session opened (Volcano's network-topology-aware cache) */                               \
+  X(HyperNode, "allocatable",             Resource,       Host, kiln_hyper_node_allocatable,           _)                        \
+  X(HyperNode, "idle",                    Resource,       Host, kiln_hyper_node_idle,                  _)                        \
+  X(HyperNode, "future_idle",             Resource,       Host, kiln_hyper_node_future_idle,           _)                        \
+  /* Σ over its nodes now: used + pipelined */                                                                        \
+  X(HyperNode, "used",                    Resource,       Host, kiln_hyper_node_used,                  _)                        \
+  X(Job,   "allocated_hyper_node",        OptionalRecord, Host, kiln_job_allocated_hyper_node,         HyperNode)                \
+  X(Job,   "sub_job_allocated_hyper_node", OptionalRecord, Host, kiln_job_sub_job_allocated_hyper_node, HyperNode)               \
+  X(Task,  "job_allocated_hyper_node",    OptionalRecord, Host, kiln_task_job_allocated_hyper_node,    HyperNode)                \
+  X(Node,  "hyper_node",                  OptionalRecord, Host, kiln_node_hyper_node,                  HyperNode)
 // clang-format on
 
 struct AbiFieldInfo {

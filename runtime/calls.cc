@@ -280,6 +280,11 @@ CallValue RunOne(Session& ssn, Resolver& res, const CallSpec& c, Task* empty_tas
     case ExtensionPoint::SimulateAddTask:
     case ExtensionPoint::SimulatePredicate:
     case ExtensionPoint::SimulateAllocatable:
+    // The HyperNode points answer for candidates of allocate's search, which scenarios do not
+    // spell (not callable yet).
+    case ExtensionPoint::HyperNodeOrder:
+    case ExtensionPoint::HyperNodeGradientForJob:
+    case ExtensionPoint::HyperNodeGradientForSubJob:
       break;
   }
   return Fail(fmt::format("`{}` is not callable", c.fn));
@@ -353,6 +358,8 @@ bool SameInputs(const CallSpec& a, const CallSpec& b) {
 std::optional<CallShape> ShapeOfCall(std::string_view fn) {
   const ExtensionPointInfo* info = FindExtensionPoint(fn);
   if (info == nullptr || info->param_count == 0) return std::nullopt;
+  for (int i = 0; i < info->param_count; ++i)
+    if (info->params[i] == AbiKind::HyperNodeList) return std::nullopt;  // not callable yet
   CallShape shape{info->id, {}, {}, ResultKindOf(info->result)};
   if (info->id == ExtensionPoint::OnAllocate) {
     // The contract's allocate is ssn.Allocate(task, node), not the bare event.

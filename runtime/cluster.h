@@ -30,6 +30,12 @@ struct SessionResult {
   std::map<std::string, std::string> pipelined;        // pod key → node
   std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
   std::map<std::string, std::string> unschedulable;    // pod key → reason
+  // Jobs with a network topology: the HyperNode each is placed under at session close (Volcano's
+  // JobInfo.AllocatedHyperNode; runtime/hyper_node.h), job uid → HyperNode name.
+  std::map<std::string, std::string> allocated_hyper_nodes;
+  // This session's binds counted per lowest-tier HyperNode holding the bound node, sorted
+  // ascending (scenario `expect.bindCountsByLeafHyperNode`); empty without HyperNodes.
+  std::vector<int64_t> bind_counts_by_leaf_hyper_node;
   std::vector<std::string> faults;                     // policy faults, as the session logged
   // With invariant checking on (runtime/invariants.h): what the checker found, "<action>: what".
   std::vector<std::string> invariant_violations;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -219,6 +220,44 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
                        yaml::DidYouMean(g.priority_class_name, class_names)),
            g.where);
   }
+  // HyperNodes: members that select nothing, double claims and cycles (runtime/hyper_node.h),
+  // and a PodGroup's highestTierName that no HyperNode carries (Volcano's session then leaves
+  // the job without a tier limit: it is placed as a job without topology).
+  if (!c.hyper_nodes.empty()) {
+    // The labels BuildCluster gives the nodes (the kubelet's hostname label included).
+    std::vector<StringMap> labels(c.nodes.size());
+    std::vector<HyperNodeTree::NodeRef> refs;
+    refs.reserve(c.nodes.size());
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+      labels[i] = c.nodes[i].labels;
+      labels[i].try_emplace("kubernetes.io/hostname", c.nodes[i].name);
+      refs.push_back({c.nodes[i].name, &labels[i], nullptr});
+    }
+    std::vector<HyperNodeWarning> hn_warnings;
+    HyperNodeTree::Resolve(c.hyper_nodes, refs, &hn_warnings);
+    for (auto& w : hn_warnings) warn(std::move(w.object), std::move(w.message), w.where);
+  }
+  std::set<std::string, std::less<>> tier_names;
+  for (const auto& h : c.hyper_nodes)
+    if (!h.tier_name.empty()) tier_names.insert(h.tier_name);
+  auto check_tier_name = [&](const PodGroupSpec& g, const NetworkTopologySpec& nt,
+                             std::string_view where_text) {
+    if (nt.highest_tier_allowed || nt.highest_tier_name.empty() ||
+        tier_names.count(nt.highest_tier_name))
+      return;
+    warn(fmt::format("podGroup {}", g.Uid()),
+         fmt::format("podGroup `{}`{} names highestTierName `{}`, which no HyperNode has, so no "
+                     "tier limits it{}",
+                     g.Uid(), where_text, nt.highest_tier_name,
+                     yaml::DidYouMean(nt.highest_tier_name, names_of(tier_names))),
+         g.where);
+  };
+  for (const auto& g : c.pod_groups) {
+    if (g.network_topology) check_tier_name(g, *g.network_topology, "");
+    for (const auto& p : g.sub_group_policy)
+      if (p.network_topology)
+        check_tier_name(g, *p.network_topology, fmt::format(" (subGroupPolicy `{}`)", p.name));
+  }
   return warnings;
 }
 
@@ -362,6 +401,8 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     // PodGroup preemptable: annotation then label, default false (§3.2).
     if (const std::string* v = AnnotationOrLabel(gs.annotations, gs.labels, kPreemptableKey))
       j.preemptable = ParseGoBool(*v).value_or(false);
+    j.network_topology = gs.network_topology;
+    j.sub_group_policy = gs.sub_group_policy;
   }
   // Pods that are no task of the session still use their nodes (§7.2-7.4). Link drops a job whose
   // queue does not exist together with its tasks but keeps those tasks on their nodes, so such
@@ -417,6 +458,13 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
   for (const auto& p : c.pdbs) cluster.NewPdb() = p;
   for (const auto& q : c.resource_quotas) cluster.NewResourceQuota() = q;
   if (Status s = cluster.Link(); !s) return s.error();
+  // HyperNodes over the linked nodes (CompleteCluster reported what does not resolve).
+  if (!c.hyper_nodes.empty()) {
+    std::vector<HyperNodeTree::NodeRef> refs;
+    refs.reserve(cluster.nodes().size());
+    for (Node* n : cluster.nodes()) refs.push_back({n->name, &n->labels, n});
+    cluster.set_hyper_nodes(HyperNodeTree::Resolve(c.hyper_nodes, refs, nullptr));
+  }
   return cluster;
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/hyper_node.h"
 #include "runtime/model.h"
 #include "runtime/resource.h"
 #include "runtime/status.h"
@@ -95,6 +96,8 @@ struct PodGroupSpec {
   bool implicit = false;  // created by the loader for a pod without `group`
   // Status conditions written by earlier sessions (multi-cycle runs; not read from YAML).
   std::vector<PodGroupCondition> conditions;
+  std::optional<NetworkTopologySpec> network_topology;  // spec.networkTopology
+  std::vector<SubGroupPolicySpec> sub_group_policy;     // spec.subGroupPolicy
   SourceLocation where;
 
   std::string Uid() const { return namespace_ + "/" + name; }
@@ -171,6 +174,7 @@ struct ClusterSpec {
   std::vector<PodSpec> pods;
   std::vector<PodDisruptionBudget> pdbs;
   std::vector<ResourceQuota> resource_quotas;
+  std::vector<HyperNodeSpec> hyper_nodes;  // topology.volcano.sh HyperNodes (runtime/hyper_node.h)
 };
 
 // A reference in the cluster that does not resolve, and what the scheduler does about it
@@ -205,6 +209,8 @@ struct CompleteOptions {
 //     pod's PodGroup or a PodGroup's queue that does not exist (the job is not scheduled; its pods
 //     on nodes still use them), a node that does not exist (the pod uses no node), a parent queue
 //     that does not exist or a parent cycle (the queue becomes a root).
+//   * HyperNode members that select nothing, HyperNodes claimed twice and cycles (the
+//     HyperNodes are then not ready: jobs with a network topology wait; runtime/hyper_node.h).
 // Idempotent: running it again on its own output adds nothing and warns the same.
 std::vector<ClusterWarning> CompleteCluster(ClusterSpec& cluster, const CompleteOptions& options);
 

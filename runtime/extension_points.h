@@ -53,8 +53,21 @@ namespace kiln {
   X(OnDeallocate,     "deallocate",         "",                   CallAll,          Nothing,           Void,       Task)                   \
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
   X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)                               \
-  X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)
+  X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)      \
+  X(HyperNodeOrder,   "hyper_node_order",   "enabledHyperNodeOrder", SumPerNode,    Zero,              FloatList,  Job, HyperNodeList) \
+  X(HyperNodeGradientForJob, "hyper_node_gradient_for_job", "enabledHyperNodeGradient", FirstDecides, SearchRootOnly, HyperNodeList, Job, HyperNodeList) \
+  X(HyperNodeGradientForSubJob, "hyper_node_gradient_for_sub_job", "enabledHyperNodeGradient", FirstDecides, SearchRootOnly, HyperNodeList, Job, HyperNodeList)
 // clang-format on
+
+// hyper_node_order / hyper_node_gradient_for_job / hyper_node_gradient_for_sub_job
+// (network-topology-aware; Volcano's HyperNodeOrderMapFn, HyperNodeGradientForJobFn and
+// HyperNodeGradientForSubJobFn): allocate offers a job whose network topology is hard (after the
+// session's normalisation) the candidate HyperNodes of one search — the subtree under the search
+// root, root first, then level by level — and asks which of them the job (then its default
+// sub-job: its pending tasks, `job.sub_job_allocated_hyper_node`) may be placed in; the action
+// tries those tier by tier, lowest first, with a dry run in each. hyper_node_order scores the
+// HyperNodes whose dry run placed the sub-job; the best score wins.
+
 
 // unified_evictable (gangpreempt/gangreclaim) gets the starving job and the candidates of one
 // eviction; Volcano's EvictionContext.Kind is implied by the candidates: gangpreempt offers only
@@ -123,6 +136,7 @@ enum class Combine : uint8_t {
   Vote,             // Reject anywhere in a reached tier wins; a Permit ends the walk at its tier
   FirstInvalid,     // first plugin reporting an invalid job decides
   FirstTierAll,     // the first tier with any registration decides, by AND of its plugins
+  FirstDecides,     // the first registered plugin (tiers, then plugins, in order) decides
   CallAll,          // every plugin is called (events, notifications)
 };
 
@@ -140,6 +154,7 @@ enum class Fallback : uint8_t {
   True,
   False,
   Nothing,            // notifications: no answer
+  SearchRootOnly,     // hyper_node_gradient: only the HyperNode the search starts from
 };
 
 // ABI kinds of handler parameters and results. The compiler maps each to a language type; the
@@ -147,6 +162,7 @@ enum class Fallback : uint8_t {
 enum class AbiKind : uint8_t {
   Void, Int, Float, Bool, Vote, Status, Validation,
   Task, Job, Node, Queue, TaskList, NodeList, FloatList, NodeOrNone, Victims,
+  HyperNodeList,  // list<HyperNode>: as a parameter the candidates; as a result, a subset of them
 };
 
 struct ExtensionPointInfo {
@@ -202,6 +218,7 @@ constexpr std::string_view Describe(Fallback f) {
     case Fallback::True: return "true";
     case Fallback::False: return "false";
     case Fallback::Nothing: return "-";
+    case Fallback::SearchRootOnly: return "only the HyperNode searched from";
   }
   return "";
 }

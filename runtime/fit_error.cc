@@ -92,7 +92,10 @@ std::string FitErrors::Message() const {
   int total = total_nodes_ >= 0 ? total_nodes_ : static_cast<int>(errors_.size());
   std::string head =
       error_.empty() ? fmt::format("0/{} nodes are available", total) : error_;
-  return fmt::format("{}: {}.", head, fmt::join(parts, ", "));
+  std::string message = fmt::format("{}: {}.", head, fmt::join(parts, ", "));
+  // Volcano names the HyperNode a job with a network topology was tried in.
+  if (!hyper_node_.empty()) return fmt::format("In hyperNode {}: {}", hyper_node_, message);
+  return message;
 }
 
 }  // namespace kiln

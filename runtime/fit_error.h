@@ -61,6 +61,9 @@ class FitErrors {
   void Add(FitError e) { errors_.push_back(std::move(e)); }
   // A task-level error that is not about one node ("pod group is not ready", "PrePredicate ...").
   void SetError(std::string message) { error_ = std::move(message); }
+  // The HyperNode whose nodes were searched (a job with a network topology): the message then
+  // starts "In hyperNode <name>: " (Volcano's FitErrors.SetHyperNode).
+  void SetHyperNode(std::string name) { hyper_node_ = std::move(name); }
 
   const std::vector<FitError>& errors() const { return errors_; }
   const std::string& error() const { return error_; }
@@ -77,6 +80,7 @@ class FitErrors {
   std::vector<FitError> errors_;
   std::string error_;
   int total_nodes_ = -1;  // -1: number of node errors
+  std::string hyper_node_;
 };
 
 }  // namespace kiln

@@ -33,6 +33,8 @@ struct Task;
 struct Job;
 struct Node;
 struct Queue;
+struct HyperNode;    // runtime/hyper_node.h
+class HyperNodeTree;  // runtime/hyper_node.h
 
 // Nanoseconds since the Unix epoch; 0 = unset.
 using TimeNs = int64_t;
@@ -189,6 +191,27 @@ struct PodGroupCondition {
   std::string message;
 };
 
+// PodGroup spec.networkTopology (volcano.sh/apis scheduling/v1beta1 NetworkTopologySpec).
+enum class NetworkTopologyMode : uint8_t { Hard, Soft };
+std::string_view ToString(NetworkTopologyMode m);
+
+struct NetworkTopologySpec {
+  NetworkTopologyMode mode = NetworkTopologyMode::Hard;  // the CRD's default
+  std::optional<int64_t> highest_tier_allowed;
+  std::string highest_tier_name;  // "" = none
+};
+
+// PodGroup spec.subGroupPolicy entry (SubGroupPolicySpec). Stored as written; sub-group gangs
+// are not scheduled yet (the job is scheduled as if it had no policy).
+struct SubGroupPolicySpec {
+  std::string name;
+  std::optional<NetworkTopologySpec> network_topology;
+  std::optional<int32_t> sub_group_size;  // nil = 1 (the CRD's default)
+  std::optional<int32_t> min_sub_groups;  // nil = 0
+  std::optional<LabelSelector> label_selector;
+  std::vector<std::string> match_label_keys;
+};
+
 struct PriorityClass {
   std::string name;
   int32_t value = 0;
@@ -306,6 +329,11 @@ struct Task {
   int32_t node_pos = -1;        // position in node->tasks
   int32_t affinity_pos = -1;    // position in node->affinity_tasks
   TaskStatus node_status = TaskStatus::Pending;  // status the node accounted the task with
+
+  // Volcano's TaskInfo.JobAllocatedHyperNode: while allocate places a job with a network
+  // topology, the HyperNode its sub-job's tasks are under so far (network-topology-aware scores
+  // nodes by it); null otherwise.
+  HyperNode* job_allocated_hyper_node = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -414,6 +442,25 @@ struct Job {
   // Replaces the condition of the same type or appends it (UpdatePodGroupCondition).
   void SetCondition(PodGroupCondition c);
   const PodGroupCondition* FindCondition(std::string_view type) const;
+
+  // ---- network topology (runtime/hyper_node.h) ----
+  // As written on the PodGroup.
+  std::optional<NetworkTopologySpec> network_topology;
+  std::vector<SubGroupPolicySpec> sub_group_policy;
+  // Set at session open as Volcano's adjustNetworkTopologySpec leaves the job: highestTierName
+  // translated into a tier, soft mode turned into hard mode up to the top HyperNode's tier.
+  // hard_topology: the job is placed by allocate's HyperNode search (Volcano's
+  // IsHardTopologyMode: hard mode with a tier); highest_tier_allowed is then that tier.
+  bool hard_topology = false;
+  int64_t highest_tier_allowed = 0;
+  // The HyperNode the job's allocated tasks are under (Volcano's JobInfo.AllocatedHyperNode):
+  // recovered at open from its placed tasks, widened by allocate; null when none.
+  HyperNode* allocated_hyper_node = nullptr;
+  // The same for the job's default sub-job (Volcano's SubJobInfo.AllocatedHyperNode): allocate
+  // narrows it to the HyperNode the sub-job's tasks went to.
+  HyperNode* sub_job_allocated_hyper_node = nullptr;
+  // Volcano's ContainsNetworkTopology (no sub-group topologies yet: the job's own).
+  bool HasNetworkTopology() const { return network_topology.has_value(); }
 };
 
 // Adds (sign 1) or removes (sign -1) a pod's request to a Kubernetes NonZeroRequested sum: a pod
@@ -466,6 +513,9 @@ struct Node {
   std::vector<Task*> affinity_tasks;
   std::vector<Node*>* affinity_nodes = nullptr;  // owned by the Cluster; null for a free node
   int32_t affinity_node_pos = -1;
+
+  // The lowest-tier HyperNode holding the node (runtime/hyper_node.h: LeafOf), or null.
+  HyperNode* hyper_node = nullptr;
 
   // Idle + Releasing − Pipelined.
   Resource FutureIdle() const;
@@ -573,6 +623,11 @@ class Cluster {
 
   // Σ allocatable of all nodes.
   const Resource& total_resource() const { return total_resource_; }
+  // The cluster's HyperNodes resolved against its nodes (runtime/hyper_node.h); null when the
+  // cluster has none (then every job is placed as without topology, and a job with a network
+  // topology is placed under the virtual top HyperNode, as Volcano's session does).
+  HyperNodeTree* hyper_nodes() const { return hyper_nodes_.get(); }
+  void set_hyper_nodes(std::shared_ptr<HyperNodeTree> tree) { hyper_nodes_ = std::move(tree); }
   // Nodes holding at least one task with pod (anti-)affinity terms; unordered.
   const std::vector<Node*>& affinity_nodes() const { return *affinity_nodes_; }
 
@@ -603,6 +658,7 @@ class Cluster {
   Map<Queue> queue_by_name_;
   Map<const PriorityClass> pc_by_name_;
   Resource total_resource_;
+  std::shared_ptr<HyperNodeTree> hyper_nodes_;
 };
 
 // One policy fault of a session (kiln_policy_faults_total{plugin,point,kind}): the plugin, the

@@ -10,6 +10,7 @@
 
 #include "runtime/actions/action.h"
 #include "runtime/explain.h"
+#include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
 #include "runtime/session.h"
 #include "runtime/yaml_util.h"
@@ -114,6 +115,19 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     if (p.task->eviction_occurred) result.nominated[p.task->Key()] = p.node->name;
   }
   for (const auto& [task, reason] : d.unschedulable) result.unschedulable[task->Key()] = reason;
+  if (const HyperNodeTree* tree = ssn.cluster().hyper_nodes()) {
+    for (const Job* job : ssn.cluster().jobs())
+      if (job->HasNetworkTopology() && job->allocated_hyper_node != nullptr)
+        result.allocated_hyper_nodes[job->uid] = job->allocated_hyper_node->name;
+    std::map<const HyperNode*, int64_t> per_leaf;
+    for (const auto& b : d.binds) {
+      Node* node = b.node;
+      ++per_leaf[tree->LowestCovering(std::span<Node* const>(&node, 1))];
+    }
+    for (const auto& [hn, count] : per_leaf) result.bind_counts_by_leaf_hyper_node.push_back(count);
+    std::sort(result.bind_counts_by_leaf_hyper_node.begin(),
+              result.bind_counts_by_leaf_hyper_node.end());
+  }
   for (const auto& [job, phase] : d.phases) {
     result.pod_group_phases[job->uid] = std::string(ToString(phase));
     if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;

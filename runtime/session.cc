@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
 
 // Where a Status/Validation handler writes its reasons.
@@ -159,6 +160,7 @@ Session::Session(Cluster cluster, const SchedulerConf& conf, TimeNs now, std::st
 Session::~Session() = default;
 
 Status Session::Open(const PluginRegistry& registry) {
+  OpenTopology(cluster_);  // HyperNodes and jobs' network topology (runtime/hyper_node.h)
   size_t options = 0;
   for (const Tier& tier : conf_.tiers) options += tier.plugins.size();
   disabled_ = std::make_unique<std::atomic<bool>[]>(options);
@@ -821,6 +823,59 @@ Node* Session::BestNodeFn(const Task* t, std::span<Node* const> nodes,
     if (best != nullptr) return const_cast<Node*>(best);
   }
   return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network topology
+
+Status Session::HyperNodeOrderFn(const Job* j, std::span<HyperNode* const> hns,
+                                 std::vector<double>& scores) const {
+  static_assert(CombineOf(ExtensionPoint::HyperNodeOrder) == Combine::SumPerNode);
+  scores.resize(hns.size(), 0.0);
+  std::vector<double> part(hns.size());
+  for (const auto& r : Handlers<ExtensionPoint::HyperNodeOrder>()) {
+    std::fill(part.begin(), part.end(), 0.0);
+    if (plugin_disabled(r.slot)) continue;
+    CallScope scope(this, r.slot, ExtensionPoint::HyperNodeOrder);
+    int32_t err = Fn<ExtensionPoint::HyperNodeOrder>(r.fn)(
+        r.ctx, j, const_cast<const HyperNode* const*>(hns.data()), hns.size(), part.data());
+    if (scope.faulted()) continue;
+    if (err != 0)
+      return Error{fmt::format("plugin {}: hyper_node_order failed for job {}",
+                               plugins_[r.slot].name, j->uid),
+                   {}};
+    for (size_t k = 0; k < hns.size(); ++k) scores[k] += part[k];
+  }
+  return Status::Ok();
+}
+
+template <ExtensionPoint P>
+std::optional<std::vector<HyperNode*>> Session::CombineFirstDecides(
+    const Job* j, std::span<HyperNode* const> candidates) const {
+  static_assert(CombineOf(P) == Combine::FirstDecides && FallbackOf(P) == Fallback::SearchRootOnly);
+  for (const auto& r : Handlers<P>()) {
+    if (plugin_disabled(r.slot)) continue;
+    std::vector<uint8_t> selected(candidates.size(), 0);
+    CallScope scope(this, r.slot, P);
+    Fn<P>(r.fn)(r.ctx, j, const_cast<const HyperNode* const*>(candidates.data()),
+                candidates.size(), selected.data());
+    if (scope.faulted()) continue;
+    std::vector<HyperNode*> kept;
+    for (size_t k = 0; k < candidates.size(); ++k)
+      if (selected[k]) kept.push_back(candidates[k]);
+    return kept;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<HyperNode*>> Session::HyperNodeGradientForJobFn(
+    const Job* j, std::span<HyperNode* const> candidates) const {
+  return CombineFirstDecides<ExtensionPoint::HyperNodeGradientForJob>(j, candidates);
+}
+
+std::optional<std::vector<HyperNode*>> Session::HyperNodeGradientForSubJobFn(
+    const Job* j, std::span<HyperNode* const> candidates) const {
+  return CombineFirstDecides<ExtensionPoint::HyperNodeGradientForSubJob>(j, candidates);
 }
 
 // ---------------------------------------------------------------------------------------------

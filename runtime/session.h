@@ -75,6 +75,9 @@ template <> struct AbiParams<AbiKind::TaskList> {
 template <> struct AbiParams<AbiKind::NodeList> {
   using type = std::tuple<const Node* const*, size_t>;
 };
+template <> struct AbiParams<AbiKind::HyperNodeList> {
+  using type = std::tuple<const HyperNode* const*, size_t>;
+};
 
 template <AbiKind R> struct AbiResult;
 template <> struct AbiResult<AbiKind::Void> { using ret = void; using extra = std::tuple<>; };
@@ -106,6 +109,10 @@ template <> struct AbiResult<AbiKind::Victims> {
   using extra = std::tuple<uint8_t*>;
 };
 template <> struct AbiResult<AbiKind::TaskList> {
+  using ret = void;
+  using extra = std::tuple<uint8_t*>;
+};
+template <> struct AbiResult<AbiKind::HyperNodeList> {
   using ret = void;
   using extra = std::tuple<uint8_t*>;
 };
@@ -427,6 +434,18 @@ class Session {
   // Calls every plugin's show_queue handler for q (the figures go to the recorder).
   void ShowQueueFn(const Queue* q) const;
 
+  // ---- network topology (allocate, jobs with a hard network topology; runtime/hyper_node.h) ----
+  // Per candidate HyperNode, Σ of the plugins' hyper_node_order scores (added into `scores`,
+  // resized to hns.size()). An error aborts with the plugin named.
+  Status HyperNodeOrderFn(const Job* j, std::span<HyperNode* const> hns,
+                          std::vector<double>& scores) const;
+  // The candidates the first plugin with a handler for the point keeps, in candidate order;
+  // nullopt when no plugin has one (the action then searches the root alone).
+  std::optional<std::vector<HyperNode*>> HyperNodeGradientForJobFn(
+      const Job* j, std::span<HyperNode* const> candidates) const;
+  std::optional<std::vector<HyperNode*>> HyperNodeGradientForSubJobFn(
+      const Job* j, std::span<HyperNode* const> candidates) const;
+
  private:
   struct Registration {
     int slot;  // plugin slot
@@ -463,6 +482,9 @@ class Session {
   std::vector<Task*> CombineVictimIntersect(const Subject* t, std::span<Task* const> cands) const;
   template <ExtensionPoint P>
   std::vector<Task*> CombineTierUnion(std::span<Task* const> tasks) const;
+  template <ExtensionPoint P>
+  std::optional<std::vector<HyperNode*>> CombineFirstDecides(
+      const Job* j, std::span<HyperNode* const> candidates) const;
   void CallSessionHandlers(ExtensionPoint point, int slot);
 
   Cluster cluster_;

@@ -165,6 +165,12 @@ class Loader {
   Status ReadPod(const yaml::Node& n, PodSpec& out);
   Status ReadPdb(const yaml::Node& n, PodDisruptionBudget& out);
   Status ReadResourceQuota(const yaml::Node& n, ResourceQuota& out);
+  // Topology (scenario-format.md "Topology, devices and today's Volcano objects").
+  Status ReadHyperNode(const yaml::Node& n, HyperNodeSpec& out);
+  Result<HyperNodeMemberSpec> ReadHyperNodeMember(const yaml::Node& n, std::string_view what);
+  Result<NetworkTopologySpec> ReadNetworkTopology(const yaml::Node& n, std::string_view what);
+  Result<std::vector<SubGroupPolicySpec>> ReadSubGroupPolicy(const yaml::Node& n,
+                                                             std::string_view what);
   Status ReadCluster(const yaml::Node& n, ClusterSpec& out);
   Status ReadExpect(const yaml::Node& n, ExpectSpec& out);
   Status ReadCalls(const yaml::Node& n, std::string_view what, bool with_results,
@@ -704,8 +710,157 @@ Status Loader::ReadPodGroup(const yaml::Node& n, PodGroupSpec& out) {
       {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
       {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
       {"creationTimestamp", [&](auto& v, auto& f, O& o) { return Store(o.creation_time, ReadTime(v, f, kZeroTime)); }},
+      {"networkTopology", [&](auto& v, auto& f, O& o) -> Status {
+         if (v.IsNull()) return Status::Ok();
+         return Store(o.network_topology, ReadNetworkTopology(v, f));
+       }},
+      {"subGroupPolicy", [&](auto& v, auto& f, O& o) { return Store(o.sub_group_policy, ReadSubGroupPolicy(v, f)); }},
   }, out);
   return what ? Status::Ok() : Status(what.error());
+}
+
+// PodGroup spec.networkTopology. The PodGroup webhook refuses a tier and a tier name together.
+Result<NetworkTopologySpec> Loader::ReadNetworkTopology(const yaml::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what, {"mode", "highestTierAllowed", "highestTierName"}); !s)
+    return s.error();
+  NetworkTopologySpec out;
+  for (const auto& kv : n) {
+    std::string_view k = kv.first.Scalar();
+    std::string field = fmt::format("`{}` of {}", k, what);
+    if (k == "mode") {
+      ASSIGN_OR_RETURN(std::string mode, Str(kv.second, field));
+      if (mode == "hard") out.mode = NetworkTopologyMode::Hard;
+      else if (mode == "soft") out.mode = NetworkTopologyMode::Soft;
+      else
+        return r_.Fail(kv.second, fmt::format("{} must be hard or soft, got `{}`{}", field, mode,
+                                              yaml::DidYouMean(mode, {"hard", "soft"})));
+    } else if (k == "highestTierAllowed") {
+      ASSIGN_OR_RETURN(int32_t tier, ReadInt32(kv.second, field, 0));
+      out.highest_tier_allowed = tier;
+    } else if (k == "highestTierName") {
+      ASSIGN_OR_RETURN(out.highest_tier_name, Str(kv.second, field));
+    }
+  }
+  if (out.highest_tier_allowed && !out.highest_tier_name.empty())
+    return r_.Fail(n, fmt::format("{} must not set both `highestTierAllowed` and `highestTierName` "
+                                  "(the PodGroup webhook refuses it)",
+                                  what));
+  return out;
+}
+
+// PodGroup spec.subGroupPolicy, validated as the CRD and the PodGroup webhook do.
+Result<std::vector<SubGroupPolicySpec>> Loader::ReadSubGroupPolicy(const yaml::Node& n,
+                                                                   std::string_view what) {
+  if (Status s = r_.ExpectList(n, what); !s) return s.error();
+  std::vector<SubGroupPolicySpec> out;
+  for (const auto& item : n) {
+    std::string entry = fmt::format("entry {} of {}", out.size() + 1, what);
+    if (Status s = r_.ExpectMap(item, entry,
+                                {"name", "networkTopology", "subGroupSize", "minSubGroups",
+                                 "labelSelector", "matchLabelKeys"});
+        !s)
+      return s.error();
+    SubGroupPolicySpec p;
+    if (item["name"].IsDefined()) {
+      ASSIGN_OR_RETURN(p.name, Str(item["name"], fmt::format("`name` of {}", entry)));
+      entry = fmt::format("subGroupPolicy `{}` of {}", p.name, what);
+    }
+    for (const auto& kv : item) {
+      std::string_view k = kv.first.Scalar();
+      std::string field = fmt::format("`{}` of {}", k, entry);
+      if (k == "networkTopology") {
+        if (!kv.second.IsNull()) {
+          ASSIGN_OR_RETURN(p.network_topology, ReadNetworkTopology(kv.second, field));
+        }
+      } else if (k == "subGroupSize") {
+        ASSIGN_OR_RETURN(p.sub_group_size, ReadInt32(kv.second, field, 1));
+      } else if (k == "minSubGroups") {
+        ASSIGN_OR_RETURN(p.min_sub_groups, ReadInt32(kv.second, field, 0));
+      } else if (k == "labelSelector") {
+        if (!kv.second.IsNull()) {
+          ASSIGN_OR_RETURN(p.label_selector, ReadLabelSelector(kv.second, field));
+        }
+      } else if (k == "matchLabelKeys") {
+        ASSIGN_OR_RETURN(p.match_label_keys, ReadStringList(kv.second, field));
+      }
+    }
+    if (p.name.size() > 253)
+      return r_.Fail(item["name"], fmt::format("`name` of {} is longer than 253 characters", entry));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// A HyperNode: metadata.name and the spec's tier, tierName and members.
+Status Loader::ReadHyperNode(const yaml::Node& n, HyperNodeSpec& out) {
+  using O = HyperNodeSpec;
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "hyperNode", {
+      {"tier", [&](auto& v, auto& f, O& o) -> Status {
+         ASSIGN_OR_RETURN(int32_t tier, ReadInt32(v, f, 0));
+         o.tier = tier;
+         return Status::Ok();
+       }},
+      {"tierName", [&](auto& v, auto& f, O& o) { return Store(o.tier_name, Str(v, f)); }},
+      {"members", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectList(v, f));
+         for (const auto& m : v) {
+           ASSIGN_OR_RETURN(HyperNodeMemberSpec member,
+                            ReadHyperNodeMember(m, fmt::format("member {} of {}", o.members.size() + 1, f)));
+           o.members.push_back(std::move(member));
+         }
+         return Status::Ok();
+       }},
+  }, out));
+  if (!n["tier"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `tier`", what));
+  return Status::Ok();
+}
+
+// {type: Node|HyperNode, selector: {exactMatch: {name}} | {regexMatch: {pattern}} |
+// {labelMatch: <LabelSelector>}}: exactly one selector, as the CRD's validation rules demand.
+Result<HyperNodeMemberSpec> Loader::ReadHyperNodeMember(const yaml::Node& n, std::string_view what) {
+  if (Status s = r_.ExpectMap(n, what, {"type", "selector"}); !s) return s.error();
+  HyperNodeMemberSpec m;
+  m.where = yaml::Where(n, r_.file());
+  if (!n["type"].IsDefined()) return r_.Fail(n, fmt::format("{} has no `type`", what));
+  ASSIGN_OR_RETURN(std::string type, Str(n["type"], fmt::format("`type` of {}", what)));
+  if (type == "Node") m.type = HyperNodeMemberSpec::Type::Node;
+  else if (type == "HyperNode") m.type = HyperNodeMemberSpec::Type::HyperNode;
+  else
+    return r_.Fail(n["type"], fmt::format("`type` of {} must be Node or HyperNode, got `{}`{}", what,
+                                          type, yaml::DidYouMean(type, {"Node", "HyperNode"})));
+  const yaml::Node sel = n["selector"];
+  std::string sel_what = fmt::format("`selector` of {}", what);
+  if (!sel.IsDefined()) return r_.Fail(n, fmt::format("{} has no `selector`", what));
+  if (Status s = r_.ExpectMap(sel, sel_what, {"exactMatch", "regexMatch", "labelMatch"}); !s)
+    return s.error();
+  if (sel.size() != 1)
+    return r_.Fail(sel, fmt::format("{} must give exactly one of exactMatch, regexMatch and "
+                                    "labelMatch",
+                                    sel_what));
+  for (const auto& kv : sel) {
+    std::string_view k = kv.first.Scalar();
+    std::string field = fmt::format("`{}` of {}", k, sel_what);
+    if (k == "exactMatch") {
+      if (Status st = r_.ExpectMap(kv.second, field, {"name"}); !st) return st.error();
+      if (!kv.second["name"].IsDefined()) return r_.Fail(kv.second, fmt::format("{} has no `name`", field));
+      m.selector = HyperNodeMemberSpec::Selector::Exact;
+      ASSIGN_OR_RETURN(m.name, Str(kv.second["name"], fmt::format("`name` of {}", field)));
+      if (m.name.empty()) return r_.Fail(kv.second["name"], fmt::format("`name` of {} is empty", field));
+    } else if (k == "regexMatch") {
+      if (Status st = r_.ExpectMap(kv.second, field, {"pattern"}); !st) return st.error();
+      if (!kv.second["pattern"].IsDefined())
+        return r_.Fail(kv.second, fmt::format("{} has no `pattern`", field));
+      m.selector = HyperNodeMemberSpec::Selector::Regex;
+      ASSIGN_OR_RETURN(m.pattern, Str(kv.second["pattern"], fmt::format("`pattern` of {}", field)));
+      if (m.pattern.empty())
+        return r_.Fail(kv.second["pattern"], fmt::format("`pattern` of {} is empty", field));
+    } else if (k == "labelMatch") {
+      m.selector = HyperNodeMemberSpec::Selector::Label;
+      ASSIGN_OR_RETURN(m.labels, ReadLabelSelector(kv.second, field));
+    }
+  }
+  return m;
 }
 
 Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
@@ -842,7 +997,7 @@ Status ReadList(const yaml::Reader& r, const yaml::Node& n, std::string_view wha
 Status Loader::ReadCluster(const yaml::Node& n, ClusterSpec& out) {
   TRY(r_.ExpectMap(n, "`cluster`",
                    {"priorityClasses", "queues", "nodes", "podGroups", "pods", "pdbs",
-                    "resourceQuotas"},
+                    "resourceQuotas", "hyperNodes"},
                    true));
   if (n.IsNull()) return Status::Ok();
   for (const auto& kv : n) {
@@ -867,6 +1022,9 @@ Status Loader::ReadCluster(const yaml::Node& n, ClusterSpec& out) {
     } else if (k == "resourceQuotas") {
       TRY(ReadList(r_, v, what, out.resource_quotas,
                    [&](const yaml::Node& x, ResourceQuota& o) { return ReadResourceQuota(x, o); }));
+    } else if (k == "hyperNodes") {
+      TRY(ReadList(r_, v, what, out.hyper_nodes,
+                   [&](const yaml::Node& x, HyperNodeSpec& o) { return ReadHyperNode(x, o); }));
     }
   }
   return Status::Ok();
@@ -889,7 +1047,7 @@ Status Loader::ReadExpect(const yaml::Node& n, ExpectSpec& out) {
   TRY(r_.ExpectMap(n, "`expect`",
                    {"binds", "bindCount", "evictions", "evictionCount", "pipelined",
                     "podGroupPhases", "unschedulable", "warnings",
-                    "calls"},
+                    "calls", "bindCountsByLeafHyperNode"},
                    true));
   out.where = yaml::Where(n, r_.file());
   if (n.IsNull()) return Status::Ok();
@@ -935,6 +1093,17 @@ Status Loader::ReadExpect(const yaml::Node& n, ExpectSpec& out) {
     } else if (k == "calls") {
       out.calls.emplace();
       TRY(ReadCalls(v, what, true, *out.calls));
+    } else if (k == "bindCountsByLeafHyperNode") {
+      TRY(r_.ExpectList(v, what));
+      std::vector<int64_t> counts;
+      for (const auto& item : v) {
+        ASSIGN_OR_RETURN(int64_t c, r_.Int(item, fmt::format("an entry of {}", what)));
+        if (c <= 0) return r_.Fail(item, fmt::format("an entry of {} must be positive", what));
+        counts.push_back(c);
+      }
+      if (!std::is_sorted(counts.begin(), counts.end()))
+        return r_.Fail(v, fmt::format("{} must be sorted ascending", what));
+      out.bind_counts_by_leaf_hyper_node = std::move(counts);
     } else if (k == "bindCount" || k == "evictionCount") {
       ASSIGN_OR_RETURN(int64_t c, r_.Int(v, what));
       if (c < 0) return r_.Fail(v, fmt::format("{} must not be negative", what));
@@ -1126,6 +1295,8 @@ Status Loader::ApplyDefaults(ScenarioSpec& spec) {
   TRY(CheckUnique<QueueSpec>(r_, c.queues, "queue", [](const QueueSpec& o) { return o.name; }));
   TRY(CheckUnique<NodeSpec>(r_, c.nodes, "node", [](const NodeSpec& o) { return o.name; }));
   TRY(CheckUnique<PodSpec>(r_, c.pods, "pod", [](const PodSpec& o) { return o.Key(); }));
+  TRY(CheckUnique<HyperNodeSpec>(r_, c.hyper_nodes, "hyperNode",
+                                 [](const HyperNodeSpec& o) { return o.name; }));
   // Defaults and references: the one path every cluster source shares. A reference that does not
   // resolve is a fact about the cluster, reported as a warning (volcano-semantics.md §7).
   CompleteOptions options;

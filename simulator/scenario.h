@@ -41,6 +41,8 @@ struct ExpectSpec {
   std::optional<int64_t> eviction_count;
   std::optional<std::map<std::string, std::string>> pipelined;
   std::optional<std::map<std::string, std::string>> pod_group_phases;  // job uid -> phase
+  // Sorted counts of this session's binds per lowest-tier HyperNode of the bound node.
+  std::optional<std::vector<int64_t>> bind_counts_by_leaf_hyper_node;
   // Kiln extension: exact map of pod key -> unschedulable reason text.
   std::optional<std::map<std::string, std::string>> unschedulable;
   // Kiln extension: the loader's warnings (ClusterWarning::message), exactly, in order.
@@ -51,7 +53,7 @@ struct ExpectSpec {
 
   bool empty() const {
     return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
-           !pod_group_phases && !unschedulable && !warnings &&
+           !pod_group_phases && !unschedulable && !warnings && !bind_counts_by_leaf_hyper_node &&
            !calls;
   }
 };

@@ -1,6 +1,7 @@
 #include "simulator/simulator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -460,6 +461,11 @@ std::vector<std::string> CheckExpectations(const ExpectSpec& expect, const Sessi
     }
   }
   if (expect.unschedulable) compare_map("unschedulable", *expect.unschedulable, got.unschedulable);
+  if (expect.bind_counts_by_leaf_hyper_node &&
+      *expect.bind_counts_by_leaf_hyper_node != got.bind_counts_by_leaf_hyper_node)
+    diffs.push_back(fmt::format("bindCountsByLeafHyperNode: expected [{}], got [{}]",
+                                fmt::join(*expect.bind_counts_by_leaf_hyper_node, ", "),
+                                fmt::join(got.bind_counts_by_leaf_hyper_node, ", ")));
   return diffs;
 }
 

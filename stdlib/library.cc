@@ -23,6 +23,8 @@ const Function kFunctions[] = {
     {"math", "round", "", "(float) -> float", NATIVE(kiln_std_round),
      "round half away from zero (Go's math.Round)"},
     {"math", "log", "", "(float) -> float", NATIVE(kiln_std_log), "natural log; 0 for x ≤ 0"},
+    {"math", "pow", "", "(float, float) -> float", NATIVE(kiln_std_pow),
+     "x to the power y, as Go's math.Pow (pow(0, 0) = 1)"},
 
     // ---- resources (Volcano's api.Resource semantics) ----
     {"resource", "dominant_share", "", "(Resource, Resource) -> float",
@@ -227,6 +229,8 @@ const SessionField kSessionFields[] = {
      "every PodDisruptionBudget, in cluster order (pdb)"},
     {"resource_quotas", "list<ResourceQuota>", "kiln_host_session_resource_quotas",
      "every ResourceQuota, in cluster order (resourcequota)"},
+    {"hyper_nodes", "list<HyperNode>", "kiln_host_session_hyper_nodes",
+     "every HyperNode, in cluster order, the virtual top last (empty without network topology)"},
 };
 
 }  // namespace

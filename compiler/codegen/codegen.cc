@@ -2697,6 +2697,7 @@ class Lowering {
       switch (info.params[i]) {
         case AbiKind::TaskList:
         case AbiKind::NodeList:
+        case AbiKind::HyperNodeList:
           params.push_back(ptr_);
           params.push_back(i64_);
           break;
@@ -2714,7 +2715,8 @@ class Lowering {
       case AbiKind::Validation: ret = i1_; params.push_back(ptr_); break;
       case AbiKind::NodeOrNone: ret = ptr_; params.push_back(ptr_); break;
       case AbiKind::Victims: ret = i32_; params.push_back(ptr_); break;
-      case AbiKind::TaskList: params.push_back(ptr_); break;
+      case AbiKind::TaskList:
+      case AbiKind::HyperNodeList: params.push_back(ptr_); break;
       case AbiKind::Void: break;
       default: Fail(&h, "unsupported handler result kind");
     }
@@ -2737,7 +2739,8 @@ class Lowering {
     unsigned a = 1;
     std::vector<std::pair<Value*, Value*>> lists;  // (items, n) of list params
     for (int i = 0; i < info.param_count; ++i) {
-      if (info.params[i] == AbiKind::TaskList || info.params[i] == AbiKind::NodeList) {
+      if (info.params[i] == AbiKind::TaskList || info.params[i] == AbiKind::NodeList ||
+          info.params[i] == AbiKind::HyperNodeList) {
         Value* items = fn->getArg(a++);
         Value* n = fn->getArg(a++);
         lists.emplace_back(items, n);
@@ -2842,6 +2845,7 @@ class Lowering {
         break;
       }
       case AbiKind::TaskList:
+      case AbiKind::HyperNodeList:
         MarkSelected(lists.back().first, lists.back().second, r, extra);
         b_.CreateRetVoid();
         break;

@@ -7,6 +7,7 @@
 #include "compiler/codegen/runtime_support.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/explain.h"
+#include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "stdlib/library.h"
 
@@ -62,6 +63,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_affinity_nodes", &kiln_host_session_affinity_nodes);
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_session_pdbs", &kiln_host_session_pdbs);
+  add("kiln_host_session_hyper_nodes", &kiln_host_session_hyper_nodes);
   add("kiln_host_session_resource_quotas", &kiln_host_session_resource_quotas);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
@@ -115,6 +117,11 @@ KList kiln_host_session_pdbs(const void* ctx) {
 }
 KList kiln_host_session_resource_quotas(const void* ctx) {
   return kiln::List(kiln::SessionOf(ctx).cluster().resource_quota_list());
+}
+KList kiln_host_session_hyper_nodes(const void* ctx) {
+  const kiln::HyperNodeTree* tree = kiln::SessionOf(ctx).cluster().hyper_nodes();
+  if (tree == nullptr) return KList{nullptr, 0};
+  return kiln::List(tree->all());
 }
 const kiln::Resource* kiln_host_session_total(const void* ctx) {
   return &kiln::SessionOf(ctx).total_resource();

@@ -25,6 +25,7 @@ const Type* TypeOfAbiKind(AbiKind kind, TypeContext& t) {
     case AbiKind::FloatList: return t.Optional(t.List(t.Float()));
     case AbiKind::NodeOrNone: return t.Optional(t.Get(TypeKind::Node));
     case AbiKind::Victims: return t.Get(TypeKind::Victims);
+    case AbiKind::HyperNodeList: return t.List(t.Shape("HyperNode"));
   }
   return t.Error();
 }
@@ -58,6 +59,7 @@ const char* CombineDescription(Combine c) {
              "permit";
     case Combine::FirstInvalid: return "the first plugin reporting an invalid job decides";
     case Combine::FirstTierAll: return "the first tier with a handler decides, by AND of its plugins";
+    case Combine::FirstDecides: return "the first plugin with a handler decides (tiers, then plugins)";
     case Combine::CallAll: return "every plugin is called";
   }
   return "";

@@ -33,9 +33,34 @@
 //      queue's heap when it still has tasks. A statement that only pipelined the job is neither
 //      committed nor discarded: its placements keep their resources for the rest of the session
 //      and nothing is bound. The queue goes back into the heap, re-ordered by its new share.
+//
+// Jobs with a hard network topology (runtime/hyper_node.h; after the session's normalisation a
+// soft topology is hard up to the top HyperNode's tier) are placed as Volcano's allocateForJob
+// places them (actions/allocate/allocate.go at ed72c7c8), with the job's one default sub-job:
+//   T1. A job with a network topology is skipped while the HyperNodes are not ready.
+//   T2. Job gradients: the candidates are the virtual top's subtree (root first, then level by
+//       level); hyper_node_gradient_for_job keeps those the job may use (no handler: the top
+//       alone), grouped by tier, lowest first.
+//   T3. For each HyperNode of a gradient, a dry run on a copy of the job's task heap (the job's
+//       fit errors reset first): the sub-job is placed under that HyperNode (T4) until the job is
+//       ready or its tasks run out; a HyperNode where the job is ready or pipelined is a
+//       solution, scored by the sum of the sub-job scores; every dry run is discarded.
+//   T4. The sub-job under HyperNode H: candidates are H's subtree, kept by
+//       hyper_node_gradient_for_sub_job (no handler: H alone); per gradient, a dry run of stage 3
+//       over each candidate's nodes (the nominated node only when it is one of them; fit errors
+//       name the HyperNode); hyper_node_order scores the candidates that placed the sub-job and
+//       the best (the first of equals: Volcano takes one at random) is applied again; the
+//       sub-job's allocated HyperNode becomes the LCA of what it had and the chosen one. While
+//       tasks are placed, each carries the sub-job's allocated HyperNode so far (for node scores).
+//   T5. The first gradient with a solution decides: the best score (the first of equals) is
+//       applied again and its remaining tasks become the job's. When the job is ready the
+//       statement is committed and the job's allocated HyperNode becomes the LCA of what it had
+//       and the chosen HyperNode.
+// Jobs without a network topology never reach T1-T5: they are placed exactly as above.
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +68,7 @@
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/explain.h"
+#include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
 
@@ -78,6 +104,8 @@ class AllocateRun {
       }
       if (ssn_.JobValid(job).has_value()) continue;
       if (job->queue == nullptr) continue;
+      // T1.
+      if (job->HasNetworkTopology() && !HyperNodesReady()) continue;
 
       PriorityQueue<Task*> tasks(task_less);
       for (Task* t : job->TasksWith(TaskStatus::Pending)) {
@@ -106,6 +134,16 @@ class AllocateRun {
       Job* job = jobs.Pop();
       auto& tasks = tasks_by_job_.at(job);
 
+      if (job->hard_topology) {
+        std::optional<Statement> stmt = AllocateForTopologyJob(job, tasks);
+        if (stmt && ssn_.JobReady(job)) {
+          stmt->Commit();
+          RecordTopologyDecision(job);
+          if (!tasks.Empty()) jobs.Push(job);
+        }
+        queues_.Push(queue);
+        continue;
+      }
       std::optional<Statement> stmt = AllocateForJob(job, tasks);
       if (stmt && ssn_.JobReady(job)) {
         stmt->Commit();
@@ -118,10 +156,18 @@ class AllocateRun {
 
   // 3. One job's tasks, in one statement.
   std::optional<Statement> AllocateForJob(Job* job, PriorityQueue<Task*>& tasks) {
+    return AllocateTasks(job, tasks, ssn_.cluster().nodes(), nullptr);
+  }
+
+  // Stage 3 over `all_nodes`. hn: the HyperNode they are the nodes of (T4; the nominated node
+  // must be one of them, and a real HyperNode is named in fit errors), or null.
+  std::optional<Statement> AllocateTasks(Job* job, PriorityQueue<Task*>& tasks,
+                                         std::span<Node* const> all_nodes, HyperNode* hn) {
     Statement stmt(ssn_);
     // Volcano makes a predicate helper (and so a fresh error cache) per job attempt.
     PredicateHelper helper(&rotation_, pool_);
-    std::span<Node* const> all_nodes = ssn_.cluster().nodes();
+    // T4: the sub-job's allocated HyperNode as its tasks are placed.
+    HyperNode* allocated_hn = hn != nullptr ? job->sub_job_allocated_hyper_node : nullptr;
     // Allocate's predicate (the resource check InitResreq ≤ FutureIdle, so a full node costs no
     // FitError, then the plugins' predicates) is SearchForAllocate's; it also scores the feasible
     // nodes in the same pass (stage 3e reads those scores).
@@ -157,6 +203,7 @@ class AllocateRun {
       found.nodes.clear();
       if (!t->nominated_node_name.empty()) {
         Node* nominated = ssn_.cluster().FindNode(t->nominated_node_name);
+        if (hn != nullptr && !hn->Contains(nominated)) nominated = nullptr;
         if (nominated != nullptr && actions::FitsFutureIdle(t->init_resreq(), nominated)) {
           helper.SearchForAllocate(ssn_, t, std::span<Node* const>(&nominated, 1), cache,
                                    /*score=*/true, found);
@@ -165,12 +212,14 @@ class AllocateRun {
       if (found.nodes.empty())
         helper.SearchForAllocate(ssn_, t, all_nodes, cache, /*score=*/true, found);
       if (found.nodes.empty()) {
+        if (hn != nullptr && !hn->top) found.errors.SetHyperNode(hn->name);
         RecordFitErrors(job, t, std::move(found.errors));
         if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
         if (NeedContinueAllocating(job)) continue;
         break;
       }
       // 3e.
+      if (hn != nullptr) t->job_allocated_hyper_node = allocated_hn;
       Node* best = actions::BestNodeOfSearch(ssn_, t, found, pool_);
       if (best == nullptr) {
         if (ExplainRecorder* r = ssn_.explain())
@@ -180,6 +229,10 @@ class AllocateRun {
       // 3f.
       if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
       AllocateTask(stmt, t, best);
+      if (hn != nullptr) {
+        HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
+        if (HyperNode* leaf = tree.LeafOf(best)) allocated_hn = tree.Lca(leaf, allocated_hn);
+      }
       // 3g.
       if (ssn_.JobReady(job)) break;
     }
@@ -187,6 +240,155 @@ class AllocateRun {
     if (ssn_.JobReady(job) || ssn_.JobPipelined(job)) return stmt;
     stmt.Discard();
     return std::nullopt;
+  }
+
+  // ---- jobs with a hard network topology (T1-T5) ----
+
+  bool HyperNodesReady() const {
+    const HyperNodeTree* tree = ssn_.cluster().hyper_nodes();
+    return tree != nullptr && tree->ready();
+  }
+
+  // A dry run's placements, to apply again once the best one is known (Volcano's
+  // SaveOperations / RecoverOperations).
+  using Placements = std::vector<std::pair<Statement::Op, std::pair<Task*, Node*>>>;
+  static void AppendPlacements(const Statement& stmt, Placements& out) {
+    for (const Statement::Operation& op : stmt.operations())
+      out.push_back({op.op, {op.task, op.node}});
+  }
+  Statement Replay(const Placements& placements) {
+    Statement stmt(ssn_);
+    for (const auto& [op, tn] : placements) {
+      Status s = op == Statement::Op::Allocate ? stmt.Allocate(tn.first, tn.second)
+                                               : stmt.Pipeline(tn.first, tn.second, false);
+      if (!s.ok())
+        spdlog::error("allocate: placing task {} on node {} again failed: {}", tn.first->Key(),
+                      tn.second->name, s.error().message);
+    }
+    return stmt;
+  }
+
+  // Volcano's JobInfo.ResetFitErr / ResetSubJobFitErr (the default sub-job holds every task).
+  void ResetFitErrors(Job* job) {
+    job->nodes_fit_errors.clear();
+    job->job_fit_error.clear();
+    failed_roles_.erase(job);
+  }
+
+  // T2/T4: the HyperNodes under `root` (root first, then level by level), kept by the gradient
+  // point and grouped by tier, lowest first; the root alone when no plugin answers.
+  std::vector<std::vector<HyperNode*>> Gradients(const Job* job, HyperNode* root, bool sub_job) {
+    std::vector<HyperNode*> candidates{root};
+    for (size_t i = 0; i < candidates.size(); ++i)
+      for (HyperNode* c : candidates[i]->children) candidates.push_back(c);
+    std::optional<std::vector<HyperNode*>> kept =
+        sub_job ? ssn_.HyperNodeGradientForSubJobFn(job, candidates)
+                : ssn_.HyperNodeGradientForJobFn(job, candidates);
+    if (!kept) return {{root}};
+    std::map<int64_t, std::vector<HyperNode*>> by_tier;
+    for (HyperNode* hn : *kept) by_tier[hn->tier].push_back(hn);
+    std::vector<std::vector<HyperNode*>> out;
+    for (auto& [tier, hns] : by_tier) out.push_back(std::move(hns));
+    return out;
+  }
+
+  // T2, T3, T5 (Volcano's allocateForJob with the job's default sub-job).
+  std::optional<Statement> AllocateForTopologyJob(Job* job, PriorityQueue<Task*>& tasks) {
+    if (tasks.Empty()) return std::nullopt;
+    HyperNode* sub_job_snapshot = job->sub_job_allocated_hyper_node;
+    HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
+    for (const std::vector<HyperNode*>& gradient : Gradients(job, tree.top(), false)) {
+      struct Solution {
+        HyperNode* hn;
+        Placements placements;
+        PriorityQueue<Task*> remaining;
+        double score;
+        HyperNode* sub_job_hn;
+      };
+      std::vector<Solution> solutions;
+      for (HyperNode* hn : gradient) {
+        ResetFitErrors(job);
+        PriorityQueue<Task*> copy = tasks;
+        std::vector<Statement> stmts;
+        double score = 0;
+        // The sub-job queue: one default sub-job, pushed back while it has tasks and the job is
+        // not ready.
+        for (bool again = true; again;) {
+          again = false;
+          auto [stmt, sub_score] = AllocateForSubJob(job, copy, hn);
+          if (stmt && !stmt->empty()) {
+            stmts.push_back(std::move(*stmt));
+            score += sub_score;
+            again = !copy.Empty() && !ssn_.JobReady(job);
+          }
+        }
+        HyperNode* sub_job_hn = job->sub_job_allocated_hyper_node;
+        job->sub_job_allocated_hyper_node = sub_job_snapshot;
+        Placements placements;
+        for (const Statement& st : stmts) AppendPlacements(st, placements);
+        if (!placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job)))
+          solutions.push_back({hn, placements, copy, score, sub_job_hn});
+        for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
+      }
+      if (solutions.empty()) continue;
+      const Solution* best = &solutions.front();
+      for (const Solution& sol : solutions)
+        if (sol.score > best->score) best = &sol;
+      Statement stmt = Replay(best->placements);
+      tasks = best->remaining;
+      job_decision_[job] = {best->hn, best->sub_job_hn};
+      return stmt;
+    }
+    return std::nullopt;
+  }
+
+  // T4 (Volcano's allocateForSubJob): places the default sub-job's tasks under `job_hn`; returns
+  // the statement and the chosen HyperNode's score.
+  std::pair<std::optional<Statement>, double> AllocateForSubJob(Job* job, PriorityQueue<Task*>& tasks,
+                                                                HyperNode* job_hn) {
+    if (tasks.Empty()) return {std::nullopt, 0};
+    HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
+    for (const std::vector<HyperNode*>& gradient : Gradients(job, job_hn, true)) {
+      std::vector<HyperNode*> placed;
+      std::vector<Placements> placements;
+      std::vector<PriorityQueue<Task*>> remaining;
+      for (HyperNode* hn : gradient) {
+        ResetFitErrors(job);
+        PriorityQueue<Task*> copy = tasks;
+        std::optional<Statement> stmt = AllocateTasks(job, copy, hn->nodes, hn);
+        if (stmt && !stmt->empty()) {
+          placed.push_back(hn);
+          placements.emplace_back();
+          AppendPlacements(*stmt, placements.back());
+          remaining.push_back(std::move(copy));
+          stmt->Discard();
+        }
+      }
+      if (placed.empty()) continue;
+      std::vector<double> scores;
+      if (Status s = ssn_.HyperNodeOrderFn(job, placed, scores); !s.ok()) {
+        spdlog::error("allocate: scoring HyperNodes for job {}: {}", job->uid, s.error().message);
+        return {std::nullopt, 0};
+      }
+      size_t best = 0;
+      for (size_t k = 1; k < placed.size(); ++k)
+        if (scores[k] > scores[best]) best = k;
+      Statement stmt = Replay(placements[best]);
+      job->sub_job_allocated_hyper_node = tree.Lca(job->sub_job_allocated_hyper_node, placed[best]);
+      tasks = std::move(remaining[best]);
+      return {std::move(stmt), scores[best]};
+    }
+    return {std::nullopt, 0};
+  }
+
+  // T5, after the commit (Volcano's Recorder.UpdateDecisionToJob).
+  void RecordTopologyDecision(Job* job) {
+    auto it = job_decision_.find(job);
+    if (it == job_decision_.end()) return;
+    HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
+    job->allocated_hyper_node = tree.Lca(job->allocated_hyper_node, it->second.first);
+    job->sub_job_allocated_hyper_node =
+        tree.Lca(job->sub_job_allocated_hyper_node, it->second.second);
   }
 
   // 3f.
@@ -265,6 +467,8 @@ class AllocateRun {
   std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue_;
   std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job_;
   std::unordered_map<const Job*, std::vector<char>> failed_roles_;
+  // T5: per job, the HyperNode its last solution was found under and its sub-job's.
+  std::unordered_map<const Job*, std::pair<HyperNode*, HyperNode*>> job_decision_;
 };
 
 class Allocate final : public Action {

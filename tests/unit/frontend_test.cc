@@ -61,6 +61,7 @@ TEST(Frontend, HandlerSignaturesComeFromTheExtensionPointTable) {
         case AbiKind::Queue: type = "Queue"; break;
         case AbiKind::TaskList: type = "list<Task>"; break;
         case AbiKind::NodeList: type = "list<Node>"; break;
+        case AbiKind::HyperNodeList: type = "list<HyperNode>"; break;
         default: FAIL() << "unexpected parameter kind";
       }
       params += std::string(i ? ", " : "") + kNames[i] + ": " + type;
@@ -75,6 +76,7 @@ TEST(Frontend, HandlerSignaturesComeFromTheExtensionPointTable) {
       case AbiKind::Status: result = " -> Fit"; body = "{ return fits; }"; break;
       case AbiKind::Validation: result = " -> Validation"; body = "{ return valid; }"; break;
       case AbiKind::TaskList: result = " -> list<Task>"; body = "{ return a; }"; break;
+      case AbiKind::HyperNodeList: result = " -> list<HyperNode>"; body = "{ return b; }"; break;
       case AbiKind::FloatList:
         result = " -> list<float>?";
         body = "{ return [0.0 for n in b]; }";

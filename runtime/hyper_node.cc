@@ -1,0 +1,336 @@
+#include "runtime/hyper_node.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+
+namespace kiln {
+
+std::string_view ToString(NetworkTopologyMode m) {
+  return m == NetworkTopologyMode::Soft ? "soft" : "hard";
+}
+
+bool HyperNode::Contains(const Node* n) const {
+  if (n == nullptr || n->index < 0) return false;
+  const size_t i = static_cast<size_t>(n->index);
+  return i / 64 < node_bits.size() && ((node_bits[i / 64] >> (i % 64)) & 1u);
+}
+
+bool HyperNode::Covers(const HyperNode* other) const {
+  for (const HyperNode* p = other; p != nullptr; p = p->parent)
+    if (p == this) return true;
+  return false;
+}
+
+bool LabelsMatch(const LabelSelector& selector, const StringMap& labels) {
+  for (const auto& [k, v] : selector.match_labels) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  for (const SelectorRequirement& r : selector.match_expressions) {
+    auto it = labels.find(r.key);
+    const bool has = it != labels.end();
+    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    if (r.op == "In" && !in) return false;
+    if (r.op == "NotIn" && in) return false;
+    if (r.op == "Exists" && !has) return false;
+    if (r.op == "DoesNotExist" && has) return false;
+  }
+  return true;
+}
+
+namespace {
+
+void SetBit(std::vector<uint64_t>& bits, size_t i) { bits[i / 64] |= uint64_t{1} << (i % 64); }
+
+std::string MemberText(const HyperNodeMemberSpec& m) {
+  const char* type = m.type == HyperNodeMemberSpec::Type::Node ? "Node" : "HyperNode";
+  switch (m.selector) {
+    case HyperNodeMemberSpec::Selector::Exact:
+      return fmt::format("member {{type: {}, exactMatch: {}}}", type, m.name);
+    case HyperNodeMemberSpec::Selector::Regex:
+      return fmt::format("member {{type: {}, regexMatch: \"{}\"}}", type, m.pattern);
+    case HyperNodeMemberSpec::Selector::Label:
+      return fmt::format("member {{type: {}, labelMatch}}", type);
+  }
+  return "member";
+}
+
+}  // namespace
+
+std::unique_ptr<HyperNodeTree> HyperNodeTree::Resolve(std::span<const HyperNodeSpec> specs,
+                                                      std::span<const NodeRef> nodes,
+                                                      std::vector<HyperNodeWarning>* warnings) {
+  auto tree = std::make_unique<HyperNodeTree>();
+  auto warn = [&](const std::string& object, std::string message, const SourceLocation& where) {
+    if (warnings) warnings->push_back(HyperNodeWarning{object, std::move(message), where});
+  };
+  const size_t words = (nodes.size() + 63) / 64;
+  std::unordered_map<std::string_view, size_t> node_index;
+  node_index.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) node_index.emplace(nodes[i].name, i);
+
+  // The HyperNodes themselves; a second object of one name cannot exist in a cluster (the
+  // scenario loader refuses it), so it is only skipped here.
+  std::vector<const HyperNodeSpec*> spec_of;
+  for (const HyperNodeSpec& s : specs) {
+    if (tree->by_name_.count(s.name)) {
+      warn("hyperNode " + s.name, fmt::format("hyperNode `{}` is defined twice; the second is ignored", s.name),
+           s.where);
+      continue;
+    }
+    auto hn = std::make_unique<HyperNode>();
+    hn->index = static_cast<int32_t>(tree->hyper_nodes_.size());
+    hn->tier = s.tier;
+    hn->name = s.name;
+    hn->tier_name = s.tier_name;
+    hn->node_bits.assign(words, 0);
+    tree->by_name_.emplace(hn->name, hn.get());
+    tree->ptrs_.push_back(hn.get());
+    tree->hyper_nodes_.push_back(std::move(hn));
+    spec_of.push_back(&s);
+  }
+
+  // Members, in file order: Node members select their nodes directly; HyperNode members link
+  // the tree.
+  for (size_t h = 0; h < spec_of.size(); ++h) {
+    HyperNode* self = tree->ptrs_[h];
+    const std::string object = "hyperNode " + self->name;
+    for (const HyperNodeMemberSpec& m : spec_of[h]->members) {
+      if (m.type == HyperNodeMemberSpec::Type::HyperNode) {
+        if (m.selector != HyperNodeMemberSpec::Selector::Exact) {
+          warn(object,
+               fmt::format("hyperNode `{}`: {} selects nothing: HyperNode members are chosen by "
+                           "exactMatch only",
+                           self->name, MemberText(m)),
+               m.where);
+          continue;
+        }
+        HyperNode* child = tree->Find(m.name);
+        if (child == nullptr) {
+          warn(object,
+               fmt::format("hyperNode `{}`: {} names no HyperNode; the member is ignored",
+                           self->name, MemberText(m)),
+               m.where);
+          continue;
+        }
+        if (child->parent == self) continue;  // named twice
+        if (child->parent != nullptr) {
+          tree->ready_ = false;
+          warn(object,
+               fmt::format("hyperNode `{}`: {} is already a member of `{}`; the second claim is "
+                           "ignored and HyperNodes are not ready (jobs with a network topology "
+                           "wait)",
+                           self->name, MemberText(m), child->parent->name),
+               m.where);
+          continue;
+        }
+        bool cycle = false;
+        for (const HyperNode* p = self; p != nullptr; p = p->parent) cycle |= p == child;
+        if (cycle) {
+          tree->ready_ = false;
+          warn(object,
+               fmt::format("hyperNode `{}`: {} closes a cycle; the member is ignored and "
+                           "HyperNodes are not ready (jobs with a network topology wait)",
+                           self->name, MemberText(m)),
+               m.where);
+          continue;
+        }
+        child->parent = self;
+        self->children.push_back(child);
+        continue;
+      }
+      // type Node
+      size_t matched = 0;
+      switch (m.selector) {
+        case HyperNodeMemberSpec::Selector::Exact: {
+          auto it = node_index.find(m.name);
+          if (it != node_index.end()) SetBit(self->node_bits, it->second), ++matched;
+          break;
+        }
+        case HyperNodeMemberSpec::Selector::Regex: {
+          std::optional<std::regex> re;
+          try {
+            re.emplace(m.pattern, std::regex::ECMAScript);
+          } catch (const std::regex_error& e) {
+            warn(object,
+                 fmt::format("hyperNode `{}`: {} does not compile ({}); it selects nothing",
+                             self->name, MemberText(m), e.what()),
+                 m.where);
+            continue;
+          }
+          for (size_t i = 0; i < nodes.size(); ++i)
+            if (std::regex_search(nodes[i].name.begin(), nodes[i].name.end(), *re))
+              SetBit(self->node_bits, i), ++matched;
+          break;
+        }
+        case HyperNodeMemberSpec::Selector::Label: {
+          if (m.labels.match_labels.empty() && m.labels.match_expressions.empty()) break;
+          static const StringMap kNoLabels;
+          for (size_t i = 0; i < nodes.size(); ++i)
+            if (LabelsMatch(m.labels, nodes[i].labels ? *nodes[i].labels : kNoLabels))
+              SetBit(self->node_bits, i), ++matched;
+          break;
+        }
+      }
+      if (matched == 0)
+        warn(object,
+             fmt::format("hyperNode `{}`: {} selects no node", self->name, MemberText(m)),
+             m.where);
+    }
+  }
+
+  // Real nodes: a HyperNode's own plus its descendants' (children first; the tree is acyclic).
+  std::vector<char> done(tree->ptrs_.size(), 0);
+  auto gather = [&](auto&& self_fn, HyperNode* hn) -> void {
+    if (done[hn->index]) return;
+    for (HyperNode* c : hn->children) {
+      self_fn(self_fn, c);
+      for (size_t w = 0; w < words; ++w) hn->node_bits[w] |= c->node_bits[w];
+    }
+    done[hn->index] = 1;
+  };
+  for (HyperNode* hn : tree->ptrs_) gather(gather, hn);
+
+  // The virtual top: every node, parent of every root, one tier above the highest.
+  int64_t top_tier = 1;
+  for (HyperNode* hn : tree->ptrs_) top_tier = std::max(top_tier, hn->tier + 1);
+  auto top = std::make_unique<HyperNode>();
+  top->index = static_cast<int32_t>(tree->hyper_nodes_.size());
+  top->tier = top_tier;
+  top->top = true;
+  top->name = std::string(kClusterTopHyperNode);
+  top->node_bits.assign(words, 0);
+  for (size_t i = 0; i < nodes.size(); ++i) SetBit(top->node_bits, i);
+  for (HyperNode* hn : tree->ptrs_)
+    if (hn->parent == nullptr) {
+      hn->parent = top.get();
+      top->children.push_back(hn);
+    }
+  tree->by_name_.emplace(top->name, top.get());
+  tree->ptrs_.push_back(top.get());
+  tree->hyper_nodes_.push_back(std::move(top));
+
+  for (HyperNode* hn : tree->ptrs_) {
+    for (HyperNode* p = hn; p != nullptr; p = p->parent) hn->ancestors.push_back(p);
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if ((hn->node_bits[i / 64] >> (i % 64)) & 1u)
+        if (nodes[i].node != nullptr) hn->nodes.push_back(nodes[i].node);
+    tree->by_tier_[hn->tier].push_back(hn);
+    if (!hn->tier_name.empty()) tree->tier_names_[hn->tier_name] = hn->tier;
+  }
+  for (const auto& [tier, _] : tree->by_tier_) tree->tiers_.push_back(tier);
+
+  // LeafOf: per node, the first HyperNode of the lowest tier holding it.
+  tree->leaf_of_node_.assign(nodes.size(), nullptr);
+  for (HyperNode* hn : tree->AtTier(tree->tiers_.front()))
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (tree->leaf_of_node_[i] == nullptr && ((hn->node_bits[i / 64] >> (i % 64)) & 1u))
+        tree->leaf_of_node_[i] = hn;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].node != nullptr) nodes[i].node->hyper_node = tree->leaf_of_node_[i];
+  return tree;
+}
+
+HyperNode* HyperNodeTree::Find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::span<HyperNode* const> HyperNodeTree::AtTier(int64_t tier) const {
+  auto it = by_tier_.find(tier);
+  if (it == by_tier_.end()) return {};
+  return it->second;
+}
+
+std::optional<int64_t> HyperNodeTree::TierOfName(std::string_view tier_name) const {
+  auto it = tier_names_.find(tier_name);
+  if (it == tier_names_.end()) return std::nullopt;
+  return it->second;
+}
+
+HyperNode* HyperNodeTree::Lca(HyperNode* a, HyperNode* b) const {
+  if (a == nullptr) return b;
+  if (b == nullptr) return a;
+  for (HyperNode* p = b; p != nullptr; p = p->parent)
+    if (p->Covers(a)) return p;
+  return nullptr;
+}
+
+HyperNode* HyperNodeTree::LeafOf(const Node* n) const {
+  if (n == nullptr || n->index < 0 || static_cast<size_t>(n->index) >= leaf_of_node_.size())
+    return nullptr;
+  return leaf_of_node_[static_cast<size_t>(n->index)];
+}
+
+HyperNode* HyperNodeTree::LowestCovering(std::span<Node* const> nodes) const {
+  if (nodes.empty()) return nullptr;
+  HyperNode* best = nullptr;
+  for (HyperNode* hn : ptrs_) {
+    if (best != nullptr && hn->tier >= best->tier) continue;
+    bool all = true;
+    for (const Node* n : nodes) {
+      if (!hn->Contains(n)) {
+        all = false;
+        break;
+      }
+    }
+    if (all) best = hn;
+  }
+  return best;
+}
+
+void HyperNodeTree::SnapshotResources() {
+  for (HyperNode* hn : ptrs_) {
+    hn->allocatable = Resource{};
+    hn->idle = Resource{};
+    hn->future_idle = Resource{};
+    for (const Node* n : hn->nodes) {
+      hn->allocatable.Add(n->allocatable);
+      hn->idle.Add(n->idle);
+      hn->future_idle.Add(n->FutureIdle());
+    }
+  }
+}
+
+void OpenTopology(Cluster& cluster) {
+  const bool any_topology = std::any_of(cluster.jobs().begin(), cluster.jobs().end(),
+                                        [](const Job* j) { return j->HasNetworkTopology(); });
+  if (cluster.hyper_nodes() == nullptr) {
+    if (!any_topology) return;
+    std::vector<HyperNodeTree::NodeRef> refs;
+    refs.reserve(cluster.nodes().size());
+    for (Node* n : cluster.nodes()) refs.push_back({n->name, &n->labels, n});
+    cluster.set_hyper_nodes(HyperNodeTree::Resolve({}, refs, nullptr));
+  }
+  HyperNodeTree& tree = *cluster.hyper_nodes();
+  tree.SnapshotResources();
+  std::vector<Node*> placed;
+  for (Job* job : cluster.jobs()) {
+    job->hard_topology = false;
+    job->highest_tier_allowed = 0;
+    job->allocated_hyper_node = nullptr;
+    job->sub_job_allocated_hyper_node = nullptr;
+    if (!job->HasNetworkTopology()) continue;
+    NetworkTopologySpec nt = *job->network_topology;
+    if (!nt.highest_tier_allowed && !nt.highest_tier_name.empty())
+      if (std::optional<int64_t> tier = tree.TierOfName(nt.highest_tier_name))
+        nt.highest_tier_allowed = *tier;
+    if (nt.mode == NetworkTopologyMode::Soft) {
+      nt.mode = NetworkTopologyMode::Hard;
+      nt.highest_tier_allowed = tree.top()->tier;
+    }
+    job->hard_topology = nt.highest_tier_allowed.has_value();
+    job->highest_tier_allowed = nt.highest_tier_allowed.value_or(0);
+    if (!tree.ready()) continue;
+    placed.clear();
+    for (const Task* t : job->tasks)
+      if (AllocatedStatus(t->status) && t->node != nullptr) placed.push_back(t->node);
+    // The default sub-job holds every task: its HyperNode and the job's are the same at open.
+    job->allocated_hyper_node = tree.LowestCovering(placed);
+    job->sub_job_allocated_hyper_node = job->allocated_hyper_node;
+  }
+}
+
+}  // namespace kiln

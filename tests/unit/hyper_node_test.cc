@@ -1,0 +1,387 @@
+// HyperNodes: loading (scenario `cluster.hyperNodes`, PodGroup `networkTopology` and
+// `subGroupPolicy`), resolution as Volcano's HyperNodesInfo does (real nodes, tiers, the virtual
+// top, LCA, readiness) with warnings for what does not resolve, and the session-open
+// normalisation of a job's network topology (runtime/hyper_node.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "runtime/cluster_spec.h"
+#include "runtime/hyper_node.h"
+#include "simulator/scenario.h"
+
+namespace kiln {
+namespace {
+
+ScenarioSpec MustParse(std::string_view text) {
+  auto r = ParseScenario(text, "s.yaml");
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
+  return r.ok() ? std::move(*r) : ScenarioSpec{};
+}
+
+Error MustFail(std::string_view text) {
+  auto r = ParseScenario(text, "s.yaml");
+  EXPECT_FALSE(r.ok()) << "parsed, but an error was expected";
+  return r.ok() ? Error{} : r.error();
+}
+
+Cluster MustBuild(const ScenarioSpec& spec) {
+  auto c = BuildCluster(spec.cluster);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().Format());
+  return c.ok() ? std::move(*c) : Cluster{};
+}
+
+std::vector<std::string> NodeNames(const HyperNode* hn) {
+  std::vector<std::string> out;
+  if (hn == nullptr) return out;
+  for (const Node* n : hn->nodes) out.push_back(n->name);
+  return out;
+}
+
+std::vector<std::string> Names(std::span<HyperNode* const> hns) {
+  std::vector<std::string> out;
+  for (const HyperNode* h : hns) out.push_back(h->name);
+  return out;
+}
+
+// Volcano's event_handlers_test "Add hyperNodes with regex match" shape, with a label member and
+// tier names: s0,s1 under s4; s2,s3 under s5; s4,s5 under s6.
+constexpr std::string_view kTree = R"(name: tree
+cluster:
+  nodes:
+  - {name: node-0, allocatable: {cpu: "4"}}
+  - {name: node-1, allocatable: {cpu: "4"}}
+  - {name: node-2, allocatable: {cpu: "4"}}
+  - {name: node-3, allocatable: {cpu: "4"}}
+  - {name: prefix-0, allocatable: {cpu: "4"}}
+  - {name: prefix-1, allocatable: {cpu: "4"}}
+  - {name: r-a, allocatable: {cpu: "4"}, labels: {rack: r3}}
+  - {name: lone, allocatable: {cpu: "4"}}
+  hyperNodes:
+  - name: s0
+    tier: 1
+    tierName: leaf
+    members:
+    - {type: Node, selector: {exactMatch: {name: node-0}}}
+    - {type: Node, selector: {exactMatch: {name: node-1}}}
+  - name: s1
+    tier: 1
+    members: [{type: Node, selector: {regexMatch: {pattern: "^node-[23]$"}}}]
+  - name: s2
+    tier: 1
+    members: [{type: Node, selector: {regexMatch: {pattern: "prefix"}}}]
+  - name: s3
+    tier: 1
+    members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r3}}}}]
+  - name: s4
+    tier: 2
+    tierName: spine
+    members:
+    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s1}}}
+  - name: s5
+    tier: 2
+    members:
+    - {type: HyperNode, selector: {exactMatch: {name: s2}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s3}}}
+  - name: s6
+    tier: 3
+    members:
+    - {type: HyperNode, selector: {exactMatch: {name: s4}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s5}}}
+  podGroups:
+  - name: hard
+    namespace: c1
+    networkTopology: {mode: hard, highestTierAllowed: 2}
+  - name: named
+    namespace: c1
+    networkTopology: {highestTierName: spine}
+  - name: soft
+    namespace: c1
+    networkTopology: {mode: soft}
+  - name: plain
+    namespace: c1
+  pods:
+  - {name: a, namespace: c1, group: hard, requests: {cpu: "1"}, phase: Running, node: node-0}
+  - {name: b, namespace: c1, group: hard, requests: {cpu: "1"}, phase: Running, node: node-3}
+  - {name: c, namespace: c1, group: hard, requests: {cpu: "1"}}
+  - {name: d, namespace: c1, group: named, requests: {cpu: "1"}, phase: Running, node: node-1}
+  - {name: e, namespace: c1, group: soft, requests: {cpu: "1"}, phase: Running, node: lone}
+)";
+
+TEST(HyperNodeTest, ResolvesRealNodesTiersAndTop) {
+  ScenarioSpec spec = MustParse(kTree);
+  EXPECT_TRUE(spec.warnings.empty()) << spec.warnings.front().message;
+  ASSERT_EQ(spec.cluster.hyper_nodes.size(), 7u);
+  EXPECT_EQ(spec.cluster.hyper_nodes[0].tier_name, "leaf");
+  Cluster c = MustBuild(spec);
+  const HyperNodeTree* tree = c.hyper_nodes();
+  ASSERT_NE(tree, nullptr);
+  EXPECT_TRUE(tree->ready());
+  EXPECT_TRUE(tree->has_real());
+  using V = std::vector<std::string>;
+  EXPECT_EQ(NodeNames(tree->Find("s0")), (V{"node-0", "node-1"}));
+  EXPECT_EQ(NodeNames(tree->Find("s1")), (V{"node-2", "node-3"}));
+  EXPECT_EQ(NodeNames(tree->Find("s2")), (V{"prefix-0", "prefix-1"}));
+  EXPECT_EQ(NodeNames(tree->Find("s3")), (V{"r-a"}));
+  EXPECT_EQ(NodeNames(tree->Find("s4")), (V{"node-0", "node-1", "node-2", "node-3"}));
+  EXPECT_EQ(NodeNames(tree->Find("s5")), (V{"prefix-0", "prefix-1", "r-a"}));
+  EXPECT_EQ(NodeNames(tree->Find("s6")),
+            (V{"node-0", "node-1", "node-2", "node-3", "prefix-0", "prefix-1", "r-a"}));
+  // The virtual top: every node, tier above the highest, parent of the roots.
+  const HyperNode* top = tree->top();
+  EXPECT_EQ(top->name, kClusterTopHyperNode);
+  EXPECT_EQ(top->tier, 4);
+  EXPECT_EQ(NodeNames(top).size(), 8u);
+  EXPECT_EQ(tree->Find("s6")->parent, top);
+  EXPECT_EQ(tree->Find("s0")->parent, tree->Find("s4"));
+  EXPECT_EQ(tree->tiers(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(Names(tree->AtTier(1)), (V{"s0", "s1", "s2", "s3"}));
+  EXPECT_EQ(Names(tree->AtTier(2)), (V{"s4", "s5"}));
+  EXPECT_EQ(tree->TierOfName("spine"), 2);
+  EXPECT_EQ(tree->TierOfName("leaf"), 1);
+  EXPECT_FALSE(tree->TierOfName("core").has_value());
+}
+
+TEST(HyperNodeTest, LcaLeafAndLowestCovering) {
+  ScenarioSpec spec = MustParse(kTree);
+  Cluster c = MustBuild(spec);
+  const HyperNodeTree& t = *c.hyper_nodes();
+  HyperNode* s0 = t.Find("s0");
+  HyperNode* s1 = t.Find("s1");
+  HyperNode* s2 = t.Find("s2");
+  EXPECT_EQ(t.Lca(s0, s1), t.Find("s4"));
+  EXPECT_EQ(t.Lca(s0, s2), t.Find("s6"));
+  EXPECT_EQ(t.Lca(s0, s0), s0);
+  EXPECT_EQ(t.Lca(nullptr, s1), s1);
+  EXPECT_EQ(t.Lca(s1, nullptr), s1);
+  EXPECT_EQ(t.Lca(s0, t.Find("s4")), t.Find("s4"));
+  EXPECT_EQ(t.Lca(s0, t.top()), t.top());
+  EXPECT_TRUE(t.Find("s6")->Covers(s2));
+  EXPECT_FALSE(s2->Covers(t.Find("s6")));
+  EXPECT_EQ(t.LeafOf(c.FindNode("node-2")), s1);
+  EXPECT_EQ(t.LeafOf(c.FindNode("lone")), nullptr);  // in no tier-1 HyperNode
+  std::vector<Node*> nodes = {c.FindNode("node-0"), c.FindNode("node-1")};
+  EXPECT_EQ(t.LowestCovering(nodes), s0);
+  nodes.push_back(c.FindNode("node-3"));
+  EXPECT_EQ(t.LowestCovering(nodes), t.Find("s4"));
+  nodes.push_back(c.FindNode("lone"));
+  EXPECT_EQ(t.LowestCovering(nodes), t.top());
+  EXPECT_EQ(t.LowestCovering({}), nullptr);
+}
+
+TEST(HyperNodeTest, OpenNormalisesTopologyAndRecoversPlacement) {
+  ScenarioSpec spec = MustParse(kTree);
+  Cluster c = MustBuild(spec);
+  OpenTopology(c);
+  const HyperNodeTree& t = *c.hyper_nodes();
+  Job* hard = c.FindJob("c1/hard");
+  Job* named = c.FindJob("c1/named");
+  Job* soft = c.FindJob("c1/soft");
+  Job* plain = c.FindJob("c1/plain");
+  ASSERT_TRUE(hard && named && soft && plain);
+  EXPECT_TRUE(hard->hard_topology);
+  EXPECT_EQ(hard->highest_tier_allowed, 2);
+  // Placed on node-0 and node-3: the lowest HyperNode holding both.
+  EXPECT_EQ(hard->allocated_hyper_node, t.Find("s4"));
+  // highestTierName translated; mode defaults to hard.
+  EXPECT_TRUE(named->hard_topology);
+  EXPECT_EQ(named->highest_tier_allowed, 2);
+  EXPECT_EQ(named->allocated_hyper_node, t.Find("s0"));
+  // Soft becomes hard up to the top's tier; `lone` is in no HyperNode but the top.
+  EXPECT_TRUE(soft->hard_topology);
+  EXPECT_EQ(soft->highest_tier_allowed, 4);
+  EXPECT_EQ(soft->allocated_hyper_node, t.top());
+  EXPECT_FALSE(plain->hard_topology);
+  EXPECT_EQ(plain->allocated_hyper_node, nullptr);
+  // The resource sums the network-topology-aware policy reads.
+  EXPECT_EQ(t.Find("s0")->allocatable.cpu(), 8000);
+  EXPECT_EQ(t.Find("s0")->idle.cpu(), 8000 - 2000);
+}
+
+TEST(HyperNodeTest, TopologyJobsWithoutHyperNodesGetTheTopAlone) {
+  ScenarioSpec spec = MustParse(R"(name: flat
+cluster:
+  nodes: [{name: n1, allocatable: {cpu: "2"}}, {name: n2, allocatable: {cpu: "2"}}]
+  podGroups: [{name: pg, namespace: c1, networkTopology: {mode: soft}}]
+)");
+  Cluster c = MustBuild(spec);
+  EXPECT_EQ(c.hyper_nodes(), nullptr);
+  OpenTopology(c);
+  ASSERT_NE(c.hyper_nodes(), nullptr);
+  const HyperNodeTree& t = *c.hyper_nodes();
+  EXPECT_FALSE(t.has_real());
+  EXPECT_EQ(t.top()->tier, 1);
+  EXPECT_EQ(NodeNames(t.top()), (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(c.FindJob("c1/pg")->highest_tier_allowed, 1);
+  EXPECT_EQ(t.LeafOf(c.FindNode("n1")), t.top());
+}
+
+TEST(HyperNodeTest, MembersThatSelectNothingAreLocatedWarnings) {
+  ScenarioSpec spec = MustParse(R"(name: dangling
+cluster:
+  nodes: [{name: n1, allocatable: {cpu: "2"}}]
+  hyperNodes:
+  - name: s0
+    tier: 1
+    members:
+    - {type: Node, selector: {exactMatch: {name: n1}}}
+    - {type: Node, selector: {exactMatch: {name: gone}}}
+    - {type: Node, selector: {regexMatch: {pattern: "^x"}}}
+    - {type: Node, selector: {labelMatch: {}}}
+    - {type: Node, selector: {regexMatch: {pattern: "(["}}}
+  - name: s1
+    tier: 2
+    members:
+    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
+    - {type: HyperNode, selector: {exactMatch: {name: missing}}}
+    - {type: HyperNode, selector: {regexMatch: {pattern: "s"}}}
+  podGroups: [{name: pg, namespace: c1, networkTopology: {highestTierName: rack}}]
+)");
+  ASSERT_EQ(spec.warnings.size(), 7u);
+  const auto& w = spec.warnings;
+  EXPECT_EQ(w[0].message, "hyperNode `s0`: member {type: Node, exactMatch: gone} selects no node");
+  EXPECT_EQ(w[0].where.line, 9);
+  EXPECT_EQ(w[0].where.file, "s.yaml");
+  EXPECT_EQ(w[1].message,
+            "hyperNode `s0`: member {type: Node, regexMatch: \"^x\"} selects no node");
+  EXPECT_EQ(w[2].message, "hyperNode `s0`: member {type: Node, labelMatch} selects no node");
+  EXPECT_NE(w[3].message.find("does not compile"), std::string::npos) << w[3].message;
+  EXPECT_EQ(w[3].where.line, 12);
+  EXPECT_EQ(w[4].message,
+            "hyperNode `s1`: member {type: HyperNode, exactMatch: missing} names no HyperNode; "
+            "the member is ignored");
+  EXPECT_EQ(w[4].where.line, 17);
+  EXPECT_NE(w[5].message.find("exactMatch only"), std::string::npos) << w[5].message;
+  EXPECT_EQ(w[6].message,
+            "podGroup `c1/pg` names highestTierName `rack`, which no HyperNode has, so no tier "
+            "limits it");
+  // The cluster loads; what resolved is kept and the HyperNodes are ready.
+  Cluster c = MustBuild(spec);
+  EXPECT_TRUE(c.hyper_nodes()->ready());
+  EXPECT_EQ(NodeNames(c.hyper_nodes()->Find("s1")), (std::vector<std::string>{"n1"}));
+  OpenTopology(c);
+  EXPECT_FALSE(c.FindJob("c1/pg")->hard_topology);  // no tier: placed as without topology
+}
+
+TEST(HyperNodeTest, CyclesAndDoubleParentsMakeHyperNodesNotReady) {
+  ScenarioSpec cyc = MustParse(R"(name: cycle
+cluster:
+  nodes: [{name: n1, allocatable: {cpu: "2"}}]
+  hyperNodes:
+  - {name: a, tier: 1, members: [{type: HyperNode, selector: {exactMatch: {name: b}}}, {type: Node, selector: {exactMatch: {name: n1}}}]}
+  - {name: b, tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: a}}}]}
+  - {name: c, tier: 3, members: [{type: HyperNode, selector: {exactMatch: {name: c}}}]}
+)");
+  ASSERT_EQ(cyc.warnings.size(), 2u);
+  EXPECT_EQ(cyc.warnings[0].message,
+            "hyperNode `b`: member {type: HyperNode, exactMatch: a} closes a cycle; the member "
+            "is ignored and HyperNodes are not ready (jobs with a network topology wait)");
+  EXPECT_EQ(cyc.warnings[0].where.line, 6);
+  EXPECT_NE(cyc.warnings[1].message.find("hyperNode `c`"), std::string::npos);
+  Cluster c1 = MustBuild(cyc);
+  EXPECT_FALSE(c1.hyper_nodes()->ready());
+  // The edge that closed the cycle is dropped: a stays b's parent, the rest hangs off the top.
+  EXPECT_EQ(c1.hyper_nodes()->Find("b")->parent, c1.hyper_nodes()->Find("a"));
+  EXPECT_EQ(NodeNames(c1.hyper_nodes()->Find("a")), (std::vector<std::string>{"n1"}));
+
+  ScenarioSpec twice = MustParse(R"(name: twice
+cluster:
+  nodes: [{name: n1, allocatable: {cpu: "2"}}]
+  hyperNodes:
+  - {name: leaf, tier: 1, members: [{type: Node, selector: {exactMatch: {name: n1}}}]}
+  - {name: p1, tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: leaf}}}]}
+  - {name: p2, tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: leaf}}}]}
+)");
+  ASSERT_EQ(twice.warnings.size(), 1u);
+  EXPECT_NE(twice.warnings[0].message.find("is already a member of `p1`"), std::string::npos)
+      << twice.warnings[0].message;
+  Cluster c2 = MustBuild(twice);
+  EXPECT_FALSE(c2.hyper_nodes()->ready());
+  EXPECT_EQ(NodeNames(c2.hyper_nodes()->Find("p1")), (std::vector<std::string>{"n1"}));
+  EXPECT_TRUE(NodeNames(c2.hyper_nodes()->Find("p2")).empty());
+}
+
+TEST(HyperNodeTest, PodGroupTopologyAndSubGroupPolicyLoad) {
+  ScenarioSpec spec = MustParse(R"(name: pg
+cluster:
+  podGroups:
+  - name: pg1
+    namespace: c1
+    networkTopology: {mode: soft, highestTierAllowed: 2}
+    subGroupPolicy:
+    - name: workers
+      subGroupSize: 4
+      minSubGroups: 2
+      matchLabelKeys: [volcano.sh/partition]
+      labelSelector: {matchLabels: {role: worker}}
+      networkTopology: {mode: hard, highestTierName: leaf}
+)");
+  ASSERT_EQ(spec.cluster.pod_groups.size(), 1u);
+  const PodGroupSpec& g = spec.cluster.pod_groups[0];
+  ASSERT_TRUE(g.network_topology.has_value());
+  EXPECT_EQ(g.network_topology->mode, NetworkTopologyMode::Soft);
+  EXPECT_EQ(g.network_topology->highest_tier_allowed, 2);
+  ASSERT_EQ(g.sub_group_policy.size(), 1u);
+  const SubGroupPolicySpec& p = g.sub_group_policy[0];
+  EXPECT_EQ(p.name, "workers");
+  EXPECT_EQ(p.sub_group_size, 4);
+  EXPECT_EQ(p.min_sub_groups, 2);
+  EXPECT_EQ(p.match_label_keys, (std::vector<std::string>{"volcano.sh/partition"}));
+  ASSERT_TRUE(p.label_selector.has_value());
+  EXPECT_EQ(p.label_selector->match_labels.at("role"), "worker");
+  ASSERT_TRUE(p.network_topology.has_value());
+  EXPECT_EQ(p.network_topology->highest_tier_name, "leaf");
+  Cluster c = MustBuild(spec);
+  ASSERT_NE(c.FindJob("c1/pg1"), nullptr);
+  EXPECT_EQ(c.FindJob("c1/pg1")->sub_group_policy.size(), 1u);
+}
+
+TEST(HyperNodeTest, MalformedTopologyIsALocatedError) {
+  struct Case {
+    std::string_view yaml;
+    std::string_view message;
+    int line;
+  };
+  const Case cases[] = {
+      {"cluster:\n  podGroups:\n  - name: pg\n    networkTopology: {mode: strict}\n",
+       "must be hard or soft, got `strict`", 4},
+      {"cluster:\n  podGroups:\n  - name: pg\n    networkTopology: {highestTierAllowed: 1, "
+       "highestTierName: leaf}\n",
+       "must not set both `highestTierAllowed` and `highestTierName`", 4},
+      {"cluster:\n  podGroups:\n  - name: pg\n    networkTopology: {highestTierAllowed: -1}\n",
+       "must be between 0", 4},
+      {"cluster:\n  podGroups:\n  - name: pg\n    networkTopology: {tier: 1}\n", "tier", 4},
+      {"cluster:\n  podGroups:\n  - name: pg\n    subGroupPolicy:\n    - {name: w, subGroupSize: "
+       "0}\n",
+       "must be between 1", 5},
+      {"cluster:\n  podGroups:\n  - name: pg\n    subGroupPolicy:\n    - {name: w, minSubGroups: "
+       "-1}\n",
+       "must be between 0", 5},
+      {"cluster:\n  podGroups:\n  - name: pg\n    subGroupPolicy:\n    - {name: w, bogus: 1}\n",
+       "bogus", 5},
+      {"cluster:\n  hyperNodes:\n  - {name: s0, members: []}\n", "has no `tier`", 3},
+      {"cluster:\n  hyperNodes:\n  - {name: s0, tier: -1}\n", "must be between 0", 3},
+      {"cluster:\n  hyperNodes:\n  - name: s0\n    tier: 1\n    members:\n    - {type: Rack, "
+       "selector: {exactMatch: {name: n}}}\n",
+       "must be Node or HyperNode, got `Rack`", 6},
+      {"cluster:\n  hyperNodes:\n  - name: s0\n    tier: 1\n    members:\n    - {type: Node, "
+       "selector: {exactMatch: {name: n}, regexMatch: {pattern: x}}}\n",
+       "exactly one of exactMatch, regexMatch and labelMatch", 6},
+      {"cluster:\n  hyperNodes:\n  - name: s0\n    tier: 1\n    members:\n    - {type: Node}\n",
+       "has no `selector`", 6},
+      {"cluster:\n  hyperNodes:\n  - name: s0\n    tier: 1\n    members:\n    - {type: Node, "
+       "selector: {exactMatch: {}}}\n",
+       "has no `name`", 6},
+      {"cluster:\n  hyperNodes:\n  - {name: s0, tier: 1}\n  - {name: s0, tier: 2}\n",
+       "hyperNode `s0` is defined twice", 4},
+  };
+  for (const Case& c : cases) {
+    Error e = MustFail(c.yaml);
+    EXPECT_NE(e.message.find(c.message), std::string::npos) << c.yaml << "\n→ " << e.message;
+    EXPECT_EQ(e.where.line, c.line) << c.yaml << "\n→ " << e.message;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
