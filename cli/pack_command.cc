@@ -30,6 +30,7 @@
 #include "packs/conf_merge.h"
 #include "packs/pack.h"
 #include "packs/scenario_check.h"
+#include "runtime/conf.h"
 #include "simulator/scenario.h"
 
 namespace kiln::cli {
@@ -66,9 +67,18 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
 
 // Runs the front end over each policy (printing its diagnostics like `kiln check`) and compiles
 // the clean ones; false when any has an error or declares a name other than its `plugin`.
-bool CheckPolicies(const packs::Pack& pack) {
+// The capabilities a policy declares, in kCapabilities order.
+std::vector<std::string> UsedCapabilities(const ast::Policy& policy) {
+  std::vector<std::string> out;
+  for (std::string_view cap : kCapabilities)
+    if (policy.Uses(cap)) out.emplace_back(cap);
+  return out;
+}
+
+// Checks and compiles every policy; records in the manifest what each uses (`uses:`).
+bool CheckPolicies(packs::Pack& pack) {
   bool ok = true;
-  for (const packs::PackPolicy& p : pack.manifest.policies) {
+  for (packs::PackPolicy& p : pack.manifest.policies) {
     SourceFile source{pack.Where(p.file), pack.files.at(p.file)};
     FrontendResult fe = RunFrontend(source);
     PrintDiagnostics(fe.diagnostics, source);
@@ -84,6 +94,7 @@ bool CheckPolicies(const packs::Pack& pack) {
       ok = false;
       continue;
     }
+    p.uses = UsedCapabilities(*fe.policy);
     auto compiler = PolicyCompiler::Global();
     if (!compiler) {
       PrintError(compiler.error());
@@ -284,6 +295,10 @@ int RunInspect(const std::string& file, const std::string& output) {
       ok = false;
       continue;
     }
+    // What the policy declares it uses, and what its manifest lists (kiln pack build fills it);
+    // a conf must grant each (`grants:` on the plugin's entry).
+    pj["uses"] = UsedCapabilities(*fe.policy);
+    pj["manifest_uses"] = p.uses;
     pj["handlers"] = nlohmann::json::array();
     for (const ast::HandlerDecl* h : fe.policy->All<ast::HandlerDecl>())
       for (const ast::HandlerPoint& point : h->points) {
@@ -317,6 +332,12 @@ int RunInspect(const std::string& file, const std::string& output) {
   for (const std::string& t : m.tests) fmt::print("test:        {}\n", t);
   for (const auto& pj : doc["policies"]) {
     fmt::print("\npolicy {} ({})\n", pj["plugin"].get<std::string>(), pj["file"].get<std::string>());
+    auto uses = pj["uses"].get<std::vector<std::string>>();
+    if (uses.empty()) fmt::print("  capabilities: none\n");
+    for (const std::string& cap : uses)
+      fmt::print("  capability {}  (scheduler.conf must grant it: `grants: {{{}: [URL prefix, ...]}}` "
+                 "on the plugin's entry)\n",
+                 cap, cap);
     for (const auto& hj : pj["handlers"])
       fmt::print("  on {}{}\n", hj["point"].get<std::string>(),
                  hj.contains("flag") ? fmt::format("  (scheduler.conf flag {})",

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "compiler/codegen/runtime_support.h"
+#include "compiler/parse/literals.h"
 #include "compiler/passes/cost.h"
 #include "compiler/passes/size_limits.h"
 #include "runtime/session.h"
@@ -112,6 +113,53 @@ void AddPolicyLimitOptions(CLI::App& app) {
          },
          "run time: bytes one handler call may allocate before it is abandoned as a memory fault "
          "(default 1073741824)")
+      ->group(group);
+  app.add_option_function<int64_t>(
+         "--policy-state-memory-budget",
+         [](int64_t bytes) {
+           if (bytes <= 0) throw CLI::ValidationError("--policy-state-memory-budget", "must be > 0");
+           SetPolicyStateMemoryBudget(static_cast<size_t>(bytes));
+         },
+         "run time: bytes one plugin's `state` may hold in a session; a store past it is a "
+         "memory fault and disables the plugin for the rest of the session (default 268435456)")
+      ->group(group);
+  app.add_option_function<int64_t>(
+         "--policy-host-work-budget",
+         [](int64_t bytes) {
+           if (bytes <= 0) throw CLI::ValidationError("--policy-host-work-budget", "must be > 0");
+           SetPolicyCallHostWorkBudget(bytes);
+         },
+         "run time: bytes the builtins of one handler call may walk or build (string search, "
+         "concatenation, split, JSON, list copies) before the call is abandoned as a budget "
+         "fault (default 268435456)")
+      ->group(group);
+  auto duration = [](const char* flag, void (*set)(int64_t)) {
+    return [flag, set](const std::string& text) {
+      auto ns = ParseDurationText(text, /*allow_days=*/false);
+      if (!ns || *ns <= 0)
+        throw CLI::ValidationError(flag, fmt::format("`{}` is not a positive duration (e.g. 5s, "
+                                                     "500ms)",
+                                                     text));
+      set(*ns);
+    };
+  };
+  app.add_option_function<std::string>(
+         "--policy-call-time-budget",
+         duration("--policy-call-time-budget", &SetPolicyCallTimeBudget),
+         "run time: wall time one handler call may take, HTTP requests included; over it the "
+         "call is a time fault and its answer ignored (default 5s)")
+      ->group(group);
+  app.add_option_function<std::string>(
+         "--policy-session-time-budget",
+         duration("--policy-session-time-budget", &SetPolicySessionTimeBudget),
+         "run time: wall time all handler calls of one plugin may take in a session; past it the "
+         "plugin is disabled for the rest of the session (default 120s)")
+      ->group(group);
+  app.add_option_function<std::string>(
+         "--policy-session-http-budget",
+         duration("--policy-session-http-budget", &SetPolicySessionHttpBudget),
+         "run time: time one plugin's http_post requests may take in a session; past it every "
+         "request is a time fault without being sent (default 30s)")
       ->group(group);
   app.add_option_function<int>(
          "--plugin-fault-limit",

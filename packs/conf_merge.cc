@@ -95,7 +95,13 @@ Result<ConfMerge> MergePackConf(std::string_view pack_name, std::string_view pac
       if (at < 0 || at == static_cast<int>(plugins.size()))
         rebuilt.push_back(YAML::Clone(pack_plugins[pi]));
       tier["plugins"] = rebuilt;
-      out.added.push_back(fmt::format("{} (tier {}, {})", name, ti + 1, where));
+      // A capability grant the pack's example gives its plugin comes along with the entry; the
+      // note says so, since granting `http` is the operator's decision (docs/safety.md).
+      std::string grants;
+      if (const YAML::Node g = pack_plugins[pi]["grants"]; g && g.IsMap())
+        for (const auto& kv : g) grants += (grants.empty() ? "" : ", ") + kv.first.Scalar();
+      out.added.push_back(fmt::format("{} (tier {}, {}{})", name, ti + 1, where,
+                                      grants.empty() ? "" : "; grants " + grants + ": review them"));
     }
   }
   YAML::Emitter emitter;

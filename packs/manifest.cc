@@ -1,5 +1,7 @@
 #include "packs/manifest.h"
 
+#include "runtime/conf.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -235,7 +237,7 @@ Result<PackManifest> ParseManifest(std::string_view text, std::string file) {
   if (Status s = r.ExpectList(policies, "`policies`"); !s) return s.error();
   std::map<std::string, int> plugin_lines;
   for (const YAML::Node& p : policies) {
-    if (Status s = r.ExpectMap(p, "policy entry", {"file", "plugin"}); !s) return s.error();
+    if (Status s = r.ExpectMap(p, "policy entry", {"file", "plugin", "uses"}); !s) return s.error();
     if (!p["file"].IsDefined()) return r.Fail(p, "policy entry has no `file`");
     if (!p["plugin"].IsDefined()) return r.Fail(p, "policy entry has no `plugin`");
     PackPolicy pol;
@@ -248,6 +250,19 @@ Result<PackManifest> ParseManifest(std::string_view text, std::string file) {
       return r.Fail(p["plugin"], fmt::format("plugin name `{}` must be letters, digits, `-`, `_` "
                                              "or `.`", *plugin));
     pol.plugin = *plugin;
+    if (const YAML::Node u = p["uses"]; u.IsDefined() && !u.IsNull()) {
+      if (Status s = r.ExpectList(u, "`uses`"); !s) return s.error();
+      for (const YAML::Node& c : u) {
+        auto cap = r.String(c, "capability in `uses`");
+        if (!cap) return cap.error();
+        if (std::find(kCapabilities.begin(), kCapabilities.end(), *cap) == kCapabilities.end())
+          return r.Fail(c, fmt::format("unknown capability `{}` (known: http)", *cap));
+        if (std::find(pol.uses.begin(), pol.uses.end(), *cap) != pol.uses.end())
+          return r.Fail(c, fmt::format("capability `{}` is listed twice", *cap));
+        pol.uses.push_back(*cap);
+      }
+      std::sort(pol.uses.begin(), pol.uses.end());
+    }
     pol.where = yaml::Where(p, file);
     if (auto [it, fresh] = plugin_lines.emplace(pol.plugin, pol.where.line); !fresh)
       return r.Fail(p["plugin"], fmt::format("plugin `{}` is listed twice (first at line {})",
@@ -300,8 +315,14 @@ std::string CanonicalManifest(const PackManifest& m) {
   out += fmt::format("description: {}\n", Quote(m.description));
   out += fmt::format("language: {}\n", Quote(m.language));
   out += "policies:\n";
-  for (const auto& p : m.policies)
+  for (const auto& p : m.policies) {
     out += fmt::format("- file: {}\n  plugin: {}\n", Quote(p.file), Quote(p.plugin));
+    // Only when there are some: manifests of packs that use no capability keep their bytes.
+    if (!p.uses.empty()) {
+      out += "  uses:\n";
+      for (const auto& c : p.uses) out += fmt::format("  - {}\n", Quote(c));
+    }
+  }
   if (!m.conf.empty()) out += fmt::format("conf: {}\n", Quote(m.conf));
   if (!m.tests.empty()) {
     out += "tests:\n";

@@ -22,6 +22,9 @@ inline constexpr std::string_view kSignatureFile = "kiln-pack.sig";
 struct PackPolicy {
   std::string file;    // path inside the pack, e.g. "policies/team-share.policy"
   std::string plugin;  // the name its `policy` declaration gives; scheduler.conf says pack/plugin
+  // The capabilities the policy declares (`uses http;`), filled by `kiln pack build` and covered
+  // by the signature: what a conf has to grant it is visible before it is loaded.
+  std::vector<std::string> uses;
   SourceLocation where;
 };
 

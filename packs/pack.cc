@@ -195,6 +195,8 @@ std::vector<NamedPolicySource> NamedPolicies(const Pack& pack) {
     out.push_back(NamedPolicySource{pack.manifest.name + "/" + p.plugin, p.plugin,
                                     SourceFile{pack.Where(p.file),
                                                it == pack.files.end() ? "" : it->second}});
+    // A built pack (digests filled) states what its policies use; an unbuilt directory does not.
+    if (!pack.manifest.files.empty()) out.back().manifest_uses = p.uses;
   }
   return out;
 }

@@ -180,9 +180,66 @@ Result<ConfValue> ToConfValue(const Reader& r, const YAML::Node& node) {
 }
 
 std::vector<std::string_view> PluginEntryKeys() {
-  std::vector<std::string_view> keys = {"name", "arguments"};
+  std::vector<std::string_view> keys = {"name", "arguments", "grants"};
   for (const auto& f : kPluginFlags) keys.push_back(f.key);
   return keys;
+}
+
+// `grants:` of a plugin entry: capability → `true` (any URL), `false` (no grant), or a URL
+// prefix or list of them the plugin's requests must start with.
+//   grants:
+//     http: ["http://extender.kube-system:8080/"]
+Status ParseGrants(const Reader& r, const YAML::Node& node, PluginOption& p) {
+  if (node.IsNull()) return Status::Ok();
+  if (!node.IsMap())
+    return r.Fail(node, fmt::format("`grants` of plugin `{}` must be a map of capability to "
+                                    "`true` or URL prefixes, got {}",
+                                    p.name, yaml::KindName(node)));
+  if (Status s = r.ExpectAnyMap(node, "grants"); !s) return s;
+  std::vector<std::string_view> known(kCapabilities.begin(), kCapabilities.end());
+  for (const auto& kv : node) {
+    const std::string& cap = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), cap) == known.end())
+      return r.Fail(kv.first, fmt::format("unknown capability `{}` in the grants of plugin `{}` "
+                                          "(known: http){}",
+                                          cap, p.name, yaml::DidYouMean(cap, known)));
+    CapabilityGrant g;
+    g.capability = cap;
+    g.where = yaml::Where(kv.first, r.file());
+    const YAML::Node& v = kv.second;
+    std::vector<YAML::Node> prefixes;
+    if (v.IsScalar()) {
+      if (auto b = yaml::ParseBoolText(v.Scalar())) {
+        if (*b) p.grants.push_back(std::move(g));
+        continue;
+      }
+      prefixes.push_back(v);
+    } else if (v.IsSequence()) {
+      for (const auto& item : v) prefixes.push_back(item);
+      if (prefixes.empty())
+        return r.Fail(v, fmt::format("grant `{}` of plugin `{}` lists no URL prefix; write "
+                                     "`{}: true` to allow any URL",
+                                     cap, p.name, cap));
+    } else {
+      return r.Fail(v, fmt::format("grant `{}` of plugin `{}` must be `true`, `false` or URL "
+                                   "prefixes, got {}",
+                                   cap, p.name, yaml::KindName(v)));
+    }
+    for (const auto& item : prefixes) {
+      auto text = r.String(item, fmt::format("URL prefix of grant `{}`", cap));
+      if (!text) return text.error();
+      std::string_view t = *text;
+      // Only http and https: the same schemes http_post itself is limited to.
+      if (!(t.starts_with("http://") || t.starts_with("https://")) ||
+          t.size() <= (t.starts_with("https://") ? 8u : 7u))
+        return r.Fail(item, fmt::format("URL prefix `{}` of grant `{}` must start with http:// "
+                                        "or https:// and name a host",
+                                        t, cap));
+      g.url_prefixes.push_back(*text);
+    }
+    p.grants.push_back(std::move(g));
+  }
+  return Status::Ok();
 }
 
 Result<PluginOption> ParsePlugin(const Reader& r, const YAML::Node& node) {
@@ -211,6 +268,10 @@ Result<PluginOption> ParsePlugin(const Reader& r, const YAML::Node& node) {
       auto v = ToConfValue(r, kv.second);
       if (!v) return v.error();
       if (auto* m = std::get_if<ConfValue::Map>(&v->value)) p.arguments = std::move(*m);
+      continue;
+    }
+    if (key == "grants") {
+      if (Status s = ParseGrants(r, kv.second, p); !s) return s.error();
       continue;
     }
     std::optional<PluginFlag> flag = FindPluginFlag(key);

@@ -73,6 +73,19 @@ struct ConfValue {
   std::string text;
 };
 
+// A capability scheduler.conf grants one plugin entry (`grants:`, docs/safety.md): a policy
+// that declares `uses CAP;` loads only under an entry that grants CAP. For `http`,
+// `url_prefixes` are the URLs its requests may go to (each request's URL must start with one of
+// them); empty = any http:// or https:// URL (`http: true`).
+struct CapabilityGrant {
+  std::string capability;
+  std::vector<std::string> url_prefixes;
+  SourceLocation where;
+};
+
+// The capabilities a policy may declare with `uses` (compiler/passes/declare_globals.cc).
+inline constexpr std::array<std::string_view, 1> kCapabilities = {"http"};
+
 struct PluginOption {
   std::string name;
   // Flags as written; std::nullopt = not written. The loader fills loader defaults into
@@ -80,6 +93,15 @@ struct PluginOption {
   std::array<std::optional<bool>, kPluginFlagCount> flags{};
   ConfValue::Map arguments;
   SourceLocation where;  // the `- name:` line
+  // `grants:` (a Kiln key; Volcano's loader ignores keys it does not know).
+  std::vector<CapabilityGrant> grants;
+
+  // The grant of `capability`, or nullptr.
+  const CapabilityGrant* Grant(std::string_view capability) const {
+    for (const auto& g : grants)
+      if (g.capability == capability) return &g;
+    return nullptr;
+  }
 
   bool Enabled(PluginFlag f) const {
     const auto& v = flags[static_cast<int>(f)];

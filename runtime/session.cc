@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 
 #include "runtime/hyper_node.h"
@@ -35,6 +36,45 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
 // stall a scheduling cycle for long.
 std::atomic<int64_t> g_call_iterations{100'000'000};
 std::atomic<int> g_plugin_fault_limit{3};
+// 256 MiB of bytes walked or built per call: a few tens of milliseconds of memchr/memcpy, and
+// thousands of times what the shipped policies' string work needs on a call.
+std::atomic<int64_t> g_call_host_work{int64_t{256} << 20};
+// 5 s per call: past the longest HTTP timeout the extender is usually given (1 s by default)
+// and far past any computing call within the loop budget.
+std::atomic<int64_t> g_call_time_ns{5'000'000'000};
+// 120 s of handler time per plugin and session (summed over the worker threads: a large
+// session's predicates take tens of seconds of CPU in all); 30 s of HTTP requests per plugin
+// and session.
+std::atomic<int64_t> g_session_time_ns{120'000'000'000};
+std::atomic<int64_t> g_session_http_ns{30'000'000'000};
+}  // namespace
+
+void SetPolicyCallHostWorkBudget(int64_t bytes) {
+  g_call_host_work = bytes;
+  InvalidateCachedScores();
+}
+int64_t PolicyCallHostWorkBudget() { return g_call_host_work.load(std::memory_order_relaxed); }
+void SetPolicyCallTimeBudget(int64_t ns) {
+  g_call_time_ns = ns;
+  InvalidateCachedScores();
+}
+int64_t PolicyCallTimeBudget() { return g_call_time_ns.load(std::memory_order_relaxed); }
+void SetPolicySessionTimeBudget(int64_t ns) { g_session_time_ns = ns; }
+int64_t PolicySessionTimeBudget() { return g_session_time_ns.load(std::memory_order_relaxed); }
+void SetPolicySessionHttpBudget(int64_t ns) { g_session_http_ns = ns; }
+int64_t PolicySessionHttpBudget() { return g_session_http_ns.load(std::memory_order_relaxed); }
+
+int64_t CoarseNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+std::string Millis(int64_t ns) {
+  if (ns % 1'000'000'000 == 0) return fmt::format("{}s", ns / 1'000'000'000);
+  return fmt::format("{}ms", ns / 1'000'000);
+}
 }  // namespace
 
 void SetPolicyCallIterationBudget(int64_t iterations) {
@@ -50,6 +90,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::Host: return "host";
     case FaultKind::Memory: return "memory";
     case FaultKind::Budget: return "budget";
+    case FaultKind::Time: return "time";
   }
   return "host";
 }
@@ -63,7 +104,43 @@ CurrentCall& ThisThreadCall() {
 // CurrentCall: a trivially destructible thread_local needs no guard, so the getter compiled
 // policies call once per function that loops is two instructions.
 thread_local int64_t t_fuel = INT64_MAX;
+// Bytes of host work left to the call on this thread (ChargeHostWork).
+thread_local int64_t t_host_work = INT64_MAX;
 }  // namespace detail
+
+bool ChargeHostWork(int64_t bytes) {
+  int64_t& left = detail::t_host_work;
+  left -= bytes;
+  auto& call = detail::ThisThreadCall();
+  if (left >= 0) {
+    // Large pieces of work also look at the clock: a call over its wall time stops here.
+    if (bytes < (int64_t{1} << 20) || call.session == nullptr) return true;
+    int64_t took = CoarseNowNs() - call.started_ns;
+    if (took <= PolicyCallTimeBudget()) return true;
+    std::string msg = fmt::format("exceeded its wall-time budget of {} per call",
+                                  Millis(PolicyCallTimeBudget()));
+    kiln_policy_fault_kind(static_cast<int32_t>(FaultKind::Time), msg.data(), msg.size());
+    return false;
+  }
+  if (call.session == nullptr) {
+    left = INT64_MAX;  // no budget outside a session call (tests, benchmarks)
+    return true;
+  }
+  left = -1;  // stays spent; no wrap-around however often a spent call asks again
+  if (!call.faulted) {
+    std::string msg = fmt::format("exceeded its budget of {} bytes of host work",
+                                  PolicyCallHostWorkBudget());
+    kiln_policy_fault_kind(static_cast<int32_t>(FaultKind::Budget), msg.data(), msg.size());
+  }
+  return false;
+}
+
+void FaultAndDisablePlugin(FaultKind kind, std::string_view message) {
+  auto& call = detail::ThisThreadCall();
+  bool first = !call.faulted;
+  kiln_policy_fault_kind(static_cast<int32_t>(kind), message.data(), message.size());
+  if (first && call.faulted) call.disable_plugin = true;
+}
 
 namespace {
 
@@ -102,7 +179,10 @@ class Session::CallScope {
         saved_point_(call_.point),
         saved_faulted_(call_.faulted),
         saved_kind_(call_.kind),
-        saved_fuel_(detail::t_fuel) {}
+        saved_disable_(call_.disable_plugin),
+        saved_started_(call_.started_ns),
+        saved_fuel_(detail::t_fuel),
+        saved_host_work_(detail::t_host_work) {}
   // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
   // is recorded only if its answer is used.
   void Enter(int slot, ExtensionPoint point, bool mark_called = true) {
@@ -112,10 +192,14 @@ class Session::CallScope {
     call_.point = point;
     call_.faulted = false;
     call_.kind = FaultKind::Host;
+    call_.disable_plugin = false;
+    call_.started_ns = CoarseNowNs();
     // A nested call (a handler asking the session something) gets its own budget and gives the
     // outer call back what it had left: the outer loop still bounds how often it asks.
     detail::t_fuel = PolicyCallIterationBudget();
+    detail::t_host_work = PolicyCallHostWorkBudget();
     reported_ = false;
+    timed_ = false;
   }
   ~CallScope() {
     call_.session = saved_session_;
@@ -123,21 +207,30 @@ class Session::CallScope {
     call_.point = saved_point_;
     call_.faulted = saved_faulted_;
     call_.kind = saved_kind_;
+    call_.disable_plugin = saved_disable_;
+    call_.started_ns = saved_started_;
     detail::t_fuel = saved_fuel_;
+    detail::t_host_work = saved_host_work_;
   }
-  // Reports (once) and returns whether the handler faulted.
+  // Reports (once) and returns whether the handler faulted. Also where the call's wall time is
+  // measured: a call over PolicyCallTimeBudget() is a time fault (its answer ignored), and its
+  // plugin's session time grows by it.
   bool faulted() {
+    CheckTime(/*account=*/true);
     if (!call_.faulted) return false;
     if (!reported_) {
       const_cast<Session*>(session_)->ReportFault(call_.slot, call_.point, call_.message,
-                                                   call_.kind);
+                                                   call_.kind, call_.disable_plugin);
       reported_ = true;
     }
     return true;
   }
   // Whether the handler faulted, without reporting it (a speculative call's caller redoes the
   // call the ordinary way if it needs the answer).
-  bool faulted_silently() const { return call_.faulted; }
+  bool faulted_silently() {
+    CheckTime(/*account=*/false);
+    return call_.faulted;
+  }
 
  private:
   detail::CurrentCall& call_;
@@ -147,8 +240,31 @@ class Session::CallScope {
   ExtensionPoint saved_point_;
   bool saved_faulted_;
   FaultKind saved_kind_;
+  bool saved_disable_;
+  int64_t saved_started_;
   int64_t saved_fuel_;
+  int64_t saved_host_work_;
   bool reported_ = false;
+  bool timed_ = false;
+
+  // Once per call. The clock ticks every few milliseconds, so most calls measure 0 and cost no
+  // shared write; summed over many calls the ticks crossed still estimate the time spent.
+  void CheckTime(bool account) {
+    if (timed_) return;
+    timed_ = true;
+    int64_t took = CoarseNowNs() - call_.started_ns;
+    if (took <= 0) return;
+    if (took > PolicyCallTimeBudget()) {
+      std::string msg = fmt::format("took {}, over its wall-time budget of {} per call",
+                                    Millis(took), Millis(PolicyCallTimeBudget()));
+      kiln_policy_fault_kind(static_cast<int32_t>(FaultKind::Time), msg.data(), msg.size());
+    }
+    if (account && session_->AddCallTime(call_.slot, took)) {
+      std::string msg = fmt::format("spent over its wall-time budget of {} per session",
+                                    Millis(PolicySessionTimeBudget()));
+      FaultAndDisablePlugin(FaultKind::Time, msg);
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -166,6 +282,12 @@ Status Session::Open(const PluginRegistry& registry) {
   disabled_ = std::make_unique<std::atomic<bool>[]>(options);
   called_ = std::make_unique<std::atomic<uint64_t>[]>(options);
   called_slots_ = options;
+  call_ns_ = std::make_unique<std::atomic<int64_t>[]>(options);
+  http_ns_ = std::make_unique<std::atomic<int64_t>[]>(options);
+  for (size_t i = 0; i < options; ++i) {
+    call_ns_[i].store(0, std::memory_order_relaxed);
+    http_ns_[i].store(0, std::memory_order_relaxed);
+  }
   for (size_t ti = 0; ti < conf_.tiers.size(); ++ti) {
     for (const PluginOption& option : conf_.tiers[ti].plugins) {
       const PluginBuilder* builder = registry.Find(option.name);
@@ -351,8 +473,27 @@ void Session::EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> f
   }
 }
 
+bool Session::AddCallTime(int slot, int64_t ns) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return false;
+  int64_t before = call_ns_[static_cast<size_t>(slot)].fetch_add(ns, std::memory_order_relaxed);
+  int64_t budget = PolicySessionTimeBudget();
+  return before <= budget && before + ns > budget;  // once, when the budget is crossed
+}
+
+int64_t Session::HttpTimeLeft(int slot) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return 0;
+  return std::max<int64_t>(
+      0, PolicySessionHttpBudget() -
+             http_ns_[static_cast<size_t>(slot)].load(std::memory_order_relaxed));
+}
+
+void Session::AddHttpTime(int slot, int64_t ns) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return;
+  http_ns_[static_cast<size_t>(slot)].fetch_add(ns, std::memory_order_relaxed);
+}
+
 void Session::ReportFault(int slot, ExtensionPoint point, std::string_view message,
-                          FaultKind kind) {
+                          FaultKind kind, bool disable) {
   fault_count_.fetch_add(1, std::memory_order_relaxed);
   bool known = slot >= 0 && slot < static_cast<int>(plugins_.size());
   std::string name = known ? plugins_[slot].name : std::string("<unknown>");
@@ -369,7 +510,7 @@ void Session::ReportFault(int slot, ExtensionPoint point, std::string_view messa
   // the remaining plugins schedule as if the conf did not name it (sched_ext's fallback to the
   // default scheduler). Concurrent dispatchers may still finish a call or two already started.
   int limit = PluginFaultLimit();
-  if (limit > 0 && ps.faults >= static_cast<uint64_t>(limit) &&
+  if ((disable || (limit > 0 && ps.faults >= static_cast<uint64_t>(limit))) &&
       !disabled_[static_cast<size_t>(slot)].exchange(true)) {
     spdlog::warn("plugin {} disabled for the rest of session {} after {} faults (last: {}: {})",
                  name, uid_, ps.faults, Info(point).handler, message);
@@ -1146,9 +1287,29 @@ void kiln_policy_out_of_fuel(void) {
   kiln_policy_fault_kind(static_cast<int32_t>(kiln::FaultKind::Budget), msg.data(), msg.size());
 }
 
+}  // extern "C"
+
+namespace kiln {
+namespace {
+// A reason or message longer than this is cut (with a note of how much): the session keeps every
+// node's reasons for every pending task (FitErrors), outside any call's memory budget, so one
+// handler returning a 100 MB reason on 1,000 nodes would otherwise keep 100 GB.
+constexpr size_t kMaxReasonBytes = 4096;
+std::string BoundedReason(const char* data, size_t len) {
+  if (data == nullptr) return {};
+  if (len <= kMaxReasonBytes) return std::string(data, len);
+  std::string s(data, kMaxReasonBytes);
+  s += fmt::format("... ({} more bytes cut)", len - kMaxReasonBytes);
+  return s;
+}
+}  // namespace
+}  // namespace kiln
+
+extern "C" {
+
 void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len) {
   if (out == nullptr) return;
-  std::string s(data ? data : "", data ? len : 0);
+  std::string s = kiln::BoundedReason(data, len);
   if (out->status) {
     size_t start = 0;
     for (;;) {
@@ -1164,7 +1325,7 @@ void kiln_status_add_reason(KStatusOut* out, const char* data, size_t len) {
 
 void kiln_status_set_message(KStatusOut* out, const char* data, size_t len) {
   if (out == nullptr) return;
-  std::string s(data ? data : "", data ? len : 0);
+  std::string s = kiln::BoundedReason(data, len);
   if (out->validate) out->validate->message = std::move(s);
   else if (out->status) out->status->reasons.push_back(std::move(s));
 }

@@ -181,11 +181,12 @@ struct Decisions {
   std::vector<std::string> disabled_plugins;
 };
 
-// A registered plugin in the open session.
-// What went wrong in a faulting handler call (the `kind` label of kiln_policy_faults_total).
-enum class FaultKind : uint8_t { Host, Memory, Budget };
-inline constexpr int kFaultKindCount = 3;
-const char* FaultKindName(FaultKind k);  // "host", "memory", "budget"
+// What went wrong in a faulting handler call (the `kind` label of kiln_policy_faults_total):
+// a host error, memory over a call's or the state's budget, loop iterations or host work over
+// the call's budget, wall time over the call's or the session's budget (HTTP time included).
+enum class FaultKind : uint8_t { Host, Memory, Budget, Time };
+inline constexpr int kFaultKindCount = 4;
+const char* FaultKindName(FaultKind k);  // "host", "memory", "budget", "time"
 
 // Loop iterations one handler call may run before it is abandoned (a budget fault), and the
 // faults after which a plugin is disabled for the rest of its session. Process-wide settings.
@@ -193,6 +194,39 @@ void SetPolicyCallIterationBudget(int64_t iterations);
 int64_t PolicyCallIterationBudget();
 void SetPluginFaultLimit(int faults);
 int PluginFaultLimit();
+
+// The time and host-work budgets (docs/safety.md lists every budget). Process-wide settings.
+//  * host work: bytes the builtins of one call may walk or build (a substring search walks its
+//    haystack, a concatenation builds both sides, a split walks its string and builds its
+//    parts); over it the call is abandoned as a budget fault;
+//  * call time: wall time one handler call may take (nanoseconds); checked where the call does
+//    host work, bounds each HTTP request, and checked when the call returns: a time fault;
+//  * session time: wall time all calls of one plugin may take in a session; over it the plugin
+//    is disabled for the rest of the session (a time fault);
+//  * session HTTP time: time one plugin's http_post requests may take in a session; past it
+//    every request of the plugin is a time fault without being sent.
+void SetPolicyCallHostWorkBudget(int64_t bytes);
+int64_t PolicyCallHostWorkBudget();
+void SetPolicyCallTimeBudget(int64_t ns);
+int64_t PolicyCallTimeBudget();
+void SetPolicySessionTimeBudget(int64_t ns);
+int64_t PolicySessionTimeBudget();
+void SetPolicySessionHttpBudget(int64_t ns);
+int64_t PolicySessionHttpBudget();
+
+// Charges `bytes` of host work to the handler call running on this thread. False when the
+// call's budget is spent (the budget fault is recorded; the caller answers its zero value or
+// abandons the call) or the call is past its wall-time budget (a time fault). Outside a session
+// call nothing is counted and the answer is true.
+bool ChargeHostWork(int64_t bytes);
+// A monotonic clock with the resolution of the kernel tick (a few ns to read): call times.
+int64_t CoarseNowNs();
+// Records a fault of `kind` for the handler call on this thread (kiln_policy_fault_kind) and
+// asks for its plugin to be disabled for the rest of the session at once, whatever the fault
+// limit: its state is over budget, or its session time is spent.
+void FaultAndDisablePlugin(FaultKind kind, std::string_view message);
+
+// A registered plugin in the open session.
 
 struct PluginSlot {
   std::string name;
@@ -411,8 +445,16 @@ class Session {
   Status DispatchEvict(Task* t, std::string_view reason);
 
   // Faults raised by handlers (kiln_policy_fault) are reported here with the plugin's slot.
+  // `disable`: the plugin is disabled at once, whatever PluginFaultLimit().
   void ReportFault(int slot, ExtensionPoint point, std::string_view message,
-                   FaultKind kind = FaultKind::Host);
+                   FaultKind kind = FaultKind::Host, bool disable = false);
+
+  // ---- per-plugin time accounting (the session time and session HTTP budgets) ----
+  // Adds `ns` to the plugin's handler time; true when that is now past PolicySessionTimeBudget().
+  bool AddCallTime(int slot, int64_t ns) const;
+  // HTTP time the plugin has left in this session (never below zero), and what a request took.
+  int64_t HttpTimeLeft(int slot) const;
+  void AddHttpTime(int slot, int64_t ns) const;
 
   // ---- explain (runtime/explain.h); never called while scheduling unless a recorder is set ----
   // The recorder the actions report their pod decisions to; nullptr (the default) records
@@ -507,6 +549,9 @@ class Session {
   void MarkCalled(int slot, ExtensionPoint point) const;
   std::unique_ptr<std::atomic<uint64_t>[]> called_;
   size_t called_slots_ = 0;
+  // Per plugin slot: wall time of its handler calls and of its HTTP requests, nanoseconds.
+  std::unique_ptr<std::atomic<int64_t>[]> call_ns_;
+  std::unique_ptr<std::atomic<int64_t>[]> http_ns_;
   // Incremented by every mutation of task placement/status; lets Statement check in debug
   // builds that nothing else interleaved before it verifies an exact undo.
   uint64_t mutation_seq_ = 0;
@@ -528,6 +573,8 @@ struct CurrentCall {
   ExtensionPoint point{};
   bool faulted = false;
   FaultKind kind = FaultKind::Host;  // of the first fault of the call
+  bool disable_plugin = false;        // FaultAndDisablePlugin: disable at once
+  int64_t started_ns = 0;             // CoarseNowNs() when the call started
   std::string message;
   // The loop iterations left to the call are a thread_local of their own (session.cc t_fuel,
   // kiln_policy_fuel); each handler call starts with PolicyCallIterationBudget().

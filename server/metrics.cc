@@ -103,7 +103,7 @@ struct ServerMetrics::Impl {
   Family<Counter>& faults = CounterFamily(
       r, "kiln_policy_faults_total",
       "Policy faults at run time (the plugin abstained for that call), by plugin, handler and "
-      "kind (host, memory, budget)");
+      "kind (host, memory, budget, time)");
   Family<Counter>& reloads = CounterFamily(r, "kiln_config_reloads_total",
                                            "Configuration reload attempts, by result");
   Gauge& generation = GaugeFamily(r, "kiln_config_generation",

@@ -3,6 +3,7 @@
 #include "runtime/score_cache.h"
 
 #include "runtime/fit_error.h"
+#include "runtime/session.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -230,9 +231,12 @@ thread_local AppendBuffer t_append;
 // `n` items and then `elem` copied into a new buffer of the current arena with room for
 // `*capacity` (set here) items: at least 8, else twice the new length. Throws when the arena
 // cannot grow (the callers' Guard turns that into a fault).
+void Charge(int64_t bytes);  // below, with Guard
+
 KList CopyAppend(const void* items, int64_t n, const void* elem, int64_t elem_size,
                  int64_t* capacity) {
   int64_t bytes = n * elem_size;
+  Charge(bytes + elem_size);
   *capacity = std::max<int64_t>(8, 2 * (n + 1));
   char* fresh = static_cast<char*>(CurrentArena()->Allocate(static_cast<size_t>(*capacity * elem_size)));
   if (bytes > 0) std::memcpy(fresh, items, static_cast<size_t>(bytes));
@@ -316,11 +320,29 @@ void PopNestedCall() {
   __builtin_longjmp(*target, 1);
 }
 
+// Thrown inside a Guard when the call's host work is spent (ChargeHostWork recorded the fault):
+// the call is abandoned like any other fault.
+struct HostWorkSpent {};
+
+// Charges host work inside a Guard: an allocating intrinsic over the budget abandons the call.
+void Charge(int64_t bytes) {
+  if (!ChargeHostWork(bytes)) throw HostWorkSpent{};
+}
+
 template <typename R, typename F>
 R Guard(R zero, F&& f) {
   bool faulted = false;
   try {
     return static_cast<R>(f());
+  } catch (const HostWorkSpent&) {
+    faulted = true;  // recorded by ChargeHostWork
+  } catch (const StateMemoryExceeded& e) {
+    // The state is what outlives the call: over its budget the plugin is disabled for the rest
+    // of the session (its state would be missing what this store meant to keep).
+    std::string msg = fmt::format("host error: {}; plugin disabled for the rest of the session",
+                                  e.what());
+    FaultAndDisablePlugin(FaultKind::Memory, msg);
+    faulted = true;
   } catch (const std::bad_alloc&) {
     // Only malloc failing: the arena's own limit is a length_error below.
     static constexpr std::string_view kMsg = "host error: out of memory";
@@ -368,8 +390,12 @@ Arena::~Arena() {
 
 void* Arena::Allocate(size_t size, size_t align) {
   if (size == 0) size = 1;
-  if (size > limit_ || used_total_ > limit_ - size)
+  if (size > limit_ || used_total_ > limit_ - size) {
+    if (state_)
+      throw StateMemoryExceeded(
+          fmt::format("policy state exceeded its memory budget of {} bytes", limit_));
     throw std::length_error(fmt::format("policy call exceeded its memory budget of {} bytes", limit_));
+  }
   for (;;) {
     if (block_index_ < blocks_.size()) {
       Block& b = blocks_[block_index_];
@@ -389,6 +415,24 @@ void* Arena::Allocate(size_t size, size_t align) {
     blocks_.push_back({data, block});
     block_bytes_ += block;
   }
+}
+
+bool Arena::TryExtend(const void* p, size_t size, size_t extra) {
+  if (block_index_ >= blocks_.size() || p == nullptr) return false;
+  Block& b = blocks_[block_index_];
+  if (static_cast<const char*>(p) + size != b.data + offset_) return false;
+  if (extra > b.size - offset_ || extra > limit_ || used_total_ > limit_ - extra) return false;
+  offset_ += extra;
+  used_total_ += extra;
+  return true;
+}
+
+void Arena::ShrinkLast(const void* p, size_t allocated, size_t keep) {
+  if (block_index_ >= blocks_.size() || keep > allocated) return;
+  Block& b = blocks_[block_index_];
+  if (static_cast<const char*>(p) + allocated != b.data + offset_) return;
+  offset_ -= allocated - keep;
+  used_total_ -= allocated - keep;
 }
 
 KMap* Arena::NewMap(int32_t key_kind, int32_t value_size) {
@@ -430,6 +474,13 @@ void SetPolicyCallMemoryBudget(size_t bytes) {
   InvalidateCachedScores();  // a cached score stood for a call under the old budget
 }
 size_t PolicyCallMemoryBudget() { return g_call_budget.load(); }
+
+namespace {
+std::atomic<size_t> g_state_budget{size_t{256} << 20};
+}  // namespace
+
+void SetPolicyStateMemoryBudget(size_t bytes) { g_state_budget.store(bytes); }
+size_t PolicyStateMemoryBudget() { return g_state_budget.load(); }
 
 Arena& ThreadCallArena() {
   thread_local Arena arena;
@@ -555,36 +606,72 @@ int32_t kiln_rt_fit_combine(int32_t code_a, const char* a, int64_t an, int32_t c
     return code_a;
   }
   *out_reason = Guard<KStr>(KStr{nullptr, 0}, [&] {
-    std::string joined(View(a, an));
-    joined += kiln::kFitReasonSeparator;
-    joined += View(b, bn);
-    return kiln::CopyToArena(joined, kiln::CurrentArena());
+    std::string_view va = View(a, an), vb = View(b, bn);
+    kiln::Charge(static_cast<int64_t>(va.size() + vb.size()));
+    char* p = static_cast<char*>(kiln::CurrentArena()->Allocate(va.size() + vb.size() + 1, 1));
+    if (!va.empty()) std::memcpy(p, va.data(), va.size());
+    p[va.size()] = kiln::kFitReasonSeparator;
+    if (!vb.empty()) std::memcpy(p + va.size() + 1, vb.data(), vb.size());
+    return KStr{p, va.size() + vb.size() + 1};
   });
   return rank(code_b) > rank(code_a) ? code_b : code_a;
 }
 
 int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
+  // A comparison walks at most the shorter string. Over budget: "equal" (the call is faulted).
+  if (!kiln::ChargeHostWork(std::min(an, bn))) return 0;
   int c = View(a, an).compare(View(b, bn));
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
 bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn) {
+  // The search walks the haystack (memchr-style, about once).
+  if (!kiln::ChargeHostWork(std::max<int64_t>(n, 0))) return false;
   return View(s, n).find(View(sub, subn)) != std::string_view::npos;
 }
 
 bool kiln_rt_str_starts_with(const char* s, int64_t n, const char* p, int64_t pn) {
+  if (!kiln::ChargeHostWork(std::min(n, pn))) return false;
   return View(s, n).starts_with(View(p, pn));
 }
 
 bool kiln_rt_str_ends_with(const char* s, int64_t n, const char* p, int64_t pn) {
+  if (!kiln::ChargeHostWork(std::min(n, pn))) return false;
   return View(s, n).ends_with(View(p, pn));
 }
 
 void kiln_rt_str_concat(const char* a, int64_t an, const char* b, int64_t bn, KStr* out) {
   *out = Guard<KStr>(KStr{nullptr, 0}, [&] {
-    std::string s(View(a, an));
-    s += View(b, bn);
-    return kiln::CopyToArena(s, CurrentArena());
+    // Built in the arena directly: no host copy the call's memory budget would not see.
+    std::string_view va = View(a, an), vb = View(b, bn);
+    const size_t total = va.size() + vb.size();
+    if (total == 0) return KStr{nullptr, 0};
+    Arena* arena = CurrentArena();
+    // `s = s + part` in a loop: when `s` ends where the arena's next allocation would start,
+    // the part is appended in place, Go-slice style. Nothing can see the bytes past a string's
+    // end (every other string ends at or before that point), so no value changes, and building
+    // a string of N parts costs N appends instead of N copies of a growing prefix.
+    if (!va.empty() && !vb.empty() && arena->TryExtend(va.data(), va.size(), vb.size())) {
+      kiln::Charge(static_cast<int64_t>(vb.size()));
+      std::memcpy(const_cast<char*>(va.data()) + va.size(), vb.data(), vb.size());
+      return KStr{va.data(), total};
+    }
+    kiln::Charge(static_cast<int64_t>(total));
+    // A longer result gets room to grow in place (given back to the arena, so it costs only
+    // what the next allocations do not reuse).
+    size_t room = total >= 256 ? 2 * total : total;
+    char* p = nullptr;
+    try {
+      p = static_cast<char*>(arena->Allocate(room, 1));
+    } catch (const std::length_error&) {
+      if (room == total) throw;
+      room = total;
+      p = static_cast<char*>(arena->Allocate(room, 1));
+    }
+    if (!va.empty()) std::memcpy(p, va.data(), va.size());
+    if (!vb.empty()) std::memcpy(p + va.size(), vb.data(), vb.size());
+    if (room != total) arena->ShrinkLast(p, room, total);
+    return KStr{p, total};
   });
 }
 
@@ -600,6 +687,7 @@ void kiln_rt_str_of_float(double v, KStr* out) {
 
 void kiln_rt_str_copy(const char* s, int64_t n, void* arena, KStr* out) {
   *out = Guard<KStr>(KStr{nullptr, 0}, [&] {
+    kiln::Charge(std::max<int64_t>(n, 0));
     return kiln::CopyToArena(View(s, n), arena ? static_cast<Arena*>(arena) : CurrentArena());
   });
 }
@@ -607,18 +695,25 @@ void kiln_rt_str_copy(const char* s, int64_t n, void* arena, KStr* out) {
 void kiln_rt_str_split(const char* s, int64_t n, const char* sep, int64_t sepn, KList* out) {
   *out = Guard<KList>(KList{nullptr, 0}, [&] {
     std::string_view str = View(s, n), separator = View(sep, sepn);
+    // Walks the string once; builds a part per separator found (charged as they are found, so
+    // a split into bytes of a huge string stops at the budget, not after building every part).
+    kiln::Charge(static_cast<int64_t>(str.size()));
     std::vector<std::string_view> parts;
+    auto part = [&](std::string_view p) {
+      kiln::Charge(static_cast<int64_t>(sizeof(KStr)));
+      parts.push_back(p);
+    };
     if (separator.empty()) {
-      for (size_t i = 0; i < str.size(); ++i) parts.push_back(str.substr(i, 1));
+      for (size_t i = 0; i < str.size(); ++i) part(str.substr(i, 1));
     } else {
       size_t start = 0;
       for (;;) {
         size_t pos = str.find(separator, start);
         if (pos == std::string_view::npos) break;
-        parts.push_back(str.substr(start, pos - start));
+        part(str.substr(start, pos - start));
         start = pos + separator.size();
       }
-      parts.push_back(str.substr(start));
+      part(str.substr(start));
     }
     auto* items = static_cast<KStr*>(CurrentArena()->Allocate(sizeof(KStr) * (parts.size() + 1)));
     // Parts point into `s`, which outlives the call (a view field or an arena string).
@@ -853,6 +948,7 @@ void kiln_rt_list_grow(const void* items, int64_t n, const void* elem, int64_t e
 void kiln_rt_sort(void* elems, int64_t n, int64_t elem_size, void* keys, int32_t key_kind,
                   bool descending) {
   Guard<int>(0, [&] {
+    kiln::Charge(n * (elem_size + static_cast<int64_t>(sizeof(int64_t))));
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     auto cmp = [&](int64_t a, int64_t b) -> int {

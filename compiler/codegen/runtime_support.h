@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ class Arena {
   // Throws std::length_error beyond the limit (set_limit), std::bad_alloc when malloc fails.
   void* Allocate(size_t size, size_t align = 16);
   void set_limit(size_t bytes) { limit_ = bytes; }
+  // A policy instance's state arena: going past its limit throws StateMemoryExceeded, which
+  // disables the plugin for the rest of the session (its state is incomplete from then on).
+  void set_state(bool state) { state_ = state; }
+  size_t limit() const { return limit_; }
+  // Extends the allocation of `size` bytes at `p` by `extra` bytes in place when it is the last
+  // allocation of the current block and the block has room (false otherwise, nothing changed).
+  bool TryExtend(const void* p, size_t size, size_t extra);
+  // Gives back the tail of the last allocation (`p`, `allocated` bytes) past `keep` bytes, so
+  // that TryExtend can grow it again in place.
+  void ShrinkLast(const void* p, size_t allocated, size_t keep);
   // A map whose keys, values and index live in this arena (and grow in it).
   KMap* NewMap(int32_t key_kind, int32_t value_size);
   // Frees everything (keeps the first block for reuse).
@@ -69,12 +80,23 @@ class Arena {
   size_t used_total_ = 0;
   size_t block_bytes_ = 0;  // Σ blocks_[i].size
   size_t limit_ = SIZE_MAX;
+  bool state_ = false;
+};
+
+// Thrown by a state arena past its limit (a std::length_error, so code that only knows the call
+// budget's error still treats it as memory).
+struct StateMemoryExceeded : std::length_error {
+  using std::length_error::length_error;
 };
 
 // Memory one handler call may allocate in its call arena (default 1 GiB). A call that needs more
 // faults (kiln_policy_fault) instead of exhausting the scheduler's memory.
 void SetPolicyCallMemoryBudget(size_t bytes);
 size_t PolicyCallMemoryBudget();
+// Memory one policy instance's `state` may hold in a session (default 256 MiB). A store past it
+// faults (kind memory) and disables the plugin for the rest of the session.
+void SetPolicyStateMemoryBudget(size_t bytes);
+size_t PolicyStateMemoryBudget();
 
 // The arena new temporaries go to on this thread (the call arena during a handler, the session
 // arena while state is initialised). Returns the previous one.

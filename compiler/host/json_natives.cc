@@ -14,6 +14,7 @@
 #include "compiler/host/host_symbols.h"
 #include "runtime/quantity.h"
 #include "runtime/resource.h"
+#include "runtime/session.h"
 
 namespace kiln {
 namespace {
@@ -23,7 +24,16 @@ std::string_view View(const char* data, size_t size) {
 }
 
 // Parses `text` as a JSON object; null on anything else.
+// A parse builds a document several times the text's size in host memory, outside the call
+// arena: it is charged as host work at kParseFactor bytes per byte of text, which bounds both
+// its time and that memory by the host-work budget.
+constexpr int64_t kParseFactor = 8;
+bool ChargeParse(size_t text_size) {
+  return ChargeHostWork(static_cast<int64_t>(text_size) * kParseFactor);
+}
+
 bool ParseObject(const char* text, size_t text_size, nlohmann::json* out) {
+  if (!ChargeParse(text_size)) return false;
   *out = nlohmann::json::parse(View(text, text_size), nullptr, /*allow_exceptions=*/false);
   return !out->is_discarded() && out->is_object();
 }
@@ -33,6 +43,7 @@ bool ParseObject(const char* text, size_t text_size, nlohmann::json* out) {
 template <typename Read>
 bool WithValueAt(const char* text, size_t text_size, const char* pointer, size_t pointer_size,
                  Read&& read) {
+  if (!ChargeParse(text_size)) return false;
   nlohmann::json doc =
       nlohmann::json::parse(View(text, text_size), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return false;
@@ -121,6 +132,7 @@ bool kiln_host_parse_json_resource_map(const char* text, size_t text_size, void*
 }
 
 KStr kiln_host_json_quote(const char* s, size_t s_size) {
+  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size) * 2)) return KStr{"", 0};
   try {
     // Invalid UTF-8 is replaced (U+FFFD) rather than failing: a label value must not make the
     // whole request unbuildable.

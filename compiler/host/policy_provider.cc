@@ -26,7 +26,11 @@ namespace {
 // from session_open to session_close, whatever the compiler installs meanwhile.
 class JitPlugin : public Plugin {
  public:
-  explicit JitPlugin(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {}
+  explicit JitPlugin(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {
+    // The state's budget: a store past it faults and disables the plugin for the session.
+    arena_.set_limit(PolicyStateMemoryBudget());
+    arena_.set_state(true);
+  }
 
   Status OnSessionOpen(Session& ssn, PluginHandle self) override {
     const CompiledPolicy& policy = *args_->policy;
@@ -76,6 +80,22 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// A policy that declares `uses CAP;` loads only under a conf entry that grants CAP (`grants:`,
+// runtime/conf.h): declaring a capability is the policy asking, the conf is the operator
+// answering.
+Status CheckCapabilities(const CompiledPolicy& policy, const PluginOption& option) {
+  if (!policy.ast) return Status::Ok();
+  for (std::string_view cap : kCapabilities) {
+    if (!policy.ast->Uses(cap) || option.Grant(cap) != nullptr) continue;
+    return Error{fmt::format("plugin `{}`: the policy uses the `{}` capability, which this "
+                             "scheduler.conf entry does not grant; add `grants: {{{}: [URL "
+                             "prefix, ...]}}` (or `{}: true` for any URL) to the entry",
+                             option.name, cap, cap, cap),
+                 option.where};
+  }
+  return Status::Ok();
+}
+
 class CompiledPolicyProvider : public PolicyProvider {
  public:
   CompiledPolicyProvider(PolicyCompiler* compiler, std::map<std::string, std::string> user,
@@ -120,6 +140,20 @@ class CompiledPolicyProvider : public PolicyProvider {
                                (*source)->path, (*compiled)->name, declared),
                    option.where};
     }
+    if (auto it = named_.find(option.name); it != named_.end() && it->second.manifest_uses &&
+                                            (*compiled)->ast) {
+      for (std::string_view cap : kCapabilities) {
+        const auto& listed = *it->second.manifest_uses;
+        if ((*compiled)->ast->Uses(cap) &&
+            std::find(listed.begin(), listed.end(), cap) == listed.end())
+          return Error{fmt::format("plugin `{}`: {} uses the `{}` capability, which its pack's "
+                                   "manifest does not list (`uses:`); the pack must be rebuilt "
+                                   "with `kiln pack build`",
+                                   option.name, it->second.source.path, cap),
+                       option.where};
+      }
+    }
+    if (Status granted = CheckCapabilities(**compiled, option); !granted) return granted.error();
     auto bound = BindArguments(*compiled, option);
     if (!bound.ok()) return bound.error();
     auto current = std::make_shared<CurrentArgs>();

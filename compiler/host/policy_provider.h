@@ -10,6 +10,7 @@
 // entry's enableXxx flags.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct NamedPolicySource {
   std::string conf_name;
   std::string declared_name;
   SourceFile source;
+  // The capabilities a built pack's manifest lists for the policy (`uses:`, filled by
+  // `kiln pack build`); a policy using one it does not list is refused. nullopt: not from a
+  // built pack (nothing to hold it to).
+  std::optional<std::vector<std::string>> manifest_uses;
 };
 
 struct CompiledPolicyOptions {

@@ -14,6 +14,17 @@
 //                                run time: queue paths, topology domains, keys (a collection of
 //                                views is sized by its element or key kind: a map<Job, T> has at
 //                                most `jobs` entries)
+//   text                         the bytes of a string read from the cluster, an argument or
+//                                anything not built below (a label value: 63 at most)
+//   built                        the bytes of a string a loop doubles (`s = s + s`): bounded
+//                                only by the call's memory budget
+// Builtins that walk or build strings cost their bytes (issue 28) once a string's length grows
+// with the loops that build it; on strings of bounded length (constants and `text`) the work is
+// part of the step that does it. `a + b` builds both sides
+// (`s = s + part` appends in place at run time, so it costs the part), `contains` walks its
+// haystack, `split` its string (twice: the walk and the parts), the JSON helpers eight times their
+// text (the document they build), `http_post` its body. A string variable grown in a loop is as
+// long as its start plus the trip count times what each iteration appends.
 // At the bounds, nodes*tasks_per_node and jobs*tasks_per_job count as `tasks` (all the pods).
 // and constants (`range(10)`, a list literal). `let` locals carry their initialiser's size; a
 // comprehension's list is no longer than its source.
@@ -142,6 +153,7 @@ class CostEstimator {
     auto saved_elems = elem_sizes_;
     for (const auto& [local, size] : param_sizes) sizes_[local] = size;
     for (const auto& [local, size] : param_elem_sizes) elem_sizes_[local] = size;
+    if (growth_collected_.insert(&c).second) CollectGrowth(c.body.get(), Constant(1));
     Poly cost = Add(Constant(1), Block(c.body.get()));
     sizes_ = std::move(saved);
     elem_sizes_ = std::move(saved_elems);
@@ -166,6 +178,7 @@ class CostEstimator {
     switch (s->kind) {
       case NodeKind::Let: {
         auto* l = static_cast<const Let*>(s);
+        if (IsString(l->value.get())) str_sizes_[l->local.get()] = GrownSize(l->local.get(), StrLen(l->value.get()));
         if (!l->local->is_mutable) {
           sizes_[l->local.get()] = Size(l->value.get());
           if (NestedCollection(l->value.get())) elem_sizes_[l->local.get()] = ElemSize(l->value.get());
@@ -174,7 +187,25 @@ class CostEstimator {
       }
       case NodeKind::Assign: {
         auto* a = static_cast<const Assign*>(s);
-        return Add(Add(cost, Expr(a->target.get())), Expr(a->value.get()));
+        cost = Add(Add(cost, Expr(a->target.get())), Expr(a->value.get()));
+        // `s = s + part` / `s += part`: appended in place at run time, so the copies of `s` the
+        // concatenations along the left spine were charged are not made.
+        if (const Local* target = StringLocal(a->target.get())) {
+          int spine = a->op == AssignOp::Add ? 1 : 0;
+          if (a->op == AssignOp::Add)
+            cost = Add(cost, Bytes(Add(StrLen(a->target.get()), StrLen(a->value.get()))));
+          const ast::Expr* e = a->value.get();
+          if (a->op == AssignOp::Set) {
+            while (auto* b = As<Binary>(e)) {
+              if (b->op != BinaryOp::Add) break;
+              ++spine;
+              e = b->left.get();
+            }
+            if (StringLocal(e) != target) spine = 0;
+          }
+          if (spine > 0) cost = Add(cost, Mul(Constant(-spine), Bytes(StrLen(a->target.get()))));
+        }
+        return cost;
       }
       case NodeKind::If: {
         auto* i = static_cast<const If*>(s);
@@ -231,6 +262,11 @@ class CostEstimator {
         // Membership in a list scans it.
         if (b->op == BinaryOp::In && b->right->type && b->right->type->kind == TypeKind::List)
           cost = Add(cost, Size(b->right.get()));
+        // A substring test walks the string; a concatenation builds both sides.
+        if (b->op == BinaryOp::In && IsString(b->right.get()))
+          cost = Add(cost, Bytes(StrLen(b->right.get())));
+        if (b->op == BinaryOp::Add && IsString(e))
+          cost = Add(cost, Bytes(Add(StrLen(b->left.get()), StrLen(b->right.get()))));
         return cost;
       }
       case NodeKind::Conditional: {
@@ -278,6 +314,7 @@ class CostEstimator {
     if (c->method == BuiltinMethod::ListContains || c->method == BuiltinMethod::MapKeys ||
         c->method == BuiltinMethod::MapValues)
       cost = Add(cost, Size(c->receiver.get()));
+    cost = Add(cost, BuiltinBytes(c));
     if (c->call == CallKind::Function && c->fn) {
       auto [params, elems] = ParamSizes(*c);
       ++depth_;  // the callee's loops are part of the caller's nest
@@ -339,10 +376,14 @@ class CostEstimator {
         // A policy fn answers the largest of what its `return`s build, with its list parameters
         // sized by the arguments: `return [chain[i]]` is one element, not every queue.
         if (c->call == CallKind::Function && c->fn && c->fn->body) return ReturnSizes(*c).first;
-        // The parts of a label, annotation or argument string are one of its short lists.
+        // The parts of a label, annotation or argument string are one of its short lists; a
+        // string a loop built has up to a part per byte.
         if ((c->call == CallKind::Std || c->call == CallKind::Method) &&
-            c->method == BuiltinMethod::None && c->callee == "split")
+            c->method == BuiltinMethod::None && c->callee == "split") {
+          if (!c->args.empty() && Mentions(StrLen(c->args[0].get()), "built"))
+            return Add(StrLen(c->args[0].get()), Constant(1));
           return Symbol("terms");
+        }
         // A function of a list (sort, filter, keys, ...) answers at most as many elements as the
         // list it is given, when it is given one.
         if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());
@@ -429,6 +470,159 @@ class CostEstimator {
       }
       default: return Symbol("collection");
     }
+  }
+
+  // ---- string bytes ----
+  static bool IsString(const ast::Expr* e) {
+    return e && e->type && e->type->kind == TypeKind::String;
+  }
+  // The local a string expression names, or null.
+  static const Local* StringLocal(const ast::Expr* e) {
+    auto* n = As<NameRef>(e);
+    return n && n->ref == NameKind::Local && IsString(e) ? n->local : nullptr;
+  }
+  static bool Mentions(const Poly& p, const std::string& symbol) {
+    for (const auto& [m, c] : p)
+      if (c != 0 && std::find(m.begin(), m.end(), symbol) != m.end()) return true;
+    return false;
+  }
+  static int Occurrences(const ast::Expr* e, const Local* local) {
+    int n = 0;
+    Walker w;
+    w.on_expr = [&](ast::Expr* x) {
+      if (auto* r = As<NameRef>(x); r && r->ref == NameKind::Local && r->local == local) ++n;
+    };
+    w.Expr(const_cast<ast::Expr*>(e));
+    return n;
+  }
+
+  // The steps `bytes` of string work cost: none while the length is bounded by constants and
+  // cluster strings alone (`text`: a name, a label value; such work is part of the step that does
+  // it), the bytes themselves once it grows with the loops that build it.
+  static Poly Bytes(const Poly& bytes) {
+    for (const auto& [m, c] : bytes)
+      if (c != 0 && std::any_of(m.begin(), m.end(), [](const std::string& s) { return s != "text"; }))
+        return bytes;
+    return {};
+  }
+
+  // An upper bound on the length of a string expression, in bytes.
+  Poly StrLen(const ast::Expr* e) {
+    if (!e) return {};
+    switch (e->kind) {
+      case NodeKind::StringLit:
+        return Constant(static_cast<double>(static_cast<const StringLit*>(e)->value.size()));
+      case NodeKind::Binary: {
+        auto* b = static_cast<const Binary*>(e);
+        if (b->op == BinaryOp::Add) return Add(StrLen(b->left.get()), StrLen(b->right.get()));
+        if (b->op == BinaryOp::Coalesce) return Larger(StrLen(b->left.get()), StrLen(b->right.get()));
+        break;
+      }
+      case NodeKind::Conditional: {
+        auto* c = static_cast<const Conditional*>(e);
+        return Larger(StrLen(c->then.get()), StrLen(c->otherwise.get()));
+      }
+      case NodeKind::NameRef: {
+        auto* n = static_cast<const NameRef*>(e);
+        if (n->ref == NameKind::Local) {
+          if (auto it = str_sizes_.find(n->local); it != str_sizes_.end()) return it->second;
+          return GrownSize(n->local, Symbol("text"));
+        }
+        if (n->ref == NameKind::Const && n->const_decl) return StrLen(n->const_decl->value.get());
+        break;
+      }
+      default: break;
+    }
+    return Symbol("text");
+  }
+
+  // A string variable's bound: its initial length plus what the loops around its assignments
+  // append (CollectGrowth); `built` when a loop doubles it.
+  Poly GrownSize(const Local* local, Poly initial) {
+    if (doubled_.count(local)) return Symbol("built");
+    if (auto it = assigned_.find(local); it != assigned_.end()) initial = Larger(initial, it->second);
+    if (auto it = growth_.find(local); it != growth_.end()) initial = Add(initial, it->second);
+    return initial;
+  }
+
+  // Before a callable is estimated: how much each string variable can grow. An assignment
+  // `s = ... s ... + part` inside loops that run `trips` times in all appends `part` each time;
+  // one that uses `s` twice or more (`s = s + s`) doubles it; any other assignment sets it to
+  // at most its value's length.
+  void CollectGrowth(const ast::Stmt* s, const Poly& trips) {
+    if (!s) return;
+    switch (s->kind) {
+      case NodeKind::Block:
+        for (const auto& st : static_cast<const ast::Block*>(s)->stmts) CollectGrowth(st.get(), trips);
+        return;
+      case NodeKind::If: {
+        auto* i = static_cast<const If*>(s);
+        CollectGrowth(i->then.get(), trips);
+        CollectGrowth(i->otherwise.get(), trips);
+        return;
+      }
+      case NodeKind::IfLet: {
+        auto* i = static_cast<const IfLet*>(s);
+        CollectGrowth(i->then.get(), trips);
+        CollectGrowth(i->otherwise.get(), trips);
+        return;
+      }
+      case NodeKind::For: {
+        auto* f = static_cast<const For*>(s);
+        // Sizing the loop here must not settle what the estimate proper works out later, with
+        // the `let`s before the loop known: range bounds are expanded once and kept (Bound).
+        auto saved_bounds = bounds_;
+        auto saved_lets = let_values_;
+        Poly n = Size(f->source.get());
+        bounds_ = std::move(saved_bounds);
+        let_values_ = std::move(saved_lets);
+        CollectGrowth(f->body.get(), Mul(trips, n));
+        return;
+      }
+      case NodeKind::Assign: {
+        auto* a = static_cast<const Assign*>(s);
+        const Local* target = StringLocal(a->target.get());
+        if (!target) return;
+        int uses = Occurrences(a->value.get(), target) + (a->op == AssignOp::Add ? 1 : 0);
+        if (uses >= 2) {
+          doubled_.insert(target);
+          return;
+        }
+        // What the value adds besides the variable itself.
+        auto saved = str_sizes_;
+        str_sizes_[target] = Poly{};
+        Poly part = StrLen(a->value.get());
+        str_sizes_ = std::move(saved);
+        if (uses == 1)
+          growth_[target] = Add(growth_[target], Mul(trips, part));
+        else
+          assigned_[target] = Larger(assigned_[target], part);
+        return;
+      }
+      default: return;
+    }
+  }
+
+  // The bytes a standard-library call walks or builds (run time: ChargeHostWork).
+  Poly BuiltinBytes(const Call* c) {
+    if (c->call != CallKind::Std && c->call != CallKind::Method) return {};
+    if (c->method != BuiltinMethod::None) return {};  // collection methods are costed by size
+    std::vector<const ast::Expr*> args;
+    if (c->receiver) args.push_back(c->receiver.get());
+    for (const auto& a : c->args) args.push_back(a.get());
+    auto str = [&](size_t i) {
+      return i < args.size() && IsString(args[i]) ? Bytes(StrLen(args[i])) : Poly{};
+    };
+    const std::string& f = c->callee;
+    if (f == "contains" || f == "trim" || f == "parse_int" || f == "parse_float" ||
+        f == "parse_duration" || f == "quantity" || f == "parse_quantity" || f == "parse_bool")
+      return str(0);
+    if (f == "starts_with" || f == "ends_with") return str(1);
+    if (f == "split") return Mul(Constant(2), str(0));
+    if (f == "json_quote") return Mul(Constant(2), str(0));
+    if (f.starts_with("json_") || f.starts_with("parse_json_")) return Mul(Constant(8), str(0));
+    if (f == "http_post") return str(1);
+    return {};
   }
 
   static bool IsCollection(const ast::Expr* e) {
@@ -530,6 +724,11 @@ class CostEstimator {
     w.Stmt(c.body.get());
   }
   void Reset() {
+    str_sizes_.clear();
+    growth_.clear();
+    assigned_.clear();
+    doubled_.clear();
+    growth_collected_.clear();
     sizes_.clear();
     elem_sizes_.clear();
     bounds_.clear();
@@ -548,6 +747,12 @@ class CostEstimator {
   double worst_loop_cost_ = 0;
   int depth_ = 0;
   std::map<const Local*, Poly> elem_sizes_;  // lists of lists: the size of each element
+  // String variables: their length bounds, and what CollectGrowth found loops append to them.
+  std::map<const Local*, Poly> str_sizes_;
+  std::map<const Local*, Poly> growth_;
+  std::map<const Local*, Poly> assigned_;
+  std::set<const Local*> doubled_;
+  std::set<const ast::Callable*> growth_collected_;
   // Collecting a callee's return sizes and element sizes (ReturnSizes).
   std::vector<std::pair<Poly, Poly>>* returns_ = nullptr;
 };
@@ -600,6 +805,7 @@ std::map<std::string, double> g_cost_bounds = {
     {"candidates", 100'000},   {"tasks_per_job", 1'000}, {"tasks_per_node", 1'000},
     {"resources", 16},         {"labels", 64},           {"terms", 16},
     {"args", 64},              {"collection", 100},      {"tasks", 100'000},
+    {"text", 64},              {"built", 1'073'741'824},
 };
 }  // namespace
 

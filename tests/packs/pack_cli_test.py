@@ -231,6 +231,52 @@ try:
     code, out = kiln("pack", "build", broken, "-o", out_kpack)
     check(code == 2 and re.search(r"kiln-pack\.yaml:\d+:\d+: error: .*author", out),
           "build: an unknown manifest key is reported at file:line", out)
+
+    # Capabilities (issue 28): a pack whose policy uses http records it in the signed manifest,
+    # inspect shows it, a conf must grant it, and a built manifest that leaves it out is refused.
+    hook = os.path.join(tmp, "http-hook")
+    os.makedirs(os.path.join(hook, "policies"))
+    with open(os.path.join(hook, "kiln-pack.yaml"), "w") as f:
+        f.write('name: http-hook\nversion: 0.1.0\nlanguage: ">=0.1.0 <0.2.0"\npolicies:\n'
+                '- file: policies/ask.policy\n  plugin: ask\n')
+    with open(os.path.join(hook, "policies/ask.policy"), "w") as f:
+        f.write('policy ask;\nuses http;\non job_ready(job: Job) -> bool {\n'
+                '  let r = http_post("http://127.0.0.1:9/ready", "{}", 50ms) ?? "";\n'
+                '  return len(r) >= 0;\n}\n')
+    hook_kpack = os.path.join(tmp, "http-hook.kpack")
+    code, out = kiln("pack", "build", hook, "-o", hook_kpack)
+    check(code == 0, "build: a pack whose policy uses http", out)
+    manifest = unpack(hook_kpack)["kiln-pack.yaml"].decode() if code == 0 else ""
+    check('  plugin: "ask"\n  uses:\n  - "http"\n' in manifest,
+          "build: the manifest lists the capability", manifest)
+    code, out = kiln("pack", "inspect", hook_kpack)
+    check(code == 0 and "capability http" in out, "inspect shows the capability", out)
+    code, out = kiln("pack", "inspect", hook_kpack, "--output", "json")
+    check(code == 0 and json.loads(out)["policies"][0]["uses"] == ["http"],
+          "inspect --output json: uses", out)
+    hook_scenario = os.path.join(tmp, "hook.yaml")
+    with open(hook_scenario, "w") as f:
+        f.write("name: hook\ncluster:\n  nodes:\n  - {name: n1, allocatable: {cpu: \"4\"}}\n"
+                "  podGroups:\n  - {name: g, namespace: c1, minMember: 1, phase: Inqueue}\n"
+                "  pods:\n  - {name: g-0, namespace: c1, group: g, requests: {cpu: \"1\"}}\n")
+    base = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: http-hook/ask\n'
+    ungranted, granted = os.path.join(tmp, "ungranted.conf"), os.path.join(tmp, "granted.conf")
+    with open(ungranted, "w") as f:
+        f.write(base)
+    with open(granted, "w") as f:
+        f.write(base + '    grants: {http: ["http://127.0.0.1:9/"]}\n')
+    code, out = kiln("simulate", hook_scenario, "--conf", ungranted, "--pack", hook_kpack)
+    check(code == 2 and "does not grant" in out and "ungranted.conf:5" in out,
+          "simulate: a pack policy without the grant is refused at its conf line", out)
+    code, out = kiln("simulate", hook_scenario, "--conf", granted, "--pack", hook_kpack)
+    check(code == 0, "simulate: with the grant it runs", out)
+    entries = unpack(hook_kpack)
+    entries["kiln-pack.yaml"] = entries["kiln-pack.yaml"].replace(b'  uses:\n  - "http"\n', b"")
+    stripped_kpack = os.path.join(tmp, "http-hook-stripped.kpack")
+    repack(entries, stripped_kpack)
+    code, out = kiln("simulate", hook_scenario, "--conf", granted, "--pack", stripped_kpack)
+    check(code == 2 and "manifest does not list" in out,
+          "simulate: a built manifest hiding the capability is refused", out)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

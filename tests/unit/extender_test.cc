@@ -93,6 +93,7 @@ std::string Scenario(const std::string& actions, const std::string& first_tier,
          "  tiers:\n"
          "  - plugins:\n" + first_tier +
          "    - name: extender\n"
+         "      grants: {http: true}\n"
          "      arguments:\n" + extender_args +
          "now: \"2025-01-01T00:10:00Z\"\n" + cluster;
 }

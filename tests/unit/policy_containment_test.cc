@@ -13,6 +13,7 @@
 #include "compiler/codegen/runtime_support.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/policy_provider.h"
+#include "compiler/passes/cost.h"
 #include "runtime/abi.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
@@ -45,10 +46,20 @@ struct LimitsGuard {
   int64_t iterations = PolicyCallIterationBudget();
   int faults = PluginFaultLimit();
   size_t memory = PolicyCallMemoryBudget();
+  size_t state_memory = PolicyStateMemoryBudget();
+  int64_t host_work = PolicyCallHostWorkBudget();
+  int64_t call_time = PolicyCallTimeBudget();
+  int64_t session_time = PolicySessionTimeBudget();
+  double max_cost = DefaultMaxHandlerCost();
   ~LimitsGuard() {
     SetPolicyCallIterationBudget(iterations);
     SetPluginFaultLimit(faults);
     SetPolicyCallMemoryBudget(memory);
+    SetPolicyStateMemoryBudget(state_memory);
+    SetPolicyCallHostWorkBudget(host_work);
+    SetPolicyCallTimeBudget(call_time);
+    SetPolicySessionTimeBudget(session_time);
+    SetDefaultMaxHandlerCost(max_cost);
   }
 };
 
@@ -63,10 +74,13 @@ struct PolicySession {
   Task* task = nullptr;
   Node* node = nullptr;
 
-  explicit PolicySession(const std::string& name, const std::string& text) {
+  // `entry` is more of the plugin's conf entry (YAML lines indented by four spaces).
+  explicit PolicySession(const std::string& name, const std::string& text,
+                         const std::string& entry = "") {
     dir.Write(name + ".policy", text);
-    auto c = ParseSchedulerConf("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: " + name + "\n",
-                                "scheduler.conf");
+    auto c = ParseSchedulerConf(
+        "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: " + name + "\n" + entry,
+        "scheduler.conf");
     EXPECT_TRUE(c.ok());
     conf = std::move(*c);
     auto p = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.path()}, false});
@@ -368,6 +382,228 @@ TEST(PolicyContainment, HostErrorsAreContainedWithTheirKind) {
   (void)ssn.TaskOrderFn(t0, t1);
   EXPECT_EQ(ssn.fault_count(), 2u);  // disabled: not called again
   ssn.Close();
+}
+
+// ---- issue 28: memory, work and time the per-call loop budget did not see ----
+
+// Issue 28's reproduction, scaled down: every job_order call stores a 1 MiB string (2^20 bytes,
+// built by doubling) in a state map. The state grows by 1 MiB a call until its budget (8 MiB
+// here) is reached; that store is a memory fault, and the plugin is disabled at once (its state
+// would be missing what the store meant to keep), whatever the fault limit. Before the budget the
+// same policy grew without bound (3.9 GB on 20 jobs).
+constexpr const char* kStateHog = R"(policy keep;
+state keep: map<int, string>;
+state calls: int;
+on job_order(l: Job, r: Job) -> int {
+  var s = "x";
+  for i in range(20) { s = s + s; }
+  keep[calls] = s;
+  calls += 1;
+  return 0;
+}
+)";
+
+TEST(PolicyContainment, StateOverItsBudgetIsAMemoryFaultThatDisablesThePlugin) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(100);  // the state budget disables without waiting for the limit
+  SetPolicyStateMemoryBudget(8 << 20);
+  SetPolicyCallMemoryBudget(128 << 20);
+  PolicySession ps("keep", kStateHog);
+  ASSERT_TRUE(ps.ssn);
+  const Job* j = ps.task->job;
+  int calls = 0;
+  while (!ps.ssn->plugin_disabled(0) && calls < 100) {
+    (void)ps.ssn->JobOrderFn(j, j);
+    ++calls;
+  }
+  EXPECT_TRUE(ps.ssn->plugin_disabled(0));
+  EXPECT_GE(calls, 5);   // ~7 stores of 1 MiB fit in 8 MiB (map growth takes a little)
+  EXPECT_LE(calls, 9);
+  EXPECT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Memory)], 1u);
+  ASSERT_EQ(ps.ssn->decisions().faults.size(), 1u);
+  EXPECT_NE(ps.ssn->decisions().faults[0].find("policy state exceeded its memory budget of 8388608 "
+                                               "bytes; plugin disabled for the rest of the session"),
+            std::string::npos)
+      << ps.ssn->decisions().faults[0];
+  EXPECT_EQ(ps.ssn->decisions().disabled_plugins, std::vector<std::string>{"keep"});
+  // Disabled: no more calls, no more growth.
+  (void)ps.ssn->JobOrderFn(j, j);
+  EXPECT_EQ(ps.ssn->fault_count(), 1u);
+  ps.ssn->Close();
+}
+
+// Issue 28's CPU reproduction: a 64 MiB string (25 doublings) searched 1,500 times, 96 GB of
+// memchr that ran 9 s a call. The static check now rates it past the budget (the searches cost
+// their haystack's bytes), so it is loaded here with the check raised; at run time the bytes the
+// builtins walk are charged to the call's host-work budget (256 MiB by default), and the call is
+// abandoned as a budget fault within a fraction of a second.
+constexpr const char* kScan = R"(policy scan;
+on job_order(l: Job, r: Job) -> int {
+  var s = "ab";
+  for i in range(25) { s = s + s; }
+  var hits = 0;
+  for i in range(1500) { if contains(s, "zz") { hits += 1; } }
+  return hits;
+}
+)";
+
+TEST(PolicyContainment, BytesBuiltinsWalkAreChargedToTheHostWorkBudget) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetDefaultMaxHandlerCost(1e15);
+  PolicySession ps("scan", kScan);
+  ASSERT_TRUE(ps.ssn);
+  const Job* j = ps.task->job;
+  auto start = std::chrono::steady_clock::now();
+  (void)ps.ssn->JobOrderFn(j, j);
+  (void)ps.ssn->JobOrderFn(j, j);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 3.0);
+  ASSERT_EQ(ps.ssn->fault_count(), 2u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 2u);
+  EXPECT_EQ(ps.ssn->decisions().faults[0],
+            "plugin scan: job_order: exceeded its budget of 268435456 bytes of host work");
+  ps.ssn->Close();
+}
+
+// The nested split of issue 28 (rated a few hundred steps, 1.7e10 of work at run time): a string
+// of a million parts split again for every part. Each split charges the string it walks and the
+// parts it builds, so the first few inner splits spend the budget.
+TEST(PolicyContainment, NestedSplitsSpendTheHostWorkBudget) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetDefaultMaxHandlerCost(1e20);  // the static check rates it 5.8e18 steps
+  SetPolicyCallHostWorkBudget(64 << 20);
+  PolicySession ps("splits", R"(policy splits;
+on job_order(l: Job, r: Job) -> int {
+  var s = "a,";
+  for i in range(20) { s = s + s; }
+  var n = 0;
+  for a in split(s, ",") {
+    for b in split(s, ",") { n += len(b); }
+  }
+  return n;
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  auto start = std::chrono::steady_clock::now();
+  (void)ps.ssn->JobOrderFn(ps.task->job, ps.task->job);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 3.0);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->decisions().faults[0],
+            "plugin splits: job_order: exceeded its budget of 67108864 bytes of host work");
+  ps.ssn->Close();
+}
+
+// `s = s + part` appends in place (the arena's last allocation grows), so building a string of
+// 20,000 parts costs about its length in host work, not the 200 MB a copy per append would: it
+// fits a 4 MiB budget and answers the right length.
+TEST(PolicyContainment, AppendingToAStringInALoopIsLinear) {
+  LimitsGuard limits;
+  SetPolicyCallHostWorkBudget(4 << 20);
+  PolicySession ps("joiner", R"(policy joiner;
+on node_order(task: Task, node: Node) -> float {
+  var out = "";
+  var other = "";
+  for i in range(20000) {
+    if i > 0 { out = out + ","; }
+    out = out + node.name;
+    if i == 10 { other = out + "!"; }
+  }
+  return float(len(out) * 100 + len(other));
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok());
+  // "n1" × 20000 with 19999 commas; `other` was taken at 11 parts (32 bytes) plus "!" and kept
+  // them while `out` went on growing after it.
+  EXPECT_EQ(*score, (2.0 * 20000 + 19999) * 100 + 33);
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+  ps.ssn->Close();
+}
+
+// Wall time per call: a call that runs longer than PolicyCallTimeBudget() is a time fault and its
+// answer is ignored, even when it stays within its loop budget.
+TEST(PolicyContainment, CallOverItsWallTimeBudgetIsATimeFault) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetPolicyCallTimeBudget(1'000'000);  // 1 ms
+  PolicySession ps("slow", R"(policy slow;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(8000) {
+    for j in range(8000) { total += (i * j) % 7; }
+  }
+  return float(total % 5) + 1.0;
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(*score, 0.0);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Time)], 1u);
+  EXPECT_NE(ps.ssn->decisions().faults[0].find("over its wall-time budget of 1ms per call"),
+            std::string::npos)
+      << ps.ssn->decisions().faults[0];
+  ps.ssn->Close();
+}
+
+// Wall time per session: once a plugin's calls together pass PolicySessionTimeBudget(), the
+// plugin is disabled for the rest of the session (a time fault), whatever the fault limit.
+TEST(PolicyContainment, PluginOverItsSessionTimeBudgetIsDisabled) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetPolicySessionTimeBudget(20'000'000);  // 20 ms
+  PolicySession ps("busy", R"(policy busy;
+on node_order(task: Task, node: Node) -> float {
+  var total = 0;
+  for i in range(8000) {
+    for j in range(4000) { total += (i * j) % 7; }
+  }
+  return float(total % 5) + 1.0;
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  int calls = 0;
+  while (!ps.ssn->plugin_disabled(0) && calls < 1000) {
+    (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+    ++calls;
+  }
+  EXPECT_TRUE(ps.ssn->plugin_disabled(0));
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Time)], 1u);
+  ASSERT_FALSE(ps.ssn->decisions().faults.empty());
+  EXPECT_NE(ps.ssn->decisions().faults.back().find("over its wall-time budget of 20ms per session"),
+            std::string::npos)
+      << ps.ssn->decisions().faults.back();
+  EXPECT_EQ(ps.ssn->decisions().disabled_plugins, std::vector<std::string>{"busy"});
+  ps.ssn->Close();
+}
+
+// Issue 28: a fit reason of 64 MiB escaped the call's budget (the session keeps every node's
+// reasons). A reason is now cut to 4 KiB with a note of how much was cut.
+TEST(PolicyContainment, LongFitReasonsAreCut) {
+  LimitsGuard limits;
+  SetPolicyCallMemoryBudget(256 << 20);
+  PolicySession ps("wordy", R"(policy wordy;
+on predicate(task: Task, node: Node) -> Fit {
+  var s = "why";
+  for i in range(24) { s = s + s; }
+  return unschedulable(s);
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  auto e = ps.ssn->PredicateFn(ps.task, ps.node);
+  ASSERT_TRUE(e.has_value());
+  std::vector<std::string> reasons = e->Reasons();
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_LT(reasons[0].size(), 4200u);
+  EXPECT_NE(reasons[0].find("... (50327552 more bytes cut)"), std::string::npos);
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+  ps.ssn->Close();
 }
 
 }  // namespace
