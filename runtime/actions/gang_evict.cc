@@ -10,8 +10,8 @@
 //   3. The job's pending tasks (not scheduling-gated, with requests) in task order; their Σ
 //      InitResreq is the need. gangreclaim first asks Preemptive for the queue (Kiln's point
 //      takes one task: it is asked for every pending task, and all must agree). The domain is the
-//      whole cluster (Kiln has no HyperNodes, so `maxDomains` has nothing to cap; Volcano's
-//      fallback is the same cluster-wide domain).
+//      whole cluster: HyperNodes are loaded (runtime/hyper_node.h) but eviction does not search
+//      them yet, so `maxDomains` caps nothing; Volcano's fallback is the same cluster-wide domain.
 //   4. Candidates, per victim job: gangpreempt — Running or Bound, preemptable tasks of other jobs
 //      of the same queue with a lower job priority; gangreclaim — Running, preemptable tasks of
 //      jobs in other, reclaimable queues. A victim PodGroup that says `volcano.sh/preemptable`

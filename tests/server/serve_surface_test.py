@@ -349,7 +349,10 @@ def sigterm_during_compile(tmp):
     write(conf, CONF_A)
     proc, log, port = start_serve(
         [KILN, "serve", "--scenario", SCENARIO, "--conf", conf, "--policy-dir", policies,
-         "--listen", "127.0.0.1:0", "--schedule-period", "1s"])
+         "--listen", "127.0.0.1:0", "--schedule-period", "1s",
+         # the size limits would refuse this policy before compiling it; raised here so SIGTERM
+         # meets a compile of many seconds (docs/safety.md, "What the checker guarantees")
+         "--policy-max-source-bytes", str(1 << 20), "--policy-max-size", "1000000"])
     try:
         write(os.path.join(policies, "big.policy"), big_policy(750))
         write(conf, CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: big\n"))

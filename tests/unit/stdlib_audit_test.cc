@@ -129,6 +129,7 @@ const std::vector<Case>& Cases() {
       {"ceil", {"2.1"}, "= 3.0"},
       {"round", {"2.5"}, "= 3.0"},
       {"log", {"1.0"}, "= 0.0"},
+      {"pow", {"2.0", "10.0"}, "= 1024.0"},
       // resources
       {"dominant_share", {"resource{cpu: 1, memory: 1Gi}", "resource{cpu: 4, memory: 2Gi}"},
        "= 0.5"},
