@@ -9,21 +9,13 @@
 #include "runtime/cluster_spec.h"
 #include "runtime/hyper_node.h"
 #include "simulator/scenario.h"
+#include "tests/unit/scenario_test_util.h"
 
 namespace kiln {
 namespace {
 
-ScenarioSpec MustParse(std::string_view text) {
-  auto r = ParseScenario(text, "s.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
-  return r.ok() ? std::move(*r) : ScenarioSpec{};
-}
-
-Error MustFail(std::string_view text) {
-  auto r = ParseScenario(text, "s.yaml");
-  EXPECT_FALSE(r.ok()) << "parsed, but an error was expected";
-  return r.ok() ? Error{} : r.error();
-}
+using testing::MustFail;
+using testing::MustParse;
 
 Cluster MustBuild(const ScenarioSpec& spec) {
   auto c = BuildCluster(spec.cluster);

@@ -4,21 +4,13 @@
 
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"
+#include "tests/unit/scenario_test_util.h"
 
 namespace kiln {
 namespace {
 
-ScenarioSpec MustParse(std::string_view text) {
-  auto r = ParseScenario(text, "s.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
-  return r.ok() ? std::move(*r) : ScenarioSpec{};
-}
-
-Error MustFail(std::string_view text) {
-  auto r = ParseScenario(text, "s.yaml");
-  EXPECT_FALSE(r.ok()) << "parsed, but an error was expected";
-  return r.ok() ? Error{} : r.error();
-}
+using testing::MustFail;
+using testing::MustParse;
 
 double Dim(const Resource& r, std::string_view name) {
   auto id = ResourceNames::Find(name);
