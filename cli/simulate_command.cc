@@ -42,13 +42,9 @@
 #include <chrono>
 #include <thread>
 
-// The policy host lives in kiln_compiler; builds without it (-DKILN_NO_POLICY_HOST) run plugin-free.
-#if !defined(KILN_NO_POLICY_HOST) && __has_include("compiler/host/policy_provider.h")
 #include "compiler/host/jit_tiers.h"
 #include "compiler/host/policy_provider.h"
 #include "packs/pack.h"
-#define KILN_HAVE_POLICY_HOST 1
-#endif
 
 namespace kiln::cli {
 
@@ -78,7 +74,6 @@ std::string FormatError(const Error& e) {
 void PrintError(const Error& e) { std::fputs(FormatError(e).c_str(), stderr); }
 
 Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts) {
-#ifdef KILN_HAVE_POLICY_HOST
   CompiledPolicyOptions options;
   options.policy_dirs = opts.policy_dirs;
   options.allow_builtin_override = opts.allow_builtin_override;
@@ -95,26 +90,12 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts
     loaded.push_back(std::move(*pack));
   }
   return packs::MakePackProvider(std::move(options), loaded);
-#else
-  PolicyProviderOptions options;
-  options.policy_dirs = opts.policy_dirs;
-  if (!options.policy_dirs.empty() || !opts.packs.empty())
-    return Error{"--policy-dir, --pack: this build of kiln has no policy host", SourceLocation{}};
-  return std::unique_ptr<PolicyProvider>(std::make_unique<RegistryPolicyProvider>());
-#endif
 }
 
 namespace {
 
-// How many policies were compiled as tier-0 code (each queued an O2 compile); -1 without a
-// policy host.
-int64_t Tier0Policies() {
-#ifdef KILN_HAVE_POLICY_HOST
-  return static_cast<int64_t>(JitTierZeroCompiles());
-#else
-  return -1;
-#endif
-}
+// How many policies were compiled as tier-0 code (each queued an O2 compile).
+int64_t Tier0Policies() { return static_cast<int64_t>(JitTierZeroCompiles()); }
 
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
