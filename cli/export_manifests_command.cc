@@ -1,6 +1,7 @@
 // `kiln export-manifests SCENARIO [-o FILE] [--format yaml|json] [--scheduler-name NAME]`: a
 // scenario's cluster as Kubernetes manifests (PriorityClasses, Volcano Queues and PodGroups,
-// Nodes with their status, Pods with theirs, PDBs, ResourceQuotas, Namespaces), so the same
+// Nodes with their status, Volcano HyperNodes and Numatopologies, Pods with theirs, PDBs,
+// ResourceQuotas, Namespaces), so the same
 // cluster `kiln simulate` runs can be loaded into an API server (or the test emulator) and
 // scheduled by `kiln serve`. What the cluster adds by itself (the `default` queue, one-pod
 // PodGroups for pods without a group) is left out, as a real cluster would not store it before a

@@ -39,6 +39,8 @@ struct KubernetesCluster::State {
   Store<PodDisruptionBudget> pdbs;
   Store<ResourceQuota> quotas;
   Store<DecodedNamespace> namespaces;
+  Store<HyperNodeSpec> hyper_nodes;
+  Store<NumatopologySpec> numatopologies;
 
   struct Assumed {
     std::string uid;
@@ -222,6 +224,20 @@ void KubernetesCluster::Start() {
             std::string key = r->meta.name;
             return std::pair<std::string, DecodedNamespace>(key, std::move(*r));
           }));
+  // Volcano's topology CRDs (its cache lists both): a cluster that has not installed them
+  // simply has none, so their reflectors are optional (a 404 is an empty list).
+  auto add_optional = [&](std::string resource, std::string path, ReflectorHandler h) {
+    ReflectorOptions o = options_.reflector;
+    o.optional = true;
+    reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
+                                                      std::move(h), o));
+  };
+  add_optional("hypernodes", "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+               StoreHandler<HyperNodeSpec>(st, st.hyper_nodes, "hypernodes",
+                                           DecodeKeyed<HyperNodeSpec, DecodeHyperNode>));
+  add_optional("numatopologies", "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies",
+               StoreHandler<NumatopologySpec>(st, st.numatopologies, "numatopologies",
+                                              DecodeKeyed<NumatopologySpec, DecodeNumatopology>));
   for (auto& r : reflectors_) r->Start();
 }
 
@@ -263,6 +279,8 @@ KubernetesClusterStats KubernetesCluster::stats() const {
   s.nodes = state_->nodes.items.size();
   s.pod_groups = state_->pod_groups.items.size();
   s.queues = state_->queues.items.size();
+  s.hyper_nodes = state_->hyper_nodes.items.size();
+  s.numatopologies = state_->numatopologies.items.size();
   s.warnings = state_->warnings.size();
   return s;
 }
@@ -284,6 +302,10 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   }
   for (const auto& [k, v] : st.pdbs.items) c.pdbs.push_back(v);
   for (const auto& [k, v] : st.quotas.items) c.resource_quotas.push_back(v);
+  // HyperNodes in name order (the API server's; Volcano's are a map): a changed topology is
+  // what the next snapshot resolves, so an edit takes effect at the next session.
+  for (const auto& [k, v] : st.hyper_nodes.items) c.hyper_nodes.push_back(v);
+  for (const auto& [k, v] : st.numatopologies.items) c.numatopologies.push_back(v);
 
   // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them).
   auto prune = [&](auto& m) {

@@ -1,6 +1,7 @@
 #pragma once
 // A Kubernetes cluster as a ClusterBinding (runtime/cluster.h): reflectors feed an informer-style
-// cache of pods, nodes, PodGroups, Queues, PriorityClasses, PDBs, ResourceQuotas and namespaces;
+// cache of pods, nodes, PodGroups, Queues, PriorityClasses, PDBs, ResourceQuotas, namespaces,
+// and Volcano's HyperNodes and Numatopologies (optional: a cluster without their CRDs has none);
 // Snapshot() copies it into a ClusterSpec and builds the session model with the same
 // BuildCluster the simulator uses; Apply() hands the session's decisions to a bounded pool of
 // writers and returns at once.
@@ -74,7 +75,7 @@ struct KubernetesClusterStats {
   int64_t writes_dropped = 0;  // queue full or writes disabled
   int64_t decode_errors = 0;   // objects skipped because they did not decode
   size_t write_queue_depth = 0;
-  size_t pods = 0, nodes = 0, pod_groups = 0, queues = 0;
+  size_t pods = 0, nodes = 0, pod_groups = 0, queues = 0, hyper_nodes = 0, numatopologies = 0;
   size_t warnings = 0;  // dangling references in the last snapshot (CompleteCluster)
 };
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "runtime/quantity.h"
 
@@ -362,6 +364,114 @@ Resource PodRequests(const json& spec, const std::string& path) {
   return sum;
 }
 
+// ---- Volcano's topology shapes, checked as the scenario loader checks them (the CRDs' schemas
+// and the PodGroup webhook: simulator/scenario.cc) ----
+
+int32_t NonNegativeInt32(const json& o, std::string_view key, const std::string& path, int32_t min) {
+  int32_t v = Int32(o, key, path, min);
+  if (v < min) Fail(path + "." + std::string(key), fmt::format("must be at least {}, got {}", min, v));
+  return v;
+}
+
+// PodGroup spec.networkTopology (and a subGroupPolicy entry's).
+NetworkTopologySpec NetworkTopology(const json& o, const std::string& path) {
+  NetworkTopologySpec nt;
+  std::string mode = Str(o, "mode", path);
+  if (mode == "soft") nt.mode = NetworkTopologyMode::Soft;
+  else if (mode.empty() || mode == "hard") nt.mode = NetworkTopologyMode::Hard;  // the CRD's default
+  else Fail(path + ".mode", fmt::format("must be hard or soft, got `{}`", mode));
+  if (Member(o, "highestTierAllowed")) nt.highest_tier_allowed = NonNegativeInt32(o, "highestTierAllowed", path, 0);
+  nt.highest_tier_name = Str(o, "highestTierName", path);
+  if (nt.highest_tier_allowed && !nt.highest_tier_name.empty())
+    Fail(path, "must not set both highestTierAllowed and highestTierName (the PodGroup webhook refuses it)");
+  return nt;
+}
+
+std::vector<SubGroupPolicySpec> SubGroupPolicies(const json& spec, const std::string& path) {
+  std::vector<SubGroupPolicySpec> out;
+  const json& list = Array(spec, "subGroupPolicy", path);
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = fmt::format("{}.subGroupPolicy[{}]", path, i);
+    if (!list[i].is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(list[i])));
+    SubGroupPolicySpec sg;
+    sg.name = Str(list[i], "name", p);
+    if (sg.name.size() > 253) Fail(p + ".name", "is longer than 253 characters");
+    if (Member(list[i], "networkTopology"))
+      sg.network_topology = NetworkTopology(Object(list[i], "networkTopology", p), p + ".networkTopology");
+    if (Member(list[i], "subGroupSize")) sg.sub_group_size = NonNegativeInt32(list[i], "subGroupSize", p, 1);
+    if (Member(list[i], "minSubGroups")) sg.min_sub_groups = NonNegativeInt32(list[i], "minSubGroups", p, 0);
+    sg.label_selector = OptSelector(list[i], "labelSelector", p);
+    sg.match_label_keys = StrList(list[i], "matchLabelKeys", p);
+    out.push_back(std::move(sg));
+  }
+  return out;
+}
+
+// One entry of a HyperNode's spec.members: a type and exactly one selector.
+HyperNodeMemberSpec HyperNodeMember(const json& m, const std::string& path, const std::string& object) {
+  if (!m.is_object()) Fail(path, fmt::format("must be an object, got {}", TypeName(m)));
+  HyperNodeMemberSpec out;
+  out.where = SourceLocation{fmt::format("{} {}", object, path)};
+  std::string type = Str(m, "type", path);
+  if (type == "Node") out.type = HyperNodeMemberSpec::Type::Node;
+  else if (type == "HyperNode") out.type = HyperNodeMemberSpec::Type::HyperNode;
+  else if (type.empty()) Fail(path, "has no type");
+  else Fail(path + ".type", fmt::format("must be Node or HyperNode, got `{}`", type));
+  if (!Member(m, "selector")) Fail(path, "has no selector");
+  std::string sp = path + ".selector";
+  const json& sel = Object(m, "selector", path);
+  int given = 0;
+  if (Member(sel, "exactMatch")) {
+    ++given;
+    out.selector = HyperNodeMemberSpec::Selector::Exact;
+    out.name = Str(Object(sel, "exactMatch", sp), "name", sp + ".exactMatch");
+    if (out.name.empty()) Fail(sp + ".exactMatch.name", "is empty");
+  }
+  if (Member(sel, "regexMatch")) {
+    ++given;
+    out.selector = HyperNodeMemberSpec::Selector::Regex;
+    out.pattern = Str(Object(sel, "regexMatch", sp), "pattern", sp + ".regexMatch");
+    if (out.pattern.empty()) Fail(sp + ".regexMatch.pattern", "is empty");
+  }
+  if (Member(sel, "labelMatch")) {
+    ++given;
+    out.selector = HyperNodeMemberSpec::Selector::Label;
+    out.labels = Selector(Object(sel, "labelMatch", sp), sp + ".labelMatch");
+  }
+  if (given != 1) Fail(sp, "must give exactly one of exactMatch, regexMatch and labelMatch");
+  return out;
+}
+
+// A CPU id as the kubelet's cpuset format writes it: decimal digits only.
+std::optional<int64_t> CpuNumber(std::string_view t) {
+  if (t.empty() || t.size() > 6) return std::nullopt;
+  int64_t v = 0;
+  for (char ch : t) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    v = v * 10 + (ch - '0');
+  }
+  return v;
+}
+
+// A cpuset in the kubelet's list format ("0-3,8,10-11"; "" is the empty set), with the scenario
+// loader's limits (a range runs forwards and spans at most 4097 CPUs).
+std::set<int64_t> CpuSet(const std::string& text, const std::string& path) {
+  std::set<int64_t> cpus;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view part = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    size_t dash = part.find('-');
+    auto lo = CpuNumber(part.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : CpuNumber(part.substr(dash + 1));
+    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096)
+      Fail(path, fmt::format("`{}` is not a cpuset (`0-3,8`): bad part `{}`", text, part));
+    for (int64_t c = *lo; c <= *hi; ++c) cpus.insert(c);
+  }
+  return cpus;
+}
+
 template <typename F>
 auto Guard(std::string_view kind, const json& obj, F&& f) -> Result<decltype(f())> {
   if (!obj.is_object()) return Error{fmt::format("{}: not a JSON object", kind), {}};
@@ -553,6 +663,9 @@ Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
     g.queue = Str(spec, "queue", "spec", "default");
     if (g.queue.empty()) g.queue = "default";
     g.priority_class_name = Str(spec, "priorityClassName", "spec");
+    if (Member(spec, "networkTopology"))
+      g.network_topology = NetworkTopology(Object(spec, "networkTopology", "spec"), "spec.networkTopology");
+    g.sub_group_policy = SubGroupPolicies(spec, "spec");
     const json& status = Object(obj, "status", "podgroup");
     std::string phase = Str(status, "phase", "status");
     g.phase = ParsePodGroupPhase(phase).value_or(PodGroupPhase::Unknown);
@@ -674,6 +787,60 @@ Result<DecodedNamespace> DecodeNamespace(const json& obj) {
     ns.meta = Meta(obj, "namespace");
     ns.labels = Map(Object(obj, "metadata", "namespace"), "labels", "metadata");
     return ns;
+  });
+}
+
+Result<HyperNodeSpec> DecodeHyperNode(const json& obj, ObjectMeta* meta_out) {
+  return Guard("hypernode", obj, [&] {
+    ObjectMeta m = Meta(obj, "hypernode");
+    HyperNodeSpec hn;
+    hn.name = m.name;
+    std::string object = "hypernode " + hn.name;
+    hn.where = SourceLocation{object};
+    const json& spec = Object(obj, "spec", "hypernode");
+    if (!Member(spec, "tier")) Fail("spec", "has no tier");
+    hn.tier = NonNegativeInt32(spec, "tier", "spec", 0);
+    hn.tier_name = Str(spec, "tierName", "spec");
+    const json& members = Array(spec, "members", "spec");
+    for (size_t i = 0; i < members.size(); ++i)
+      hn.members.push_back(HyperNodeMember(members[i], fmt::format("spec.members[{}]", i), object));
+    if (meta_out) *meta_out = m;
+    return hn;
+  });
+}
+
+Result<NumatopologySpec> DecodeNumatopology(const json& obj, ObjectMeta* meta_out) {
+  return Guard("numatopology", obj, [&] {
+    ObjectMeta m = Meta(obj, "numatopology");
+    NumatopologySpec n;
+    n.name = m.name;
+    n.where = SourceLocation{"numatopology " + n.name};
+    const json& spec = Object(obj, "spec", "numatopology");
+    n.policies = Map(spec, "policies", "spec");
+    n.res_reserved = Resources(spec, "resReserved", "spec");
+    const json& res = Object(spec, "numares", "spec");
+    for (auto it = res.begin(); it != res.end(); ++it) {
+      std::string p = "spec.numares." + it.key();
+      if (!it.value().is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(it.value())));
+      NumatopologySpec::NumaResource r;
+      r.allocatable = CpuSet(Str(it.value(), "allocatable", p), p + ".allocatable");
+      r.capacity = NonNegativeInt32(it.value(), "capacity", p, 0);
+      n.numares[it.key()] = std::move(r);
+    }
+    const json& cpus = Object(spec, "cpuDetail", "spec");
+    for (auto it = cpus.begin(); it != cpus.end(); ++it) {
+      std::string p = "spec.cpuDetail." + it.key();
+      std::optional<int64_t> id = CpuNumber(it.key());
+      if (!id) Fail("spec.cpuDetail", fmt::format("key `{}` is not a CPU id (a non-negative integer)", it.key()));
+      if (!it.value().is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(it.value())));
+      NumatopologySpec::CpuInfo c;
+      c.numa = NonNegativeInt32(it.value(), "numa", p, 0);
+      c.socket = NonNegativeInt32(it.value(), "socket", p, 0);
+      c.core = NonNegativeInt32(it.value(), "core", p, 0);
+      n.cpu_detail[*id] = c;
+    }
+    if (meta_out) *meta_out = m;
+    return n;
   });
 }
 
@@ -821,6 +988,76 @@ json AffinityJson(const Affinity& a) {
   return j;
 }
 
+json NetworkTopologyJson(const NetworkTopologySpec& nt) {
+  json j = {{"mode", nt.mode == NetworkTopologyMode::Soft ? "soft" : "hard"}};
+  if (nt.highest_tier_allowed) j["highestTierAllowed"] = *nt.highest_tier_allowed;
+  if (!nt.highest_tier_name.empty()) j["highestTierName"] = nt.highest_tier_name;
+  return j;
+}
+
+json HyperNodeJson(const HyperNodeSpec& hn) {
+  json members = json::array();
+  for (const auto& m : hn.members) {
+    json sel;
+    switch (m.selector) {
+      case HyperNodeMemberSpec::Selector::Exact: sel = {{"exactMatch", {{"name", m.name}}}}; break;
+      case HyperNodeMemberSpec::Selector::Regex: sel = {{"regexMatch", {{"pattern", m.pattern}}}}; break;
+      case HyperNodeMemberSpec::Selector::Label: sel = {{"labelMatch", SelectorJson(m.labels)}}; break;
+    }
+    members.push_back({{"type", m.type == HyperNodeMemberSpec::Type::Node ? "Node" : "HyperNode"}, {"selector", sel}});
+  }
+  json spec = {{"tier", hn.tier}};
+  if (!hn.tier_name.empty()) spec["tierName"] = hn.tier_name;
+  spec["members"] = members;
+  return {{"apiVersion", "topology.volcano.sh/v1alpha1"}, {"kind", "HyperNode"},
+          {"metadata", {{"name", hn.name}}}, {"spec", spec}};
+}
+
+// A cpuset back in the kubelet's list format, runs written as ranges ("0-3,8").
+std::string CpuSetText(const std::set<int64_t>& cpus) {
+  std::string out;
+  for (auto it = cpus.begin(); it != cpus.end();) {
+    int64_t lo = *it, hi = lo;
+    for (++it; it != cpus.end() && *it == hi + 1; ++it) hi = *it;
+    if (!out.empty()) out += ",";
+    out += lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
+  }
+  return out;
+}
+
+json NumatopologyJson(const NumatopologySpec& n) {
+  json spec = json::object();
+  if (!n.policies.empty()) spec["policies"] = MapJson(n.policies);
+  json reserved = ResourcesJson(n.res_reserved);
+  if (n.res_reserved.cpu() == 0) reserved.erase("cpu");
+  if (n.res_reserved.memory() == 0) reserved.erase("memory");
+  if (!reserved.empty()) spec["resReserved"] = reserved;
+  if (!n.numares.empty()) {
+    json res = json::object();
+    for (const auto& [k, r] : n.numares) {
+      json rj = json::object();
+      if (!r.allocatable.empty()) rj["allocatable"] = CpuSetText(r.allocatable);
+      if (r.capacity) rj["capacity"] = r.capacity;
+      res[k] = rj;
+    }
+    spec["numares"] = res;
+  }
+  if (!n.cpu_detail.empty()) {
+    json cpus = json::object();
+    for (const auto& [id, c] : n.cpu_detail) {
+      // The CRD's fields are omitempty: a zero is left out, as Go writes it.
+      json cj = json::object();
+      if (c.numa) cj["numa"] = c.numa;
+      if (c.socket) cj["socket"] = c.socket;
+      if (c.core) cj["core"] = c.core;
+      cpus[std::to_string(id)] = cj;
+    }
+    spec["cpuDetail"] = cpus;
+  }
+  return {{"apiVersion", "nodeinfo.volcano.sh/v1alpha1"}, {"kind", "Numatopology"},
+          {"metadata", {{"name", n.name}}}, {"spec", spec}};
+}
+
 std::string_view PhaseName(PodPhase p) { return ToString(p); }
 
 std::string GoDuration(DurationNs d) {
@@ -903,6 +1140,8 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
                    {"metadata", MetaJson(n.name, "", n.labels, annotations, n.creation_time)},
                    {"spec", spec}, {"status", status}});
   }
+  for (const auto& hn : c.hyper_nodes) out.push_back(HyperNodeJson(hn));
+  for (const auto& n : c.numatopologies) out.push_back(NumatopologyJson(n));
   for (const auto& g : c.pod_groups) {
     if (options.skip_implicit && g.implicit) continue;
     json spec = {{"minMember", g.min_member}, {"queue", g.queue}};
@@ -912,6 +1151,20 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     }
     if (g.min_resources) spec["minResources"] = ResourcesJson(*g.min_resources);
     if (!g.priority_class_name.empty()) spec["priorityClassName"] = g.priority_class_name;
+    if (g.network_topology) spec["networkTopology"] = NetworkTopologyJson(*g.network_topology);
+    if (!g.sub_group_policy.empty()) {
+      spec["subGroupPolicy"] = json::array();
+      for (const auto& sg : g.sub_group_policy) {
+        json sj = json::object();
+        if (!sg.name.empty()) sj["name"] = sg.name;
+        if (sg.network_topology) sj["networkTopology"] = NetworkTopologyJson(*sg.network_topology);
+        if (sg.sub_group_size) sj["subGroupSize"] = *sg.sub_group_size;
+        if (sg.min_sub_groups) sj["minSubGroups"] = *sg.min_sub_groups;
+        if (sg.label_selector) sj["labelSelector"] = SelectorJson(*sg.label_selector);
+        if (!sg.match_label_keys.empty()) sj["matchLabelKeys"] = sg.match_label_keys;
+        spec["subGroupPolicy"].push_back(std::move(sj));
+      }
+    }
     json status = {{"phase", std::string(ToString(g.phase))}};
     if (!g.conditions.empty()) {
       status["conditions"] = json::array();

@@ -75,6 +75,16 @@ Result<PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj, ObjectM
 Result<PodDisruptionBudget> DecodePdb(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
 Result<ResourceQuota> DecodeResourceQuota(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
 Result<DecodedNamespace> DecodeNamespace(const nlohmann::json& obj);
+// topology.volcano.sh/v1alpha1 HyperNode (cluster-scoped). The CRD's schema and the scenario
+// loader's rules hold: spec.tier (≥ 0) is required, each member has a type (Node or HyperNode)
+// and exactly one selector. Members that select nothing are not decode errors: CompleteCluster
+// reports them, as it does for a scenario.
+Result<HyperNodeSpec> DecodeHyperNode(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
+// nodeinfo.volcano.sh/v1alpha1 Numatopology (cluster-scoped), named after its node. Checked as
+// the scenario loader checks it: numares allocatable must be a cpuset in the kubelet's list
+// format ("0-3,8"), cpuDetail keys CPU ids, capacities and ids non-negative, resReserved
+// quantities.
+Result<NumatopologySpec> DecodeNumatopology(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
 // metadata only (for DELETED events of any kind).
 ObjectMeta DecodeMeta(const nlohmann::json& obj);
 
@@ -88,7 +98,7 @@ struct EncodeOptions {
   TimeNs now = 0;  // deletionTimestamp of pods being deleted
 };
 // Every object of `cluster` as one manifest each, in dependency order (namespaces, priority
-// classes, queues, nodes, PodGroups, pods, PDBs, quotas).
+// classes, queues, nodes, HyperNodes, Numatopologies, PodGroups, pods, PDBs, quotas).
 std::vector<nlohmann::json> EncodeCluster(const ClusterSpec& cluster, const EncodeOptions& options);
 // {"apiVersion": "v1", "kind": "List", "items": [...]} as JSON text.
 std::string ManifestsToJson(const std::vector<nlohmann::json>& items);

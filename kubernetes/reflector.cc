@@ -78,10 +78,31 @@ void Reflector::Run() {
             if (handler_.list_item) handler_.list_item(item);
           },
           &rv, &status);
+      if (!s && options_.optional && status.code == 404) {
+        // Not served here (its CRD is not installed): nothing of it exists. Empty the store
+        // once, count as synced, and look again later without watching.
+        if (!absent_) {
+          spdlog::info("reflector {}: the API server does not serve {} (404); treated as empty "
+                       "and listed again every {} s",
+                       resource_, path_, options_.absent_relist.count() / 1000.0);
+          if (handler_.begin_list) handler_.begin_list();
+          if (handler_.end_list) handler_.end_list();
+          absent_ = true;
+        }
+        synced_ = true;
+        listed_once = true;
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, options_.absent_relist, [&] { return stop_.load(); });
+        continue;
+      }
       if (!s) {
         spdlog::warn("reflector {}: {}", resource_, s.error().message);
         Backoff();
         continue;
+      }
+      if (absent_) {
+        spdlog::info("reflector {}: {} is served now", resource_, path_);
+        absent_ = false;
       }
       if (handler_.end_list) handler_.end_list();
       {
@@ -169,6 +190,10 @@ void Reflector::Run() {
                    "again",
                    resource_, last_resource_version(), too_large ? "ahead of" : "not in");
       need_list = true;
+      continue;
+    }
+    if (end->http_status == 404 && options_.optional) {
+      need_list = true;  // the CRD went away: the next LIST finds out and empties the store
       continue;
     }
     if (end->http_status != 200) {

@@ -44,6 +44,12 @@ struct ReflectorOptions {
   // Server-side end of each watch (a random value in [min, 2×min) like client-go's, so many
   // reflectors do not reconnect at once).
   std::chrono::seconds watch_timeout{300};
+  // A resource the cluster may not serve (a CRD that is not installed, such as Volcano's
+  // HyperNode or Numatopology): a LIST answered 404 counts as an empty, synced list, and the
+  // reflector lists again every `absent_relist` until the resource appears. Other resources
+  // stay unsynced (and retry with backoff) on a 404 like on any other failure.
+  bool optional = false;
+  std::chrono::milliseconds absent_relist{30000};
 };
 
 class Reflector {
@@ -89,6 +95,7 @@ class Reflector {
   std::condition_variable cv_;
   std::string rv_;
   std::chrono::milliseconds backoff_{0};
+  bool absent_ = false;  // the last LIST of an optional resource answered 404
 };
 
 }  // namespace kiln::kube

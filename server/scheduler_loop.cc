@@ -49,6 +49,14 @@ Result<SessionResult> SchedulerLoop::RunOnce() {
   spdlog::debug("session {} (generation {}): {} binds, {} evictions, {} pipelined, {:.2f} ms",
                 result->index, set->generation, result->binds.size(), result->evictions.size(),
                 result->pipelined.size(), e2e_ms);
+  // Where the jobs with a network topology are placed (Volcano keeps this in memory and logs it
+  // at -v 3; nothing writes it to the PodGroups).
+  if (!result->allocated_hyper_nodes.empty() && spdlog::should_log(spdlog::level::debug)) {
+    std::string placed;
+    for (const auto& [job, hn] : result->allocated_hyper_nodes)
+      placed += fmt::format("{}{}={}", placed.empty() ? "" : ", ", job, hn);
+    spdlog::debug("session {}: allocated HyperNodes: {}", result->index, placed);
+  }
   if (observer_) observer_(*result, *set);
   return result;
 }

@@ -79,15 +79,39 @@ inline std::string D(const NodeSpec& n) {
                      D(n.allocatable), D(n.capacity), D(n.labels), D(n.annotations), taints, images,
                      n.unschedulable, usage, n.creation_time);
 }
+inline std::string D(const std::optional<NetworkTopologySpec>& nt) {
+  if (!nt) return "nil";
+  return fmt::format("{}/{}/{}", nt->mode == NetworkTopologyMode::Soft ? "soft" : "hard",
+                     nt->highest_tier_allowed ? std::to_string(*nt->highest_tier_allowed) : "nil", nt->highest_tier_name);
+}
+inline std::string D(const SubGroupPolicySpec& p) {
+  auto opt = [](const std::optional<int32_t>& v) { return v ? std::to_string(*v) : "nil"; };
+  return fmt::format("sg {} nt{} size{} min{} sel{} keys{}", p.name, D(p.network_topology), opt(p.sub_group_size),
+                     opt(p.min_sub_groups), D(p.label_selector), D(p.match_label_keys));
+}
 inline std::string D(const PodGroupSpec& g) {
-  std::string mtm;
+  std::string mtm, sgp;
   for (const auto& [k, v] : g.min_task_member) mtm += fmt::format("{}={};", k, v);
+  for (const auto& p : g.sub_group_policy) sgp += D(p) + ";";
   return fmt::format("pg {} min{} mtm[{}] minres{} pc={} phase{} ann{} lab{} t{} impl{} conds{}", g.Uid(), g.min_member,
                      mtm, D(g.min_resources), g.priority_class_name, ToString(g.phase), D(g.annotations),
                      D(g.labels), g.creation_time, g.implicit, g.conditions.size()) +
-         " queue=" + g.queue;
+         " queue=" + g.queue + " nt" + D(g.network_topology) + " sgp[" + sgp + "]";
 }
-inline std::string D(const PodSpec& p) {
+inline std::string D(const HyperNodeSpec& h) {
+  std::string members;
+  for (const auto& m : h.members)
+    members += fmt::format("{}:{}:{}|{}|{};", m.type == HyperNodeMemberSpec::Type::Node ? "Node" : "HyperNode",
+                           static_cast<int>(m.selector), m.name, m.pattern, D(m.labels));
+  return fmt::format("hypernode {} tier{} tierName={} members[{}]", h.name, h.tier, h.tier_name, members);
+}
+inline std::string D(const NumatopologySpec& n) {
+  std::string out = "numatopology " + n.name + " pol" + D(n.policies) + " res" + D(n.res_reserved) + " numares{";
+  for (const auto& [k, v] : n.numares) out += fmt::format("{}={}/{},", k, fmt::join(v.allocatable, " "), v.capacity);
+  out += "} cpus{";
+  for (const auto& [k, v] : n.cpu_detail) out += fmt::format("{}={}/{}/{},", k, v.numa, v.socket, v.core);
+  return out + "}";
+}inline std::string D(const PodSpec& p) {
   std::string tol, spread, ports, gates;
   for (const auto& t : p.tolerations())
     tol += fmt::format("{} {} {} {} {};", t.key, t.op, t.value, t.effect, t.toleration_seconds.value_or(-1));

@@ -42,6 +42,10 @@ ClusterSpec DecodeAll(const json& list, TimeNs now) {
       if (auto r = DecodePdb(item)) c.pdbs.push_back(*r); else fail(r.error());
     } else if (kind == "ResourceQuota") {
       if (auto r = DecodeResourceQuota(item)) c.resource_quotas.push_back(*r); else fail(r.error());
+    } else if (kind == "HyperNode") {
+      if (auto r = DecodeHyperNode(item)) c.hyper_nodes.push_back(*r); else fail(r.error());
+    } else if (kind == "Numatopology") {
+      if (auto r = DecodeNumatopology(item)) c.numatopologies.push_back(*r); else fail(r.error());
     } else if (kind == "Namespace") {
       EXPECT_TRUE(DecodeNamespace(item).ok());
     } else {
@@ -64,7 +68,7 @@ std::vector<fs::path> AllScenarios() {
 }
 
 TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
-  int checked = 0;
+  int checked = 0, with_hyper_nodes = 0, with_topology_groups = 0;
   for (const fs::path& file : AllScenarios()) {
     auto spec = LoadScenarioFile(file.string());
     if (!spec) continue;  // scenarios that test loader errors
@@ -86,10 +90,21 @@ TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
     EXPECT_EQ(Dumps(got.pods), Dumps(want.pods));
     EXPECT_EQ(Dumps(got.pdbs), Dumps(want.pdbs));
     EXPECT_EQ(Dumps(got.resource_quotas), Dumps(want.resource_quotas));
+    EXPECT_EQ(Dumps(got.hyper_nodes), Dumps(want.hyper_nodes));
+    EXPECT_EQ(Dumps(got.numatopologies), Dumps(want.numatopologies));
+    if (!want.hyper_nodes.empty()) ++with_hyper_nodes;
+    for (const auto& g : want.pod_groups)
+      if (g.network_topology || !g.sub_group_policy.empty()) {
+        ++with_topology_groups;
+        break;
+      }
     ++checked;
     if (HasFailure()) break;  // one file's diff is enough to read
   }
   EXPECT_GT(checked, 100);
+  // The topology scenarios are among them (HyperNodes, networkTopology, subGroupPolicy).
+  EXPECT_GT(with_hyper_nodes, 5);
+  EXPECT_GT(with_topology_groups, 5);
 }
 
 TEST(KubernetesRoundTrip, YamlOutputParsesToTheSameObjectsAsJson) {

@@ -686,3 +686,96 @@ TEST(KubernetesEmulator, LeaseCreateUpdateWithPreconditions) {
 
 }  // namespace
 }  // namespace kiln::kube
+
+namespace kiln::kube {
+namespace {
+
+json HyperNodeObject(const std::string& name, int tier, const json& members) {
+  return {{"apiVersion", "topology.volcano.sh/v1alpha1"}, {"kind", "HyperNode"},
+          {"metadata", {{"name", name}}}, {"spec", {{"tier", tier}, {"members", members}}}};
+}
+json NodeMember(const std::string& name) {
+  return {{"type", "Node"}, {"selector", {{"exactMatch", {{"name", name}}}}}};
+}
+
+// HyperNodes and Numatopologies are listed and watched: an edit reaches the next snapshot (and
+// so the next session's tree), a bad object is skipped and the rest stays.
+TEST(KubernetesEmulator, TopologyObjectsAreWatchedIntoTheSnapshot) {
+  json m = Manifests();
+  m["items"].push_back(HyperNodeObject("s0", 1, json::array({NodeMember("n1")})));
+  m["items"].push_back(json::parse(R"({"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+      "metadata": {"name": "n1"}, "spec": {"numares": {"cpu": {"allocatable": "0-3", "capacity": 4}}}})"));
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(m));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  ClusterSpec c = cluster.SnapshotSpec(0);
+  ASSERT_EQ(c.hyper_nodes.size(), 1u);
+  EXPECT_EQ(c.hyper_nodes[0].members.size(), 1u);
+  ASSERT_EQ(c.numatopologies.size(), 1u);
+  EXPECT_EQ(c.numatopologies[0].numares.at("cpu").allocatable, (std::set<int64_t>{0, 1, 2, 3}));
+  auto model = cluster.Snapshot(0);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_NE(model->hyper_nodes(), nullptr);
+  EXPECT_EQ(model->hyper_nodes()->Find("s0")->nodes.size(), 1u);
+
+  // The edit: s0 takes n2 as well; a new spine above it; a HyperNode without a tier is skipped.
+  const std::string path = "/apis/topology.volcano.sh/v1alpha1/hypernodes";
+  auto got = emu.client()->Get(path + "/s0");
+  ASSERT_TRUE(got.ok() && got->ok());
+  json s0 = json::parse(got->body);
+  s0["spec"]["members"].push_back(NodeMember("n2"));
+  ASSERT_TRUE(emu.client()->Put(path + "/s0", s0.dump())->ok());
+  json child = json::parse(R"({"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}})");
+  ASSERT_TRUE(emu.client()->Post(path, HyperNodeObject("spine", 2, json::array({child})).dump())->ok());
+  json bad = HyperNodeObject("bad", 1, json::array());
+  bad["spec"].erase("tier");
+  ASSERT_TRUE(emu.client()->Post(path, bad.dump())->ok());
+  // In name order: s0 (now two members), spine; `bad` was skipped.
+  EXPECT_TRUE(Eventually([&] {
+    ClusterSpec s = cluster.SnapshotSpec(0);
+    return s.hyper_nodes.size() == 2u && s.hyper_nodes[0].members.size() == 2u && s.hyper_nodes[1].name == "spine";
+  }));
+  EXPECT_TRUE(Eventually([&] { return cluster.stats().decode_errors >= 1; }));
+  auto next = cluster.Snapshot(0);
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  const HyperNodeTree* tree = next->hyper_nodes();
+  ASSERT_NE(tree, nullptr);
+  ASSERT_NE(tree->Find("s0"), nullptr);
+  EXPECT_EQ(tree->Find("s0")->nodes.size(), 2u);
+  ASSERT_NE(tree->Find("spine"), nullptr);
+  EXPECT_EQ(tree->Find("s0")->parent, tree->Find("spine"));
+  EXPECT_EQ(tree->Find("bad"), nullptr);
+  // Deleted: gone from the next snapshot.
+  ASSERT_TRUE(emu.client()->Delete(path + "/spine")->ok());
+  ASSERT_TRUE(emu.client()->Delete("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies/n1")->ok());
+  EXPECT_TRUE(Eventually([&] {
+    ClusterSpec s = cluster.SnapshotSpec(0);
+    return s.hyper_nodes.size() == 1u && s.numatopologies.empty();
+  }));
+  EXPECT_EQ(cluster.stats().relists["hypernodes"], 0);
+  cluster.Stop();
+}
+
+// A cluster without Volcano's topology CRDs: their LISTs answer 404, which counts as an empty
+// list, so the cache syncs and sessions run; the other resources are unaffected.
+TEST(KubernetesEmulator, ClusterWithoutTheTopologyCrdsSyncs) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests(), {"--without-crd", "hypernodes.topology.volcano.sh", "--without-crd",
+                                      "numatopologies.nodeinfo.volcano.sh"}));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  ClusterSpec c = cluster.SnapshotSpec(0);
+  EXPECT_TRUE(c.hyper_nodes.empty());
+  EXPECT_TRUE(c.numatopologies.empty());
+  EXPECT_EQ(c.nodes.size(), 2u);
+  EXPECT_GE(emu.Count("requests", "list pods"), 1);
+  auto model = cluster.Snapshot(0);
+  EXPECT_TRUE(model.ok());
+  cluster.Stop();
+}
+
+}  // namespace
+}  // namespace kiln::kube

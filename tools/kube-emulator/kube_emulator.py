@@ -88,6 +88,11 @@ RESOURCES = [
              ["pg", "podgroup-v1beta1"], crd=True),
     Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False,
              ["q", "queue-v1beta1"], ["status"], crd=True),
+    # Volcano's topology CRDs, cluster-scoped as Volcano installs them.
+    Resource("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, ["hn"], ["status"],
+             crd=True),
+    Resource("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", "Numatopology", False, ["numatopo"],
+             crd=True),
 ]
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES if r.plural != "bindings"}
@@ -98,6 +103,8 @@ PDB = BY_PATH[("policy", "v1", "poddisruptionbudgets")]
 PRIORITY_CLASS = BY_PATH[("scheduling.k8s.io", "v1", "priorityclasses")]
 PODGROUP = BY_PATH[("scheduling.volcano.sh", "v1beta1", "podgroups")]
 QUEUE = BY_PATH[("scheduling.volcano.sh", "v1beta1", "queues")]
+HYPERNODE = BY_PATH[("topology.volcano.sh", "v1alpha1", "hypernodes")]
+NUMATOPOLOGY = BY_PATH[("nodeinfo.volcano.sh", "v1alpha1", "numatopologies")]
 GROUPS = []  # (group, [versions]) in discovery order
 for _r in RESOURCES:
     if _r.group and all(g != _r.group for g, _ in GROUPS):
@@ -1430,6 +1437,8 @@ def table_columns(res):
                 _col("Queue", priority=1)]
     if res is QUEUE:
         return [name, _col("State"), _col("Weight", "integer"), age]
+    if res is HYPERNODE:  # the CRD's additionalPrinterColumns
+        return [name, _col("Tier"), _col("TierName"), _col("NodeCount", "integer"), age]
     if res is PRIORITY_CLASS:
         return [name, _col("Value", "integer"), _col("Global-Default", "boolean"), age,
                 _col("PreemptionPolicy")]
@@ -1465,6 +1474,8 @@ def table_cells(res, obj, now):
                 spec.get("queue", "")]
     if res is QUEUE:
         return [md["name"], status.get("state", ""), spec.get("weight", 0), age]
+    if res is HYPERNODE:
+        return [md["name"], str(spec.get("tier", "")), spec.get("tierName", ""), status.get("nodeCount", 0), age]
     if res is PRIORITY_CLASS:
         return [md["name"], obj.get("value", 0), bool(obj.get("globalDefault")), age,
                 obj.get("preemptionPolicy", "")]
@@ -1865,7 +1876,7 @@ class Handler(BaseHTTPRequestHandler):
                 and BY_PATH[(group, version, rest[2])].namespaced:
             ns, rest = rest[1], rest[2:]
         res = BY_PATH.get((group, version, rest[0]))
-        if res is None:
+        if res is None or res.qualified in self.api.opts.without_crd:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if res.namespaced and not ns and len(rest) > 1:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -1933,7 +1944,8 @@ class Handler(BaseHTTPRequestHandler):
         return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
     def resource_list(self, group, version):
-        rs = [r for r in RESOURCES if r.group == group and r.version == version]
+        rs = [r for r in RESOURCES if r.group == group and r.version == version
+              and r.qualified not in self.api.opts.without_crd]
         if not rs:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         out = []
@@ -2373,6 +2385,9 @@ def make_parser():
     p.add_argument("--fail-binds", type=int, default=0)
     p.add_argument("--fail-code", type=int, default=500)
     p.add_argument("--server-version", default="1.30.0")
+    # A cluster that has not installed a CRD: its paths answer 404 and discovery leaves it out.
+    p.add_argument("--without-crd", action="append", default=[], metavar="PLURAL.GROUP",
+                   help="do not serve this custom resource (e.g. hypernodes.topology.volcano.sh)")
     p.add_argument("--log")
     return p
 

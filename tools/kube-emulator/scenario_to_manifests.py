@@ -4,8 +4,8 @@
     scenario_to_manifests.py SCENARIO.yaml [-o OUT.yaml] [--conf-out scheduler.conf] [--json]
 
 The output is one multi-document YAML stream (or a `kind: List` with --json) in dependency order:
-Namespaces, PriorityClasses, Queues, Nodes, PodGroups, Pods, PodDisruptionBudgets,
-ResourceQuotas. `kube_emulator.py --load OUT.yaml` stores them as they are (uid, timestamps and
+Namespaces, PriorityClasses, Queues, Nodes, HyperNodes, Numatopologies, PodGroups, Pods,
+PodDisruptionBudgets, ResourceQuotas. `kube_emulator.py --load OUT.yaml` stores them as they are (uid, timestamps and
 status included), and `kubectl apply -f OUT.yaml` creates them on a real cluster (where the
 apiserver then assigns its own uids, timestamps and statuses). --conf-out writes the scenario's
 `conf` (scheduler.conf) text. `expect`, `notes`, `source` and `name` are not cluster objects and
@@ -50,12 +50,21 @@ nodes[]                          v1 Node
                                  has no Kubernetes object; this annotation carries it)
   creationTimestamp              metadata.creationTimestamp
   (always)                       status.conditions [Ready=True], status.nodeInfo.kubeletVersion
+hyperNodes[]                     topology.volcano.sh/v1alpha1 HyperNode (cluster-scoped)
+  name                           metadata.name
+  tier / tierName / members      spec.tier / spec.tierName / spec.members (as the CRD spells them)
+numatopologies[]                 nodeinfo.volcano.sh/v1alpha1 Numatopology (cluster-scoped)
+  name                           metadata.name (the node's name)
+  policies / resReserved         spec.policies / spec.resReserved
+  numares / cpuDetail            spec.numares / spec.cpuDetail
 podGroups[]                      scheduling.volcano.sh/v1beta1 PodGroup
   name / namespace               metadata.name / metadata.namespace (default "default")
   queue                          spec.queue (default "default")
   minMember / minTaskMember      spec.minMember (default 1) / spec.minTaskMember
   minResources                   spec.minResources
   priorityClassName              spec.priorityClassName
+  networkTopology                spec.networkTopology ({mode, highestTierAllowed, highestTierName})
+  subGroupPolicy                 spec.subGroupPolicy
   phase                          status.phase (default Pending)
   labels / annotations           metadata.labels / metadata.annotations
   creationTimestamp              metadata.creationTimestamp
@@ -239,6 +248,8 @@ class Converter:
                         "metadata": self.meta("default", created=self.now, uid="default"),
                         "spec": {"weight": 1}, "status": {"state": "Open"}})
         out += [self.node(n) for n in nodes]
+        out += [self.hyper_node(h) for h in self.expect_list(cluster, "hyperNodes")]
+        out += [self.numatopology(n) for n in self.expect_list(cluster, "numatopologies")]
         out += [self.pod_group(g) for g in groups]
         out += [self.pod(p, classes) for p in pods]
         out += [self.pdb(d, pods) for d in pdbs]
@@ -321,10 +332,33 @@ class Converter:
             spec["minResources"] = r
         if g.get("priorityClassName"):
             spec["priorityClassName"] = str(g["priorityClassName"])
+        if g.get("networkTopology") is not None:
+            spec["networkTopology"] = self.plain(g["networkTopology"])
+        if g.get("subGroupPolicy"):
+            spec["subGroupPolicy"] = self.plain(g["subGroupPolicy"])
         return {"apiVersion": VOLCANO, "kind": "PodGroup",
                 "metadata": self.meta(name, ns, g.get("labels"), g.get("annotations"),
                                       g.get("creationTimestamp") or self.now),
                 "spec": spec, "status": {"phase": g.get("phase") or "Pending"}}
+
+    def hyper_node(self, h):
+        name = self.named(h, "hyperNode")
+        if "tier" not in h:
+            self.fail(h, f"hyperNode `{name}` has no `tier`")
+        spec = {"tier": int(h["tier"])}
+        if h.get("tierName"):
+            spec["tierName"] = str(h["tierName"])
+        spec["members"] = self.plain(h.get("members") or [])
+        return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                "metadata": self.meta(name), "spec": spec}
+
+    def numatopology(self, n):
+        name = self.named(n, "numatopology")
+        spec = {k: self.plain(n[k]) for k in ("policies", "resReserved", "numares", "cpuDetail") if n.get(k)}
+        if "resReserved" in spec:
+            spec["resReserved"] = {str(k): self.quantity(v) for k, v in spec["resReserved"].items()}
+        return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+                "metadata": self.meta(name), "spec": spec}
 
     def pod(self, p, classes):
         name = self.named(p, "pod")

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""`kiln serve` with Volcano's topology objects, against the API-server emulator over real sockets.
+
+The cluster comes from a scenario through `kiln export-manifests` (HyperNodes and PodGroups with
+spec.networkTopology), plus Numatopology objects and a few bad objects written straight to the
+API. kiln serve lists and watches HyperNodes and Numatopologies; a gang with a hard network
+topology lands inside one allowed HyperNode; a gang no allowed HyperNode can hold waits, and an
+edit of the HyperNodes made with kubectl during the run lets it land in the next sessions; bad
+objects are logged with what is wrong and skipped; the PodGroup keeps its spec and annotations
+through the status writes (Volcano updates the whole object and, at ed72c7c8, keeps the allocated
+HyperNode in memory, writing no annotation for it). kubectl gets and lists the new CRD objects.
+
+Run with Debian's python3 (PyYAML): serve_topology_test.py KILN [TestCase.test_name]
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+from emulator_fixture import KUBECTL_VERSIONS, Emulator, kubectl_path, wait_until  # noqa: E402
+
+if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
+    KILN = os.path.abspath(sys.argv.pop(1))
+else:
+    KILN = os.environ.get("KILN", os.path.join(ROOT, "build", "kiln"))
+
+# Six 4-cpu nodes. Leaves s0 = {n0, n1} and s1 = {n2, n3} are nearly full (n0 and n2 have 2 cpu
+# free, n1 and n3 one); n4 and n5 are empty but each is a leaf of its own (s2, s3); the spine
+# (tier 2) holds the four leaves. Gang `near` (2 × 1 cpu, hard, tier 1) may only go where n0-n3's
+# spare cpu is (its pods select pool=a), both pods in one leaf: without the topology, nodeorder
+# would put them on n0 and n2, the two emptiest nodes, in different leaves. Gang `wide` (2 × 4
+# cpu, hard, tier 1) needs two empty nodes in one leaf: none until s2 is edited to hold n4 and n5.
+SCENARIO = """name: serve-topology
+now: "2025-01-01T00:00:00Z"
+conf: |
+  actions: "allocate"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+    - name: predicates
+    - name: network-topology-aware
+    - name: nodeorder
+cluster:
+  queues: [{name: q1, weight: 1}]
+  nodes:
+  - {name: n0, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
+  - {name: n1, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
+  - {name: n2, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
+  - {name: n3, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
+  - {name: n4, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: b}}
+  - {name: n5, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: b}}
+  hyperNodes:
+  - name: s0
+    tier: 1
+    tierName: leaf
+    members:
+    - {type: Node, selector: {exactMatch: {name: n0}}}
+    - {type: Node, selector: {exactMatch: {name: n1}}}
+  - name: s1
+    tier: 1
+    tierName: leaf
+    members: [{type: Node, selector: {regexMatch: {pattern: "^n[23]$"}}}]
+  - name: s2
+    tier: 1
+    tierName: leaf
+    members: [{type: Node, selector: {exactMatch: {name: n4}}}]
+  - name: s3
+    tier: 1
+    tierName: leaf
+    members: [{type: Node, selector: {labelMatch: {matchLabels: {kubernetes.io/hostname: n5}}}}]
+  - name: spine
+    tier: 2
+    tierName: spine
+    members:
+    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s1}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s2}}}
+    - {type: HyperNode, selector: {exactMatch: {name: s3}}}
+  podGroups:
+  - {name: near, namespace: c1, queue: q1, minMember: 2, phase: Inqueue, annotations: {team: a},
+     networkTopology: {mode: hard, highestTierAllowed: 1}}
+  - {name: wide, namespace: c1, queue: q1, minMember: 2, phase: Inqueue, annotations: {team: b},
+     networkTopology: {mode: hard, highestTierName: leaf}}
+  pods:
+  - {name: r0, namespace: c1, node: n0, phase: Running, requests: {cpu: "2"}}
+  - {name: r1, namespace: c1, node: n1, phase: Running, requests: {cpu: "3"}}
+  - {name: r2, namespace: c1, node: n2, phase: Running, requests: {cpu: "2"}}
+  - {name: r3, namespace: c1, node: n3, phase: Running, requests: {cpu: "3"}}
+  - {name: near-0, namespace: c1, group: near, requests: {cpu: "1"}, nodeSelector: {pool: a}}
+  - {name: near-1, namespace: c1, group: near, requests: {cpu: "1"}, nodeSelector: {pool: a}}
+  - {name: wide-0, namespace: c1, group: wide, requests: {cpu: "4"}}
+  - {name: wide-1, namespace: c1, group: wide, requests: {cpu: "4"}}
+"""
+
+LEAVES = {"n0": "s0", "n1": "s0", "n2": "s1", "n3": "s1", "n4": "s2", "n5": "s3"}
+
+
+def numatopology(name, allocatable="0-3", reserved="1"):
+    return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+            "metadata": {"name": name},
+            "spec": {"policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": "single-numa-node"},
+                     "resReserved": {"cpu": reserved},
+                     "numares": {"cpu": {"allocatable": allocatable, "capacity": 4}},
+                     "cpuDetail": {str(c): {"numa": c // 2, "socket": 0, "core": c} for c in range(4)}}}
+
+
+class Serve:
+    def __init__(self, emu, conf):
+        self.log = []
+        self.proc = subprocess.Popen(
+            [KILN, "serve", "--kubeconfig", emu.kubeconfig, "--conf", conf, "--listen", "127.0.0.1:0",
+             "--schedule-period", "500ms", "-v", "2"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def text(self):
+        return "".join(self.log)
+
+    def sessions(self):
+        return sum(1 for l in self.log if re.search(r"session \d+ \(generation", l))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("kiln serve did not stop:\n" + self.text())
+        return self.proc.returncode
+
+
+class Topology(unittest.TestCase):
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="serve-topology-")
+        scenario = os.path.join(cls.tmp, "scenario.yaml")
+        with open(scenario, "w") as f:
+            f.write(SCENARIO)
+        cls.conf = os.path.join(cls.tmp, "scheduler.conf")
+        with open(cls.conf, "w") as f:
+            f.write(yaml.safe_load(SCENARIO)["conf"])
+        cls.manifests = os.path.join(cls.tmp, "m.yaml")
+        subprocess.run([KILN, "export-manifests", scenario, "-o", cls.manifests], check=True)
+        # The scenario format has no Numatopologies yet: they are loaded beside the export.
+        cls.extra = os.path.join(cls.tmp, "extra.yaml")
+        with open(cls.extra, "w") as f:
+            yaml.safe_dump_all([numatopology("n0"), numatopology("n1")], f)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["rm", "-rf", cls.tmp])
+
+    def kubectl(self, emu, *args, check=True):
+        r = subprocess.run([kubectl_path(KUBECTL_VERSIONS[-1]), "--kubeconfig", emu.kubeconfig,
+                            "--cache-dir", os.path.join(self.tmp, "kube-cache"), *args],
+                           capture_output=True, text=True, timeout=60)
+        if check:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def near_nodes(self, emu):
+        p = self.pods(emu)
+        return [p[n]["spec"].get("nodeName") for n in ("near-0", "near-1")]
+
+    def pods(self, emu):
+        code, out, _ = emu.get("/api/v1/namespaces/c1/pods")
+        self.assertEqual(code, 200, out)
+        return {p["metadata"]["name"]: p for p in out["items"]}
+
+    def test_export_holds_the_topology(self):
+        with open(self.manifests) as f:
+            objs = [o for o in yaml.safe_load_all(f) if o]
+        hns = {o["metadata"]["name"]: o for o in objs if o["kind"] == "HyperNode"}
+        self.assertEqual(sorted(hns), ["s0", "s1", "s2", "s3", "spine"])
+        self.assertEqual(hns["s1"]["apiVersion"], "topology.volcano.sh/v1alpha1")
+        self.assertNotIn("namespace", hns["s1"]["metadata"])
+        self.assertEqual(hns["s1"]["spec"], {"tier": 1, "tierName": "leaf", "members": [
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "^n[23]$"}}}]})
+        pgs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PodGroup"}
+        self.assertEqual(pgs["near"]["spec"]["networkTopology"], {"mode": "hard", "highestTierAllowed": 1})
+        self.assertEqual(pgs["wide"]["spec"]["networkTopology"], {"mode": "hard", "highestTierName": "leaf"})
+        # The Python mapping (tools/kube-emulator/scenario_to_manifests.py) writes the same objects.
+        scenario = os.path.join(self.tmp, "scenario.yaml")
+        py = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "kube-emulator", "scenario_to_manifests.py"),
+                             scenario, "--json"], check=True, capture_output=True, text=True)
+        py_objs = json.loads(py.stdout)["items"]
+        self.assertEqual({o["metadata"]["name"]: o["spec"] for o in py_objs if o["kind"] == "HyperNode"},
+                         {n: o["spec"] for n, o in hns.items()})
+        self.assertEqual({o["metadata"]["name"]: o["spec"]["networkTopology"] for o in py_objs if o["kind"] == "PodGroup"},
+                         {n: o["spec"]["networkTopology"] for n, o in pgs.items()})
+
+    def test_gangs_land_in_their_domain_and_a_hypernode_edit_takes_effect(self):
+        with Emulator(load=[self.manifests, self.extra]) as emu:
+            # Bad objects the API server lets through (the emulator does not validate CRDs): a
+            # HyperNode without a tier, a Numatopology of the wrong shape and one whose cpuset
+            # does not parse are each logged and skipped; the rest of the cluster schedules.
+            code, out, _ = emu.post("/apis/topology.volcano.sh/v1alpha1/hypernodes",
+                                    {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                                     "metadata": {"name": "bad"},
+                                     "spec": {"members": [{"type": "Node", "selector": {"exactMatch": {"name": "n4"}}}]}})
+            self.assertEqual(code, 201, out)
+            bad_numa = numatopology("n2")
+            bad_numa["spec"]["numares"] = {"cpu": "0-3"}
+            self.assertEqual(emu.post("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", bad_numa)[0], 201)
+            self.assertEqual(emu.post("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies",
+                                      numatopology("n3", allocatable="3-0"))[0], 201)
+
+            serve = Serve(emu, self.conf)
+            try:
+                # 1. `near` lands inside one leaf; `wide` waits (no leaf has two free nodes).
+                def near_bound():
+                    p = self.pods(emu)
+                    nodes = [p[n]["spec"].get("nodeName") for n in ("near-0", "near-1")]
+                    return nodes if all(nodes) else None
+                nodes = wait_until(near_bound, timeout=60, what="gang near bound")
+                self.assertEqual(LEAVES[nodes[0]], LEAVES[nodes[1]], f"near spans leaves: {nodes}")
+                self.assertIn(LEAVES[nodes[0]], ("s0", "s1"))
+                start = serve.sessions()
+                wait_until(lambda: serve.sessions() >= start + 3, timeout=60, what="three more sessions")
+                p = self.pods(emu)
+                self.assertFalse(p["wide-0"]["spec"].get("nodeName"), "wide bound before the edit")
+                self.assertFalse(p["wide-1"]["spec"].get("nodeName"), "wide bound before the edit")
+
+                # Both CRDs are listed and watched.
+                reqs = emu.stats()["requests"]
+                for r in ("hypernodes", "numatopologies"):
+                    self.assertGreaterEqual(reqs.get(f"list {r}", 0), 1, reqs)
+                    self.assertGreaterEqual(reqs.get(f"watch {r}", 0), 1, reqs)
+                log = serve.text()
+                self.assertIn("hypernodes: skipping an object: hypernode bad: spec: has no tier", log)
+                self.assertIn("numatopologies: skipping an object: numatopology n2: spec.numares.cpu: "
+                              "must be an object, got a string", log)
+                self.assertIn("numatopologies: skipping an object: numatopology n3: spec.numares.cpu.allocatable: "
+                              "`3-0` is not a cpuset (`0-3,8`): bad part `3-0`", log)
+
+                # 2. The edit, with kubectl: s2 now holds n4 and n5, s3 is gone.
+                s2 = json.loads(self.kubectl(emu, "get", "hypernode", "s2", "-o", "json").stdout)
+                s2["spec"]["members"] = [{"type": "Node", "selector": {"regexMatch": {"pattern": "^n[45]$"}}}]
+                edited = os.path.join(self.tmp, "s2.json")
+                with open(edited, "w") as f:
+                    json.dump(s2, f)
+                self.kubectl(emu, "replace", "-f", edited)
+                self.kubectl(emu, "delete", "hn", "s3")
+                edit_at = serve.sessions()
+
+                def wide_bound():
+                    p = self.pods(emu)
+                    nodes = [p[n]["spec"].get("nodeName") for n in ("wide-0", "wide-1")]
+                    return nodes if all(nodes) else None
+                wide = wait_until(wide_bound, timeout=60, what="gang wide bound after the edit")
+                self.assertEqual(sorted(wide), ["n4", "n5"])
+                # Within a few sessions of the edit (the watch delivers it at once).
+                self.assertLessEqual(serve.sessions(), edit_at + 4, "the edit took too long to take effect")
+                self.assertEqual(sorted(self.near_nodes(emu)), sorted(nodes))  # near did not move
+                # The HyperNodes the session placed the jobs under (logged at -v 2).
+                leaf = LEAVES[nodes[0]]
+                wait_until(lambda: re.search(rf"allocated HyperNodes: c1/near={leaf}, c1/wide=s2\b", serve.text()),
+                           timeout=30, what="the allocated HyperNodes in the log")
+
+                # 3. The PodGroups keep their spec and annotations through the status writes, and
+                # no allocated-HyperNode annotation is written (Volcano keeps it in memory).
+                time.sleep(1.5)
+                code, pgs, _ = emu.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups")
+                self.assertEqual(code, 200)
+                pgs = {g["metadata"]["name"]: g for g in pgs["items"]}
+                self.assertEqual(pgs["wide"]["spec"]["networkTopology"], {"mode": "hard", "highestTierName": "leaf"})
+                self.assertEqual(pgs["near"]["metadata"].get("annotations"), {"team": "a"})
+                self.assertEqual(pgs["wide"]["metadata"].get("annotations"), {"team": "b"})
+                writes = [w for w in emu.control("writes")["writes"] if "/podgroups/" in w["path"]]
+                self.assertTrue(writes, "no PodGroup status was written")
+                self.assertTrue(any(pgs[g].get("status", {}).get("phase") for g in pgs))
+            finally:
+                self.assertEqual(serve.stop(), 0, serve.text())
+
+    def test_kubectl_gets_and_lists_the_topology_objects(self):
+        with Emulator(load=[self.manifests, self.extra]) as emu:
+            out = self.kubectl(emu, "get", "hypernodes").stdout
+            self.assertRegex(out, r"(?m)^NAME\s+TIER\s+TIERNAME\s+NODECOUNT\s+AGE")
+            self.assertRegex(out, r"(?m)^spine\s+2\s+spine\s")
+            self.assertRegex(out, r"(?m)^s1\s+1\s+leaf\s")
+            names = self.kubectl(emu, "get", "hn", "-o", "name").stdout.split()
+            self.assertEqual(sorted(names), [f"hypernode.topology.volcano.sh/{n}" for n in ("s0", "s1", "s2", "s3", "spine")])
+            s0 = json.loads(self.kubectl(emu, "get", "hypernode.topology.volcano.sh", "s0", "-o", "json").stdout)
+            self.assertEqual(s0["spec"]["members"][1], {"type": "Node", "selector": {"exactMatch": {"name": "n1"}}})
+            numa = json.loads(self.kubectl(emu, "get", "numatopologies", "-o", "json").stdout)["items"]
+            self.assertEqual([n["metadata"]["name"] for n in numa], ["n0", "n1"])
+            self.assertEqual(numa[0]["spec"]["policies"]["TopologyManagerPolicy"], "single-numa-node")
+            one = json.loads(self.kubectl(emu, "get", "numatopo", "n1", "-o", "json").stdout)
+            self.assertEqual(one["spec"]["numares"]["cpu"], {"allocatable": "0-3", "capacity": 4})
+            # Cluster-scoped: a namespace flag does not hide them, and the API has no namespaced path.
+            self.assertIn("s0", self.kubectl(emu, "get", "hn", "-n", "c1").stdout)
+            code, _, _ = emu.get("/apis/topology.volcano.sh/v1alpha1/namespaces/c1/hypernodes/s0")
+            self.assertEqual(code, 404)
+            # kubectl apply of an edit, and the watch sees it.
+            self.kubectl(emu, "patch", "hn", "s0", "--type", "merge", "-p", '{"spec": {"tierName": "rack"}}')
+            s0 = json.loads(self.kubectl(emu, "get", "hn", "s0", "-o", "json").stdout)
+            self.assertEqual(s0["spec"]["tierName"], "rack")
+
+
+if __name__ == "__main__":
+    unittest.main()
