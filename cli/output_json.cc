@@ -106,6 +106,11 @@ std::string FormatJson(const SimulationResult& result) {
     // The contract's topology extension: only where a job was placed under a HyperNode.
     if (!s.allocated_hyper_nodes.empty())
       j["allocatedHyperNodes"] = ObjectOfDistinctKeys(s.allocated_hyper_nodes, same);
+    // The contract's device extension: only where a plugin set annotations for a bind.
+    if (!s.pod_annotations.empty())
+      j["podAnnotations"] = ObjectOfDistinctKeys(s.pod_annotations, [&](const auto& kv) {
+        return std::pair(kv.first, ObjectOfDistinctKeys(kv.second, same));
+      });
     j["durationMicros"] = s.duration_micros;
     // An extension of the contract's shape: only present when a policy faulted.
     if (!s.faults.empty()) j["faults"] = s.faults;

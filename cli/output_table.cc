@@ -129,6 +129,12 @@ std::string FormatTable(const SimulationResult& result) {
       for (const auto& [job, hn] : s.allocated_hyper_nodes)
         out += fmt::format("    {:<{}} {}\n", job, width, hn);
     }
+    if (!s.pod_annotations.empty()) {
+      out += fmt::format("  pod annotations: {}\n", s.pod_annotations.size());
+      for (const auto& [pod, annotations] : s.pod_annotations)
+        for (const auto& [k, v] : annotations)
+          out += fmt::format("    {:<{}} {}={}\n", pod, width, k, v);
+    }
     if (!s.faults.empty()) {
       out += fmt::format("  policy faults: {}\n", s.faults.size());
       for (const auto& f : s.faults) out += fmt::format("    {}\n", f);

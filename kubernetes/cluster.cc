@@ -45,6 +45,7 @@ struct KubernetesCluster::State {
   struct Assumed {
     std::string uid;
     std::string node;
+    StringMap annotations;  // what the binding carries, seen on the pod until the watch does
   };
   std::map<std::string, Assumed> assumed;          // pod key → bind queued/in flight/done
   std::map<std::string, std::string> evicting;     // pod key → uid
@@ -321,7 +322,10 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
     bool ours = Ours(p.scheduler_name);
     PodSpec pod = p.spec;
     if (auto a = st.assumed.find(key); a != st.assumed.end() && pod.node.empty() && a->second.uid == p.meta.uid)
+    {
       pod.node = a->second.node;
+      for (const auto& [k, v] : a->second.annotations) pod.annotations[k] = v;
+    }
     if (auto e = st.evicting.find(key); e != st.evicting.end() && e->second == p.meta.uid) pod.deleting = true;
     if (auto n = st.nominated.find(key); n != st.nominated.end() && pod.node.empty()) pod.nominated_node = n->second;
     if (!pod.node.empty() && !st.nodes.items.count(pod.node)) {
@@ -379,12 +383,13 @@ void KubernetesCluster::PostEvent(ObjectReference about, std::string type, std::
   });
 }
 
-void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node) {
+void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node,
+                             const StringMap& annotations) {
   State& st = *state_;
   std::string ns = key.substr(0, key.find('/'));
   std::string name = key.substr(key.find('/') + 1);
   auto t0 = Clock::now();
-  WriteResult r = writer_.Bind(ns, name, uid, node);
+  WriteResult r = writer_.Bind(ns, name, uid, node, annotations);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (options_.on_bind) options_.on_bind(secs, r.done());
   using O = WriteResult::Outcome;
@@ -446,23 +451,26 @@ void KubernetesCluster::Apply(const SessionResult& result) {
     auto it = result.binds.find(key);
     if (it == result.binds.end()) continue;
     std::string uid;
+    StringMap annotations;
+    if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
+      annotations = a->second;
     {
       std::lock_guard lock(st.mu);
       auto p = st.pods.items.find(key);
       if (p == st.pods.items.end() || !p->second.spec.node.empty() || st.assumed.count(key)) continue;
       if (auto r = st.bind_retry.find(key); r != st.bind_retry.end() && r->second.at > now) continue;
       uid = p->second.meta.uid;
-      st.assumed[key] = State::Assumed{uid, it->second};
+      st.assumed[key] = State::Assumed{uid, it->second, annotations};
       st.nominated.erase(key);
     }
-    SubmitWrite([this, key, uid, node = it->second] {
+    SubmitWrite([this, key, uid, node = it->second, annotations] {
       if (!writes_enabled_) {
         std::lock_guard lock(state_->mu);
         state_->assumed.erase(key);
         ++state_->stats.writes_dropped;
         return;
       }
-      Bind(key, uid, node);
+      Bind(key, uid, node, annotations);
     });
   }
 

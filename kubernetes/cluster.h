@@ -116,7 +116,8 @@ class KubernetesCluster : public ClusterBinding {
  private:
   bool Ours(const std::string& scheduler_name) const;
   void SubmitWrite(std::function<void()> work);
-  void Bind(const std::string& key, const std::string& uid, const std::string& node);
+  void Bind(const std::string& key, const std::string& uid, const std::string& node,
+            const StringMap& annotations);
 
   std::shared_ptr<KubeClient> client_;
   KubernetesClusterOptions options_;

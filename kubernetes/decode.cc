@@ -539,6 +539,14 @@ Result<DecodedPod> DecodePod(const json& obj) {
       p.preemption_policy = ParsePreemption(pp->is_string() ? pp->get<std::string>() : "?",
                                             "spec.preemptionPolicy");
     p.requests = PodRequests(spec, "spec");
+    // The containers' limits, summed (device sharing reads gpu counts and memory there).
+    {
+      const json& containers = Array(spec, "containers", "spec");
+      for (size_t i = 0; i < containers.size(); ++i) {
+        std::string cp = fmt::format("spec.containers[{}].resources", i);
+        p.limits.Add(Resources(Object(containers[i], "resources", cp), "limits", cp));
+      }
+    }
     PodPlacement placement;
     placement.node_selector = Map(spec, "nodeSelector", "spec");
     placement.tolerations = Tolerations(spec, "spec");
@@ -1199,6 +1207,7 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     json container = {{"name", "main"}, {"image", p.image.empty() ? std::string(kDefaultImage) : p.image}};
     json requests = RequestsJson(p.requests);
     if (!requests.empty()) container["resources"] = {{"requests", requests}};
+    if (json limits = RequestsJson(p.limits); !limits.empty()) container["resources"]["limits"] = limits;
     if (!p.host_ports().empty()) {
       container["ports"] = json::array();
       for (const auto& hp : p.host_ports()) {

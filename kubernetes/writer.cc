@@ -111,13 +111,18 @@ WriteResult Writer::Classify(const Result<Response>& r, std::string_view what) {
 }
 
 WriteResult Writer::Bind(const std::string& ns, const std::string& name, const std::string& uid,
-                         const std::string& node) {
+                         const std::string& node, const StringMap& annotations) {
   std::string what = fmt::format("bind {}/{} to {}", ns, name, node);
   if (options_.dry_run) return DryRun(what);
   json binding = {{"apiVersion", "v1"},
                   {"kind", "Binding"},
                   {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
                   {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  if (!annotations.empty()) {
+    json a = json::object();
+    for (const auto& [k, v] : annotations) a[k] = v;
+    binding["metadata"]["annotations"] = std::move(a);
+  }
   return Classify(client_->Post(PodPath(ns, name) + "/binding", binding.dump()), what);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kubernetes/client.h"
+#include "runtime/model.h"
 #include "kubernetes/decode.h"
 #include "runtime/model.h"
 
@@ -89,9 +90,11 @@ class Writer {
   Writer(std::shared_ptr<KubeClient> client, WriterOptions options)
       : client_(std::move(client)), options_(std::move(options)) {}
 
-  // POST pods/{name}/binding with the pod's uid as precondition.
+  // POST pods/{name}/binding with the pod's uid as precondition. `annotations` go in the
+  // Binding's metadata, which the API server copies onto the pod (Volcano's cache binds with
+  // TaskInfo.PodAnnotations this way: deviceshare's device assignment).
   WriteResult Bind(const std::string& ns, const std::string& name, const std::string& uid,
-                   const std::string& node);
+                   const std::string& node, const StringMap& annotations = {});
   // Volcano's evict: the DisruptionTarget condition on the pod's status, then DELETE (with the
   // uid as precondition, so a replacement pod of the same name is never deleted).
   WriteResult Evict(const std::string& ns, const std::string& name, const std::string& uid);

@@ -154,6 +154,7 @@ KStr kiln_job_name(const Job* j) { return kiln::Str(j->name); }
 KStr kiln_job_namespace(const Job* j) { return kiln::Str(j->namespace_); }
 KStr kiln_job_queue_name(const Job* j) { return kiln::Str(j->queue_name); }
 KStr kiln_job_priority_class_name(const Job* j) { return kiln::Str(j->priority_class_name); }
+void kiln_task_limits(const Task* t, kiln::Resource* out) { *out = t->limits(); }
 void kiln_job_elastic_resources(const Job* j, kiln::Resource* out) {
   *out = j->GetElasticResources();
 }

@@ -129,6 +129,7 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Task,  "annotations",         StringMap,    Host,  kiln_task_annotation)                   \
   X(Task,  "node_selector",       StringMap,    Host,  kiln_task_node_selector)                \
   X(Task,  "has_pod_affinity_terms", Bool,      Field, has_pod_affinity_terms)                 \
+  X(Task,  "limits",              Resource,     Host,  kiln_task_limits)                       \
   /* ---- Job ---- */                                                                          \
   X(Job,   "uid",                 String,       Host,  kiln_job_uid)                           \
   X(Job,   "name",                String,       Host,  kiln_job_name)                          \

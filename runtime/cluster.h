@@ -36,6 +36,10 @@ struct SessionResult {
   // This session's binds counted per lowest-tier HyperNode holding the bound node, sorted
   // ascending (scenario `expect.bindCountsByLeafHyperNode`); empty without HyperNodes.
   std::vector<int64_t> bind_counts_by_leaf_hyper_node;
+  // Bound pods' annotations that plugins set for the bind (Volcano's TaskInfo.PodAnnotations
+  // beyond the pod's own, carried by the Binding: deviceshare's device assignment), pod key →
+  // annotations; pods without any are absent.
+  std::map<std::string, StringMap> pod_annotations;
   std::vector<std::string> faults;                     // policy faults, as the session logged
   // With invariant checking on (runtime/invariants.h): what the checker found, "<action>: what".
   std::vector<std::string> invariant_violations;

@@ -311,7 +311,8 @@ namespace {
 // The pod's placement shape; pods with none share the one empty shape.
 std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
   const PodPlacement& pl = *ps.placement;
-  if (ps.labels.empty() && ps.annotations.empty() && ps.image.empty() && pl.empty())
+  bool no_limits = ps.limits.IsEmpty() && !ps.limits.HasScalars();
+  if (ps.labels.empty() && ps.annotations.empty() && ps.image.empty() && pl.empty() && no_limits)
     return PodShape::Empty();
   auto shape = std::make_shared<PodShape>();
   shape->labels = ps.labels;
@@ -322,6 +323,7 @@ std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
   shape->topology_spread_constraints = pl.topology_spread_constraints;
   shape->host_ports = pl.host_ports;
   if (!ps.image.empty()) shape->images = {ps.image};
+  shape->limits = ps.limits;
   return shape;
 }
 

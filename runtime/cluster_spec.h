@@ -144,6 +144,9 @@ struct PodSpec {
   std::string group;  // PodGroup name (the loader fills it for a pod without one)
   std::string task;   // volcano.sh/task-spec
   Resource requests;  // the single container's requests (without the hidden pods: 1)
+  // The container's resources.limits (scenario `limits`; in kiln serve the sum over the pod's
+  // containers). Never added to requests: device sharing reads device counts and memory here.
+  Resource limits;
   std::string priority_class_name;
   std::optional<int32_t> priority;
   PodPhase phase = PodPhase::Pending;

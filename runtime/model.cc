@@ -97,7 +97,8 @@ std::optional<QueueState> ParseQueueState(std::string_view s) {
 bool PodShape::empty() const {
   return labels.empty() && annotations.empty() && node_selector.empty() && tolerations.empty() &&
          !affinity.node_affinity && !affinity.pod_affinity && !affinity.pod_anti_affinity &&
-         topology_spread_constraints.empty() && host_ports.empty() && images.empty();
+         topology_spread_constraints.empty() && host_ports.empty() && images.empty() &&
+         limits.IsEmpty() && !limits.HasScalars();
 }
 
 const std::shared_ptr<const PodShape>& PodShape::Empty() {

@@ -254,6 +254,8 @@ struct PodShape {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<HostPort> host_ports;
   std::vector<std::string> images;
+  // The container limits (PodSpec::limits): what device sharing reads (deviceshare.policy).
+  Resource limits;
 
   bool empty() const;
   // The one shape every pod without labels, annotations, selectors, tolerations, affinity,
@@ -314,6 +316,7 @@ struct Task {
   }
   const std::vector<HostPort>& host_ports() const { return shape->host_ports; }
   const std::vector<std::string>& images() const { return shape->images; }
+  const Resource& limits() const { return shape->limits; }
   // A shape of this task's own to edit (a copy when it is shared): for tests and tools that
   // build tasks by hand; BuildCluster builds each pod's shape once.
   PodShape& mutable_shape();

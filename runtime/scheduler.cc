@@ -110,6 +110,10 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     result.bind_order.push_back(b.task->Key());
   }
   for (const auto& e : d.evictions) result.evictions.insert(e.task->Key());
+  if (std::map<const Task*, StringMap> annotated = ssn.pod_annotations(); !annotated.empty())
+    for (const auto& b : d.binds)
+      if (auto it = annotated.find(b.task); it != annotated.end())
+        result.pod_annotations[b.task->Key()] = it->second;
   for (const auto& p : d.pipelined) {
     result.pipelined[p.task->Key()] = p.node->name;
     if (p.task->eviction_occurred) result.nominated[p.task->Key()] = p.node->name;

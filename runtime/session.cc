@@ -1233,6 +1233,24 @@ void Session::UpdatePodGroupCondition(Job* j, PodGroupCondition c) { j->SetCondi
 
 void Session::SetJobFitError(Job* j, std::string message) { j->job_fit_error = std::move(message); }
 
+void Session::SetPodAnnotation(const Task* t, std::string key, std::string value) {
+  std::lock_guard<std::mutex> lock(pod_annotations_mu_);
+  pod_annotations_[t][std::move(key)] = std::move(value);
+}
+
+void Session::RemovePodAnnotation(const Task* t, const std::string& key) {
+  std::lock_guard<std::mutex> lock(pod_annotations_mu_);
+  auto it = pod_annotations_.find(t);
+  if (it == pod_annotations_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) pod_annotations_.erase(it);
+}
+
+std::map<const Task*, StringMap> Session::pod_annotations() const {
+  std::lock_guard<std::mutex> lock(pod_annotations_mu_);
+  return pod_annotations_;
+}
+
 void Session::RecordFitErrors(Task* t, FitErrors errors) {
   if (t->job == nullptr) return;
   t->job->nodes_fit_errors[t->index] = std::move(errors);

@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -426,6 +427,13 @@ class Session {
   // Volcano's job.JobFitErrors (gang sets it at close): what a pending task of the job without
   // fit errors of its own reports as its unschedulable reason.
   void SetJobFitError(Job* j, std::string message);
+  // Pod annotations a plugin decided for a task (Volcano's TaskInfo.PodAnnotations beyond the
+  // pod's own: deviceshare's device assignment), carried by the task's binding when it binds.
+  // A plugin sets them from its allocate handler and removes them from its deallocate handler.
+  void SetPodAnnotation(const Task* t, std::string key, std::string value);
+  void RemovePodAnnotation(const Task* t, const std::string& key);
+  // Task → the annotations set for it and not removed (tasks with none are absent).
+  std::map<const Task*, StringMap> pod_annotations() const;
   // Records that nodes rejected t (job.nodes_fit_errors[t]), replacing an earlier record.
   void RecordFitErrors(Task* t, FitErrors errors);
   // Node names rejected with UnschedulableAndUnresolvable for t earlier in this session.
@@ -539,6 +547,8 @@ class Session {
   std::vector<std::unique_ptr<ScoreCache>> score_caches_;
   Decisions decisions_;
   mutable std::mutex fault_mu_;
+  mutable std::mutex pod_annotations_mu_;
+  std::map<const Task*, StringMap> pod_annotations_;
   mutable std::atomic<uint64_t> fault_count_{0};
   bool io_pool_ = false;
   // One flag per plugin slot, set by the watchdog (read by concurrent dispatchers).

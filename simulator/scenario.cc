@@ -871,6 +871,7 @@ Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
       {"group", [&](auto& v, auto& f, O& o) { return Store(o.group, Str(v, f)); }},
       {"task", [&](auto& v, auto& f, O& o) { return Store(o.task, Str(v, f)); }},
       {"requests", [&](auto& v, auto& f, O& o) { return Store(o.requests, ReadResources(v, f)); }},
+      {"limits", [&](auto& v, auto& f, O& o) { return Store(o.limits, ReadResources(v, f)); }},
       {"priorityClassName", [&](auto& v, auto& f, O& o) { return Store(o.priority_class_name, Str(v, f)); }},
       {"priority", [&](auto& v, auto& f, O& o) { return Store(o.priority, ReadInt32(v, f)); }},
       {"phase", [&](auto& v, auto& f, O& o) -> Status {
@@ -1047,7 +1048,7 @@ Status Loader::ReadExpect(const yaml::Node& n, ExpectSpec& out) {
   TRY(r_.ExpectMap(n, "`expect`",
                    {"binds", "bindCount", "evictions", "evictionCount", "pipelined",
                     "podGroupPhases", "unschedulable", "warnings",
-                    "calls", "bindCountsByLeafHyperNode"},
+                    "calls", "bindCountsByLeafHyperNode", "podAnnotations"},
                    true));
   out.where = yaml::Where(n, r_.file());
   if (n.IsNull()) return Status::Ok();
@@ -1093,6 +1094,17 @@ Status Loader::ReadExpect(const yaml::Node& n, ExpectSpec& out) {
     } else if (k == "calls") {
       out.calls.emplace();
       TRY(ReadCalls(v, what, true, *out.calls));
+    } else if (k == "podAnnotations") {
+      TRY(r_.ExpectAnyMap(v, what));
+      auto& pods = out.pod_annotations.emplace();
+      if (!v.IsNull())
+        for (const auto& p : v) {
+          std::string pod(p.first.Scalar());
+          ASSIGN_OR_RETURN(auto annotations,
+                           ReadStringMap(p.second, fmt::format("`{}` in {}", pod, what)));
+          pods[pod] = std::map<std::string, std::string>(annotations.begin(), annotations.end());
+          expect_pods_.emplace_back(pod, yaml::Where(p.first, r_.file()));
+        }
     } else if (k == "bindCountsByLeafHyperNode") {
       TRY(r_.ExpectList(v, what));
       std::vector<int64_t> counts;

@@ -49,12 +49,15 @@ struct ExpectSpec {
   std::optional<std::vector<std::string>> warnings;
   // The scenario's `calls` with the results they must give (runtime/calls.h).
   std::optional<std::vector<CallSpec>> calls;
+  // The annotations plugins set for binds (SessionResult::pod_annotations): each listed pod's
+  // exactly (`{}`: none); pods not listed are not checked.
+  std::optional<std::map<std::string, std::map<std::string, std::string>>> pod_annotations;
   SourceLocation where;
 
   bool empty() const {
     return !binds && !bind_count && !evictions && !eviction_count && !pipelined &&
            !pod_group_phases && !unschedulable && !warnings && !bind_counts_by_leaf_hyper_node &&
-           !calls;
+           !calls && !pod_annotations;
   }
 };
 

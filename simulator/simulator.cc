@@ -335,6 +335,9 @@ void SimulatedCluster::Apply(const SessionResult& result) {
     pod.phase = PodPhase::Running;
     pod.scheduled_at = result.time;
     pod.started_at = result.time;
+    // The binding's annotations land on the pod, as the API server copies them.
+    if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
+      for (const auto& [k, v] : a->second) pod.annotations[k] = v;
     if (trace_) {
       auto j = jobs_.find(pod.JobUid());
       if (j != jobs_.end() && !j->second.first_bind) j->second.first_bind = result.time;
@@ -461,6 +464,13 @@ std::vector<std::string> CheckExpectations(const ExpectSpec& expect, const Sessi
     }
   }
   if (expect.unschedulable) compare_map("unschedulable", *expect.unschedulable, got.unschedulable);
+  if (expect.pod_annotations)
+    for (const auto& [pod, want] : *expect.pod_annotations) {
+      std::map<std::string, std::string> have;
+      if (auto it = got.pod_annotations.find(pod); it != got.pod_annotations.end())
+        have.insert(it->second.begin(), it->second.end());
+      compare_map(fmt::format("podAnnotations: {}", pod), want, have);
+    }
   if (expect.bind_counts_by_leaf_hyper_node &&
       *expect.bind_counts_by_leaf_hyper_node != got.bind_counts_by_leaf_hyper_node)
     diffs.push_back(fmt::format("bindCountsByLeafHyperNode: expected [{}], got [{}]",

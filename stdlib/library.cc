@@ -79,6 +79,8 @@ const Function kFunctions[] = {
     {"strings", "ends_with", "", "(string, string) -> bool", NATIVE(kiln_std_ends_with),
      "suffix test"},
     {"strings", "trim", "", "(string) -> string", NATIVE(kiln_std_trim), "strip blanks"},
+    {"strings", "to_upper", "", "(string) -> string", HOST(kiln_host_to_upper),
+     "ASCII upper case (Go's strings.ToUpper on ASCII text)"},
     {"strings", "split", "", "(string, string) -> list<string>", HOST(kiln_host_split),
      "Go's strings.Split: split(\"\", \"/\") == [\"\"]"},
     {"strings", "parse_json_number_map", "", "(string) -> map<string, float>?",
@@ -167,6 +169,15 @@ const Function kFunctions[] = {
     {"session", "set_fit_error", "", "(Job, string)", HOST(kiln_host_set_fit_error),
      "set_fit_error(job, message): the job's fit error (Volcano's JobFitErrors), the reason its "
      "pending tasks without a node fit error report at close"},
+    {"session", "set_pod_annotation", "", "(Task, string, string)",
+     HOST(kiln_host_set_pod_annotation),
+     "set_pod_annotation(task, key, value): an annotation the task's binding carries onto the pod "
+     "if it binds in this session (Volcano's TaskInfo.PodAnnotations; deviceshare's device "
+     "assignment); call it from allocate"},
+    {"session", "remove_pod_annotation", "", "(Task, string)",
+     HOST(kiln_host_remove_pod_annotation),
+     "remove_pod_annotation(task, key): forgets an annotation set_pod_annotation set for the "
+     "task (call it from deallocate)"},
     {"session", "show", "", "(string, Resource)", HOST(kiln_host_show_resource),
      "show(name, r): in a show_queue handler, a resource figure `kiln explain` prints for the "
      "queue (deserved, allocated, capability); does nothing when nobody is explaining"},

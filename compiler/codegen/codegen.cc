@@ -2376,6 +2376,10 @@ class Lowering {
     // Host functions (session-facing) take the PolicyContext first, then the native ABI.
     if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
     if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
+    if (name == "set_pod_annotation")
+      return EmitStdNative(c, "kiln_host_set_pod_annotation", args, true);
+    if (name == "remove_pod_annotation")
+      return EmitStdNative(c, "kiln_host_remove_pod_annotation", args, true);
     if (name == "victim_order") {
       // The list goes as (items, n) and comes back through an out pointer, like split's.
       Value* preemptor = arg(0);

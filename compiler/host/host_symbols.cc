@@ -68,6 +68,9 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
   add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
+  add("kiln_host_set_pod_annotation", &kiln_host_set_pod_annotation);
+  add("kiln_host_remove_pod_annotation", &kiln_host_remove_pod_annotation);
+  add("kiln_host_to_upper", &kiln_host_to_upper);
   add("kiln_host_victim_order", &kiln_host_victim_order);
   add("kiln_host_show_resource", &kiln_host_show_resource);
   add("kiln_host_show_number", &kiln_host_show_number);
@@ -159,6 +162,32 @@ void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* messag
                                std::string(message ? message : "", message ? message_len : 0));
   } catch (const std::exception& e) {
     std::string msg = std::string("set_fit_error: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
+
+void kiln_host_set_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
+                                  size_t key_len, const char* value, size_t value_len) {
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session || !task) return;
+  if (!kiln::ChargeHostWork(static_cast<int64_t>(key_len + value_len))) return;
+  try {
+    c->session->SetPodAnnotation(task, std::string(key ? key : "", key ? key_len : 0),
+                                 std::string(value ? value : "", value ? value_len : 0));
+  } catch (const std::exception& e) {
+    std::string msg = std::string("set_pod_annotation: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
+
+void kiln_host_remove_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
+                                     size_t key_len) {
+  auto* c = static_cast<kiln::PolicyContext*>(ctx);
+  if (!c->session || !task) return;
+  try {
+    c->session->RemovePodAnnotation(task, std::string(key ? key : "", key ? key_len : 0));
+  } catch (const std::exception& e) {
+    std::string msg = std::string("remove_pod_annotation: ") + e.what();
     kiln_policy_fault(msg.data(), msg.size());
   }
 }

@@ -33,6 +33,14 @@ KList kiln_host_session_resource_quotas(const void* ctx);
 void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
                              const char* status, size_t status_len, const char* reason,
                              size_t reason_len, const char* message, size_t message_len);
+// set_pod_annotation(task, key, value) / remove_pod_annotation(task, key): the annotations the
+// task's binding carries (Session::SetPodAnnotation).
+void kiln_host_set_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
+                                  size_t key_len, const char* value, size_t value_len);
+void kiln_host_remove_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
+                                     size_t key_len);
+// stdlib `to_upper`: ASCII upper case, built in the call arena.
+KStr kiln_host_to_upper(const char* s, size_t s_size);
 // set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).
 void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
                              size_t message_len);

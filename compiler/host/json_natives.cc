@@ -145,6 +145,20 @@ KStr kiln_host_json_quote(const char* s, size_t s_size) {
   }
 }
 
+KStr kiln_host_to_upper(const char* s, size_t s_size) {
+  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size))) return KStr{"", 0};
+  try {
+    std::string out(s ? s : "", s ? s_size : 0);
+    for (char& ch : out)
+      if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+    return kiln::ArenaString(out);
+  } catch (const std::exception& e) {
+    std::string msg = std::string("to_upper: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+    return KStr{"", 0};
+  }
+}
+
 bool kiln_host_json_number(const char* text, size_t text_size, const char* pointer,
                            size_t pointer_size, double* out) {
   return kiln::WithValueAt(text, text_size, pointer, pointer_size, [&](const nlohmann::json& v) {

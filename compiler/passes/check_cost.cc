@@ -620,6 +620,8 @@ class CostEstimator {
     if (f == "starts_with" || f == "ends_with") return str(1);
     if (f == "split") return Mul(Constant(2), str(0));
     if (f == "json_quote") return Mul(Constant(2), str(0));
+    if (f == "to_upper") return str(0);
+    if (f == "set_pod_annotation") return Add(str(1), str(2));
     if (f.starts_with("json_") || f.starts_with("parse_json_")) return Mul(Constant(8), str(0));
     if (f == "http_post") return str(1);
     return {};

@@ -164,6 +164,51 @@ class FirstSession(unittest.TestCase):
                 self.assertEqual(phases[job], phase, job)
 
 
+DEVICES = os.path.join(ROOT, "tests", "volcano-compat", "deviceshare",
+                       "vgpu-binpack-score-follows-session-usage.yaml")
+# The vGPU annotations whose values are times: the session clock, which `kiln serve` takes from
+# the wall clock (the scenario's `now` in `kiln simulate`).
+TIME_ANNOTATIONS = {"volcano.sh/vgpu-time", "volcano.sh/bind-time", "volcano.sh/predicate-time"}
+
+
+class DeviceAnnotations(unittest.TestCase):
+    """deviceshare's device assignment reaches the bound pods through the Binding, as Volcano's
+    cache binds with TaskInfo.PodAnnotations: read back with kubectl."""
+
+    def test_bound_pods_carry_the_device_annotations(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            manifests = os.path.join(tmp, "m.yaml")
+            conf = os.path.join(tmp, "scheduler.conf")
+            export_manifests(DEVICES, manifests)
+            scenario_conf(DEVICES, conf)
+            want = simulate(DEVICES)["sessions"][0]
+            self.assertTrue(want.get("podAnnotations"), want)
+            with Emulator(load=[manifests]) as emu:
+                serve = Serve(emu, conf, period="1h")
+                try:
+                    wait_until(lambda: serve.sessions() >= 1, timeout=60, what="the first session")
+                    wait_until(lambda: sum(emu.stats()["bindsOk"].values()) >= len(want["binds"]),
+                               timeout=30, what="the binds")
+                    pods = kubectl_json(emu, "pods", "-A")["items"]
+                finally:
+                    self.assertEqual(serve.stop(), 0, serve.text())
+        got = {f'{p["metadata"]["namespace"]}/{p["metadata"]["name"]}': p for p in pods}
+        started = int(time.time()) - 600
+        for key, node in want["binds"].items():
+            self.assertEqual(got[key]["spec"].get("nodeName"), node, key)
+            annotations = got[key]["metadata"].get("annotations") or {}
+            for k, v in want["podAnnotations"][key].items():
+                self.assertIn(k, annotations, key)
+                if k in TIME_ANNOTATIONS:
+                    self.assertGreaterEqual(int(annotations[k]), started, (key, k))
+                else:
+                    self.assertEqual(annotations[k], v, (key, k))
+        # The running pod keeps its own annotation and gets none of the scheduler's.
+        self.assertEqual(got["c1/a-0"]["metadata"]["annotations"].get("volcano.sh/vgpu-ids-new"),
+                         "GPU-n2-0,NVIDIA,3000,0:")
+        self.assertNotIn("volcano.sh/vgpu-node", got["c1/a-0"]["metadata"]["annotations"])
+
+
 def expected_after_cycles(manifests, sessions):
     """The cluster `kiln simulate --cycles` describes, replayed on the exported objects: which pods
     exist and where each runs. An evicted pod of a PodGroup comes back Pending (the job

@@ -77,6 +77,7 @@ pods[]                           v1 Pod with spec.schedulerName "volcano" and on
                                  group, as Volcano's controller and the loader do)
   task                           metadata.annotations["volcano.sh/task-spec"]
   requests                       spec.containers[0].resources.requests (omitted when empty)
+  limits                         spec.containers[0].resources.limits (omitted when empty)
   image                          spec.containers[0].image (default registry.k8s.io/pause:3.9:
                                  Kubernetes requires one; no scenario node lists it)
   hostPorts                      spec.containers[0].ports[] {containerPort, hostPort, protocol, hostIP}
@@ -379,6 +380,9 @@ class Converter:
         req = self.resources(f"pod `{ns}/{name}`", "requests", p)
         if req:
             container["resources"] = {"requests": req}
+        lim = self.resources(f"pod `{ns}/{name}`", "limits", p)
+        if lim:
+            container.setdefault("resources", {})["limits"] = lim
         if p.get("hostPorts"):
             container["ports"] = self.plain(p["hostPorts"])
         spec = {"schedulerName": "volcano", "containers": [container]}
