@@ -46,6 +46,7 @@ void ForEachInput(const CallSpec& c, F&& f) {
   opt("queue", c.queue);
   opt("l", c.l);
   opt("r", c.r);
+  opt("subJob", c.sub_job);
   if (c.has_preemptor) f("preemptor", c.preemptor ? Json(*c.preemptor) : Json(nullptr));
   if (c.candidates) f("candidates", Json(*c.candidates));
   if (c.nodes) f("nodes", Json(*c.nodes));

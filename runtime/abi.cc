@@ -64,6 +64,8 @@ constexpr std::string_view ElemName(std::string_view e) { return e == "_" ? std:
 #define KILN_SHAPE_FN_StringMap(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_IntMap(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_Record(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_Job(fn) reinterpret_cast<const void*>(&fn)
+#define KILN_SHAPE_FN_TaskList(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_OptionalRecord(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_OptionalInt(fn) reinterpret_cast<const void*>(&fn)
 #define KILN_SHAPE_FN_StringList(fn) nullptr
@@ -83,6 +85,8 @@ const AbiFieldInfo kShapeFields[] = {
 #define KILN_SYMS_Bool(fn) KILN_SYM(fn)
 #define KILN_SYMS_Resource(fn) KILN_SYM(fn)
 #define KILN_SYMS_Record(fn) KILN_SYM(fn)
+#define KILN_SYMS_Job(fn) KILN_SYM(fn)
+#define KILN_SYMS_TaskList(fn) KILN_SYM(fn)
 #define KILN_SYMS_OptionalRecord(fn) KILN_SYM(fn)
 #define KILN_SYMS_OptionalInt(fn) KILN_SYM(fn)
 #define KILN_SYMS_StringMap(fn) KILN_SYM(fn) KILN_SYM(fn##_size) KILN_SYM(fn##_at)
@@ -395,6 +399,42 @@ const void* kiln_task_job_allocated_hyper_node(const Task* o) {
   return o->job_allocated_hyper_node;
 }
 const void* kiln_node_hyper_node(const Node* o) { return o->hyper_node; }
+
+using kiln::SubGroupPolicy;
+using kiln::SubJob;
+KILN_STR_FN(kiln_sub_job_uid, SubJob, o->uid)
+KILN_STR_FN(kiln_sub_job_group, SubJob, o->group)
+bool kiln_sub_job_is_default(const SubJob* o) { return o->IsDefault(); }
+const void* kiln_sub_job_job(const SubJob* o) { return o->job; }
+KList kiln_sub_job_tasks(const SubJob* o) { return kiln::List(o->tasks); }
+KILN_INT_FN(kiln_sub_job_task_count, SubJob, o->tasks.size())
+KILN_INT_FN(kiln_sub_job_min_available, SubJob, o->min_available)
+KILN_INT_FN(kiln_sub_job_match_index, SubJob, o->match_index)
+KILN_INT_FN(kiln_sub_job_priority, SubJob, o->priority)
+KILN_INT_FN(kiln_sub_job_ready_task_num, SubJob, o->ReadyTaskNum())
+KILN_INT_FN(kiln_sub_job_waiting_task_num, SubJob, o->WaitingTaskNum())
+KILN_INT_FN(kiln_sub_job_pending_best_effort_task_num, SubJob, o->PendingBestEffortTaskNum())
+bool kiln_sub_job_is_ready(const SubJob* o) { return o->IsReady(); }
+bool kiln_sub_job_is_pipelined(const SubJob* o) { return o->IsPipelined(); }
+void kiln_sub_job_min_resources(const SubJob* o, kiln::Resource* out) { *out = o->PendingRequest(); }
+bool kiln_sub_job_has_network_topology(const SubJob* o) { return o->HasNetworkTopology(); }
+bool kiln_sub_job_hard_topology(const SubJob* o) { return o->hard_topology; }
+KILN_INT_FN(kiln_sub_job_highest_tier_allowed, SubJob, o->highest_tier_allowed)
+const void* kiln_sub_job_allocated_hyper_node(const SubJob* o) { return o->allocated_hyper_node; }
+const void* kiln_sub_job_nominated_hyper_node(const SubJob* o) { return o->nominated_hyper_node; }
+KILN_STR_FN(kiln_sub_group_policy_name, SubGroupPolicy, o->name)
+KILN_INT_FN(kiln_sub_group_policy_sub_group_size, SubGroupPolicy, o->sub_group_size.value_or(1))
+KILN_INT_FN(kiln_sub_group_policy_min_sub_groups, SubGroupPolicy, o->min_sub_groups.value_or(0))
+KILN_STRLIST_FN(kiln_sub_group_policy_match_label_keys, SubGroupPolicy, o->match_label_keys)
+size_t kiln_job_sub_jobs_size(const Job* o) { return o->sub_jobs.size(); }
+const void* kiln_job_sub_jobs_at(const Job* o, size_t i) {
+  return i < o->sub_jobs.size() ? o->sub_jobs[i].get() : nullptr;
+}
+size_t kiln_job_sub_group_policy_size(const Job* o) { return o->sub_group_policy.size(); }
+const void* kiln_job_sub_group_policy_at(const Job* o, size_t i) {
+  return i < o->sub_group_policy.size() ? &o->sub_group_policy[i] : nullptr;
+}
+const void* kiln_task_sub_job(const Task* o) { return o->sub_job; }
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

@@ -231,7 +231,7 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Taint) X(Toleration) X(SelectorRequirement) X(LabelSelector) X(NodeSelectorTerm)           \
   X(PreferredSchedulingTerm) X(PodAffinityTerm) X(WeightedPodAffinityTerm)                     \
   X(TopologySpreadConstraint) X(HostPort) X(PodDisruptionBudget) X(ResourceQuota)           \
-  X(HyperNode)
+  X(HyperNode) X(SubJob) X(SubGroupPolicy)
 
 #define KILN_ABI_SHAPE_FIELDS(X)                                                                                           \
   X(Task,  "tolerations",                 RecordList,     Host, kiln_task_tolerations,                 Toleration)               \
@@ -319,7 +319,38 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Job,   "allocated_hyper_node",        OptionalRecord, Host, kiln_job_allocated_hyper_node,         HyperNode)                \
   X(Job,   "sub_job_allocated_hyper_node", OptionalRecord, Host, kiln_job_sub_job_allocated_hyper_node, HyperNode)               \
   X(Task,  "job_allocated_hyper_node",    OptionalRecord, Host, kiln_task_job_allocated_hyper_node,    HyperNode)                \
-  X(Node,  "hyper_node",                  OptionalRecord, Host, kiln_node_hyper_node,                  HyperNode)
+  X(Node,  "hyper_node",                  OptionalRecord, Host, kiln_node_hyper_node,                  HyperNode)                \
+  /* SubJob (runtime/sub_job.h): a sub-group gang of a job, as the session opened it */                                 \
+  X(SubJob, "uid",                        String,         Host, kiln_sub_job_uid,                      _)                        \
+  X(SubJob, "group",                      String,         Host, kiln_sub_job_group,                    _)                        \
+  X(SubJob, "is_default",                 Bool,           Host, kiln_sub_job_is_default,               _)                        \
+  X(SubJob, "job",                        Job,            Host, kiln_sub_job_job,                      _)                        \
+  X(SubJob, "tasks",                      TaskList,       Host, kiln_sub_job_tasks,                    _)                        \
+  X(SubJob, "task_count",                 Int,            Host, kiln_sub_job_task_count,               _)                        \
+  X(SubJob, "min_available",              Int,            Host, kiln_sub_job_min_available,            _)                        \
+  X(SubJob, "match_index",                Int,            Host, kiln_sub_job_match_index,              _)                        \
+  X(SubJob, "priority",                   Int,            Host, kiln_sub_job_priority,                 _)                        \
+  /* Volcano's SubJobInfo counters, over its tasks now */                                                              \
+  X(SubJob, "ready_task_num",             Int,            Host, kiln_sub_job_ready_task_num,           _)                        \
+  X(SubJob, "waiting_task_num",           Int,            Host, kiln_sub_job_waiting_task_num,         _)                        \
+  X(SubJob, "pending_best_effort_task_num", Int,          Host, kiln_sub_job_pending_best_effort_task_num, _)                    \
+  X(SubJob, "is_ready",                   Bool,           Host, kiln_sub_job_is_ready,                 _)                        \
+  X(SubJob, "is_pipelined",               Bool,           Host, kiln_sub_job_is_pipelined,             _)                        \
+  /* Σ InitResreq of its Pending tasks (GetMinResources) */                                                            \
+  X(SubJob, "min_resources",              Resource,       Host, kiln_sub_job_min_resources,            _)                        \
+  X(SubJob, "has_network_topology",       Bool,           Host, kiln_sub_job_has_network_topology,     _)                        \
+  X(SubJob, "hard_topology",              Bool,           Host, kiln_sub_job_hard_topology,            _)                        \
+  X(SubJob, "highest_tier_allowed",       Int,            Host, kiln_sub_job_highest_tier_allowed,     _)                        \
+  X(SubJob, "allocated_hyper_node",       OptionalRecord, Host, kiln_sub_job_allocated_hyper_node,     HyperNode)                \
+  X(SubJob, "nominated_hyper_node",       OptionalRecord, Host, kiln_sub_job_nominated_hyper_node,     HyperNode)                \
+  /* SubGroupPolicy: a PodGroup spec.subGroupPolicy entry as written */                                                \
+  X(SubGroupPolicy, "name",               String,         Host, kiln_sub_group_policy_name,            _)                        \
+  X(SubGroupPolicy, "sub_group_size",     Int,            Host, kiln_sub_group_policy_sub_group_size,  _)                        \
+  X(SubGroupPolicy, "min_sub_groups",     Int,            Host, kiln_sub_group_policy_min_sub_groups,  _)                        \
+  X(SubGroupPolicy, "match_label_keys",   StringList,     Host, kiln_sub_group_policy_match_label_keys, _)                       \
+  X(Job,   "sub_jobs",                    RecordList,     Host, kiln_job_sub_jobs,                     SubJob)                   \
+  X(Job,   "sub_group_policy",            RecordList,     Host, kiln_job_sub_group_policy,             SubGroupPolicy)           \
+  X(Task,  "sub_job",                     OptionalRecord, Host, kiln_task_sub_job,                     SubJob)
 // clang-format on
 
 struct AbiFieldInfo {
@@ -393,6 +424,8 @@ KILN_ABI_FIELDS(KILN_X)
   size_t fn##_size(const kiln::owner*);                                         \
   const void* fn##_at(const kiln::owner*, size_t i);
 #define KILN_X_SDECL_Record(owner, fn, elem) const void* fn(const kiln::owner*);
+#define KILN_X_SDECL_Job(owner, fn, elem) const void* fn(const kiln::owner*);
+#define KILN_X_SDECL_TaskList(owner, fn, elem) KList fn(const kiln::owner*);
 #define KILN_X_SDECL_OptionalRecord(owner, fn, elem) const void* fn(const kiln::owner*);
 #define KILN_X_SDECL_OptionalInt(owner, fn, elem) bool fn(const kiln::owner*, int64_t* out);
 #define KILN_X(owner, name, kind, access, target, elem) KILN_X_SDECL_##kind(owner, target, elem)

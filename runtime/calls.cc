@@ -98,6 +98,13 @@ class Resolver {
     if (j == nullptr) err = fmt::format("job `{}` is not in the session", uid);
     return j;
   }
+  SubJob* FindSubJob(const std::string& uid, std::string& err) {
+    for (Job* j : ssn_.cluster().jobs())
+      for (const auto& s : j->sub_jobs)
+        if (s->uid == uid) return s.get();
+    err = fmt::format("sub-job `{}` is not in the session", uid);
+    return nullptr;
+  }
   Queue* FindQueue(const std::string& name, std::string& err) {
     Queue* q = ssn_.cluster().FindQueue(name);
     if (q == nullptr) err = fmt::format("queue `{}` is not in the session", name);
@@ -280,6 +287,19 @@ CallValue RunOne(Session& ssn, Resolver& res, const CallSpec& c, Task* empty_tas
     case ExtensionPoint::SimulateAddTask:
     case ExtensionPoint::SimulatePredicate:
     case ExtensionPoint::SimulateAllocatable:
+    case ExtensionPoint::SubJobReady:
+    case ExtensionPoint::SubJobPipelined: {
+      SubJob* s = res.FindSubJob(*c.sub_job, err);
+      if (!err.empty()) return Fail(err);
+      return Bool(c.point == ExtensionPoint::SubJobReady ? ssn.SubJobReady(s->job, s)
+                                                         : ssn.SubJobPipelined(s->job, s));
+    }
+    case ExtensionPoint::SubJobOrder: {
+      SubJob* l = res.FindSubJob(*c.l, err);
+      SubJob* r = err.empty() ? res.FindSubJob(*c.r, err) : nullptr;
+      if (!err.empty()) return Fail(err);
+      return Int(ssn.SubJobCompareFn(l, r));
+    }
     // The HyperNode points answer for candidates of allocate's search, which scenarios do not
     // spell (not callable yet).
     case ExtensionPoint::HyperNodeOrder:
@@ -341,6 +361,7 @@ std::string Describe(const CallSpec& c) {
   add("queue", c.queue);
   add("l", c.l);
   add("r", c.r);
+  add("subJob", c.sub_job);
   if (c.has_preemptor) parts.push_back(fmt::format("preemptor: {}", c.preemptor.value_or("null")));
   if (c.candidates) parts.push_back(fmt::format("candidates: [{}]", fmt::join(*c.candidates, ", ")));
   if (c.nodes) parts.push_back(fmt::format("nodes: [{}]", fmt::join(*c.nodes, ", ")));
@@ -349,7 +370,8 @@ std::string Describe(const CallSpec& c) {
 
 bool SameInputs(const CallSpec& a, const CallSpec& b) {
   return a.fn == b.fn && a.task == b.task && a.node == b.node && a.job == b.job &&
-         a.queue == b.queue && a.l == b.l && a.r == b.r && a.preemptor == b.preemptor &&
+         a.queue == b.queue && a.l == b.l && a.r == b.r && a.sub_job == b.sub_job &&
+         a.preemptor == b.preemptor &&
          a.candidates == b.candidates && a.nodes == b.nodes && a.scores == b.scores;
 }
 
@@ -368,7 +390,8 @@ std::optional<CallShape> ShapeOfCall(std::string_view fn) {
   }
   auto p = [&](int i) { return i < info->param_count ? info->params[i] : AbiKind::Void; };
   const bool pair = info->param_count >= 2 && p(0) == p(1) &&
-                    (p(0) == AbiKind::Job || p(0) == AbiKind::Queue || p(0) == AbiKind::Task);
+                    (p(0) == AbiKind::Job || p(0) == AbiKind::Queue || p(0) == AbiKind::Task ||
+                     p(0) == AbiKind::SubJob);
   if (pair) {
     shape.required = {"l", "r"};
     if (info->param_count == 3) shape.required.push_back("queue");  // the preemptor's queue
@@ -382,6 +405,7 @@ std::optional<CallShape> ShapeOfCall(std::string_view fn) {
         else shape.required.push_back("task");
         break;
       case AbiKind::Job: shape.required.push_back("job"); break;
+      case AbiKind::SubJob: shape.required.push_back("subJob"); break;
       case AbiKind::Node: shape.required.push_back("node"); break;
       case AbiKind::Queue: shape.required.push_back("queue"); break;
       case AbiKind::TaskList: shape.required.push_back("candidates"); break;

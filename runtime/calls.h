@@ -58,6 +58,9 @@ struct CallSpec {
   std::string fn;
   ExtensionPoint point{};
   std::optional<std::string> task, node, job, queue, l, r;
+  // sub_job_ready/sub_job_pipelined: a sub-job uid (runtime/sub_job.h: the job uid for its default
+  // sub-job, else "<job uid>/<policy>-<values>"); sub_job_order takes two as `l` and `r`.
+  std::optional<std::string> sub_job;
   // preemptable/reclaimable: absent or null is an empty task (no job, no requests).
   bool has_preemptor = false;  // the key was written (null or a pod)
   std::optional<std::string> preemptor;

@@ -54,19 +54,29 @@ namespace kiln {
   X(SessionOpen,      "session_open",       "",                   CallAll,          Nothing,           Void)                               \
   X(SessionClose,     "session_close",      "",                   CallAll,          Nothing,           Void)                               \
   X(ShowQueue,        "show_queue",         "",                   CallAll,          Nothing,           Void,       Queue)      \
-  X(HyperNodeOrder,   "hyper_node_order",   "enabledHyperNodeOrder", SumPerNode,    Zero,              FloatList,  Job, HyperNodeList) \
+  X(HyperNodeOrder,   "hyper_node_order",   "enabledHyperNodeOrder", SumPerNode,    Zero,              FloatList,  SubJob, HyperNodeList) \
   X(HyperNodeGradientForJob, "hyper_node_gradient_for_job", "enabledHyperNodeGradient", FirstDecides, SearchRootOnly, HyperNodeList, Job, HyperNodeList) \
-  X(HyperNodeGradientForSubJob, "hyper_node_gradient_for_sub_job", "enabledHyperNodeGradient", FirstDecides, SearchRootOnly, HyperNodeList, Job, HyperNodeList)
+  X(HyperNodeGradientForSubJob, "hyper_node_gradient_for_sub_job", "enabledHyperNodeGradient", FirstDecides, SearchRootOnly, HyperNodeList, SubJob, HyperNodeList) \
+  X(SubJobReady,      "sub_job_ready",      "enabledSubJobReady", All,              True,              Bool,       SubJob)                 \
+  X(SubJobPipelined,  "sub_job_pipelined",  "enabledSubJobPipelined", Vote,         True,              Vote,       SubJob)                 \
+  X(SubJobOrder,      "sub_job_order",      "enabledSubJobOrder", FirstNonZero,     MatchIndexThenUid, Int,        SubJob, SubJob)
 // clang-format on
 
 // hyper_node_order / hyper_node_gradient_for_job / hyper_node_gradient_for_sub_job
 // (network-topology-aware; Volcano's HyperNodeOrderMapFn, HyperNodeGradientForJobFn and
-// HyperNodeGradientForSubJobFn): allocate offers a job whose network topology is hard (after the
-// session's normalisation) the candidate HyperNodes of one search — the subtree under the search
-// root, root first, then level by level — and asks which of them the job (then its default
-// sub-job: its pending tasks, `job.sub_job_allocated_hyper_node`) may be placed in; the action
-// tries those tier by tier, lowest first, with a dry run in each. hyper_node_order scores the
-// HyperNodes whose dry run placed the sub-job; the best score wins.
+// HyperNodeGradientForSubJobFn): allocate offers a job placed by the HyperNode search (a hard
+// network topology after the session's normalisation, on the job or a sub-job, or a
+// subGroupPolicy) the candidate HyperNodes of one search — the subtree under the search root,
+// root first, then level by level — and asks which of them the job, then each of its sub-jobs
+// (runtime/sub_job.h), may be placed in; the action tries those tier by tier, lowest first, with
+// a dry run in each. hyper_node_order scores, for the sub-job, the HyperNodes whose dry run placed
+// it; the best score wins.
+//
+// sub_job_ready / sub_job_pipelined / sub_job_order (gang; Volcano's SubJobReadyFn,
+// SubJobPipelinedFn, SubJobOrderFn): while allocate places a job with a subGroupPolicy, whether
+// one sub-job has enough tasks placed, or placed and pipelined, and which sub-job goes first. For a
+// job without a subGroupPolicy the action asks job_ready / job_pipelined instead (Volcano's
+// Session.SubJobReady does the same), so those jobs never reach these handlers.
 
 
 // unified_evictable (gangpreempt/gangreclaim) gets the starving job and the candidates of one
@@ -155,6 +165,7 @@ enum class Fallback : uint8_t {
   False,
   Nothing,            // notifications: no answer
   SearchRootOnly,     // hyper_node_gradient: only the HyperNode the search starts from
+  MatchIndexThenUid,  // sub-job order: lower first matchLabelKeys value first, then sub-job uid
 };
 
 // ABI kinds of handler parameters and results. The compiler maps each to a language type; the
@@ -163,6 +174,7 @@ enum class AbiKind : uint8_t {
   Void, Int, Float, Bool, Vote, Status, Validation,
   Task, Job, Node, Queue, TaskList, NodeList, FloatList, NodeOrNone, Victims,
   HyperNodeList,  // list<HyperNode>: as a parameter the candidates; as a result, a subset of them
+  SubJob,         // a job's sub-group gang (runtime/sub_job.h)
 };
 
 struct ExtensionPointInfo {
@@ -219,6 +231,7 @@ constexpr std::string_view Describe(Fallback f) {
     case Fallback::False: return "false";
     case Fallback::Nothing: return "-";
     case Fallback::SearchRootOnly: return "only the HyperNode searched from";
+    case Fallback::MatchIndexThenUid: return "lower match index first, then sub-job uid";
   }
   return "";
 }

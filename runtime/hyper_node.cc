@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <regex>
 
+#include "runtime/sub_job.h"
+
 namespace kiln {
 
 std::string_view ToString(NetworkTopologyMode m) {
@@ -295,8 +297,13 @@ void HyperNodeTree::SnapshotResources() {
 }
 
 void OpenTopology(Cluster& cluster) {
-  const bool any_topology = std::any_of(cluster.jobs().begin(), cluster.jobs().end(),
-                                        [](const Job* j) { return j->HasNetworkTopology(); });
+  BuildSubJobs(cluster);
+  // Jobs with sub-group gangs are placed by allocate's HyperNode search even without a network
+  // topology (under the virtual top), as Volcano's allocateForJob places them.
+  const bool any_topology =
+      std::any_of(cluster.jobs().begin(), cluster.jobs().end(), [](const Job* j) {
+        return j->ContainsNetworkTopology() || j->HasSubGroupPolicy();
+      });
   if (cluster.hyper_nodes() == nullptr) {
     if (!any_topology) return;
     std::vector<HyperNodeTree::NodeRef> refs;
@@ -307,28 +314,46 @@ void OpenTopology(Cluster& cluster) {
   HyperNodeTree& tree = *cluster.hyper_nodes();
   tree.SnapshotResources();
   std::vector<Node*> placed;
+  // Volcano's adjustNetworkTopologySpec: highestTierName becomes a tier; soft mode becomes hard up
+  // to `max_tier`. Returns the tier, or nothing (no tier: not placed by the HyperNode search).
+  auto normalise = [&](NetworkTopologySpec nt, int64_t max_tier) -> std::optional<int64_t> {
+    if (!nt.highest_tier_allowed && !nt.highest_tier_name.empty())
+      if (std::optional<int64_t> tier = tree.TierOfName(nt.highest_tier_name))
+        nt.highest_tier_allowed = *tier;
+    if (nt.mode == NetworkTopologyMode::Soft) return max_tier;
+    return nt.highest_tier_allowed;
+  };
+  auto covering = [&](const std::vector<Task*>& tasks) {
+    placed.clear();
+    for (const Task* t : tasks)
+      if (AllocatedStatus(t->status) && t->node != nullptr) placed.push_back(t->node);
+    return tree.LowestCovering(placed);
+  };
   for (Job* job : cluster.jobs()) {
     job->hard_topology = false;
     job->highest_tier_allowed = 0;
     job->allocated_hyper_node = nullptr;
     job->sub_job_allocated_hyper_node = nullptr;
-    if (!job->HasNetworkTopology()) continue;
-    NetworkTopologySpec nt = *job->network_topology;
-    if (!nt.highest_tier_allowed && !nt.highest_tier_name.empty())
-      if (std::optional<int64_t> tier = tree.TierOfName(nt.highest_tier_name))
-        nt.highest_tier_allowed = *tier;
-    if (nt.mode == NetworkTopologyMode::Soft) {
-      nt.mode = NetworkTopologyMode::Hard;
-      nt.highest_tier_allowed = tree.top()->tier;
+    if (job->HasNetworkTopology()) {
+      std::optional<int64_t> tier = normalise(*job->network_topology, tree.top()->tier);
+      job->hard_topology = tier.has_value();
+      job->highest_tier_allowed = tier.value_or(0);
     }
-    job->hard_topology = nt.highest_tier_allowed.has_value();
-    job->highest_tier_allowed = nt.highest_tier_allowed.value_or(0);
-    if (!tree.ready()) continue;
-    placed.clear();
-    for (const Task* t : job->tasks)
-      if (AllocatedStatus(t->status) && t->node != nullptr) placed.push_back(t->node);
-    // The default sub-job holds every task: its HyperNode and the job's are the same at open.
-    job->allocated_hyper_node = tree.LowestCovering(placed);
+    // Sub-jobs' soft mode is bounded by the job's tier when it has one (convertSoftToHardTopology).
+    const int64_t sub_job_max_tier = job->hard_topology ? job->highest_tier_allowed : tree.top()->tier;
+    for (auto& sub : job->sub_jobs) {
+      sub->hard_topology = false;
+      sub->highest_tier_allowed = 0;
+      sub->allocated_hyper_node = nullptr;
+      if (!sub->HasNetworkTopology()) continue;
+      std::optional<int64_t> tier = normalise(*sub->network_topology, sub_job_max_tier);
+      sub->hard_topology = tier.has_value();
+      sub->highest_tier_allowed = tier.value_or(0);
+      if (tree.ready()) sub->allocated_hyper_node = covering(sub->tasks);
+    }
+    if (!job->HasNetworkTopology() || !tree.ready()) continue;
+    job->allocated_hyper_node = covering(job->tasks);
+    // Without a policy the default sub-job holds every task: its HyperNode is the job's at open.
     job->sub_job_allocated_hyper_node = job->allocated_hyper_node;
   }
 }

@@ -149,11 +149,13 @@ class HyperNodeTree {
   bool ready_ = true;
 };
 
-// Session open (Volcano's openSession): the cluster's HyperNodes (made, with only the virtual
-// top, when the cluster has none but a job asks for a network topology), their resource sums,
-// and each job's network topology as Volcano's adjustNetworkTopologySpec leaves it
-// (highestTierName → tier; soft → hard up to the top's tier) with its allocated HyperNode
-// recovered from its placed tasks when the HyperNodes are ready (recoverAllocatedHyperNode).
+// Session open (Volcano's openSession): the jobs' sub-jobs (runtime/sub_job.h), the cluster's
+// HyperNodes (made, with only the virtual top, when the cluster has none but a job asks for a
+// network topology or has a subGroupPolicy), their resource sums, and each job's and sub-job's
+// network topology as Volcano's adjustNetworkTopologySpec leaves it (highestTierName → tier; soft
+// → hard up to the top's tier, for a sub-job up to its job's tier when the job has one) with its
+// allocated HyperNode recovered from its placed tasks when the HyperNodes are ready
+// (recoverAllocatedHyperNode).
 void OpenTopology(Cluster& cluster);
 
 // Whether a node's labels satisfy a Kubernetes label selector (matchLabels and the

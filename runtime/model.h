@@ -31,6 +31,7 @@ namespace kiln {
 
 struct Task;
 struct Job;
+struct SubJob;
 struct Node;
 struct Queue;
 struct HyperNode;    // runtime/hyper_node.h
@@ -201,8 +202,8 @@ struct NetworkTopologySpec {
   std::string highest_tier_name;  // "" = none
 };
 
-// PodGroup spec.subGroupPolicy entry (SubGroupPolicySpec). Stored as written; sub-group gangs
-// are not scheduled yet (the job is scheduled as if it had no policy).
+// PodGroup spec.subGroupPolicy entry (SubGroupPolicySpec), as written. At session open each job's
+// tasks are sorted into sub-jobs by these policies (Job::sub_jobs, runtime/sub_job.h).
 struct SubGroupPolicySpec {
   std::string name;
   std::optional<NetworkTopologySpec> network_topology;
@@ -211,6 +212,7 @@ struct SubGroupPolicySpec {
   std::optional<LabelSelector> label_selector;
   std::vector<std::string> match_label_keys;
 };
+using SubGroupPolicy = SubGroupPolicySpec;  // the policy language's name (runtime/abi.h)
 
 struct PriorityClass {
   std::string name;
@@ -337,6 +339,9 @@ struct Task {
   // topology, the HyperNode its sub-job's tasks are under so far (network-topology-aware scores
   // nodes by it); null otherwise.
   HyperNode* job_allocated_hyper_node = nullptr;
+  // The sub-job the task belongs to (Volcano's JobInfo.TaskToSubJob), set at session open for
+  // jobs that have sub-jobs (runtime/sub_job.h); null otherwise.
+  SubJob* sub_job = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -462,8 +467,58 @@ struct Job {
   // The same for the job's default sub-job (Volcano's SubJobInfo.AllocatedHyperNode): allocate
   // narrows it to the HyperNode the sub-job's tasks went to.
   HyperNode* sub_job_allocated_hyper_node = nullptr;
-  // Volcano's ContainsNetworkTopology (no sub-group topologies yet: the job's own).
+  // Volcano's WithNetworkTopology: the job's own network topology.
   bool HasNetworkTopology() const { return network_topology.has_value(); }
+
+  // ---- sub-jobs (runtime/sub_job.h; Volcano's JobInfo.SubJobs) ----
+  // Built at session open for a job with a subGroupPolicy or a network topology: one sub-job per
+  // policy and distinct values of its matchLabelKeys, plus the default sub-job (uid == job uid)
+  // holding every task no policy matched. Empty for other jobs (they are placed as one gang).
+  std::vector<std::unique_ptr<SubJob>> sub_jobs;
+  // Volcano's ContainsSubJobPolicy.
+  bool HasSubGroupPolicy() const { return !sub_group_policy.empty(); }
+  // Volcano's ContainsNetworkTopology / ContainsHardTopology: the job's or any sub-job's.
+  bool ContainsNetworkTopology() const;
+  bool ContainsHardTopology() const;
+  // The default sub-job (its uid is the job's), or null when the job has no sub-jobs.
+  SubJob* DefaultSubJob() const;
+};
+
+// A sub-group gang of a job (Volcano's SubJobInfo): the tasks one subGroupPolicy entry matched
+// with one set of matchLabelKeys values, or the job's default sub-job.
+struct SubJob {
+  std::string uid;    // Volcano's SubJobID: the job uid (default), else "<job uid>/<policy>-<values>"
+  std::string group;  // the subGroupPolicy name; "" for the default sub-job
+  Job* job = nullptr;
+  const SubGroupPolicySpec* policy = nullptr;  // null for the default sub-job
+  int64_t min_available = 1;  // subGroupSize (default sub-job: minMember without a policy, else 1)
+  int64_t match_index = 0;    // the first matchLabelKeys value as an integer, 0 when it is not one
+  int64_t priority = 0;       // the highest priority of its tasks
+  std::vector<Task*> tasks;   // in cluster order
+  // The network topology (the policy's; the job's for the default sub-job), normalised at open
+  // like the job's (runtime/hyper_node.cc): hard_topology and its tier.
+  std::optional<NetworkTopologySpec> network_topology;
+  bool hard_topology = false;
+  int64_t highest_tier_allowed = 0;
+  // Volcano's SubJobInfo.AllocatedHyperNode: where its allocated tasks are (recovered at open,
+  // narrowed by allocate); NominatedHyperNode: the HyperNode gangpreempt/gangreclaim chose for it
+  // (allocate clears it when the sub-job's placement is committed).
+  HyperNode* allocated_hyper_node = nullptr;
+  HyperNode* nominated_hyper_node = nullptr;
+
+  bool IsDefault() const { return policy == nullptr; }
+  bool HasNetworkTopology() const { return network_topology.has_value(); }
+  // Volcano's counters over the sub-job's tasks (O(tasks)).
+  int64_t ReadyTaskNum() const;
+  int64_t WaitingTaskNum() const;
+  int64_t PendingBestEffortTaskNum() const;
+  int64_t AllocatedTaskNum() const;
+  bool IsReady() const { return ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available; }
+  bool IsPipelined() const {
+    return WaitingTaskNum() + ReadyTaskNum() + PendingBestEffortTaskNum() >= min_available;
+  }
+  // Σ InitResreq of its Pending tasks (GetMinResources).
+  Resource PendingRequest() const;
 };
 
 // Adds (sign 1) or removes (sign -1) a pod's request to a Kubernetes NonZeroRequested sum: a pod

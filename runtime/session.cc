@@ -969,7 +969,7 @@ Node* Session::BestNodeFn(const Task* t, std::span<Node* const> nodes,
 // ---------------------------------------------------------------------------------------------
 // Network topology
 
-Status Session::HyperNodeOrderFn(const Job* j, std::span<HyperNode* const> hns,
+Status Session::HyperNodeOrderFn(const SubJob* sub, std::span<HyperNode* const> hns,
                                  std::vector<double>& scores) const {
   static_assert(CombineOf(ExtensionPoint::HyperNodeOrder) == Combine::SumPerNode);
   scores.resize(hns.size(), 0.0);
@@ -979,20 +979,20 @@ Status Session::HyperNodeOrderFn(const Job* j, std::span<HyperNode* const> hns,
     if (plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, ExtensionPoint::HyperNodeOrder);
     int32_t err = Fn<ExtensionPoint::HyperNodeOrder>(r.fn)(
-        r.ctx, j, const_cast<const HyperNode* const*>(hns.data()), hns.size(), part.data());
+        r.ctx, sub, const_cast<const HyperNode* const*>(hns.data()), hns.size(), part.data());
     if (scope.faulted()) continue;
     if (err != 0)
-      return Error{fmt::format("plugin {}: hyper_node_order failed for job {}",
-                               plugins_[r.slot].name, j->uid),
+      return Error{fmt::format("plugin {}: hyper_node_order failed for sub-job {}",
+                               plugins_[r.slot].name, sub->uid),
                    {}};
     for (size_t k = 0; k < hns.size(); ++k) scores[k] += part[k];
   }
   return Status::Ok();
 }
 
-template <ExtensionPoint P>
+template <ExtensionPoint P, typename Owner>
 std::optional<std::vector<HyperNode*>> Session::CombineFirstDecides(
-    const Job* j, std::span<HyperNode* const> candidates) const {
+    const Owner* j, std::span<HyperNode* const> candidates) const {
   static_assert(CombineOf(P) == Combine::FirstDecides && FallbackOf(P) == Fallback::SearchRootOnly);
   for (const auto& r : Handlers<P>()) {
     if (plugin_disabled(r.slot)) continue;
@@ -1015,8 +1015,32 @@ std::optional<std::vector<HyperNode*>> Session::HyperNodeGradientForJobFn(
 }
 
 std::optional<std::vector<HyperNode*>> Session::HyperNodeGradientForSubJobFn(
-    const Job* j, std::span<HyperNode* const> candidates) const {
-  return CombineFirstDecides<ExtensionPoint::HyperNodeGradientForSubJob>(j, candidates);
+    const SubJob* s, std::span<HyperNode* const> candidates) const {
+  return CombineFirstDecides<ExtensionPoint::HyperNodeGradientForSubJob>(s, candidates);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sub-jobs
+
+bool Session::SubJobReady(const Job* j, const SubJob* s) const {
+  if (!j->HasSubGroupPolicy()) return JobReady(j);
+  return CombineBool<ExtensionPoint::SubJobReady>(s);
+}
+
+bool Session::SubJobPipelined(const Job* j, const SubJob* s) const {
+  if (!j->HasSubGroupPolicy()) return JobPipelined(j);
+  return CombineVote<ExtensionPoint::SubJobPipelined>(s);
+}
+
+int Session::SubJobCompareFn(const SubJob* l, const SubJob* r) const {
+  return CombineFirstNonZero<ExtensionPoint::SubJobOrder>(l, r);
+}
+
+static_assert(FallbackOf(ExtensionPoint::SubJobOrder) == Fallback::MatchIndexThenUid);
+int Session::SubJobOrderFn(const SubJob* l, const SubJob* r) const {
+  if (int v = SubJobCompareFn(l, r)) return v;
+  if (l->match_index != r->match_index) return l->match_index < r->match_index ? -1 : 1;
+  return CompareStr(l->uid, r->uid);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ template <> struct AbiParams<AbiKind::NodeList> {
 template <> struct AbiParams<AbiKind::HyperNodeList> {
   using type = std::tuple<const HyperNode* const*, size_t>;
 };
+template <> struct AbiParams<AbiKind::SubJob> { using type = std::tuple<const SubJob*>; };
 
 template <AbiKind R> struct AbiResult;
 template <> struct AbiResult<AbiKind::Void> { using ret = void; using extra = std::tuple<>; };
@@ -487,14 +488,25 @@ class Session {
   // ---- network topology (allocate, jobs with a hard network topology; runtime/hyper_node.h) ----
   // Per candidate HyperNode, Σ of the plugins' hyper_node_order scores (added into `scores`,
   // resized to hns.size()). An error aborts with the plugin named.
-  Status HyperNodeOrderFn(const Job* j, std::span<HyperNode* const> hns,
+  Status HyperNodeOrderFn(const SubJob* s, std::span<HyperNode* const> hns,
                           std::vector<double>& scores) const;
   // The candidates the first plugin with a handler for the point keeps, in candidate order;
   // nullopt when no plugin has one (the action then searches the root alone).
   std::optional<std::vector<HyperNode*>> HyperNodeGradientForJobFn(
       const Job* j, std::span<HyperNode* const> candidates) const;
   std::optional<std::vector<HyperNode*>> HyperNodeGradientForSubJobFn(
-      const Job* j, std::span<HyperNode* const> candidates) const;
+      const SubJob* s, std::span<HyperNode* const> candidates) const;
+
+  // ---- sub-jobs (allocate, jobs with sub-jobs; runtime/sub_job.h) ----
+  // Volcano's Session.SubJobReady / SubJobPipelined: for a job without a subGroupPolicy they are
+  // JobReady / JobPipelined of the job; otherwise the plugins' sub_job_ready (AND) and
+  // sub_job_pipelined (vote) of the sub-job.
+  bool SubJobReady(const Job* j, const SubJob* s) const;
+  bool SubJobPipelined(const Job* j, const SubJob* s) const;
+  // Sub-job order (<0: l first); the fallback is lower match index first, then uid.
+  int SubJobOrderFn(const SubJob* l, const SubJob* r) const;
+  int SubJobCompareFn(const SubJob* l, const SubJob* r) const;
+  bool SubJobLess(const SubJob* l, const SubJob* r) const { return SubJobOrderFn(l, r) < 0; }
 
  private:
   struct Registration {
@@ -532,9 +544,9 @@ class Session {
   std::vector<Task*> CombineVictimIntersect(const Subject* t, std::span<Task* const> cands) const;
   template <ExtensionPoint P>
   std::vector<Task*> CombineTierUnion(std::span<Task* const> tasks) const;
-  template <ExtensionPoint P>
+  template <ExtensionPoint P, typename Owner>
   std::optional<std::vector<HyperNode*>> CombineFirstDecides(
-      const Job* j, std::span<HyperNode* const> candidates) const;
+      const Owner* j, std::span<HyperNode* const> candidates) const;
   void CallSessionHandlers(ExtensionPoint point, int slot);
 
   Cluster cluster_;

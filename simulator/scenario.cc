@@ -1200,8 +1200,10 @@ Status Loader::ReadCall(const yaml::Node& n, std::string_view what, bool with_re
       else if (k == "node") out.node = name, ref(RefKind::Node, v, name);
       else if (k == "job") out.job = name, ref(RefKind::Job, v, name);
       else if (k == "queue") out.queue = name, ref(RefKind::Queue, v, name);
-      else if (k == "l") out.l = name, ref(pair_ref, v, name);
-      else if (k == "r") out.r = name, ref(pair_ref, v, name);
+      // Sub-jobs exist once the session has opened: RunCalls resolves them.
+      else if (k == "subJob") out.sub_job = name;
+      else if (k == "l") out.l = name, pair_kind == AbiKind::SubJob ? void() : ref(pair_ref, v, name);
+      else if (k == "r") out.r = name, pair_kind == AbiKind::SubJob ? void() : ref(pair_ref, v, name);
     }
   }
   if (out.scores && out.nodes && out.scores->size() != out.nodes->size())

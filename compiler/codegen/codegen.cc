@@ -1917,6 +1917,7 @@ class Lowering {
       case FieldKind::JobList:
       case FieldKind::QueueList: return CallRt(fn, list_, {obj});
       case FieldKind::StringMap: return MaterializeStringMap(fn, obj);
+      case FieldKind::Job:
       case FieldKind::Record:
       case FieldKind::OptionalRecord: return CallRt(fn, ptr_, {obj});
       case FieldKind::OptionalInt: {

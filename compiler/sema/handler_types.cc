@@ -26,6 +26,7 @@ const Type* TypeOfAbiKind(AbiKind kind, TypeContext& t) {
     case AbiKind::NodeOrNone: return t.Optional(t.Get(TypeKind::Node));
     case AbiKind::Victims: return t.Get(TypeKind::Victims);
     case AbiKind::HyperNodeList: return t.List(t.Shape("HyperNode"));
+    case AbiKind::SubJob: return t.Shape("SubJob");
   }
   return t.Error();
 }

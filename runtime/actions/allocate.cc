@@ -35,34 +35,52 @@
 //      and nothing is bound. The queue goes back into the heap, re-ordered by its new share.
 //
 // Jobs with a hard network topology (runtime/hyper_node.h; after the session's normalisation a
-// soft topology is hard up to the top HyperNode's tier) are placed as Volcano's allocateForJob
-// places them (actions/allocate/allocate.go at ed72c7c8), with the job's one default sub-job:
-//   T1. A job with a network topology is skipped while the HyperNodes are not ready.
+// soft topology is hard up to the top HyperNode's tier) on the job or on a sub-job, and jobs with
+// a subGroupPolicy (runtime/sub_job.h), are placed sub-job by sub-job as Volcano's allocateForJob
+// places them (actions/allocate/allocate.go at ed72c7c8). A job without a policy has one sub-job,
+// its default one, holding every task.
+//   T1. A job with a network topology (its own or a sub-job's) is skipped while the HyperNodes
+//       are not ready.
+//   S1. Job worksheet (Volcano's organizeJobWorksheet): per sub-job, its Pending tasks as in
+//       stage 1 in a task heap; sub-jobs without such tasks are left out. The sub-jobs that are
+//       not ready (sub_job_ready) are sorted by sub_job_order; walking them, each is "required"
+//       while its policy has fewer than minSubGroups sub-jobs counted (ready ones count from the
+//       start). The sub-job heap puts required sub-jobs first, then follows sub_job_order.
 //   T2. Job gradients: the candidates are the virtual top's subtree (root first, then level by
 //       level); hyper_node_gradient_for_job keeps those the job may use (no handler: the top
 //       alone), grouped by tier, lowest first.
-//   T3. For each HyperNode of a gradient, a dry run on a copy of the job's task heap (the job's
-//       fit errors reset first): the sub-job is placed under that HyperNode (T4) until the job is
-//       ready or its tasks run out; a HyperNode where the job is ready or pipelined is a
-//       solution, scored by the sum of the sub-job scores; every dry run is discarded.
-//   T4. The sub-job under HyperNode H: candidates are H's subtree, kept by
+//   T3. For each HyperNode of a gradient, a dry run on a copy of the job worksheet (the job's
+//       fit errors reset first): sub-jobs are popped in order and each is placed under that
+//       HyperNode (T4); one that placed tasks and still has some goes back into the heap; the
+//       run stops once the job is ready or the heap is empty. A HyperNode where the job is ready
+//       or pipelined is a solution, scored by the sum of the sub-job scores; every dry run is
+//       discarded and the sub-jobs' allocated HyperNodes restored.
+//   T4. A sub-job under HyperNode H: candidates are H's subtree, kept by
 //       hyper_node_gradient_for_sub_job (no handler: H alone); per gradient, a dry run of stage 3
-//       over each candidate's nodes (the nominated node only when it is one of them; fit errors
-//       name the HyperNode); hyper_node_order scores the candidates that placed the sub-job and
-//       the best (the first of equals: Volcano takes one at random) is applied again; the
-//       sub-job's allocated HyperNode becomes the LCA of what it had and the chosen one. While
-//       tasks are placed, each carries the sub-job's allocated HyperNode so far (for node scores).
+//       over each candidate's nodes (the sub-job's fit errors reset first; the nominated node only
+//       when it is one of them; fit errors name the HyperNode), with the sub-job's readiness
+//       (sub_job_ready / sub_job_pipelined; for a job without a policy, job_ready /
+//       job_pipelined) in place of the job's; hyper_node_order scores the candidates that placed
+//       the sub-job and the best (the first of equals: Volcano takes one at random) is applied
+//       again; the sub-job's allocated HyperNode becomes the LCA of what it had and the chosen
+//       one. While the tasks of a sub-job with a network topology are placed, each carries the
+//       sub-job's allocated HyperNode so far (for node scores).
 //   T5. The first gradient with a solution decides: the best score (the first of equals) is
-//       applied again and its remaining tasks become the job's. When the job is ready the
-//       statement is committed and the job's allocated HyperNode becomes the LCA of what it had
-//       and the chosen HyperNode.
-// Jobs without a network topology never reach T1-T5: they are placed exactly as above.
+//       applied again and its remaining worksheet becomes the job's. When the job is ready the
+//       statement is committed, the job's allocated HyperNode becomes the LCA of what it had and
+//       the chosen HyperNode, each placed sub-job's the LCA of what it had and what it got, and
+//       a placed sub-job's nominated HyperNode is cleared; the job goes back into its queue's
+//       heap while its worksheet has sub-jobs.
+// Jobs with neither a network topology nor a subGroupPolicy never reach T1-T5: they are placed
+// exactly as above.
 
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <optional>
+#include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/actions/action_list.h"
@@ -71,6 +89,7 @@
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
+#include "runtime/sub_job.h"
 
 namespace kiln {
 namespace {
@@ -105,20 +124,32 @@ class AllocateRun {
       if (ssn_.JobValid(job).has_value()) continue;
       if (job->queue == nullptr) continue;
       // T1.
-      if (job->HasNetworkTopology() && !HyperNodesReady()) continue;
+      if (job->ContainsNetworkTopology() && !HyperNodesReady()) continue;
 
-      PriorityQueue<Task*> tasks(task_less);
-      for (Task* t : job->TasksWith(TaskStatus::Pending)) {
-        if (t->sch_gated || t->best_effort) continue;
-        tasks.Push(t);
+      if (UsesSubJobSearch(job)) {
+        // S1.
+        JobSheet sheet = OrganizeJobWorksheet(job);
+        if (sheet.Empty()) continue;
+        sheets_.emplace(job, std::move(sheet));
+      } else {
+        PriorityQueue<Task*> tasks(task_less);
+        for (Task* t : job->TasksWith(TaskStatus::Pending)) {
+          if (t->sch_gated || t->best_effort) continue;
+          tasks.Push(t);
+        }
+        if (tasks.Empty()) continue;
+        tasks_by_job_.emplace(job, std::move(tasks));
       }
-      if (tasks.Empty()) continue;
 
       auto [it, inserted] = jobs_by_queue_.try_emplace(job->queue, job_less);
       if (inserted) queues_.Push(job->queue);
       it->second.Push(job);
-      tasks_by_job_.emplace(job, std::move(tasks));
     }
+  }
+
+  // Volcano's `ContainsHardTopology() || ContainsSubJobPolicy()`: placed by allocateForJob.
+  static bool UsesSubJobSearch(const Job* job) {
+    return job->ContainsHardTopology() || job->HasSubGroupPolicy();
   }
 
   // 2 and 4. Queues take turns; one job per turn.
@@ -132,18 +163,20 @@ class AllocateRun {
       auto& jobs = jobs_by_queue_.at(queue);
       if (jobs.Empty()) continue;
       Job* job = jobs.Pop();
-      auto& tasks = tasks_by_job_.at(job);
 
-      if (job->hard_topology) {
-        std::optional<Statement> stmt = AllocateForTopologyJob(job, tasks);
+      if (UsesSubJobSearch(job)) {
+        JobSheet& sheet = sheets_.at(job);
+        std::optional<Statement> stmt =
+            AllocateForTopologyJob(job, sheet, ssn_.cluster().hyper_nodes()->top());
         if (stmt && ssn_.JobReady(job)) {
           stmt->Commit();
           RecordTopologyDecision(job);
-          if (!tasks.Empty()) jobs.Push(job);
+          if (!sheet.Empty()) jobs.Push(job);
         }
         queues_.Push(queue);
         continue;
       }
+      auto& tasks = tasks_by_job_.at(job);
       std::optional<Statement> stmt = AllocateForJob(job, tasks);
       if (stmt && ssn_.JobReady(job)) {
         stmt->Commit();
@@ -156,18 +189,21 @@ class AllocateRun {
 
   // 3. One job's tasks, in one statement.
   std::optional<Statement> AllocateForJob(Job* job, PriorityQueue<Task*>& tasks) {
-    return AllocateTasks(job, tasks, ssn_.cluster().nodes(), nullptr);
+    return AllocateTasks(job, nullptr, tasks, ssn_.cluster().nodes(), nullptr);
   }
 
-  // Stage 3 over `all_nodes`. hn: the HyperNode they are the nodes of (T4; the nominated node
-  // must be one of them, and a real HyperNode is named in fit errors), or null.
-  std::optional<Statement> AllocateTasks(Job* job, PriorityQueue<Task*>& tasks,
+  // Stage 3 over `all_nodes`. sub: the sub-job the tasks are of (T4), or null (the whole job).
+  // hn: the HyperNode the nodes are of (T4; the nominated node must be one of them, and a real
+  // HyperNode is named in fit errors), or null.
+  std::optional<Statement> AllocateTasks(Job* job, SubJob* sub, PriorityQueue<Task*>& tasks,
                                          std::span<Node* const> all_nodes, HyperNode* hn) {
     Statement stmt(ssn_);
     // Volcano makes a predicate helper (and so a fresh error cache) per job attempt.
     PredicateHelper helper(&rotation_, pool_);
-    // T4: the sub-job's allocated HyperNode as its tasks are placed.
-    HyperNode* allocated_hn = hn != nullptr ? job->sub_job_allocated_hyper_node : nullptr;
+    // T4: the sub-job's allocated HyperNode as its tasks are placed (sub-jobs with a topology).
+    const bool track_hn = hn != nullptr && sub != nullptr && sub->HasNetworkTopology();
+    HyperNode* allocated_hn = track_hn ? sub->allocated_hyper_node : nullptr;
+    auto ready = [&] { return sub != nullptr ? ssn_.SubJobReady(job, sub) : ssn_.JobReady(job); };
     // Allocate's predicate (the resource check InitResreq ≤ FutureIdle, so a full node costs no
     // FitError, then the plugins' predicates) is SearchForAllocate's; it also scores the feasible
     // nodes in the same pass (stage 3e reads those scores).
@@ -182,7 +218,7 @@ class AllocateRun {
         continue;
       }
       // 3b.
-      if (RoleFailedBefore(job, t)) {
+      if (RoleFailedBefore(job, sub, t)) {
         FitErrors errors;
         errors.SetError(fmt::format("Task {} with role spec {} has already predicated failed, skip",
                                     t->name, t->role));
@@ -195,7 +231,7 @@ class AllocateRun {
       if (std::optional<PluginStatus> status = ssn_.PrePredicateFn(t)) {
         RecordFitErrors(job, t, actions::SameErrorOnAllNodes(t, all_nodes, *status));
         if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
-        if (NeedContinueAllocating(job)) continue;
+        if (NeedContinueAllocating(job, sub)) continue;
         break;
       }
       // 3d.
@@ -215,11 +251,11 @@ class AllocateRun {
         if (hn != nullptr && !hn->top) found.errors.SetHyperNode(hn->name);
         RecordFitErrors(job, t, std::move(found.errors));
         if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
-        if (NeedContinueAllocating(job)) continue;
+        if (NeedContinueAllocating(job, sub)) continue;
         break;
       }
       // 3e.
-      if (hn != nullptr) t->job_allocated_hyper_node = allocated_hn;
+      if (track_hn) t->job_allocated_hyper_node = allocated_hn;
       Node* best = actions::BestNodeOfSearch(ssn_, t, found, pool_);
       if (best == nullptr) {
         if (ExplainRecorder* r = ssn_.explain())
@@ -229,15 +265,16 @@ class AllocateRun {
       // 3f.
       if (ExplainRecorder* r = ssn_.explain()) r->Record(ssn_, "allocate", t);
       AllocateTask(stmt, t, best);
-      if (hn != nullptr) {
+      if (track_hn) {
         HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
         if (HyperNode* leaf = tree.LeafOf(best)) allocated_hn = tree.Lca(leaf, allocated_hn);
       }
       // 3g.
-      if (ssn_.JobReady(job)) break;
+      if (ready()) break;
     }
 
-    if (ssn_.JobReady(job) || ssn_.JobPipelined(job)) return stmt;
+    if (ready()) return stmt;
+    if (sub != nullptr ? ssn_.SubJobPipelined(job, sub) : ssn_.JobPipelined(job)) return stmt;
     stmt.Discard();
     return std::nullopt;
   }
@@ -268,22 +305,27 @@ class AllocateRun {
     return stmt;
   }
 
-  // Volcano's JobInfo.ResetFitErr / ResetSubJobFitErr (the default sub-job holds every task).
+  // Volcano's JobInfo.ResetFitErr.
   void ResetFitErrors(Job* job) {
     job->nodes_fit_errors.clear();
     job->job_fit_error.clear();
     failed_roles_.erase(job);
   }
 
+  // Volcano's JobInfo.ResetSubJobFitErr: the fit errors of the sub-job's tasks.
+  void ResetSubJobFitErrors(Job* job, const SubJob* sub) {
+    for (const Task* t : sub->tasks) job->nodes_fit_errors.erase(t->index);
+    failed_roles_.erase(job);  // rebuilt from what is left
+  }
+
   // T2/T4: the HyperNodes under `root` (root first, then level by level), kept by the gradient
-  // point and grouped by tier, lowest first; the root alone when no plugin answers.
-  std::vector<std::vector<HyperNode*>> Gradients(const Job* job, HyperNode* root, bool sub_job) {
+  // point `keep` and grouped by tier, lowest first; the root alone when no plugin answers.
+  template <typename Keep>
+  std::vector<std::vector<HyperNode*>> Gradients(HyperNode* root, Keep keep) {
     std::vector<HyperNode*> candidates{root};
     for (size_t i = 0; i < candidates.size(); ++i)
       for (HyperNode* c : candidates[i]->children) candidates.push_back(c);
-    std::optional<std::vector<HyperNode*>> kept =
-        sub_job ? ssn_.HyperNodeGradientForSubJobFn(job, candidates)
-                : ssn_.HyperNodeGradientForJobFn(job, candidates);
+    std::optional<std::vector<HyperNode*>> kept = keep(std::span<HyperNode* const>(candidates));
     if (!kept) return {{root}};
     std::map<int64_t, std::vector<HyperNode*>> by_tier;
     for (HyperNode* hn : *kept) by_tier[hn->tier].push_back(hn);
@@ -292,70 +334,135 @@ class AllocateRun {
     return out;
   }
 
-  // T2, T3, T5 (Volcano's allocateForJob with the job's default sub-job).
-  std::optional<Statement> AllocateForTopologyJob(Job* job, PriorityQueue<Task*>& tasks) {
-    if (tasks.Empty()) return std::nullopt;
-    HyperNode* sub_job_snapshot = job->sub_job_allocated_hyper_node;
-    HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
-    for (const std::vector<HyperNode*>& gradient : Gradients(job, tree.top(), false)) {
+  // The job worksheet of a job placed sub-job by sub-job (S1): its sub-jobs with tasks to place,
+  // in a heap, and each one's task heap.
+  struct JobSheet {
+    PriorityQueue<SubJob*> sub_jobs;
+    std::unordered_map<const SubJob*, PriorityQueue<Task*>> tasks;
+    bool Empty() const { return sub_jobs.Empty(); }
+  };
+
+  // minSubGroups of the policy a sub-job belongs to (the default sub-job: none).
+  static int64_t MinSubGroups(const Job* job, const SubJob* sub) {
+    if (sub->IsDefault()) return 0;
+    return sub->policy->min_sub_groups.value_or(0);
+  }
+
+  // S1 (Volcano's organizeJobWorksheet).
+  JobSheet OrganizeJobWorksheet(Job* job) {
+    std::unordered_map<const SubGroupPolicySpec*, int64_t> counted;
+    std::vector<SubJob*> unready;
+    for (const auto& sub : job->sub_jobs) {
+      if (ssn_.SubJobReady(job, sub.get())) ++counted[sub->policy];
+      else unready.push_back(sub.get());
+    }
+    std::stable_sort(unready.begin(), unready.end(),
+                     [this](SubJob* l, SubJob* r) { return ssn_.SubJobLess(l, r); });
+    auto required = std::make_shared<std::unordered_set<const SubJob*>>();
+    for (SubJob* sub : unready) {
+      if (counted[sub->policy] < MinSubGroups(job, sub)) {
+        required->insert(sub);
+        ++counted[sub->policy];
+      }
+    }
+    JobSheet sheet{PriorityQueue<SubJob*>([this, required](SubJob* const& l, SubJob* const& r) {
+                     const bool lr = required->count(l) != 0;
+                     const bool rr = required->count(r) != 0;
+                     if (lr != rr) return lr;
+                     return ssn_.SubJobLess(l, r);
+                   }),
+                   {}};
+    auto task_less = [this](Task* const& l, Task* const& r) { return ssn_.TaskLess(l, r); };
+    for (const auto& sub : job->sub_jobs) {
+      PriorityQueue<Task*> tasks(task_less);
+      for (Task* t : sub->tasks) {
+        if (t->status != TaskStatus::Pending || t->sch_gated || t->best_effort) continue;
+        tasks.Push(t);
+      }
+      if (tasks.Empty()) continue;
+      sheet.sub_jobs.Push(sub.get());
+      sheet.tasks.emplace(sub.get(), std::move(tasks));
+    }
+    return sheet;
+  }
+
+  // T2, T3, T5 (Volcano's allocateForJob).
+  std::optional<Statement> AllocateForTopologyJob(Job* job, JobSheet& sheet, HyperNode* root) {
+    if (sheet.Empty()) return std::nullopt;
+    // Volcano's Recorder.SnapshotSubJobStatus / RecoverSubJobStatus: the sub-jobs' allocated
+    // HyperNodes before each dry run.
+    std::vector<HyperNode*> snapshot;
+    for (const auto& sub : job->sub_jobs) snapshot.push_back(sub->allocated_hyper_node);
+    auto keep = [&](std::span<HyperNode* const> c) {
+      return ssn_.HyperNodeGradientForJobFn(job, c);
+    };
+    for (const std::vector<HyperNode*>& gradient : Gradients(root, keep)) {
       struct Solution {
         HyperNode* hn;
         Placements placements;
-        PriorityQueue<Task*> remaining;
+        JobSheet remaining;
         double score;
-        HyperNode* sub_job_hn;
+        std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;  // the sub-jobs placed, and where
       };
       std::vector<Solution> solutions;
       for (HyperNode* hn : gradient) {
         ResetFitErrors(job);
-        PriorityQueue<Task*> copy = tasks;
+        JobSheet copy = sheet;
         std::vector<Statement> stmts;
+        std::vector<SubJob*> placed;
         double score = 0;
-        // The sub-job queue: one default sub-job, pushed back while it has tasks and the job is
-        // not ready.
-        for (bool again = true; again;) {
-          again = false;
-          auto [stmt, sub_score] = AllocateForSubJob(job, copy, hn);
+        while (!copy.sub_jobs.Empty()) {
+          SubJob* sub = copy.sub_jobs.Pop();
+          PriorityQueue<Task*>& tasks = copy.tasks.at(sub);
+          auto [stmt, sub_score] = AllocateForSubJob(job, sub, tasks, hn);
           if (stmt && !stmt->empty()) {
             stmts.push_back(std::move(*stmt));
             score += sub_score;
-            again = !copy.Empty() && !ssn_.JobReady(job);
+            placed.push_back(sub);
+            if (!tasks.Empty()) copy.sub_jobs.Push(sub);
+            if (ssn_.JobReady(job)) break;
           }
         }
-        HyperNode* sub_job_hn = job->sub_job_allocated_hyper_node;
-        job->sub_job_allocated_hyper_node = sub_job_snapshot;
+        std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;
+        for (SubJob* sub : placed) sub_job_hns.push_back({sub, sub->allocated_hyper_node});
+        for (size_t k = 0; k < job->sub_jobs.size(); ++k)
+          job->sub_jobs[k]->allocated_hyper_node = snapshot[k];
         Placements placements;
         for (const Statement& st : stmts) AppendPlacements(st, placements);
         if (!placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job)))
-          solutions.push_back({hn, placements, copy, score, sub_job_hn});
+          solutions.push_back({hn, placements, copy, score, std::move(sub_job_hns)});
         for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
       }
       if (solutions.empty()) continue;
-      const Solution* best = &solutions.front();
-      for (const Solution& sol : solutions)
+      Solution* best = &solutions.front();
+      for (Solution& sol : solutions)
         if (sol.score > best->score) best = &sol;
       Statement stmt = Replay(best->placements);
-      tasks = best->remaining;
-      job_decision_[job] = {best->hn, best->sub_job_hn};
+      sheet = std::move(best->remaining);
+      job_decision_[job] = {best->hn, std::move(best->sub_job_hns)};
       return stmt;
     }
     return std::nullopt;
   }
 
-  // T4 (Volcano's allocateForSubJob): places the default sub-job's tasks under `job_hn`; returns
-  // the statement and the chosen HyperNode's score.
-  std::pair<std::optional<Statement>, double> AllocateForSubJob(Job* job, PriorityQueue<Task*>& tasks,
+  // T4 (Volcano's allocateForSubJob): places the sub-job's tasks under `job_hn`; returns the
+  // statement and the chosen HyperNode's score.
+  std::pair<std::optional<Statement>, double> AllocateForSubJob(Job* job, SubJob* sub,
+                                                                PriorityQueue<Task*>& tasks,
                                                                 HyperNode* job_hn) {
     if (tasks.Empty()) return {std::nullopt, 0};
     HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
-    for (const std::vector<HyperNode*>& gradient : Gradients(job, job_hn, true)) {
+    auto keep = [&](std::span<HyperNode* const> c) {
+      return ssn_.HyperNodeGradientForSubJobFn(sub, c);
+    };
+    for (const std::vector<HyperNode*>& gradient : Gradients(job_hn, keep)) {
       std::vector<HyperNode*> placed;
       std::vector<Placements> placements;
       std::vector<PriorityQueue<Task*>> remaining;
       for (HyperNode* hn : gradient) {
-        ResetFitErrors(job);
+        ResetSubJobFitErrors(job, sub);
         PriorityQueue<Task*> copy = tasks;
-        std::optional<Statement> stmt = AllocateTasks(job, copy, hn->nodes, hn);
+        std::optional<Statement> stmt = AllocateTasks(job, sub, copy, hn->nodes, hn);
         if (stmt && !stmt->empty()) {
           placed.push_back(hn);
           placements.emplace_back();
@@ -366,15 +473,16 @@ class AllocateRun {
       }
       if (placed.empty()) continue;
       std::vector<double> scores;
-      if (Status s = ssn_.HyperNodeOrderFn(job, placed, scores); !s.ok()) {
-        spdlog::error("allocate: scoring HyperNodes for job {}: {}", job->uid, s.error().message);
+      if (Status s = ssn_.HyperNodeOrderFn(sub, placed, scores); !s.ok()) {
+        spdlog::error("allocate: scoring HyperNodes for sub-job {}: {}", sub->uid,
+                      s.error().message);
         return {std::nullopt, 0};
       }
       size_t best = 0;
       for (size_t k = 1; k < placed.size(); ++k)
         if (scores[k] > scores[best]) best = k;
       Statement stmt = Replay(placements[best]);
-      job->sub_job_allocated_hyper_node = tree.Lca(job->sub_job_allocated_hyper_node, placed[best]);
+      sub->allocated_hyper_node = tree.Lca(sub->allocated_hyper_node, placed[best]);
       tasks = std::move(remaining[best]);
       return {std::move(stmt), scores[best]};
     }
@@ -387,8 +495,12 @@ class AllocateRun {
     if (it == job_decision_.end()) return;
     HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
     job->allocated_hyper_node = tree.Lca(job->allocated_hyper_node, it->second.first);
-    job->sub_job_allocated_hyper_node =
-        tree.Lca(job->sub_job_allocated_hyper_node, it->second.second);
+    for (auto& [sub, hn] : it->second.second) {
+      sub->allocated_hyper_node = tree.Lca(sub->allocated_hyper_node, hn);
+      sub->nominated_hyper_node = nullptr;  // the nomination is redeemed
+    }
+    if (const SubJob* d = job->DefaultSubJob())
+      job->sub_job_allocated_hyper_node = d->allocated_hyper_node;
   }
 
   // 3f.
@@ -420,9 +532,14 @@ class AllocateRun {
     return it->second;
   }
 
-  // Volcano's TaskHasFitErrors: only tasks with a role share their failures.
-  bool RoleFailedBefore(const Job* job, const Task* t) {
-    return !t->role.empty() && FailedRoles(job)[t->role_slot];
+  // Volcano's TaskHasFitErrors: only tasks with a role share their failures, within the task's
+  // sub-job (a job without a policy has one sub-job: the whole job).
+  bool RoleFailedBefore(const Job* job, const SubJob* sub, const Task* t) {
+    if (t->role.empty()) return false;
+    if (sub == nullptr || !job->HasSubGroupPolicy()) return FailedRoles(job)[t->role_slot];
+    for (const Task* o : sub->tasks)
+      if (o->role_slot == t->role_slot && job->nodes_fit_errors.count(o->index)) return true;
+    return false;
   }
 
   void RecordFitErrors(const Job* job, Task* t, FitErrors errors) {
@@ -432,7 +549,12 @@ class AllocateRun {
 
   // Volcano's JobInfo.NeedContinueAllocating: after a task found no node, may the job's other
   // tasks still make it ready?
-  bool NeedContinueAllocating(const Job* job) {
+  bool NeedContinueAllocating(const Job* job, const SubJob* sub) {
+    if (sub != nullptr && job->HasSubGroupPolicy()) {
+      if (job->min_available == job->TaskCount()) return false;
+      if (sub->min_available >= static_cast<int64_t>(sub->tasks.size())) return false;
+      return true;  // Volcano applies no role strategy to jobs with a policy
+    }
     // Every task is needed (the job's default sub-job has minAvailable = the job's): one failure
     // sinks the job.
     if (job->min_available >= job->TaskCount()) return false;
@@ -467,8 +589,10 @@ class AllocateRun {
   std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue_;
   std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job_;
   std::unordered_map<const Job*, std::vector<char>> failed_roles_;
-  // T5: per job, the HyperNode its last solution was found under and its sub-job's.
-  std::unordered_map<const Job*, std::pair<HyperNode*, HyperNode*>> job_decision_;
+  std::unordered_map<const Job*, JobSheet> sheets_;  // S1: jobs placed sub-job by sub-job
+  // T5: per job, the HyperNode its last solution was found under and where its sub-jobs went.
+  std::unordered_map<const Job*, std::pair<HyperNode*, std::vector<std::pair<SubJob*, HyperNode*>>>>
+      job_decision_;
 };
 
 class Allocate final : public Action {

@@ -62,6 +62,7 @@ TEST(Frontend, HandlerSignaturesComeFromTheExtensionPointTable) {
         case AbiKind::TaskList: type = "list<Task>"; break;
         case AbiKind::NodeList: type = "list<Node>"; break;
         case AbiKind::HyperNodeList: type = "list<HyperNode>"; break;
+        case AbiKind::SubJob: type = "SubJob"; break;
         default: FAIL() << "unexpected parameter kind";
       }
       params += std::string(i ? ", " : "") + kNames[i] + ": " + type;
