@@ -305,6 +305,9 @@ std::string Job::FitError() const {
       }
     }
   }
+  // Kiln's addition (runtime/topology_trail.h): why allocate's HyperNode search left the job out.
+  if (!topology_reason.empty() && msg.find(topology_reason) == std::string::npos)
+    msg += (msg.back() == '.' ? " " : ". ") + topology_reason;
   return msg;
 }
 

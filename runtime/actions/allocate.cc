@@ -56,6 +56,8 @@
 //       applied again and its remaining tasks become the job's. When the job is ready the
 //       statement is committed and the job's allocated HyperNode becomes the LCA of what it had
 //       and the chosen HyperNode.
+// What T2-T5 tried is kept in a TopologyTrail (runtime/topology_trail.h): the job's unschedulable
+// reason when the search fails, and `kiln explain`'s per-job HyperNode table.
 // Jobs without a network topology never reach T1-T5: they are placed exactly as above.
 
 #include <spdlog/spdlog.h>
@@ -71,6 +73,7 @@
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
+#include "runtime/topology_trail.h"
 
 namespace kiln {
 namespace {
@@ -136,6 +139,7 @@ class AllocateRun {
 
       if (job->hard_topology) {
         std::optional<Statement> stmt = AllocateForTopologyJob(job, tasks);
+        trail_.End(job, stmt.has_value());
         if (stmt && ssn_.JobReady(job)) {
           stmt->Commit();
           RecordTopologyDecision(job);
@@ -284,7 +288,11 @@ class AllocateRun {
     std::optional<std::vector<HyperNode*>> kept =
         sub_job ? ssn_.HyperNodeGradientForSubJobFn(job, candidates)
                 : ssn_.HyperNodeGradientForJobFn(job, candidates);
-    if (!kept) return {{root}};
+    if (!kept) {
+      trail_.Gradient({&root, 1}, {&root, 1}, sub_job ? root : nullptr);
+      return {{root}};
+    }
+    trail_.Gradient(candidates, *kept, sub_job ? root : nullptr);
     std::map<int64_t, std::vector<HyperNode*>> by_tier;
     for (HyperNode* hn : *kept) by_tier[hn->tier].push_back(hn);
     std::vector<std::vector<HyperNode*>> out;
@@ -294,6 +302,7 @@ class AllocateRun {
 
   // T2, T3, T5 (Volcano's allocateForJob with the job's default sub-job).
   std::optional<Statement> AllocateForTopologyJob(Job* job, PriorityQueue<Task*>& tasks) {
+    trail_.Begin(job);
     if (tasks.Empty()) return std::nullopt;
     HyperNode* sub_job_snapshot = job->sub_job_allocated_hyper_node;
     HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
@@ -326,14 +335,17 @@ class AllocateRun {
         job->sub_job_allocated_hyper_node = sub_job_snapshot;
         Placements placements;
         for (const Statement& st : stmts) AppendPlacements(st, placements);
-        if (!placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job)))
-          solutions.push_back({hn, placements, copy, score, sub_job_hn});
+        const bool solution =
+            !placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job));
+        trail_.Tried(hn, nullptr, solution, score);
+        if (solution) solutions.push_back({hn, placements, copy, score, sub_job_hn});
         for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
       }
       if (solutions.empty()) continue;
       const Solution* best = &solutions.front();
       for (const Solution& sol : solutions)
         if (sol.score > best->score) best = &sol;
+      trail_.Chosen(best->hn, best->score);
       Statement stmt = Replay(best->placements);
       tasks = best->remaining;
       job_decision_[job] = {best->hn, best->sub_job_hn};
@@ -356,6 +368,7 @@ class AllocateRun {
         ResetFitErrors(job);
         PriorityQueue<Task*> copy = tasks;
         std::optional<Statement> stmt = AllocateTasks(job, copy, hn->nodes, hn);
+        trail_.Tried(hn, job_hn, stmt.has_value() && !stmt->empty());
         if (stmt && !stmt->empty()) {
           placed.push_back(hn);
           placements.emplace_back();
@@ -373,6 +386,7 @@ class AllocateRun {
       size_t best = 0;
       for (size_t k = 1; k < placed.size(); ++k)
         if (scores[k] > scores[best]) best = k;
+      trail_.Scored(placed, scores, best, job_hn);
       Statement stmt = Replay(placements[best]);
       job->sub_job_allocated_hyper_node = tree.Lca(job->sub_job_allocated_hyper_node, placed[best]);
       tasks = std::move(remaining[best]);
@@ -467,6 +481,8 @@ class AllocateRun {
   std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue_;
   std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job_;
   std::unordered_map<const Job*, std::vector<char>> failed_roles_;
+  // What the HyperNode search tried, for the unschedulable reason and kiln explain.
+  TopologyTrail trail_{ssn_};
   // T5: per job, the HyperNode its last solution was found under and its sub-job's.
   std::unordered_map<const Job*, std::pair<HyperNode*, HyperNode*>> job_decision_;
 };
