@@ -119,6 +119,49 @@ Json TaskJson(const TaskExplain& t) {
   return j;
 }
 
+// A job's HyperNode search (explain.h TopologyExplain).
+Json TopologyJson(const TopologyExplain& t) {
+  Json o{{"mode", t.mode}, {"highestTierAllowed", t.highest_tier_allowed}};
+  if (!t.chosen.empty()) {
+    o["chosen"] = t.chosen;
+    if (t.chosen_score) o["chosenScore"] = *t.chosen_score;
+  }
+  if (!t.allocated_hyper_node.empty()) o["allocatedHyperNode"] = t.allocated_hyper_node;
+  Json tries = Json::array();
+  for (const HyperNodeTry& h : t.tries) {
+    Json e{{"hyperNode", h.hyper_node}, {"tier", h.tier}, {"level", h.level}};
+    if (!h.within.empty()) e["within"] = h.within;
+    e["outcome"] = h.outcome;
+    if (!h.reason.empty()) e["reason"] = h.reason;
+    if (h.score) e["score"] = *h.score;
+    tries.push_back(std::move(e));
+  }
+  o["hyperNodes"] = std::move(tries);
+  return o;
+}
+
+// One line per HyperNode tried, for people: "tier 1  s0  rejected: not enough resources".
+std::vector<std::string> TopologyLines(const TopologyExplain& t) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("network topology: {}, highestTierAllowed {}{}{}", t.mode,
+                            t.highest_tier_allowed,
+                            t.chosen.empty() ? std::string(", no HyperNode chosen")
+                                             : fmt::format(", chosen {} (score {})", t.chosen,
+                                                           Num(t.chosen_score.value_or(0))),
+                            t.allocated_hyper_node.empty()
+                                ? std::string()
+                                : ", allocated HyperNode " + t.allocated_hyper_node));
+  for (const HyperNodeTry& h : t.tries) {
+    std::string what = h.outcome;
+    if (!h.reason.empty()) what += ": " + h.reason;
+    if (h.score) what += fmt::format(" (score {})", Num(*h.score));
+    out.push_back(fmt::format("{}tier {}  {}  {}",
+                              h.level == "job" ? "" : "  sub-job in " + h.within + ": ", h.tier,
+                              h.hyper_node, what));
+  }
+  return out;
+}
+
 // The same document as one nlohmann dump(2) of the whole, written pod by pod: the whole document
 // of a large scenario (pods × nodes answers) would need many times the memory of its text.
 void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explanation& e) {
@@ -144,6 +187,7 @@ void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explana
     o["starving"] = j.starving;
     o["order"] = j.order;
     o["phase"] = j.phase;
+    if (j.topology) o["topology"] = TopologyJson(*j.topology);
     jobs[j.uid] = std::move(o);
   }
   doc["jobs"] = std::move(jobs);
@@ -325,6 +369,15 @@ std::string FormatExplainTable(const std::string& scenario, const Explanation& e
       out += fmt::format("  {}  queue {}  order {}  phase {}  ready {}  pipelined {}  valid {}{}  starving {}\n",
                          j.uid, j.queue, j.order, j.phase, j.ready, j.pipelined, j.valid,
                          j.valid ? "" : " (" + j.invalid_reason + ")", j.starving);
+    for (const JobExplain& j : e.jobs) {
+      if (!j.topology) continue;
+      out += "\n" + style("1", "HyperNodes tried for " + j.uid) + "\n";
+      for (const std::string& line : TopologyLines(*j.topology)) {
+        bool chosen = line.find("  chosen") != std::string::npos;
+        bool rejected = line.find("  rejected") != std::string::npos;
+        out += "  " + (chosen ? style("32", line) : rejected ? style("31", line) : line) + "\n";
+      }
+    }
   }
   if (!e.queues.empty()) {
     out += "\n" + style("1", "queues") + "\n";
@@ -372,6 +425,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 th { background: #f3f3f3; }
 tr.chosen td { background: #e6f6e6; font-weight: bold; }
+tr.rejected td { color: #b00020; } tr.notTried td { color: #888; }
 .bound { color: #176317; } .pipelined { color: #8a6100; } .unschedulable { color: #b00020; }
 .rejected li { color: #b00020; }
 section { border-top: 1px solid #ddd; margin-top: 1em; }
@@ -434,6 +488,20 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
                          Esc(j.uid), Esc(j.queue), j.order, Esc(j.phase), j.ready, j.pipelined,
                          j.valid ? "true" : Esc("false: " + j.invalid_reason), j.starving);
     out += "</table></section>\n";
+    for (const JobExplain& j : e.jobs) {
+      if (!j.topology) continue;
+      const TopologyExplain& t = *j.topology;
+      out += fmt::format("<section><h2>HyperNodes tried for {}</h2><p>{}</p>", Esc(j.uid),
+                         Esc(TopologyLines(t).front()));
+      out += "<table><tr><th>level</th><th>within</th><th>tier</th><th>HyperNode</th>"
+             "<th>outcome</th><th>reason</th><th>score</th></tr>\n";
+      for (const HyperNodeTry& h : t.tries)
+        out += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                           "<td>{}</td><td>{}</td></tr>\n",
+                           Esc(h.outcome), Esc(h.level), Esc(h.within), h.tier, Esc(h.hyper_node),
+                           Esc(h.outcome), Esc(h.reason), h.score ? Num(*h.score) : "");
+      out += "</table></section>\n";
+    }
   }
   if (!e.queues.empty()) {
     out += "<section><h2>queues</h2><table><tr><th>queue</th><th>order</th><th>overused</th>"

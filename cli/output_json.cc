@@ -44,6 +44,11 @@ Json MetricsJson(const SessionMetrics& m) {
     queues[name] = std::move(qj);
   }
   j["queues"] = std::move(queues);
+  if (!m.gang_tiers.empty()) {
+    Json tiers = Json::object();
+    for (const auto& [tier, gangs] : m.gang_tiers) tiers[std::to_string(tier)] = gangs;
+    j["gangsByTier"] = std::move(tiers);
+  }
   return j;
 }
 
@@ -64,8 +69,7 @@ Json SummaryJson(const TraceSummary& s) {
     job["jctSeconds"] = r.completion ? Json(Seconds(*r.completion - r.arrival)) : Json(nullptr);
     return std::pair(r.uid, std::move(job));
   });
-  Json queues = Json::object();
-  for (const auto& [name, w] : s.queues) {
+  auto waiting_json = [](const WaitingStats& w) {
     Json q;
     q["jobs"] = w.jobs;
     q["notStarted"] = w.not_started;
@@ -75,9 +79,17 @@ Json SummaryJson(const TraceSummary& s) {
     waiting["p95"] = w.p95;
     waiting["max"] = w.max;
     q["waitingSeconds"] = std::move(waiting);
-    queues[name] = std::move(q);
-  }
+    return q;
+  };
+  Json queues = Json::object();
+  for (const auto& [name, w] : s.queues) queues[name] = waiting_json(w);
   j["queues"] = std::move(queues);
+  if (!s.queues_by_topology.empty()) {
+    Json by = Json::object();
+    for (const auto& [name, modes] : s.queues_by_topology)
+      for (const auto& [mode, w] : modes) by[name][mode] = waiting_json(w);
+    j["waitingByTopology"] = std::move(by);
+  }
   Json util;
   util["mean"] = SharesJson(s.mean_utilisation);
   j["utilisation"] = std::move(util);

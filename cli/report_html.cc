@@ -115,6 +115,18 @@ Json ReportData(const SimulationResult& result, const ClusterSpec& cluster) {
   d["utilisation"] = std::move(util);
   d["fragmentation"] = std::move(frag);
   d["queues"] = std::move(queues);
+  // Gangs by the tier of the lowest HyperNode holding them, per sample (clusters with HyperNodes).
+  Json gang_tiers = Json::object();
+  for (size_t i = 0; i < result.metrics.size(); ++i)
+    for (const auto& [tier, gangs] : result.metrics[i].gang_tiers) {
+      std::string key = std::to_string(tier);
+      if (!gang_tiers.contains(key)) gang_tiers[key] = Json::array();
+      while (gang_tiers[key].size() < i) gang_tiers[key].push_back(0);
+      gang_tiers[key].push_back(gangs);
+    }
+  for (auto& [tier, values] : gang_tiers.items())
+    while (values.size() < result.metrics.size()) values.push_back(0);
+  d["gangTiers"] = std::move(gang_tiers);
   Json waits = Json::object();
   for (const JobRecord& j : result.summary.jobs) {
     if (!waits.contains(j.queue)) waits[j.queue] = Json::array();
@@ -259,6 +271,18 @@ constexpr const char* kScript = R"JS(
      num(s.waitingSeconds.p95), num(s.waitingSeconds.max)].forEach(function (v) { tr.appendChild(el('td', v)); });
     qt.appendChild(tr);
   });
+  if (S.waitingByTopology) {
+    document.getElementById('topology-waiting').style.display = '';
+    var tt = document.getElementById('topology-table');
+    Object.keys(S.waitingByTopology).forEach(function (q) {
+      Object.keys(S.waitingByTopology[q]).forEach(function (mode) {
+        var s = S.waitingByTopology[q][mode], tr = el('tr');
+        [q, mode, s.jobs, s.notStarted, num(s.waitingSeconds.mean), num(s.waitingSeconds.p50),
+         num(s.waitingSeconds.p95), num(s.waitingSeconds.max)].forEach(function (v) { tr.appendChild(el('td', v)); });
+        tt.appendChild(tr);
+      });
+    });
+  }
 
   var grid = document.getElementById('charts');
   lineChart(card(grid, 'Utilisation per resource'),
@@ -277,6 +301,10 @@ constexpr const char* kScript = R"JS(
   lineChart(card(grid, 'Fragmentation (free capacity that cannot host the median pending request)'),
             Object.keys(D.fragmentation).map(function (k, i) { return ds(k, D.fragmentation[k], i); }),
             'share of free', 1);
+  if (Object.keys(D.gangTiers).length > 0)
+    lineChart(card(grid, 'Gangs by the tier they span (the lowest HyperNode holding all their pods)'),
+              Object.keys(D.gangTiers).map(function (k, i) { return ds('tier ' + k, D.gangTiers[k], i); }),
+              'gangs');
   // Waiting-time distribution: one histogram per queue over shared bins that widen with the
   // wait (waits span from under a second to hours).
   var edges = [0, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, Infinity];
@@ -394,6 +422,10 @@ Result<std::string> FormatReportHtml(const SimulationResult& result, const Clust
 <div class="card"><table class="summary"><tbody id="summary"></tbody></table></div>
 <h2>Waiting time per queue (seconds, nearest-rank percentiles)</h2>
 <table><thead><tr><th>queue</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="queue-table"></tbody></table>
+<div id="topology-waiting" style="display: none">
+<h2>Waiting time per queue and network topology mode (seconds)</h2>
+<table><thead><tr><th>queue</th><th>topology</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="topology-table"></tbody></table>
+</div>
 <h2>Over time</h2>
 <div class="grid" id="charts"></div>
 <h2>Sessions</h2>

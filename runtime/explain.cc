@@ -11,6 +11,7 @@
 
 #include "runtime/actions/helpers.h"
 #include "runtime/cluster.h"
+#include "runtime/hyper_node.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -195,7 +196,17 @@ void ExplainRecorder::Record(const Session& ssn, std::string_view action, const 
   explanation_.tasks.push_back(te);
 }
 
-void ExplainRecorder::Finish(Session& ssn) { ExplainJobsAndQueues(ssn, explanation_); }
+void ExplainRecorder::Finish(Session& ssn) {
+  ExplainJobsAndQueues(ssn, explanation_);
+  for (JobExplain& j : explanation_.jobs) {
+    auto it = topology_.find(j.uid);
+    if (it == topology_.end()) continue;
+    j.topology = it->second;
+    const Job* job = ssn.cluster().FindJob(j.uid);
+    if (job != nullptr && job->allocated_hyper_node != nullptr)
+      j.topology->allocated_hyper_node = job->allocated_hyper_node->name;
+  }
+}
 
 void ExplainRecorder::ApplyResults(const SessionResult& result) {
   ExplainedTasks& tasks = explanation_.tasks;

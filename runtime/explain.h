@@ -92,6 +92,37 @@ struct QueueExplain {
   std::vector<std::pair<std::string, std::vector<Figure>>> plugins;  // plugin → its figures
 };
 
+// One HyperNode allocate considered for a job with a network topology (runtime/actions/
+// allocate.cc, T2-T5), in the order it was considered.
+struct HyperNodeTry {
+  std::string hyper_node;
+  int64_t tier = 0;
+  // "job": a candidate domain for the whole job (T2/T3); "subJob": a candidate for the job's
+  // sub-job inside the job-level domain `within` (T4).
+  std::string level;
+  std::string within;
+  // "chosen" (the job or sub-job was placed there), "solution" (it could have been, but another
+  // scored higher), "rejected" (with `reason`), "notTried" (a gradient of a lower tier had a
+  // solution, so this tier was never searched).
+  std::string outcome;
+  // For "rejected": "tier above highestTierAllowed", "not enough resources" (the gradient did not
+  // keep it), "outside the domain the job already runs in" (the gradient did not keep it), or
+  // "gang not satisfiable inside it" (the dry run could not make the job ready or pipelined).
+  std::string reason;
+  std::optional<double> score;  // hyper_node_order's score (subJob) / the Σ of the sub-job
+                                // scores (job), for "chosen" and "solution"
+};
+
+// The HyperNode search of one job (the last one this session made for it).
+struct TopologyExplain {
+  std::string mode;  // "hard" or "soft" (the PodGroup's)
+  int64_t highest_tier_allowed = 0;  // after the session's normalisation (soft: the top's tier)
+  std::vector<HyperNodeTry> tries;
+  std::string chosen;  // the job-level HyperNode chosen ("" = none)
+  std::optional<double> chosen_score;
+  std::string allocated_hyper_node;  // the job's allocated HyperNode after the action
+};
+
 struct JobExplain {
   std::string uid;
   std::string queue;
@@ -102,6 +133,7 @@ struct JobExplain {
   std::string invalid_reason;  // "plugin: reason: message" when not valid
   bool starving = false;
   std::string phase;  // at the moment it was explained
+  std::optional<TopologyExplain> topology;  // when allocate searched HyperNodes for the job
 };
 
 // The explained pods, stored compactly: an explanation holds pods × nodes answers (10k pods on
@@ -223,6 +255,10 @@ class ExplainRecorder {
   // same pod replaces the earlier one (the last consideration decided its fate).
   void Record(const Session& ssn, std::string_view action, const Task* t,
               std::string_view note = {});
+  // allocate's HyperNode search for the job `uid`; a later search of the same job replaces it.
+  void RecordTopology(const std::string& uid, TopologyExplain t) {
+    topology_[uid] = std::move(t);
+  }
   // Jobs and queues as the actions left them; call before the session closes.
   void Finish(Session& ssn);
   // Fills each recorded pod's result from what the session decided.
@@ -238,6 +274,7 @@ class ExplainRecorder {
   std::set<std::string> pods_;
   Explanation explanation_;
   std::unordered_map<std::string, size_t> position_;  // pod key → index in explanation_.tasks
+  std::map<std::string, TopologyExplain> topology_;    // job uid → its HyperNode search
   std::vector<std::pair<std::string, std::vector<Figure>>>* sink_ = nullptr;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/model.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -306,6 +308,9 @@ std::string Job::FitError() const {
       }
     }
   }
+  // Kiln's addition (runtime/topology_trail.h): why allocate's HyperNode search left the job out.
+  if (!topology_reason.empty() && msg.find(topology_reason) == std::string::npos)
+    msg += (msg.back() == '.' ? " " : ". ") + topology_reason;
   return msg;
 }
 
@@ -345,7 +350,12 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign) {
   sum.values[kMemory] += sign * (request.memory() > 0 ? request.memory() : kNonZeroMemory);
 }
 
+// Bumped whenever any node's Resources change (every change ends in RefreshFitFuture), so
+// derived sums such as a HyperNode's `used` (runtime/abi.cc) know when to recompute.
+std::atomic<uint64_t> g_node_resources_epoch{0};
+
 void Node::RefreshFitFuture() {
+  g_node_resources_epoch.fetch_add(1, std::memory_order_relaxed);
   const bool sub_scalars = ((idle.present | releasing.present) & ~Resource::kBaseMask) != 0;
   for (int id = 0; id < kMaxResources; ++id) {
     double v = idle.values[id] + releasing.values[id];

@@ -467,6 +467,10 @@ struct Job {
   // The same for the job's default sub-job (Volcano's SubJobInfo.AllocatedHyperNode): allocate
   // narrows it to the HyperNode the sub-job's tasks went to.
   HyperNode* sub_job_allocated_hyper_node = nullptr;
+  // Why allocate's HyperNode search left the job unplaced this session ("" when it placed it or
+  // did not search): Kiln's addition to the job's FitError and to its pending pods' unschedulable
+  // message (runtime/topology_trail.h).
+  std::string topology_reason;
   // Volcano's WithNetworkTopology: the job's own network topology.
   bool HasNetworkTopology() const { return network_topology.has_value(); }
 

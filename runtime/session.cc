@@ -412,6 +412,9 @@ void Session::Close() {
     // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).
     for (Task* t : j->TasksWith(TaskStatus::Pending)) {
       std::string msg = j->TaskSchedulingReason(t).message;
+      // Kiln's addition: why the HyperNode search left the job unplaced.
+      if (!j->topology_reason.empty() && msg.find(j->topology_reason) == std::string::npos)
+        msg += (msg.empty() ? "" : msg.back() == '.' ? " " : ". ") + j->topology_reason;
       if (!msg.empty()) decisions_.unschedulable.emplace_back(t, std::move(msg));
     }
     for (Task* t : j->TasksWith(TaskStatus::Pipelined))

@@ -507,6 +507,23 @@ class Session {
   int SubJobOrderFn(const SubJob* l, const SubJob* r) const;
   int SubJobCompareFn(const SubJob* l, const SubJob* r) const;
   bool SubJobLess(const SubJob* l, const SubJob* r) const { return SubJobOrderFn(l, r) < 0; }
+  // Why the gradients are asked for (Volcano's SearchPurpose): false for placement (allocate),
+  // true while gangpreempt/gangreclaim look for eviction domains (PurposeEvict). Policies read
+  // it as `session.evicting`. Set for the length of a scope by EvictionPurposeScope.
+  bool gradient_for_eviction() const { return gradient_for_eviction_; }
+  class EvictionPurposeScope {
+   public:
+    explicit EvictionPurposeScope(Session& ssn) : ssn_(ssn), was_(ssn.gradient_for_eviction_) {
+      ssn_.gradient_for_eviction_ = true;
+    }
+    ~EvictionPurposeScope() { ssn_.gradient_for_eviction_ = was_; }
+    EvictionPurposeScope(const EvictionPurposeScope&) = delete;
+    EvictionPurposeScope& operator=(const EvictionPurposeScope&) = delete;
+
+   private:
+    Session& ssn_;
+    bool was_;
+  };
 
  private:
   struct Registration {
@@ -579,6 +596,7 @@ class Session {
   uint64_t mutation_seq_ = 0;
   bool closed_ = false;
   ExplainRecorder* explain_ = nullptr;
+  bool gradient_for_eviction_ = false;
   std::unique_ptr<InvariantChecker> invariants_;
 
   friend class Statement;

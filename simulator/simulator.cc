@@ -100,6 +100,8 @@ void SimulatedCluster::NoteJob(const PodGroupSpec& g) {
   JobRecord& r = jobs_[g.Uid()];
   r.uid = g.Uid();
   r.queue = g.queue;
+  if (g.network_topology)
+    r.topology = g.network_topology->mode == NetworkTopologyMode::Soft ? "soft" : "hard";
   // A PodGroup created at Go's zero time has no known arrival: it was there when the trace began.
   r.arrival = g.creation_time == kZeroTime ? spec_.now : g.creation_time;
 }

@@ -5,9 +5,39 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "runtime/hyper_node.h"
+
 namespace kiln {
 
 namespace {
+
+// gangsByTier: per job with pods on nodes, the tier of the lowest HyperNode holding them all.
+std::vector<std::pair<int64_t, int>> GangTiers(
+    const ClusterSpec& cluster,
+    const std::unordered_map<std::string, std::vector<size_t>>& nodes_of_job) {
+  std::vector<HyperNodeTree::NodeRef> refs;
+  refs.reserve(cluster.nodes.size());
+  for (const NodeSpec& n : cluster.nodes) refs.push_back({n.name, &n.labels, nullptr});
+  std::unique_ptr<HyperNodeTree> tree = HyperNodeTree::Resolve(cluster.hyper_nodes, refs, nullptr);
+  auto holds = [](const HyperNode* h, size_t i) {
+    return i / 64 < h->node_bits.size() && (h->node_bits[i / 64] >> (i % 64) & 1u);
+  };
+  std::map<int64_t, int> counts;
+  for (const auto& [job, idx] : nodes_of_job) {
+    const HyperNode* lowest = nullptr;
+    for (const HyperNode* h : tree->all())
+      if (holds(h, idx.front()) && (lowest == nullptr || h->tier < lowest->tier)) lowest = h;
+    const HyperNode* span = tree->top();
+    for (const HyperNode* h = lowest; h != nullptr; h = h->parent) {
+      if (std::all_of(idx.begin(), idx.end(), [&](size_t i) { return holds(h, i); })) {
+        span = h;
+        break;
+      }
+    }
+    ++counts[span->tier];
+  }
+  return {counts.begin(), counts.end()};
+}
 
 bool OccupiesNode(const PodSpec& pod) {
   if (pod.node.empty()) return false;
@@ -40,6 +70,9 @@ SessionMetrics MeasureCluster(const ClusterSpec& cluster, TimeNs time,
   }
   // Pending requests per resource, for the fragmentation's median.
   std::vector<std::vector<double>> pending_requests(kMaxResources);
+  // The nodes of each job's pods (gangsByTier; only with HyperNodes).
+  const bool topology = !cluster.hyper_nodes.empty();
+  std::unordered_map<std::string, std::vector<size_t>> nodes_of_job;
   for (const PodSpec& pod : cluster.pods) {
     const std::string* queue = nullptr;
     if (!pod.foreign)
@@ -50,6 +83,7 @@ SessionMetrics MeasureCluster(const ClusterSpec& cluster, TimeNs time,
       auto n = node_index.find(pod.node);
       if (n == node_index.end()) continue;  // a node that does not exist: occupies nothing
       used[n->second].Add(pod.requests);
+      if (topology && !pod.foreign) nodes_of_job[pod.JobUid()].push_back(n->second);
       if (pod.phase == PodPhase::Running) ++m.running;
       if (qit != m.queues.end()) qit->second.allocated.Add(pod.requests);
     } else if (pod.phase == PodPhase::Pending && !pod.foreign) {
@@ -80,6 +114,7 @@ SessionMetrics MeasureCluster(const ClusterSpec& cluster, TimeNs time,
     }
     m.fragmentation.emplace_back(std::move(name), free_total > 0 ? stranded / free_total : 0.0);
   });
+  if (topology) m.gang_tiers = GangTiers(cluster, nodes_of_job);
   return m;
 }
 
@@ -89,28 +124,42 @@ double NearestRankPercentile(const std::vector<double>& sorted, double p) {
   return sorted[rank - 1];
 }
 
+namespace {
+
+void Fill(WaitingStats& s, std::vector<double>& w) {
+  std::sort(w.begin(), w.end());
+  s.jobs = static_cast<int>(w.size());
+  double sum = 0;
+  for (double x : w) sum += x;
+  s.mean = sum / static_cast<double>(w.size());
+  s.p50 = NearestRankPercentile(w, 50);
+  s.p95 = NearestRankPercentile(w, 95);
+  s.max = w.back();
+}
+
+}  // namespace
+
 void Summarize(const std::vector<SessionMetrics>& samples, DurationNs period,
                TraceSummary& summary) {
   std::map<std::string, std::vector<double>> waits;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> waits_by_mode;
+  const bool any_topology = std::any_of(summary.jobs.begin(), summary.jobs.end(),
+                                        [](const JobRecord& j) { return j.topology != "none"; });
+  summary.queues_by_topology.clear();
   for (const JobRecord& j : summary.jobs) {
     WaitingStats& s = summary.queues[j.queue];
+    WaitingStats* by_mode = any_topology ? &summary.queues_by_topology[j.queue][j.topology] : nullptr;
     if (!j.first_bind) {
       ++s.not_started;
+      if (by_mode) ++by_mode->not_started;
       continue;
     }
-    waits[j.queue].push_back(static_cast<double>(*j.first_bind - j.arrival) / 1e9);
+    double wait = static_cast<double>(*j.first_bind - j.arrival) / 1e9;
+    waits[j.queue].push_back(wait);
+    if (by_mode) waits_by_mode[{j.queue, j.topology}].push_back(wait);
   }
-  for (auto& [queue, w] : waits) {
-    WaitingStats& s = summary.queues[queue];
-    std::sort(w.begin(), w.end());
-    s.jobs = static_cast<int>(w.size());
-    double sum = 0;
-    for (double x : w) sum += x;
-    s.mean = sum / static_cast<double>(w.size());
-    s.p50 = NearestRankPercentile(w, 50);
-    s.p95 = NearestRankPercentile(w, 95);
-    s.max = w.back();
-  }
+  for (auto& [queue, w] : waits) Fill(summary.queues[queue], w);
+  for (auto& [key, w] : waits_by_mode) Fill(summary.queues_by_topology[key.first][key.second], w);
   // Time-weighted mean utilisation: each sample holds until the next one.
   std::map<std::string, double> weighted;
   std::vector<std::string> order;

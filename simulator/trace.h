@@ -25,7 +25,13 @@
 //   * percentiles use the nearest-rank definition: p-th percentile of n sorted values is the
 //     value at 1-based rank ⌈p/100 · n⌉;
 //   * the run's mean utilisation weights each sample by the time until the next sample (the last
-//     one by one period).
+//     one by one period);
+//   * `gangsByTier` (clusters with HyperNodes): every job with a pod on a node counted under the
+//     tier of the lowest HyperNode holding all its pods' nodes (the virtual top's tier when they
+//     span trees, or when a node is under no HyperNode);
+//   * waiting per queue split by topology mode: the same statistics over the jobs whose PodGroup
+//     has a network topology of that mode ("hard", "soft") or none ("none"); only when some job
+//     has one.
 
 #include <cstdint>
 #include <map>
@@ -69,6 +75,7 @@ struct SessionMetrics {
   std::vector<std::pair<std::string, double>> fragmentation;  // resource → share
   std::map<std::string, QueueMetrics> queues;
   std::vector<PendingDigest> explained;  // --report only
+  std::vector<std::pair<int64_t, int>> gang_tiers;  // tier → gangs spanning it, ascending tier
 };
 
 struct JobRecord {
@@ -77,6 +84,7 @@ struct JobRecord {
   TimeNs arrival = 0;
   std::optional<TimeNs> first_bind;
   std::optional<TimeNs> completion;
+  std::string topology = "none";  // the PodGroup's networkTopology mode: "hard", "soft", "none"
 };
 
 struct WaitingStats {
@@ -93,6 +101,8 @@ struct TraceSummary {
   std::string stopped;       // "cycles", "until" or "idle"
   std::vector<JobRecord> jobs;  // by uid
   std::map<std::string, WaitingStats> queues;
+  // queue → topology mode → waiting; empty when no job has a network topology.
+  std::map<std::string, std::map<std::string, WaitingStats>> queues_by_topology;
   std::vector<std::pair<std::string, double>> mean_utilisation;
 };
 

@@ -242,6 +242,9 @@ const SessionField kSessionFields[] = {
      "every ResourceQuota, in cluster order (resourcequota)"},
     {"hyper_nodes", "list<HyperNode>", "kiln_host_session_hyper_nodes",
      "every HyperNode, in cluster order, the virtual top last (empty without network topology)"},
+    {"evicting", "bool", "kiln_host_session_evicting",
+     "in hyper_node_gradient_for_job / _for_sub_job: true when gangpreempt or gangreclaim ask for "
+     "eviction domains (Volcano's PurposeEvict), false when allocate asks where to place"},
 };
 
 }  // namespace

@@ -1975,11 +1975,14 @@ class Lowering {
 
   Value* EmitSessionField(const ast::Select& s) {
     if (s.field == "now") return CtxField(kCtxNow, i64_);
-    // The rest come from the stdlib's session table: lists by value, the Resource by pointer.
+    // The rest come from the stdlib's session table: lists by value, booleans as i1, the
+    // Resource by pointer.
     for (const stdlib::SessionField& f : stdlib::SessionFields())
       if (f.name == s.field)
         return CallRt(std::string(f.symbol),
-                      IsKind(s.type, TypeKind::List) ? static_cast<llvm::Type*>(list_) : ptr_,
+                      IsKind(s.type, TypeKind::List)   ? static_cast<llvm::Type*>(list_)
+                      : IsKind(s.type, TypeKind::Bool) ? static_cast<llvm::Type*>(i1_)
+                                                       : ptr_,
                       {ictx_});
     Fail(&s, fmt::format("cannot lower session.{}", s.field));
   }

@@ -64,6 +64,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_host_session_total", &kiln_host_session_total);
   add("kiln_host_session_pdbs", &kiln_host_session_pdbs);
   add("kiln_host_session_hyper_nodes", &kiln_host_session_hyper_nodes);
+  add("kiln_host_session_evicting", &kiln_host_session_evicting);
   add("kiln_host_session_resource_quotas", &kiln_host_session_resource_quotas);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
   add("kiln_host_set_condition", &kiln_host_set_condition);
@@ -125,6 +126,9 @@ KList kiln_host_session_hyper_nodes(const void* ctx) {
   const kiln::HyperNodeTree* tree = kiln::SessionOf(ctx).cluster().hyper_nodes();
   if (tree == nullptr) return KList{nullptr, 0};
   return kiln::List(tree->all());
+}
+bool kiln_host_session_evicting(const void* ctx) {
+  return kiln::SessionOf(ctx).gradient_for_eviction();
 }
 const kiln::Resource* kiln_host_session_total(const void* ctx) {
   return &kiln::SessionOf(ctx).total_resource();

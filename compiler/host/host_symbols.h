@@ -27,6 +27,7 @@ const kiln::Resource* kiln_host_session_total(const void* ctx);
 // session.pdbs / .resource_quotas: the cluster's PodDisruptionBudgets and ResourceQuotas.
 KList kiln_host_session_pdbs(const void* ctx);
 KList kiln_host_session_hyper_nodes(const void* ctx);
+bool kiln_host_session_evicting(const void* ctx);
 KList kiln_host_session_resource_quotas(const void* ctx);
 // set_condition(job, type, status, reason, message): replaces/appends a PodGroup condition,
 // stamped with the session clock (Session::UpdatePodGroupCondition).

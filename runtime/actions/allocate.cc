@@ -71,6 +71,8 @@
 //       the chosen HyperNode, each placed sub-job's the LCA of what it had and what it got, and
 //       a placed sub-job's nominated HyperNode is cleared; the job goes back into its queue's
 //       heap while its worksheet has sub-jobs.
+// What T2-T5 tried is kept in a TopologyTrail (runtime/topology_trail.h): the job's unschedulable
+// reason when the search fails, and `kiln explain`'s per-job HyperNode table.
 // Jobs with neither a network topology nor a subGroupPolicy never reach T1-T5: they are placed
 // exactly as above.
 
@@ -90,6 +92,7 @@
 #include "runtime/session.h"
 #include "runtime/statement.h"
 #include "runtime/sub_job.h"
+#include "runtime/topology_trail.h"
 
 namespace kiln {
 namespace {
@@ -168,6 +171,7 @@ class AllocateRun {
         JobSheet& sheet = sheets_.at(job);
         std::optional<Statement> stmt =
             AllocateForTopologyJob(job, sheet, ssn_.cluster().hyper_nodes()->top());
+        trail_.End(job, stmt.has_value());
         if (stmt && ssn_.JobReady(job)) {
           stmt->Commit();
           RecordTopologyDecision(job);
@@ -320,13 +324,19 @@ class AllocateRun {
 
   // T2/T4: the HyperNodes under `root` (root first, then level by level), kept by the gradient
   // point `keep` and grouped by tier, lowest first; the root alone when no plugin answers.
+  // within: null for the job's gradients (T2), the job-level HyperNode for a sub-job's (T4).
   template <typename Keep>
-  std::vector<std::vector<HyperNode*>> Gradients(HyperNode* root, Keep keep) {
+  std::vector<std::vector<HyperNode*>> Gradients(HyperNode* root, const HyperNode* within,
+                                                 Keep keep) {
     std::vector<HyperNode*> candidates{root};
     for (size_t i = 0; i < candidates.size(); ++i)
       for (HyperNode* c : candidates[i]->children) candidates.push_back(c);
     std::optional<std::vector<HyperNode*>> kept = keep(std::span<HyperNode* const>(candidates));
-    if (!kept) return {{root}};
+    if (!kept) {
+      trail_.Gradient({&root, 1}, {&root, 1}, within);
+      return {{root}};
+    }
+    trail_.Gradient(candidates, *kept, within);
     std::map<int64_t, std::vector<HyperNode*>> by_tier;
     for (HyperNode* hn : *kept) by_tier[hn->tier].push_back(hn);
     std::vector<std::vector<HyperNode*>> out;
@@ -388,6 +398,7 @@ class AllocateRun {
 
   // T2, T3, T5 (Volcano's allocateForJob).
   std::optional<Statement> AllocateForTopologyJob(Job* job, JobSheet& sheet, HyperNode* root) {
+    trail_.Begin(job);
     if (sheet.Empty()) return std::nullopt;
     // Volcano's Recorder.SnapshotSubJobStatus / RecoverSubJobStatus: the sub-jobs' allocated
     // HyperNodes before each dry run.
@@ -396,7 +407,7 @@ class AllocateRun {
     auto keep = [&](std::span<HyperNode* const> c) {
       return ssn_.HyperNodeGradientForJobFn(job, c);
     };
-    for (const std::vector<HyperNode*>& gradient : Gradients(root, keep)) {
+    for (const std::vector<HyperNode*>& gradient : Gradients(root, nullptr, keep)) {
       struct Solution {
         HyperNode* hn;
         Placements placements;
@@ -429,14 +440,17 @@ class AllocateRun {
           job->sub_jobs[k]->allocated_hyper_node = snapshot[k];
         Placements placements;
         for (const Statement& st : stmts) AppendPlacements(st, placements);
-        if (!placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job)))
-          solutions.push_back({hn, placements, copy, score, std::move(sub_job_hns)});
+        const bool solution =
+            !placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job));
+        trail_.Tried(hn, nullptr, solution, score);
+        if (solution) solutions.push_back({hn, placements, copy, score, std::move(sub_job_hns)});
         for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
       }
       if (solutions.empty()) continue;
       Solution* best = &solutions.front();
       for (Solution& sol : solutions)
         if (sol.score > best->score) best = &sol;
+      trail_.Chosen(best->hn, best->score);
       Statement stmt = Replay(best->placements);
       sheet = std::move(best->remaining);
       job_decision_[job] = {best->hn, std::move(best->sub_job_hns)};
@@ -455,7 +469,7 @@ class AllocateRun {
     auto keep = [&](std::span<HyperNode* const> c) {
       return ssn_.HyperNodeGradientForSubJobFn(sub, c);
     };
-    for (const std::vector<HyperNode*>& gradient : Gradients(job_hn, keep)) {
+    for (const std::vector<HyperNode*>& gradient : Gradients(job_hn, job_hn, keep)) {
       std::vector<HyperNode*> placed;
       std::vector<Placements> placements;
       std::vector<PriorityQueue<Task*>> remaining;
@@ -463,6 +477,7 @@ class AllocateRun {
         ResetSubJobFitErrors(job, sub);
         PriorityQueue<Task*> copy = tasks;
         std::optional<Statement> stmt = AllocateTasks(job, sub, copy, hn->nodes, hn);
+        trail_.Tried(hn, job_hn, stmt.has_value() && !stmt->empty());
         if (stmt && !stmt->empty()) {
           placed.push_back(hn);
           placements.emplace_back();
@@ -481,6 +496,7 @@ class AllocateRun {
       size_t best = 0;
       for (size_t k = 1; k < placed.size(); ++k)
         if (scores[k] > scores[best]) best = k;
+      trail_.Scored(placed, scores, best, job_hn);
       Statement stmt = Replay(placements[best]);
       sub->allocated_hyper_node = tree.Lca(sub->allocated_hyper_node, placed[best]);
       tasks = std::move(remaining[best]);
@@ -593,6 +609,8 @@ class AllocateRun {
   // T5: per job, the HyperNode its last solution was found under and where its sub-jobs went.
   std::unordered_map<const Job*, std::pair<HyperNode*, std::vector<std::pair<SubJob*, HyperNode*>>>>
       job_decision_;
+  // What the HyperNode search tried, for the unschedulable reason and kiln explain.
+  TopologyTrail trail_{ssn_};
 };
 
 class Allocate final : public Action {

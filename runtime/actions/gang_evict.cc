@@ -1,6 +1,8 @@
 // gangpreempt and gangreclaim (volcano-semantics.md §4.7): evict whole "bundles" of lower-ranked
 // jobs so that a starving gang gets everything it still needs in one go, instead of preempt's
-// task-by-task victims that may free a node for one pod and leave the gang short.
+// task-by-task victims that may free a node for one pod and leave the gang short. Victims are
+// looked for inside one topology domain (a HyperNode) at a time, so that the gang ends up inside
+// a domain it may use (Volcano's gangpreempt/gangreclaim and actions/utils at ed72c7c8).
 //
 // Stages (both actions):
 //   1. Jobs that are not Pending, pass JobValid and have a queue put their queue into the queue
@@ -9,13 +11,21 @@
 //      in one statement, plan (3); commit when the job is then JobPipelined, else discard.
 //   3. The job's pending tasks (not scheduling-gated, with requests) in task order; their Σ
 //      InitResreq is the need. gangreclaim first asks Preemptive for the queue (Kiln's point
-//      takes one task: it is asked for every pending task, and all must agree). The domain is the
-//      whole cluster: HyperNodes are loaded (runtime/hyper_node.h) but eviction does not search
-//      them yet, so `maxDomains` caps nothing; Volcano's fallback is the same cluster-wide domain.
-//   4. Candidates, per victim job: gangpreempt — Running or Bound, preemptable tasks of other jobs
-//      of the same queue with a lower job priority; gangreclaim — Running, preemptable tasks of
-//      jobs in other, reclaimable queues. A victim PodGroup that says `volcano.sh/preemptable`
-//      (annotation or label) must say true; one that says nothing is fair game.
+//      takes one task: it is asked for every pending task, and all must agree).
+//   D. Domains (Volcano's GetCandidateDomains). Without HyperNodes the one domain is the whole
+//      cluster. Otherwise hyper_node_gradient_for_job is asked, with `session.evicting` true,
+//      which of the top's subtree (root first, level by level) the job may be evicted for (no
+//      handler: the top alone); the kept HyperNodes are tried widest tier first (in subtree order
+//      within a tier: Volcano's plugin reverses its gradients for eviction), at most `maxDomains`
+//      of them (action argument, default 8; ≤ 0 means 8). A job without a hard topology that
+//      keeps none falls back to the top; one with a hard topology then has no domain and evicts
+//      nothing. A domain without nodes is skipped. Steps 4-7 run per domain, in order; the first
+//      domain with a plan wins.
+//   4. Candidates on the domain's nodes, per victim job: gangpreempt — Running or Bound,
+//      preemptable tasks of other jobs of the same queue with a lower job priority; gangreclaim —
+//      Running, preemptable tasks of jobs in other, reclaimable queues. A victim PodGroup that
+//      says `volcano.sh/preemptable` (annotation or label) must say true; one that says nothing is
+//      fair game.
 //   5. Bundles per victim job: its candidates by priority then UID; while the job keeps more ready
 //      tasks than minAvailable (and every role with a minTaskMember keeps its minimum) a task goes
 //      to the "safe" bundle, the rest to the "whole" bundle (evicting any of those breaks the
@@ -28,12 +38,16 @@
 //   6. UnifiedEvictable over the bundles' tasks in that order; a whole bundle survives only if all
 //      its tasks are allowed, a safe one keeps its allowed tasks. Re-sorted; without
 //      `allowWholeBundle` the whole bundles are dropped.
-//   7. Bundles are added one at a time; once cluster Idle + Releasing + the selected victims'
-//      requests cover the need, a plan is tried: evict the selected victims, then pipeline the
-//      pending tasks in task order (Allocatable, nodes minus UnschedulableAndUnresolvable,
-//      PrePredicate, FutureIdle and PredicateForPreemptAction, allocate's idle-then-future-idle
-//      choice). The plan stands when every task found a node and the job is JobPipelined;
-//      otherwise it is undone and the next, larger selection is tried.
+//   7. Bundles are added one at a time; once the domain's Idle + Releasing + the selected victims'
+//      requests cover the need, a plan is tried (Volcano's BuildNominationPlanInDomain): evict the
+//      selected victims, then pipeline the pending tasks in task order inside one placement
+//      domain (Allocatable, the domain's nodes minus UnschedulableAndUnresolvable, PrePredicate,
+//      FutureIdle and PredicateForPreemptAction, allocate's idle-then-future-idle choice). A job
+//      with a hard topology asks hyper_node_gradient_for_sub_job (evicting) which HyperNodes of
+//      the domain's subtree its pending tasks may use (no handler: the domain alone) and takes
+//      the first, widest tier first, where every task found a node; any other job uses the
+//      domain itself. The plan stands when the job is then JobPipelined; otherwise it is undone
+//      and the next, larger selection is tried.
 // Gang scheduling is what the bundles model, so the point of a plan is all-or-nothing: a
 // selection that cannot place the whole gang evicts nothing.
 
@@ -43,13 +57,16 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
+#include "runtime/sub_job.h"
 
 namespace kiln {
 namespace {
@@ -191,7 +208,7 @@ class GangEvictRun {
   }
 
  private:
-  // 3. and 7.: the statement holding the plan that made the job pipelined, or an empty one.
+  // 3., D. and 7.: the statement holding the plan that made the job pipelined, or an empty one.
   Statement PlanForJob(Queue* queue, Job* job) {
     std::vector<Task*> pending = PendingTasks(job);
     if (pending.empty()) return Statement(ssn_);
@@ -202,24 +219,82 @@ class GangEvictRun {
     Resource need;
     for (const Task* t : pending) need.Add(t->init_resreq());
     if (!ssn_.JobStarving(job)) return Statement(ssn_);
-    std::vector<Bundle> bundles = SelectBundles(job, need);
-    if (bundles.empty()) return Statement(ssn_);
-    Resource idle;
-    for (const Node* n : ssn_.cluster().nodes()) {
-      idle.Add(n->idle);
-      idle.Add(n->releasing);
-    }
-    std::vector<Task*> selected;
-    for (const Bundle& b : bundles) {
-      selected.insert(selected.end(), b.tasks.begin(), b.tasks.end());
-      Resource available = idle;
-      available.Add(SumResreq(selected));
-      if (!need.LessEqual(available, DimensionDefault::Zero)) continue;
-      Statement trial(ssn_);
-      if (TryPlan(trial, queue, job, pending, selected)) return trial;
-      trial.Discard();
+    for (HyperNode* domain : CandidateDomains(job)) {
+      std::span<Node* const> nodes = DomainNodes(domain);
+      if (nodes.empty()) continue;
+      std::vector<Bundle> bundles = SelectBundles(job, need, nodes);
+      if (bundles.empty()) continue;
+      Resource idle;
+      for (const Node* n : nodes) {
+        idle.Add(n->idle);
+        idle.Add(n->releasing);
+      }
+      std::vector<Task*> selected;
+      for (const Bundle& b : bundles) {
+        selected.insert(selected.end(), b.tasks.begin(), b.tasks.end());
+        Resource available = idle;
+        available.Add(SumResreq(selected));
+        if (!need.LessEqual(available, DimensionDefault::Zero)) continue;
+        if (std::optional<Statement> plan = PlanInDomain(queue, job, pending, selected, domain))
+          return std::move(*plan);
+      }
     }
     return Statement(ssn_);
+  }
+
+  // The nodes of a domain; null (no HyperNodes) and the virtual top are the whole cluster.
+  std::span<Node* const> DomainNodes(const HyperNode* domain) const {
+    if (domain == nullptr || domain->top) return ssn_.cluster().nodes();
+    return domain->nodes;
+  }
+
+  // `root`'s subtree (root first, then level by level) as the gradient point asked for eviction
+  // keeps it, widest tier first (subtree order within a tier); nullopt when no plugin answers.
+  std::optional<std::vector<HyperNode*>> EvictionGradient(const Job* job, HyperNode* root,
+                                                          bool sub_job) {
+    std::vector<HyperNode*> candidates{root};
+    for (size_t i = 0; i < candidates.size(); ++i)
+      for (HyperNode* c : candidates[i]->children) candidates.push_back(c);
+    Session::EvictionPurposeScope purpose(ssn_);
+    // A sub-job plan places the job's default sub-job (every task of a job without a
+    // subGroupPolicy); Kiln does not yet plan sub-group gangs one by one.
+    const SubJob* default_sub = sub_job ? job->DefaultSubJob() : nullptr;
+    std::optional<std::vector<HyperNode*>> kept =
+        !sub_job           ? ssn_.HyperNodeGradientForJobFn(job, candidates)
+        : default_sub      ? ssn_.HyperNodeGradientForSubJobFn(default_sub, candidates)
+                           : std::nullopt;
+    if (kept)
+      std::stable_sort(kept->begin(), kept->end(),
+                       [](const HyperNode* l, const HyperNode* r) { return l->tier > r->tier; });
+    return kept;
+  }
+
+  // D. (Volcano's GetCandidateDomains / PickDomainsFromGradients.)
+  std::vector<HyperNode*> CandidateDomains(const Job* job) {
+    HyperNodeTree* tree = ssn_.cluster().hyper_nodes();
+    if (tree == nullptr) return {nullptr};
+    HyperNode* root = tree->top();
+    std::vector<HyperNode*> domains =
+        EvictionGradient(job, root, false).value_or(std::vector<HyperNode*>{root});
+    const size_t cap = args_.max_domains > 0 ? static_cast<size_t>(args_.max_domains) : 8;
+    if (domains.size() > cap) domains.resize(cap);
+    if (domains.empty() && !job->hard_topology) domains.push_back(root);
+    return domains;
+  }
+
+  // 7. One plan in `domain`: the first placement domain where it stands, in a statement still
+  // applied to the session; nullopt (everything undone) when there is none.
+  std::optional<Statement> PlanInDomain(Queue* queue, Job* job, const std::vector<Task*>& pending,
+                                        const std::vector<Task*>& victims, HyperNode* domain) {
+    std::vector<HyperNode*> places{domain};
+    if (domain != nullptr && job->hard_topology)
+      places = EvictionGradient(job, domain, true).value_or(std::vector<HyperNode*>{domain});
+    for (HyperNode* place : places) {
+      Statement trial(ssn_);
+      if (TryPlan(trial, queue, job, pending, victims, DomainNodes(place))) return trial;
+      trial.Discard();
+    }
+    return std::nullopt;
   }
 
   // The job's pending tasks the plan places: not gated, with requests, in task order.
@@ -233,10 +308,11 @@ class GangEvictRun {
   }
 
   // 4.–6.
-  std::vector<Bundle> SelectBundles(Job* job, const Resource& need) {
+  std::vector<Bundle> SelectBundles(Job* job, const Resource& need,
+                                    std::span<Node* const> nodes) {
     std::vector<Job*> order;  // victim jobs in the order their first candidate was met
     std::unordered_map<Job*, std::vector<Task*>> by_job;
-    for (Node* node : ssn_.cluster().nodes()) {
+    for (Node* node : nodes) {
       for (Task* t : node->tasks) {
         if (!IsCandidate(job, t)) continue;
         auto [it, inserted] = by_job.try_emplace(t->job);
@@ -318,9 +394,10 @@ class GangEvictRun {
     });
   }
 
-  // 7.: evict `victims`, then pipeline every pending task; true when the job is then pipelined.
+  // 7.: evict `victims`, then pipeline every pending task on `place`'s nodes; true when the job
+  // is then pipelined.
   bool TryPlan(Statement& trial, Queue* queue, Job* job, const std::vector<Task*>& pending,
-               const std::vector<Task*>& victims) {
+               const std::vector<Task*>& victims, std::span<Node* const> place) {
     const char* reason = kind_ == GangEvictKind::Preempt ? "gangpreempt" : "gangreclaim";
     for (Task* v : victims) {
       if (Status s = trial.Evict(v, reason); !s.ok()) {
@@ -334,6 +411,7 @@ class GangEvictRun {
       if (queue != nullptr && !ssn_.Allocatable(queue, t)) return false;
       std::vector<Node*> storage;
       std::span<Node* const> nodes = actions::NodesWithoutUnresolvable(ssn_, t, storage);
+      if (place.data() != ssn_.cluster().nodes().data()) nodes = Within(nodes, place, storage);
       if (nodes.empty()) return false;
       if (ssn_.PrePredicateFn(t)) return false;
       actions::PredicateResult found = helper.PredicateNodes(
@@ -347,6 +425,18 @@ class GangEvictRun {
     }
     if (trial.empty()) return false;
     return ssn_.JobPipelined(job);
+  }
+
+  // The nodes of `place` that are in `nodes` (the schedulable ones), in `place`'s order.
+  std::span<Node* const> Within(std::span<Node* const> nodes, std::span<Node* const> place,
+                                std::vector<Node*>& storage) const {
+    std::vector<uint8_t> in(ssn_.cluster().nodes().size(), 0);
+    for (const Node* n : nodes) in[n->index] = 1;
+    std::vector<Node*> out;
+    for (Node* n : place)
+      if (in[n->index]) out.push_back(n);
+    storage = std::move(out);
+    return storage;
   }
 
   Session& ssn_;

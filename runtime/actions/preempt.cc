@@ -5,7 +5,9 @@
 // Stages:
 //   1. Preemptors. Jobs that are not Pending, pass JobValid, have a queue and are JobStarving go
 //      into their queue's job heap (JobOrderFn) and the under-request list; each gets a task heap
-//      (TaskOrderFn) of its Pending, non-gated tasks. No Overused check.
+//      (TaskOrderFn) of its Pending, non-gated tasks. No Overused check. A job with a network
+//      topology is no preemptor (Volcano at ed72c7c8 skips it; gangpreempt places such gangs
+//      inside a domain).
 //   2. For each queue in QueueOrder — phase 1, between jobs of the queue: pop the best preemptor
 //      job; in one statement, while it is starving and has tasks, preempt for its next task with
 //      victims that are Bound/Running, preemptable, BestEffort when the preemptor is BestEffort,
@@ -90,6 +92,12 @@ class PreemptRun {
       auto [it, inserted] = preemptors.try_emplace(job->queue, job_less);
       if (inserted) queue_order.Push(job->queue);
       if (!ssn_.JobStarving(job)) continue;
+      // Volcano at ed72c7c8 leaves jobs with a network topology to gangpreempt (a TODO there:
+      // volcano-sh/volcano#4374).
+      if (job->HasNetworkTopology()) {
+        spdlog::debug("preempt: job {} has a network topology, skipped", job->uid);
+        continue;
+      }
       it->second.Push(job);
       under_request[job->queue].push_back(job);
       preemptor_tasks.insert_or_assign(job, PendingTasks(job));

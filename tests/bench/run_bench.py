@@ -8,7 +8,12 @@ noisy shared machine moves both sides alike.
 
 Usage: run_bench.py --kiln build/kiln --bench build/tests/kiln_bench --work DIR
                     [--sizes 1000x10000,3000x30000,10000x100000] [--confs default,...]
+                    [--topology-size 10000x100000 | --topology-size none]
                     [--repeat N] [--no-kiln-bench] [--json FILE] [--baseline OLD_KILN]
+
+The topology row (issue 30) times one cluster twice: without topology under the default conf,
+and with a 3-tier HyperNode tree and half of the gangs in hard mode under the default conf plus
+network-topology-aware (gen_scale_scenario.py --topology: the same nodes, jobs and pods).
 """
 import argparse
 import json
@@ -115,6 +120,52 @@ def scale_matrix(args):
             results["C++ limit"] = sampled_limit(args, scenario)
         rows.append(((nodes, pods), results, baseline))
     return rows
+
+
+def scenario_file(args, nodes, pods, topology):
+    name = f"scale-{nodes}x{pods}{'-topology' if topology else ''}.yaml"
+    scenario = os.path.join(args.work, name)
+    if not os.path.exists(scenario):
+        cmd = [sys.executable, os.path.join(HERE, "gen_scale_scenario.py"), str(nodes), str(pods)]
+        if topology:
+            cmd.append("--topology")
+        with open(scenario + ".tmp", "w") as f:
+            subprocess.run(cmd, stdout=f, check=True)
+        os.replace(scenario + ".tmp", scenario)
+    return scenario
+
+
+def topology_row(args):
+    """The same cluster without and with topology; best of the repeats each."""
+    nodes, pods = (int(x) for x in args.topology_size.split("x"))
+    cells = {}
+    for label, topology, conf in (("no topology", False, "default.conf"),
+                                  ("topology", True, "default-topology.conf")):
+        scenario = scenario_file(args, nodes, pods, topology)
+        runs = [run_simulate(args.kiln, scenario, os.path.join(HERE, "confs", conf))
+                for _ in range(args.repeat)]
+        cells[label] = best_of(runs)
+        t = cells[label]
+        print(f"  {nodes}x{pods} {label}: session {fmt_ms(t['session'])}, {t['binds']} binds",
+              file=sys.stderr, flush=True)
+    return (nodes, pods), cells
+
+
+def print_topology(row):
+    (nodes, pods), cells = row
+    print("### Topology (`kiln simulate --timings`; 3-tier HyperNode tree, half of the gangs hard "
+          "within tier 2; the same cluster without topology)\n")
+    print("| cluster | case | pending | binds | load | open | allocate | session | peak RSS "
+          "| session / no topology |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    base = cells["no topology"]
+    for label, t in cells.items():
+        ratio = f"{t['session'] / base['session']:.2f}×" if base["session"] else "–"
+        print(f"| {nodes // 1000}k × {pods // 1000}k | {label} | {t['pending']} | {t['binds']} "
+              f"| {fmt_ms(t['load'])} | {fmt_ms(t['open'])} "
+              f"| {fmt_ms(t['actions'].get('allocate', 0))} | {fmt_ms(t['session'])} "
+              f"| {t['rss_mib']:.0f} MiB | {ratio} |")
+    print()
 
 
 def sampled_limit(args, scenario):
@@ -243,6 +294,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--sizes", default="1000x10000,3000x30000,10000x100000")
     ap.add_argument("--confs", default="default,+binpack,plugin-free")
+    ap.add_argument("--topology-size", default="10000x100000",
+                    help="NODESxPODS of the topology row, or 'none' to skip it")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--min-time", default="0.2")
     ap.add_argument("--no-kiln-bench", action="store_true")
@@ -253,8 +306,11 @@ def main():
                     help="exit 1 unless every cell ran, bound pods and reported every phase")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    rows = scale_matrix(args)
-    print_scale(rows)
+    rows = scale_matrix(args) if args.sizes != "none" else []
+    if rows:
+        print_scale(rows)
+    if args.topology_size != "none":
+        print_topology(topology_row(args))
     if args.baseline:
         print_baseline(rows)
     if args.check:

@@ -6,6 +6,8 @@
   * scripts/gen-trace: the same arguments write the same bytes, another seed another trace;
   * skipping idle periods decides exactly what running every period decides, on a generated
     trace with the real policies;
+  * a cluster with HyperNodes: gangsByTier per session, waitingByTopology in the summary, and
+    both in the --report page's data;
   * `--report` on a scenario whose names try to break out of the page: the page is rendered by
     headless Chromium, which must run its script to the end with no error and paint every chart
     canvas; no name from the scenario may end a script element.
@@ -84,6 +86,27 @@ class Trace(unittest.TestCase):
         self.assertEqual(decided, len(fast["sessions"]))
         self.assertEqual(fast["summary"]["jobs"], slow["summary"]["jobs"])
         self.assertEqual(fast["summary"]["queues"], slow["summary"]["queues"])
+
+    def test_topology_figures(self):
+        # tests/report/data/topology-trace.yaml's notes derive these.
+        html = os.path.join(self.tmp, "topology.html")
+        r = run([KILN, "simulate", "--until", "3m", "--period", "30s", "--output", "json",
+                 "--report", html, os.path.join(SOURCE, "tests/report/data/topology-trace.yaml")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        tiers = [s["metrics"].get("gangsByTier") for s in out["sessions"]]
+        self.assertEqual(tiers, [{"1": 1, "2": 1}] * len(tiers))
+        by = out["summary"]["waitingByTopology"]["q1"]
+        self.assertEqual(sorted(by), ["hard", "none", "soft"])
+        self.assertEqual(by["hard"]["waitingSeconds"]["max"], 0.0)
+        self.assertEqual(by["none"]["waitingSeconds"]["max"], 0.0)
+        self.assertEqual(by["soft"]["jobs"], 1)
+        self.assertEqual(by["soft"]["waitingSeconds"]["mean"], 30.0)
+        with open(html) as f:
+            page = f.read()
+        self.assertIn('"gangTiers":{"1":[1,1,1,1,1,1],"2":[1,1,1,1,1,1]}', page)
+        self.assertIn("waitingByTopology", page)
+        self.assertIn("Gangs by the tier they span", page)
 
     def test_report_renders_in_chromium(self):
         scenario = os.path.join(SOURCE, "tests/report/data/hostile-names.yaml")

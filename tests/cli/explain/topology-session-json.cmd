@@ -1,0 +1,1 @@
+explain tests/cli/explain/data/topology.yaml --output json
