@@ -3,15 +3,11 @@
 
 #include "runtime/abi.h"
 
-#include <atomic>
 #include <iterator>
-#include <mutex>
-#include <unordered_map>
 
 #include "runtime/hyper_node.h"
 
 namespace kiln {
-extern std::atomic<uint64_t> g_node_resources_epoch;  // runtime/model.cc
 namespace {
 
 KStr Str(const std::string& s) { return KStr{s.data(), s.size()}; }
@@ -388,33 +384,11 @@ void kiln_hyper_node_allocatable(const HyperNode* o, kiln::Resource* out) { *out
 void kiln_hyper_node_idle(const HyperNode* o, kiln::Resource* out) { *out = o->idle; }
 void kiln_hyper_node_future_idle(const HyperNode* o, kiln::Resource* out) { *out = o->future_idle; }
 void kiln_hyper_node_used(const HyperNode* o, kiln::Resource* out) {
-  // Σ used + pipelined over the HyperNode's nodes, kept until some node's Resources change
-  // (g_node_resources_epoch, bumped by Node::RefreshFitFuture and at session open): a policy
-  // reads it for every node and tier (network-topology-aware's normal-pod binpack), and summing
-  // a top HyperNode's 10k nodes each time made it quadratic.
-  struct Cached {
-    uint64_t epoch;
-    kiln::Resource used;
-  };
-  static std::mutex mu;
-  static std::unordered_map<const HyperNode*, Cached> cache;
-  const uint64_t epoch = kiln::g_node_resources_epoch.load(std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache.find(o); it != cache.end() && it->second.epoch == epoch) {
-      *out = it->second.used;
-      return;
-    }
-  }
-  kiln::Resource sum;
+  *out = kiln::Resource{};
   for (const kiln::Node* n : o->nodes) {
-    sum.Add(n->used);
-    sum.Add(n->pipelined);
+    out->Add(n->used);
+    out->Add(n->pipelined);
   }
-  *out = sum;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() > 100000) cache.clear();
-  cache[o] = Cached{epoch, sum};
 }
 bool kiln_job_has_network_topology(const Job* o) { return o->HasNetworkTopology(); }
 const void* kiln_job_allocated_hyper_node(const Job* o) { return o->allocated_hyper_node; }

@@ -1,4 +1,3 @@
-#include <atomic>
 #include "runtime/hyper_node.h"
 
 #include <fmt/format.h>
@@ -9,7 +8,6 @@
 #include "runtime/sub_job.h"
 
 namespace kiln {
-extern std::atomic<uint64_t> g_node_resources_epoch;  // runtime/model.cc
 
 std::string_view ToString(NetworkTopologyMode m) {
   return m == NetworkTopologyMode::Soft ? "soft" : "hard";
@@ -286,8 +284,6 @@ HyperNode* HyperNodeTree::LowestCovering(std::span<Node* const> nodes) const {
 }
 
 void HyperNodeTree::SnapshotResources() {
-  // A new session: HyperNode `used` sums cached by runtime/abi.cc start over.
-  g_node_resources_epoch.fetch_add(1, std::memory_order_relaxed);
   for (HyperNode* hn : ptrs_) {
     hn->allocatable = Resource{};
     hn->idle = Resource{};

@@ -1,7 +1,5 @@
 #include "runtime/model.h"
 
-#include <atomic>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -350,12 +348,7 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign) {
   sum.values[kMemory] += sign * (request.memory() > 0 ? request.memory() : kNonZeroMemory);
 }
 
-// Bumped whenever any node's Resources change (every change ends in RefreshFitFuture), so
-// derived sums such as a HyperNode's `used` (runtime/abi.cc) know when to recompute.
-std::atomic<uint64_t> g_node_resources_epoch{0};
-
 void Node::RefreshFitFuture() {
-  g_node_resources_epoch.fetch_add(1, std::memory_order_relaxed);
   const bool sub_scalars = ((idle.present | releasing.present) & ~Resource::kBaseMask) != 0;
   for (int id = 0; id < kMaxResources; ++id) {
     double v = idle.values[id] + releasing.values[id];
