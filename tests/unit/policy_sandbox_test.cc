@@ -47,6 +47,29 @@ TEST(PolicySandbox, ListContainsOnALongListIsMembership) {
   EXPECT_EQ(JobOrder("let xs = [j for j in range(100)];\nreturn xs.contains(-5) ? 1 : 0;"), 0);
 }
 
+// String equality past the inline limit goes to the host (kiln_rt_str_eq, charged as host work):
+// equal and unequal strings at the limit (64 bytes, inline memcmp) and just past it (65, the
+// host), differing in the first or the last byte, long ones (4 KiB), and inside `in` on a list.
+TEST(PolicySandbox, StringEqualityAtAndPastTheInlineLimitAnswersRight) {
+  for (int n : {1, 63, 64, 65, 66, 4096}) {
+    SCOPED_TRACE(n);
+    std::string setup = fmt::format(R"(var a = "";
+for i in range({0}) {{ a = a + "x"; }}
+var b = "";
+for i in range({0}) {{ b = b + "x"; }}
+let last = a + "y";
+let other = a + "z";
+let first = "y" + a;
+let other_first = "z" + a;
+)", n - 1);
+    // One policy per length: every comparison must come out right for it to answer 1.
+    EXPECT_EQ(JobOrder(setup + R"(return a + "q" == b + "q" and not (last == other)
+    and last != other and not (first == other_first) and not (last == a) and not (a == last)
+    and (last in [a, other, b + "y"]) and not (last in [a, other]) ? 1 : 0;)"),
+              1);
+  }
+}
+
 // The short list answered false while `2 in xs` was true.
 TEST(PolicySandbox, ListContainsAgreesWithIn) {
   EXPECT_EQ(JobOrder("return [1, 2, 3].contains(2) ? 1 : 0;"), 1);
