@@ -11,6 +11,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/ModRef.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
@@ -844,16 +845,27 @@ class Lowering {
   }
 
   // String equality inline: strings of different lengths differ without a call (most taint
-  // effects, label values and names compared in predicates), and equal lengths compare bytes with
-  // memcmp, which the code generator expands into a few loads when one side is a literal.
+  // effects, label values and names compared in predicates), and equal lengths up to
+  // kInlineStrEqBytes compare bytes with memcmp, which the code generator expands into a few loads
+  // when one side is a literal. Longer equal lengths go to the host (kiln_rt_str_eq), which
+  // charges the bytes as host work before it compares, as every other builtin that walks a
+  // string does (issue 28): a loop of comparisons of long equal strings runs out of the call's
+  // host-work budget instead of walking gigabytes under the loop budget alone. Not a PureHelper:
+  // the charge writes the thread's budget.
+  static constexpr int64_t kInlineStrEqBytes = 64;
   Function* StrEqFn() {
     if (str_eq_) return str_eq_;
-    Function* fn = PureHelper("kiln.str_eq", llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
-                              /*always_inline=*/true);
+    auto* fn = Function::Create(llvm::FunctionType::get(i1_, {ptr_, i64_, ptr_, i64_}, false),
+                                Function::InternalLinkage, "kiln.str_eq", m_);
+    fn->addFnAttr(llvm::Attribute::AlwaysInline);
+    fn->setDoesNotThrow();
+    fn->setWillReturn();
     llvm::IRBuilder<> b(ctx_);
     auto* entry = BasicBlock::Create(ctx_, "entry", fn);
     auto* same_len = BasicBlock::Create(ctx_, "same_len", fn);
     auto* bytes = BasicBlock::Create(ctx_, "bytes", fn);
+    auto* inline_bytes = BasicBlock::Create(ctx_, "inline_bytes", fn);
+    auto* host_bytes = BasicBlock::Create(ctx_, "host_bytes", fn);
     auto* differ = BasicBlock::Create(ctx_, "differ", fn);
     auto* equal = BasicBlock::Create(ctx_, "equal", fn);
     b.SetInsertPoint(entry);
@@ -862,10 +874,23 @@ class Lowering {
     // Empty strings may have null data.
     b.CreateCondBr(b.CreateICmpSLE(fn->getArg(1), b.getInt64(0)), equal, bytes);
     b.SetInsertPoint(bytes);
+    b.CreateCondBr(b.CreateICmpSGT(fn->getArg(1), b.getInt64(kInlineStrEqBytes)), host_bytes,
+                   inline_bytes);
+    b.SetInsertPoint(inline_bytes);
     llvm::FunctionCallee memcmp = m_.getOrInsertFunction(
         "memcmp", llvm::FunctionType::get(b.getInt32Ty(), {ptr_, ptr_, i64_}, false));
     Value* c = b.CreateCall(memcmp, {fn->getArg(0), fn->getArg(2), fn->getArg(1)});
     b.CreateRet(b.CreateICmpEQ(c, b.getInt32(0)));
+    b.SetInsertPoint(host_bytes);
+    llvm::FunctionCallee host = Rt("kiln_rt_str_eq", i1_, {ptr_, ptr_, i64_});
+    // It reads the two strings and writes only the thread's budget and fault record, which no
+    // policy code reads: loads of policy memory may still move across it.
+    if (auto* host_fn = llvm::dyn_cast<Function>(host.getCallee())) {
+      host_fn->setMemoryEffects(llvm::MemoryEffects::argMemOnly(llvm::ModRefInfo::Ref) |
+                                llvm::MemoryEffects::inaccessibleMemOnly());
+      host_fn->setDoesNotThrow();
+    }
+    b.CreateRet(b.CreateCall(host, {fn->getArg(0), fn->getArg(2), fn->getArg(1)}));
     b.SetInsertPoint(differ);
     b.CreateRet(b.getFalse());
     b.SetInsertPoint(equal);

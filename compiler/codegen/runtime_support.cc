@@ -492,6 +492,15 @@ Arena* CurrentArena() {
   return t_current_arena;
 }
 
+}  // namespace kiln
+
+// Equality of two strings of the same length n past codegen's inline limit (kInlineStrEqBytes),
+// charged n bytes of host work. Only JIT'd code calls it (codegen's `kiln.str_eq`), so it is
+// declared here rather than in runtime_support.h.
+extern "C" bool kiln_rt_str_eq(const char* a, const char* b, int64_t n);
+
+namespace kiln {
+
 std::vector<HostSymbol> RuntimeSupportSymbols() {
 #define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
   return {
@@ -502,6 +511,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       HostSymbol{"memcmp", reinterpret_cast<void*>(&std::memcmp)},
       HostSymbol{"bcmp", reinterpret_cast<void*>(&bcmp)},
       KILN_SYM(kiln_rt_set_arena),      KILN_SYM(kiln_rt_str_cmp),        KILN_SYM(kiln_rt_fit_combine),
+      KILN_SYM(kiln_rt_str_eq),
       KILN_SYM(kiln_rt_str_contains),   KILN_SYM(kiln_rt_str_starts_with),
       KILN_SYM(kiln_rt_str_ends_with),  KILN_SYM(kiln_rt_str_concat),
       KILN_SYM(kiln_rt_str_of_int),     KILN_SYM(kiln_rt_str_of_float),
@@ -624,6 +634,13 @@ int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
+bool kiln_rt_str_eq(const char* a, const char* b, int64_t n) {
+  // Equal lengths past the inline limit (codegen's kInlineStrEqBytes): the comparison may walk
+  // all n bytes. Over budget: "differ" (the call is faulted, its answer ignored).
+  if (!kiln::ChargeHostWork(std::max<int64_t>(n, 0))) return false;
+  return n <= 0 || std::memcmp(a, b, static_cast<size_t>(n)) == 0;
+}
+
 bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn) {
   // The search walks the haystack (memchr-style, about once).
   if (!kiln::ChargeHostWork(std::max<int64_t>(n, 0))) return false;
@@ -741,7 +758,10 @@ void* kiln_rt_map_find_i(void* map, int64_t key) {
   return i < 0 ? nullptr : m->slot(i);
 }
 
+// A string key's lookup hashes and compares it: charged its length as host work, as `==` on
+// long strings is (an absent answer once the budget is spent; the call is faulted).
 void* kiln_rt_map_find_s(void* map, const char* key, int64_t len) {
+  if (!kiln::ChargeHostWork(std::max<int64_t>(len, 0))) return nullptr;
   auto* m = static_cast<KMap*>(map);
   int64_t i = m->FindStr(View(key, len));
   return i < 0 ? nullptr : m->slot(i);
@@ -759,6 +779,7 @@ void* kiln_rt_map_slot_i(void* map, int64_t key, bool* inserted) {
 
 void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted) {
   return Guard<void*>(nullptr, [&] {
+    kiln::Charge(std::max<int64_t>(len, 0));
     auto* m = static_cast<KMap*>(map);
     int64_t i = m->FindStr(View(key, len));
     *inserted = i < 0;

@@ -23,7 +23,8 @@
 // part of the step that does it. `a + b` builds both sides
 // (`s = s + part` appends in place at run time, so it costs the part), `contains` walks its
 // haystack, `split` its string (twice: the walk and the parts), the JSON helpers eight times their
-// text (the document they build), `http_post` its body. A string variable grown in a loop is as
+// text (the document they build), `http_post` its body, a comparison (`==`, `<`, ...) the shorter
+// side. A string variable grown in a loop is as
 // long as its start plus the trip count times what each iteration appends.
 // At the bounds, nodes*tasks_per_node and jobs*tasks_per_job count as `tasks` (all the pods).
 // and constants (`range(10)`, a list literal). `let` locals carry their initialiser's size; a
@@ -267,6 +268,12 @@ class CostEstimator {
           cost = Add(cost, Bytes(StrLen(b->right.get())));
         if (b->op == BinaryOp::Add && IsString(e))
           cost = Add(cost, Bytes(Add(StrLen(b->left.get()), StrLen(b->right.get()))));
+        // A comparison of two strings walks at most the shorter one: nothing more to count when
+        // either side's length is bounded, else the left side's bound (not below the shorter).
+        if (IsComparison(b->op) && IsString(b->left.get()) && IsString(b->right.get())) {
+          Poly l = Bytes(StrLen(b->left.get())), r = Bytes(StrLen(b->right.get()));
+          if (!l.empty() && !r.empty()) cost = Add(cost, l);
+        }
         return cost;
       }
       case NodeKind::Conditional: {
@@ -473,6 +480,10 @@ class CostEstimator {
   }
 
   // ---- string bytes ----
+  static bool IsComparison(BinaryOp op) {
+    return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
+           op == BinaryOp::Gt || op == BinaryOp::Ge;
+  }
   static bool IsString(const ast::Expr* e) {
     return e && e->type && e->type->kind == TypeKind::String;
   }

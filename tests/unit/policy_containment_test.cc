@@ -2,6 +2,7 @@
 // counted as a budget fault, other faults (allocation over the memory budget, a host error) are
 // contained the same way with their own kind, and the session's watchdog disables a plugin that
 // keeps faulting.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -494,6 +495,73 @@ on job_order(l: Job, r: Job) -> int {
   ASSERT_EQ(ps.ssn->fault_count(), 1u);
   EXPECT_EQ(ps.ssn->decisions().faults[0],
             "plugin splits: job_order: exceeded its budget of 67108864 bytes of host work");
+  ps.ssn->Close();
+}
+
+// String equality on long strings is host work too (issue 28): two equal 1 MiB strings compared
+// 100 times walk 100 MiB, which a 16 MiB budget stops after a few comparisons. Before the charge
+// `==` compiled to an inline memcmp that nothing counted: the call answered after walking all of
+// it, with no fault. Lookups in a policy map by a long string key (hashed or compared: the key's
+// bytes) are charged the same way.
+TEST(PolicyContainment, LongStringComparisonsSpendTheHostWorkBudget) {
+  LimitsGuard limits;
+  SetPluginFaultLimit(0);
+  SetDefaultMaxHandlerCost(1e15);  // the static check rates the comparisons at 100*built
+  SetPolicyCallHostWorkBudget(16 << 20);
+  for (const char* compare : {"a == b", "!(a != b)", "a in keys", "m[a] > 0"}) {
+    SCOPED_TRACE(compare);
+    PolicySession ps("equal", fmt::format(R"(policy equal;
+on job_order(l: Job, r: Job) -> int {{
+  var a = "ab";
+  var b = "ab";
+  for i in range(19) {{ a = a + a; }}
+  for i in range(19) {{ b = b + b; }}
+  let keys = [b];
+  var m: map<string, int> = {{}};
+  m[b] = 1;
+  var same = 0;
+  for i in range(100) {{ if {} {{ same += 1; }} }}
+  return same;
+}}
+)", compare));
+    ASSERT_TRUE(ps.ssn);
+    auto start = std::chrono::steady_clock::now();
+    (void)ps.ssn->JobOrderFn(ps.task->job, ps.task->job);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 3.0);
+    ASSERT_EQ(ps.ssn->fault_count(), 1u);
+    EXPECT_EQ(ps.ssn->decisions().faults[0],
+              "plugin equal: job_order: exceeded its budget of 16777216 bytes of host work");
+    ps.ssn->Close();
+  }
+}
+
+// Long strings still compare right under the charge: equal, differing in the last byte, and a
+// short prefix, both ways, within the default budget.
+TEST(PolicyContainment, LongStringComparisonsAnswerRight) {
+  PolicySession ps("equal", R"(policy equal;
+on node_order(task: Task, node: Node) -> float {
+  var a = "ab";
+  var b = "ab";
+  for i in range(10) { a = a + a; }
+  for i in range(10) { b = b + b; }
+  let c = a + "x";
+  let d = b + "y";
+  var score = 0.0;
+  if a == b { score += 1.0; }
+  if c != d { score += 10.0; }
+  if c == d { score += 1000.0; }
+  if a != b { score += 1000.0; }
+  if a + "x" == c { score += 100.0; }
+  return score;
+}
+)");
+  ASSERT_TRUE(ps.ssn);
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(*score, 111.0);
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
   ps.ssn->Close();
 }
 

@@ -1,0 +1,1 @@
+check --cost tests/cli/check/data/string_compare.policy
