@@ -81,6 +81,27 @@ struct NodeSpec {
   SourceLocation where;
 };
 
+// nodeinfo.volcano.sh/v1alpha1 Numatopology: metadata.name (the node's name) and the spec's
+// policies, resReserved, numares and cpuDetail. Only the `cpu` entry of numares is read (the
+// one resource Volcano's numa-aware plugin has a hint provider for); other entries are kept.
+struct NumatopologySpec {
+  struct NumaResource {
+    std::set<int64_t> allocatable;  // the cpuset text ("0-3,8") parsed
+    int64_t capacity = 0;
+  };
+  struct CpuInfo {
+    int64_t numa = 0;
+    int64_t socket = 0;
+    int64_t core = 0;
+  };
+  std::string name;
+  StringMap policies;  // CPUManagerPolicy, TopologyManagerPolicy
+  Resource res_reserved;
+  std::map<std::string, NumaResource, std::less<>> numares;
+  std::map<int64_t, CpuInfo> cpu_detail;  // by CPU id
+  SourceLocation where;
+};
+
 struct PodGroupSpec {
   std::string name;
   std::string namespace_ = "default";
@@ -123,6 +144,9 @@ struct PodSpec {
   std::string group;  // PodGroup name (the loader fills it for a pod without one)
   std::string task;   // volcano.sh/task-spec
   Resource requests;  // the single container's requests (without the hidden pods: 1)
+  // The container's resources.limits, where a plugin reads them (QoS class, device sharing);
+  // never copied into requests.
+  Resource limits;
   std::string priority_class_name;
   std::optional<int32_t> priority;
   PodPhase phase = PodPhase::Pending;
@@ -175,6 +199,7 @@ struct ClusterSpec {
   std::vector<PodDisruptionBudget> pdbs;
   std::vector<ResourceQuota> resource_quotas;
   std::vector<HyperNodeSpec> hyper_nodes;  // topology.volcano.sh HyperNodes (runtime/hyper_node.h)
+  std::vector<NumatopologySpec> numatopologies;  // one per node, named after it (numa-aware)
 };
 
 // A reference in the cluster that does not resolve, and what the scheduler does about it
