@@ -192,6 +192,7 @@ KILN_MAP_FN(kiln_queue_annotation, Queue, annotations)
 
 using kiln::HostPort;
 using kiln::HyperNode;
+using kiln::NumaCpu;
 using kiln::LabelSelector;
 using kiln::NodeSelectorTerm;
 using kiln::PodAffinityTerm;
@@ -435,6 +436,29 @@ const void* kiln_job_sub_group_policy_at(const Job* o, size_t i) {
   return i < o->sub_group_policy.size() ? &o->sub_group_policy[i] : nullptr;
 }
 const void* kiln_task_sub_job(const Task* o) { return o->sub_job; }
+bool kiln_node_has_numa(const Node* o) { return o->numa != nullptr; }
+bool kiln_node_numa_policies(const Node* o, const char* key, size_t len, KStr* out) {
+  static const kiln::StringMap kNone;
+  return kiln::MapGet(o->numa ? o->numa->policies : kNone, key, len, out);
+}
+size_t kiln_node_numa_policies_size(const Node* o) { return o->numa ? o->numa->policies.size() : 0; }
+void kiln_node_numa_policies_at(const Node* o, size_t i, KStr* key, KStr* value) {
+  static const kiln::StringMap kNone;
+  kiln::MapAt(o->numa ? o->numa->policies : kNone, i, key, value);
+}
+void kiln_node_numa_reserved(const Node* o, kiln::Resource* out) {
+  *out = o->numa ? o->numa->reserved : kiln::Resource{};
+}
+size_t kiln_node_numa_cpus_size(const Node* o) { return o->numa ? o->numa->cpus.size() : 0; }
+const void* kiln_node_numa_cpus_at(const Node* o, size_t i) {
+  return o->numa && i < o->numa->cpus.size() ? &o->numa->cpus[i] : nullptr;
+}
+KILN_INT_FN(kiln_numa_cpu_id, NumaCpu, o->id)
+KILN_INT_FN(kiln_numa_cpu_numa, NumaCpu, o->numa)
+KILN_INT_FN(kiln_numa_cpu_socket, NumaCpu, o->socket)
+KILN_INT_FN(kiln_numa_cpu_core, NumaCpu, o->core)
+bool kiln_numa_cpu_allocatable(const NumaCpu* o) { return o->allocatable; }
+bool kiln_task_qos_guaranteed(const Task* o) { return o->qos_guaranteed; }
 
 int32_t kiln_resource_id(const char* name, size_t len) {
   auto id = kiln::ResourceRegistry::Intern(std::string_view(name, len));

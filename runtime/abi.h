@@ -231,7 +231,7 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(Taint) X(Toleration) X(SelectorRequirement) X(LabelSelector) X(NodeSelectorTerm)           \
   X(PreferredSchedulingTerm) X(PodAffinityTerm) X(WeightedPodAffinityTerm)                     \
   X(TopologySpreadConstraint) X(HostPort) X(PodDisruptionBudget) X(ResourceQuota)           \
-  X(HyperNode) X(SubJob) X(SubGroupPolicy)
+  X(HyperNode) X(SubJob) X(SubGroupPolicy) X(NumaCpu)
 
 #define KILN_ABI_SHAPE_FIELDS(X)                                                                                           \
   X(Task,  "tolerations",                 RecordList,     Host, kiln_task_tolerations,                 Toleration)               \
@@ -350,7 +350,18 @@ inline constexpr DerivedJobBool kJobCheckTaskStarving{
   X(SubGroupPolicy, "match_label_keys",   StringList,     Host, kiln_sub_group_policy_match_label_keys, _)                       \
   X(Job,   "sub_jobs",                    RecordList,     Host, kiln_job_sub_jobs,                     SubJob)                   \
   X(Job,   "sub_group_policy",            RecordList,     Host, kiln_job_sub_group_policy,             SubGroupPolicy)           \
-  X(Task,  "sub_job",                     OptionalRecord, Host, kiln_task_sub_job,                     SubJob)
+  X(Task,  "sub_job",                     OptionalRecord, Host, kiln_task_sub_job,                     SubJob)                   \
+  /* Numatopology (numa-aware): the node's kubelet policies, resReserved and CPUs in id order */                      \
+  X(Node,  "has_numa",                    Bool,           Host, kiln_node_has_numa,                    _)                        \
+  X(Node,  "numa_policies",               StringMap,      Host, kiln_node_numa_policies,               _)                        \
+  X(Node,  "numa_reserved",               Resource,       Host, kiln_node_numa_reserved,               _)                        \
+  X(Node,  "numa_cpus",                   RecordList,     Host, kiln_node_numa_cpus,                   NumaCpu)                  \
+  X(NumaCpu, "id",                        Int,            Host, kiln_numa_cpu_id,                      _)                        \
+  X(NumaCpu, "numa",                      Int,            Host, kiln_numa_cpu_numa,                    _)                        \
+  X(NumaCpu, "socket",                    Int,            Host, kiln_numa_cpu_socket,                  _)                        \
+  X(NumaCpu, "core",                      Int,            Host, kiln_numa_cpu_core,                    _)                        \
+  X(NumaCpu, "allocatable",               Bool,           Host, kiln_numa_cpu_allocatable,             _)                        \
+  X(Task,  "qos_guaranteed",              Bool,           Host, kiln_task_qos_guaranteed,              _)
 // clang-format on
 
 struct AbiFieldInfo {

@@ -327,6 +327,30 @@ std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
   return shape;
 }
 
+// v1qos.GetPodQOS for the pod's one container: Guaranteed when it limits cpu and memory and
+// requests, where it names them, equal the limits (the API server defaults absent requests to
+// the limits).
+bool QosGuaranteed(const PodSpec& ps) {
+  // cpu and memory are always present in a Resource: an unset one reads 0.
+  for (ResourceId id : {kCpu, kMemory}) {
+    double limit = ps.limits.Get(id), request = ps.requests.Get(id);
+    if (limit <= 0 || (request != 0 && request != limit)) return false;
+  }
+  return true;
+}
+
+std::shared_ptr<const NumaTopology> NumaTopologyOf(const NumatopologySpec& nt) {
+  auto topo = std::make_shared<NumaTopology>();
+  topo->policies = nt.policies;
+  topo->reserved = nt.res_reserved;
+  const NumatopologySpec::NumaResource* cpu = nullptr;
+  if (auto it = nt.numares.find("cpu"); it != nt.numares.end()) cpu = &it->second;
+  for (const auto& [id, info] : nt.cpu_detail)
+    topo->cpus.push_back(NumaCpu{id, info.numa, info.socket, info.core,
+                                 cpu && cpu->allocatable.count(id) > 0});
+  return topo;
+}
+
 }  // namespace
 
 Result<Cluster> BuildCluster(const ClusterSpec& c) {
@@ -455,11 +479,17 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
     t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
     t.SetRequests(ps.requests);
+    t.qos_guaranteed = QosGuaranteed(ps);
   }
   // PDBs and ResourceQuotas are plain cluster facts the pdb and resourcequota policies read.
   for (const auto& p : c.pdbs) cluster.NewPdb() = p;
   for (const auto& q : c.resource_quotas) cluster.NewResourceQuota() = q;
   if (Status s = cluster.Link(); !s) return s.error();
+  // Numatopologies by node name; one naming no node is ignored, as Volcano's cache keeps it
+  // aside until the node appears.
+  for (const auto& nt : c.numatopologies)
+    for (Node* n : cluster.nodes())
+      if (n->name == nt.name) n->numa = NumaTopologyOf(nt);
   // HyperNodes over the linked nodes (CompleteCluster reported what does not resolve).
   if (!c.hyper_nodes.empty()) {
     std::vector<HyperNodeTree::NodeRef> refs;

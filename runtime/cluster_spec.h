@@ -145,7 +145,7 @@ struct PodSpec {
   std::string task;   // volcano.sh/task-spec
   Resource requests;  // the single container's requests (without the hidden pods: 1)
   // The container's resources.limits (scenario `limits`; in kiln serve the sum over the pod's
-  // containers). Never added to requests: device sharing reads device counts and memory here.
+  // containers), where a plugin reads them (QoS class, device sharing). Never added to requests.
   Resource limits;
   std::string priority_class_name;
   std::optional<int32_t> priority;

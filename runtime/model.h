@@ -281,6 +281,9 @@ struct Task {
   // Any pod affinity or anti-affinity term, required or preferred (set from `affinity()` by
   // Cluster::Link; the node-side index keys on it).
   bool has_pod_affinity_terms = false;
+  // Kubernetes QoS class Guaranteed: the container limits cpu and memory and requests exactly
+  // its limits (v1qos.GetPodQOS; the numa-aware policy places only such pods).
+  bool qos_guaranteed = false;
   TimeNs creation_time = 0;
   TimeNs scheduled_at = 0;  // PodScheduled=True lastTransitionTime; 0 = none
   Job* job = nullptr;
@@ -532,6 +535,24 @@ void AddNonZeroRequest(Resource& sum, const Resource& request, double sign);
 // ---------------------------------------------------------------------------------------------
 // Node (NodeInfo, §3.3).
 
+// One CPU of a node's Numatopology (nodeinfo.volcano.sh/v1alpha1): spec.cpuDetail's NUMA node,
+// socket and core of the CPU, and whether spec.numares.cpu.allocatable lists it.
+struct NumaCpu {
+  int64_t id = 0;
+  int64_t numa = 0;
+  int64_t socket = 0;
+  int64_t core = 0;
+  bool allocatable = false;
+};
+
+// A node's Numatopology as the numa-aware policy reads it (Volcano's NumatopoInfo): the kubelet's
+// policies (CPUManagerPolicy, TopologyManagerPolicy), resReserved, and the CPUs in id order.
+struct NumaTopology {
+  StringMap policies;
+  Resource reserved;
+  std::vector<NumaCpu> cpus;
+};
+
 struct Node {
   // Members are in the order allocate's search reads them (a Cluster's nodes start on a cache
   // line: runtime/slab.h): the first line holds the index, the flags, and the task and taint
@@ -578,6 +599,9 @@ struct Node {
 
   // The lowest-tier HyperNode holding the node (runtime/hyper_node.h: LeafOf), or null.
   HyperNode* hyper_node = nullptr;
+
+  // The node's Numatopology (null when the cluster has none for it); shared between sessions.
+  std::shared_ptr<const NumaTopology> numa;
 
   // Idle + Releasing − Pipelined.
   Resource FutureIdle() const;

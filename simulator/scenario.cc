@@ -168,6 +168,8 @@ class Loader {
   // Topology (scenario-format.md "Topology, devices and today's Volcano objects").
   Status ReadHyperNode(const yaml::Node& n, HyperNodeSpec& out);
   Result<HyperNodeMemberSpec> ReadHyperNodeMember(const yaml::Node& n, std::string_view what);
+  Status ReadNumatopology(const yaml::Node& n, NumatopologySpec& out);
+  Result<std::set<int64_t>> ReadCpuSet(const yaml::Node& n, std::string_view what);
   Result<NetworkTopologySpec> ReadNetworkTopology(const yaml::Node& n, std::string_view what);
   Result<std::vector<SubGroupPolicySpec>> ReadSubGroupPolicy(const yaml::Node& n,
                                                              std::string_view what);
@@ -863,6 +865,90 @@ Result<HyperNodeMemberSpec> Loader::ReadHyperNodeMember(const yaml::Node& n, std
   return m;
 }
 
+// A cpuset in the kubelet's list format: "0-3,8,10-11" ("" is the empty set).
+Result<std::set<int64_t>> Loader::ReadCpuSet(const yaml::Node& n, std::string_view what) {
+  ASSIGN_OR_RETURN(std::string text, Str(n, what));
+  std::set<int64_t> cpus;
+  auto bad = [&](std::string_view part) {
+    return r_.Fail(n, fmt::format("{} is not a cpuset (`0-3,8`): bad part `{}`", what, part));
+  };
+  auto number = [](std::string_view t) -> std::optional<int64_t> {
+    if (t.empty() || t.size() > 6) return std::nullopt;
+    int64_t v = 0;
+    for (char ch : t) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+      v = v * 10 + (ch - '0');
+    }
+    return v;
+  };
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view part = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    size_t dash = part.find('-');
+    auto lo = number(part.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : number(part.substr(dash + 1));
+    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) return bad(part);
+    for (int64_t c = *lo; c <= *hi; ++c) cpus.insert(c);
+  }
+  return cpus;
+}
+
+// A Numatopology: metadata.name (its node) and the spec's policies, resReserved, numares and
+// cpuDetail, in the CRD's own spelling.
+Status Loader::ReadNumatopology(const yaml::Node& n, NumatopologySpec& out) {
+  using O = NumatopologySpec;
+  out.where = yaml::Where(n, r_.file());
+  ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "numatopology", {
+      {"policies", [&](auto& v, auto& f, O& o) { return Store(o.policies, ReadStringMap(v, f)); }},
+      {"resReserved", [&](auto& v, auto& f, O& o) { return Store(o.res_reserved, ReadResources(v, f)); }},
+      {"numares", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectAnyMap(v, f));
+         if (v.IsNull()) return Status::Ok();
+         for (const auto& kv : v) {
+           std::string res(kv.first.Scalar());
+           std::string field = fmt::format("`{}` of {}", res, f);
+           TRY(r_.ExpectMap(kv.second, field, {"allocatable", "capacity"}));
+           NumatopologySpec::NumaResource r;
+           if (kv.second["allocatable"].IsDefined()) {
+             ASSIGN_OR_RETURN(r.allocatable,
+                              ReadCpuSet(kv.second["allocatable"], fmt::format("`allocatable` of {}", field)));
+           }
+           if (kv.second["capacity"].IsDefined()) {
+             ASSIGN_OR_RETURN(int32_t cap, ReadInt32(kv.second["capacity"], fmt::format("`capacity` of {}", field), 0));
+             r.capacity = cap;
+           }
+           o.numares[res] = std::move(r);
+         }
+         return Status::Ok();
+       }},
+      {"cpuDetail", [&](auto& v, auto& f, O& o) -> Status {
+         TRY(r_.ExpectAnyMap(v, f));
+         if (v.IsNull()) return Status::Ok();
+         for (const auto& kv : v) {
+           std::string id_text(kv.first.Scalar());
+           std::string field = fmt::format("CPU `{}` of {}", id_text, f);
+           auto id = yaml::ParseIntText(id_text);
+           if (!id || *id < 0 || *id > 1000000)
+             return r_.Fail(kv.first, fmt::format("{}: a CPU id must be a non-negative integer", field));
+           TRY(r_.ExpectMap(kv.second, field, {"numa", "socket", "core"}));
+           NumatopologySpec::CpuInfo info;
+           for (auto [key, slot] : {std::pair{"numa", &info.numa}, std::pair{"socket", &info.socket},
+                                    std::pair{"core", &info.core}}) {
+             if (!kv.second[key].IsDefined()) continue;
+             ASSIGN_OR_RETURN(int32_t x, ReadInt32(kv.second[key], fmt::format("`{}` of {}", key, field), 0));
+             *slot = x;
+           }
+           o.cpu_detail[*id] = info;
+         }
+         return Status::Ok();
+       }},
+  }, out));
+  (void)what;
+  return Status::Ok();
+}
+
 Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
   using O = PodSpec;
   out.where = yaml::Where(n, r_.file());
@@ -998,7 +1084,7 @@ Status ReadList(const yaml::Reader& r, const yaml::Node& n, std::string_view wha
 Status Loader::ReadCluster(const yaml::Node& n, ClusterSpec& out) {
   TRY(r_.ExpectMap(n, "`cluster`",
                    {"priorityClasses", "queues", "nodes", "podGroups", "pods", "pdbs",
-                    "resourceQuotas", "hyperNodes"},
+                    "resourceQuotas", "hyperNodes", "numatopologies"},
                    true));
   if (n.IsNull()) return Status::Ok();
   for (const auto& kv : n) {
@@ -1026,6 +1112,9 @@ Status Loader::ReadCluster(const yaml::Node& n, ClusterSpec& out) {
     } else if (k == "hyperNodes") {
       TRY(ReadList(r_, v, what, out.hyper_nodes,
                    [&](const yaml::Node& x, HyperNodeSpec& o) { return ReadHyperNode(x, o); }));
+    } else if (k == "numatopologies") {
+      TRY(ReadList(r_, v, what, out.numatopologies,
+                   [&](const yaml::Node& x, NumatopologySpec& o) { return ReadNumatopology(x, o); }));
     }
   }
   return Status::Ok();
@@ -1311,6 +1400,8 @@ Status Loader::ApplyDefaults(ScenarioSpec& spec) {
   TRY(CheckUnique<PodSpec>(r_, c.pods, "pod", [](const PodSpec& o) { return o.Key(); }));
   TRY(CheckUnique<HyperNodeSpec>(r_, c.hyper_nodes, "hyperNode",
                                  [](const HyperNodeSpec& o) { return o.name; }));
+  TRY(CheckUnique<NumatopologySpec>(r_, c.numatopologies, "numatopology",
+                                    [](const NumatopologySpec& o) { return o.name; }));
   // Defaults and references: the one path every cluster source shares. A reference that does not
   // resolve is a fact about the cluster, reported as a warning (volcano-semantics.md §7).
   CompleteOptions options;

@@ -1,0 +1,1 @@
+simulate tests/cli/simulate/data/bad-cpu-id.yaml

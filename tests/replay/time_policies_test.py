@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Time-driven policies replayed over several sessions (Debian's python3, standard library only).
+
+    time_policies_test.py KILN SOURCE_DIR
+
+`kiln simulate --cycles N --period D --output json` on the scenarios in tests/replay/data: a tdm
+revocable zone opens and closes on the session clock, and rescheduling moves pods off a hot node
+session after session. Golden scenarios check one session; these check the sequence.
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+KILN = SOURCE = None
+
+
+def sessions(name, cycles, period):
+    path = os.path.join(SOURCE, "tests", "replay", "data", name)
+    out = subprocess.run([KILN, "simulate", "--cycles", str(cycles), "--period", period,
+                          "--output", "json", path],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"kiln simulate {name} failed ({out.returncode}):\n{out.stderr}")
+    return json.loads(out.stdout)["sessions"]
+
+
+class TimePolicies(unittest.TestCase):
+    def test_tdm_zone_opens_and_closes(self):
+        got = [(s["binds"], sorted(s["evictions"]), sorted(s["unschedulable"]))
+               for s in sessions("tdm-zone-opens-and-closes.yaml", 6, "1m")]
+        self.assertEqual(got, [
+            ({}, [], ["c1/b0"]),                 # 19:59 closed
+            ({"c1/b0": "lend"}, [], []),         # 20:00 open
+            ({}, [], []),                        # 20:01 running
+            ({}, [], []),                        # 20:02 the window's last minute
+            ({}, ["c1/b0"], []),                 # 20:03 closed: shuffle evicts it
+            ({}, [], ["c1/b0"]),                 # 20:04 waits for the next window
+        ])
+
+    def test_rescheduling_over_time(self):
+        got = [(s["binds"], sorted(s["evictions"]))
+               for s in sessions("rescheduling-over-time.yaml", 3, "10s")]
+        self.assertEqual(got, [
+            ({}, ["c1/h1"]),
+            ({"c1/h1": "cold"}, ["c1/h2"]),
+            ({"c1/h2": "cold"}, []),
+        ])
+
+
+if __name__ == "__main__":
+    KILN, SOURCE = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1], verbosity=2)
