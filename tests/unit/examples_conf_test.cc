@@ -10,6 +10,7 @@
 #include "compiler/host/policy_provider.h"
 #include "runtime/conf.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
@@ -20,7 +21,7 @@ TEST(ExamplesConf, EveryExampleConfLoadsWithItsPolicies) {
   int confs = 0;
   bool saw_capacity = false;
   for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(KILN_SOURCE_DIR) / "examples/conf")) {
+       std::filesystem::directory_iterator(KilnSourceDir() / "examples/conf")) {
     if (entry.path().extension() != ".conf") continue;
     ++confs;
     std::ifstream in(entry.path());
@@ -65,7 +66,7 @@ cluster:
   - {name: p, namespace: c1, group: pg, requests: {cpu: "1", memory: 1Gi}}
 )";
   for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(KILN_SOURCE_DIR) / "examples/conf")) {
+       std::filesystem::directory_iterator(KilnSourceDir() / "examples/conf")) {
     if (entry.path().extension() != ".conf") continue;
     std::ifstream in(entry.path());
     std::stringstream text;

@@ -14,6 +14,7 @@
 #include "simulator/explain_scenario.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
@@ -25,7 +26,7 @@ struct Loaded {
 };
 
 Loaded Load(const std::string& path) {
-  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/" + path);
+  auto spec = LoadScenarioFile(KilnSourceDir().string() + "/" + path);
   EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.error().Format());
   auto conf = ResolveScenarioConf(*spec, nullptr, "");
   EXPECT_TRUE(conf.ok()) << (conf.ok() ? "" : conf.error().Format());

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln::testing {
 
@@ -23,7 +24,7 @@ inline std::string ReadFile(const std::filesystem::path& p) {
   return s.str();
 }
 
-inline std::filesystem::path SourceDir() { return KILN_SOURCE_DIR; }
+inline std::filesystem::path SourceDir() { return KilnSourceDir(); }
 
 // Files under `dir` (relative to the source dir) ending in `ext`, sorted.
 inline std::vector<std::filesystem::path> FilesIn(const std::string& dir, const std::string& ext) {

@@ -13,6 +13,7 @@
 #include "kubernetes/kubeconfig.h"
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln::kube {
 namespace {
@@ -61,7 +62,7 @@ ClusterSpec DecodeAll(const json& list, TimeNs now) {
 std::vector<fs::path> AllScenarios() {
   std::vector<fs::path> out;
   for (const char* dir : {"/tests/scenarios", "/tests/volcano-compat", "/examples"})
-    for (const auto& e : fs::recursive_directory_iterator(std::string(KILN_SOURCE_DIR) + dir))
+    for (const auto& e : fs::recursive_directory_iterator(KilnSourceDir().string() + dir))
       if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -108,7 +109,7 @@ TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
 }
 
 TEST(KubernetesRoundTrip, YamlOutputParsesToTheSameObjectsAsJson) {
-  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  auto spec = LoadScenarioFile(KilnSourceDir().string() + "/examples/scenarios/training-cluster.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error().Format();
   EncodeOptions options;
   options.now = spec->now;

@@ -26,6 +26,7 @@
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
 #include "tests/unit/cluster_spec_dump.h"
+#include "tests/unit/source_dir.h"
 
 extern char** environ;
 
@@ -83,7 +84,7 @@ class Emulator {
     std::ofstream(load) << manifests;
     kubeconfig_ = (dir_ / "kubeconfig").string();
     std::vector<std::string> args = {"/usr/bin/python3",
-                                     std::string(KILN_SOURCE_DIR) + "/tools/kube-emulator/kube_emulator.py",
+                                     KilnSourceDir().string() + "/tools/kube-emulator/kube_emulator.py",
                                      "--port", "0", "--tls", "--write-kubeconfig", kubeconfig_,
                                      "--load", load, "--bookmark-interval", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -213,7 +214,7 @@ const PodSpec* FindPod(const ClusterSpec& c, std::string_view key) {
 // server, listed by the reflectors, snapshotted by the cache: the same ClusterSpec the scenario
 // loader gives `kiln simulate`.
 TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
-  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  auto spec = LoadScenarioFile(KilnSourceDir().string() + "/examples/scenarios/training-cluster.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error().Format();
   EncodeOptions eo;
   eo.now = spec->now;

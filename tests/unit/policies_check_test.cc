@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "compiler/frontend.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
 
 std::vector<std::filesystem::path> ShippedPolicies() {
   std::vector<std::filesystem::path> out;
-  for (const auto& e : std::filesystem::directory_iterator(KILN_SOURCE_DIR "/policies"))
+  for (const auto& e : std::filesystem::directory_iterator(KilnSourceDir() / "policies"))
     if (e.path().extension() == ".policy") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;

@@ -19,6 +19,7 @@
 #include "server/scheduler_loop.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln::server {
 namespace {
@@ -367,9 +368,9 @@ TEST(ServerLoopTest, SessionTimeWithAndWithoutAConcurrentReload) {
   // Reload compiles off the session thread; a session only takes a pointer. Sessions of the
   // example training cluster (Volcano's default conf) back to back for a while, then again while
   // another thread reloads changed confs as fast as it can (each one parsed, resolved, checked).
-  auto spec = LoadScenarioFile(std::string(KILN_SOURCE_DIR) + "/examples/scenarios/training-cluster.yaml");
+  auto spec = LoadScenarioFile(KilnSourceDir().string() + "/examples/scenarios/training-cluster.yaml");
   ASSERT_TRUE(spec.ok());
-  auto conf_text = ReadTextFile(std::string(KILN_SOURCE_DIR) + "/examples/conf/volcano-default.conf");
+  auto conf_text = ReadTextFile(KilnSourceDir().string() + "/examples/conf/volcano-default.conf");
   ASSERT_TRUE(conf_text.ok());
   Fixture f(*conf_text);
   f.binding.Use(std::move(*spec));

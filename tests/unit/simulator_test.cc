@@ -9,6 +9,7 @@
 #include "runtime/quantity.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
@@ -407,7 +408,7 @@ cluster:
 // and one whose conf needs no plugins runs and matches its `expect`.
 TEST(SimulatorTest, ExamplesLoadAndPluginFreeOnesMatchTheirExpect) {
   namespace fs = std::filesystem;
-  fs::path root = fs::path(KILN_SOURCE_DIR) / "examples";
+  fs::path root = KilnSourceDir() / "examples";
   int confs = 0, scenarios = 0;
   for (const auto& entry : fs::directory_iterator(root / "conf")) {
     if (entry.path().extension() != ".conf") continue;

@@ -11,6 +11,7 @@
 
 #include "runtime/yaml_doc.h"
 #include "runtime/yaml_util.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln::yaml {
 namespace {
@@ -308,7 +309,7 @@ TEST(YamlDocTest, SameDocumentsAsYamlCppForEveryRepositoryYaml) {
   namespace fs = std::filesystem;
   int compared = 0, rejected = 0;
   for (const char* dir : {"tests", "examples"}) {
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(KILN_SOURCE_DIR) / dir)) {
+    for (const auto& entry : fs::recursive_directory_iterator(KilnSourceDir() / dir)) {
       std::string ext = entry.path().extension().string();
       if (!entry.is_regular_file() || (ext != ".yaml" && ext != ".yml")) continue;
       std::string text = ReadAll(entry.path());

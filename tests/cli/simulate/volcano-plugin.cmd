@@ -1,1 +1,0 @@
-simulate tests/cli/simulate/data/volcano-plugin.yaml
