@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "runtime/cpuset.h"
 #include "runtime/quantity.h"
 
 namespace kiln::kube {
@@ -442,34 +443,12 @@ HyperNodeMemberSpec HyperNodeMember(const json& m, const std::string& path, cons
   return out;
 }
 
-// A CPU id as the kubelet's cpuset format writes it: decimal digits only.
-std::optional<int64_t> CpuNumber(std::string_view t) {
-  if (t.empty() || t.size() > 6) return std::nullopt;
-  int64_t v = 0;
-  for (char ch : t) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    v = v * 10 + (ch - '0');
-  }
-  return v;
-}
-
-// A cpuset in the kubelet's list format ("0-3,8,10-11"; "" is the empty set), with the scenario
-// loader's limits (a range runs forwards and spans at most 4097 CPUs).
+// A cpuset (runtime/cpuset.h) or a located failure.
 std::set<int64_t> CpuSet(const std::string& text, const std::string& path) {
-  std::set<int64_t> cpus;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view part = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    size_t dash = part.find('-');
-    auto lo = CpuNumber(part.substr(0, dash));
-    auto hi = dash == std::string_view::npos ? lo : CpuNumber(part.substr(dash + 1));
-    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096)
-      Fail(path, fmt::format("`{}` is not a cpuset (`0-3,8`): bad part `{}`", text, part));
-    for (int64_t c = *lo; c <= *hi; ++c) cpus.insert(c);
-  }
-  return cpus;
+  std::string_view part;
+  std::optional<std::set<int64_t>> cpus = ParseCpuSet(text, &part);
+  if (!cpus) Fail(path, fmt::format("`{}` is not a cpuset (`0-3,8`): bad part `{}`", text, part));
+  return std::move(*cpus);
 }
 
 template <typename F>
@@ -838,7 +817,7 @@ Result<NumatopologySpec> DecodeNumatopology(const json& obj, ObjectMeta* meta_ou
     const json& cpus = Object(spec, "cpuDetail", "spec");
     for (auto it = cpus.begin(); it != cpus.end(); ++it) {
       std::string p = "spec.cpuDetail." + it.key();
-      std::optional<int64_t> id = CpuNumber(it.key());
+      std::optional<int64_t> id = ParseCpuId(it.key());
       if (!id) Fail("spec.cpuDetail", fmt::format("key `{}` is not a CPU id (a non-negative integer)", it.key()));
       if (!it.value().is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(it.value())));
       NumatopologySpec::CpuInfo c;

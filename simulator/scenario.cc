@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/cpuset.h"
 #include "runtime/quantity.h"
 #include "runtime/yaml_util.h"
 
@@ -868,31 +869,11 @@ Result<HyperNodeMemberSpec> Loader::ReadHyperNodeMember(const yaml::Node& n, std
 // A cpuset in the kubelet's list format: "0-3,8,10-11" ("" is the empty set).
 Result<std::set<int64_t>> Loader::ReadCpuSet(const yaml::Node& n, std::string_view what) {
   ASSIGN_OR_RETURN(std::string text, Str(n, what));
-  std::set<int64_t> cpus;
-  auto bad = [&](std::string_view part) {
+  std::string_view part;
+  std::optional<std::set<int64_t>> cpus = ParseCpuSet(text, &part);
+  if (!cpus)
     return r_.Fail(n, fmt::format("{} is not a cpuset (`0-3,8`): bad part `{}`", what, part));
-  };
-  auto number = [](std::string_view t) -> std::optional<int64_t> {
-    if (t.empty() || t.size() > 6) return std::nullopt;
-    int64_t v = 0;
-    for (char ch : t) {
-      if (ch < '0' || ch > '9') return std::nullopt;
-      v = v * 10 + (ch - '0');
-    }
-    return v;
-  };
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view part = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    size_t dash = part.find('-');
-    auto lo = number(part.substr(0, dash));
-    auto hi = dash == std::string_view::npos ? lo : number(part.substr(dash + 1));
-    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) return bad(part);
-    for (int64_t c = *lo; c <= *hi; ++c) cpus.insert(c);
-  }
-  return cpus;
+  return std::move(*cpus);
 }
 
 // A Numatopology: metadata.name (its node) and the spec's policies, resReserved, numares and
