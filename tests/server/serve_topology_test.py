@@ -9,6 +9,8 @@ edit of the HyperNodes made with kubectl during the run lets it land in the next
 objects are logged with what is wrong and skipped; the PodGroup keeps its spec and annotations
 through the status writes (Volcano updates the whole object and, at ed72c7c8, keeps the allocated
 HyperNode in memory, writing no annotation for it). kubectl gets and lists the new CRD objects.
+numa-aware, run through the emulator, judges pods by the QoS class Kubernetes gives the whole pod:
+a Guaranteed pod lands only where its NUMA cells fit, a Burstable one is not judged.
 
 Run with Debian's python3 (PyYAML): serve_topology_test.py KILN [TestCase.test_name]
 """
