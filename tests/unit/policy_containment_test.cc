@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -23,6 +23,12 @@ namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The processor time this process spent since `start`. The bounds below say a budget stopped the
+// work early; wall time would also count the other jobs of a shared, loaded machine.
+double ProcessorSecondsSince(std::clock_t start) {
+  return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+}
 
 class PolicyDir {
  public:
@@ -126,9 +132,9 @@ TEST(PolicyContainment, CallOverItsLoopBudgetIsAbandonedAsABudgetFault) {
   ASSERT_TRUE(fine.ok());
   EXPECT_EQ(*fine, 5.0);
   ps.task->priority = 1000;
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   auto spun = ps.ssn->NodeOrderFn(ps.task, ps.node);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = ProcessorSecondsSince(start);
   ASSERT_TRUE(spun.ok());
   EXPECT_EQ(*spun, 0.0);  // the faulted call's score is ignored
   EXPECT_LT(seconds, 2.0);
@@ -184,9 +190,9 @@ on node_order(task: Task, node: Node) -> float {
   return float(total);
 }
 )");
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = ProcessorSecondsSince(start);
   EXPECT_LT(seconds, 2.0);
   ASSERT_EQ(ps.ssn->fault_count(), 1u);
   EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 1u);
@@ -456,10 +462,10 @@ TEST(PolicyContainment, BytesBuiltinsWalkAreChargedToTheHostWorkBudget) {
   PolicySession ps("scan", kScan);
   ASSERT_TRUE(ps.ssn);
   const Job* j = ps.task->job;
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   (void)ps.ssn->JobOrderFn(j, j);
   (void)ps.ssn->JobOrderFn(j, j);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = ProcessorSecondsSince(start);
   EXPECT_LT(seconds, 3.0);
   ASSERT_EQ(ps.ssn->fault_count(), 2u);
   EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Budget)], 2u);
@@ -488,9 +494,9 @@ on job_order(l: Job, r: Job) -> int {
 }
 )");
   ASSERT_TRUE(ps.ssn);
-  auto start = std::chrono::steady_clock::now();
+  std::clock_t start = std::clock();
   (void)ps.ssn->JobOrderFn(ps.task->job, ps.task->job);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = ProcessorSecondsSince(start);
   EXPECT_LT(seconds, 3.0);
   ASSERT_EQ(ps.ssn->fault_count(), 1u);
   EXPECT_EQ(ps.ssn->decisions().faults[0],
@@ -525,10 +531,9 @@ on job_order(l: Job, r: Job) -> int {{
 }}
 )", compare));
     ASSERT_TRUE(ps.ssn);
-    auto start = std::chrono::steady_clock::now();
+    std::clock_t start = std::clock();
     (void)ps.ssn->JobOrderFn(ps.task->job, ps.task->job);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds = ProcessorSecondsSince(start);
     EXPECT_LT(seconds, 3.0);
     ASSERT_EQ(ps.ssn->fault_count(), 1u);
     EXPECT_EQ(ps.ssn->decisions().faults[0],
