@@ -162,6 +162,49 @@ std::vector<std::string> TopologyLines(const TopologyExplain& t) {
   return out;
 }
 
+// What gangpreempt/gangreclaim did for a job (explain.h GangEvictionExplain).
+Json GangEvictionJson(const GangEvictionExplain& g) {
+  Json o{{"action", g.action}, {"need", g.need}, {"committed", g.committed}};
+  Json domains = Json::array();
+  for (const EvictionDomainTry& d : g.domains) {
+    Json e{{"hyperNode", d.hyper_node.empty() ? std::string("(whole cluster)") : d.hyper_node},
+           {"tier", d.tier},
+           {"outcome", d.outcome}};
+    if (!d.reason.empty()) e["reason"] = d.reason;
+    if (!d.detail.empty()) e["detail"] = d.detail;
+    if (!d.bundles.empty()) e["bundles"] = d.bundles;
+    if (!d.victims.empty()) e["victims"] = d.victims;
+    if (!d.placed.empty()) {
+      Json placed = Json::object();
+      for (const auto& [part, hn] : d.placed) placed[part] = hn;
+      e["placed"] = std::move(placed);
+    }
+    domains.push_back(std::move(e));
+  }
+  o["domains"] = std::move(domains);
+  return o;
+}
+
+// For people: a header line, then per domain one line and its bundles, victims and placements.
+std::vector<std::string> GangEvictionLines(const GangEvictionExplain& g) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("{}: need {}, {}", g.action, g.need,
+                            g.committed ? "plan committed" : "no plan committed"));
+  for (const EvictionDomainTry& d : g.domains) {
+    std::string name = d.hyper_node.empty() ? "(whole cluster)"
+                                            : fmt::format("tier {}  {}", d.tier, d.hyper_node);
+    std::string what = d.outcome;
+    if (!d.reason.empty()) what += ": " + d.reason;
+    if (!d.detail.empty()) what += " (" + d.detail + ")";
+    out.push_back(fmt::format("domain {}  {}", name, what));
+    for (const std::string& b : d.bundles) out.push_back("  bundle " + b);
+    if (!d.victims.empty()) out.push_back(fmt::format("  victims {}", fmt::join(d.victims, ", ")));
+    for (const auto& [part, hn] : d.placed)
+      out.push_back(fmt::format("  placed {} in {} (nominated)", part, hn));
+  }
+  return out;
+}
+
 // The same document as one nlohmann dump(2) of the whole, written pod by pod: the whole document
 // of a large scenario (pods × nodes answers) would need many times the memory of its text.
 void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explanation& e) {
@@ -188,6 +231,7 @@ void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explana
     o["order"] = j.order;
     o["phase"] = j.phase;
     if (j.topology) o["topology"] = TopologyJson(*j.topology);
+    if (j.gang_eviction) o["gangEviction"] = GangEvictionJson(*j.gang_eviction);
     jobs[j.uid] = std::move(o);
   }
   doc["jobs"] = std::move(jobs);
@@ -378,6 +422,15 @@ std::string FormatExplainTable(const std::string& scenario, const Explanation& e
         out += "  " + (chosen ? style("32", line) : rejected ? style("31", line) : line) + "\n";
       }
     }
+    for (const JobExplain& j : e.jobs) {
+      if (!j.gang_eviction) continue;
+      out += "\n" + style("1", "Gang eviction for " + j.uid) + "\n";
+      for (const std::string& line : GangEvictionLines(*j.gang_eviction)) {
+        bool planned = line.find("  planned") != std::string::npos;
+        bool rejected = line.find("  rejected") != std::string::npos;
+        out += "  " + (planned ? style("32", line) : rejected ? style("31", line) : line) + "\n";
+      }
+    }
   }
   if (!e.queues.empty()) {
     out += "\n" + style("1", "queues") + "\n";
@@ -501,6 +554,14 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
                            Esc(h.outcome), Esc(h.level), Esc(h.within), h.tier, Esc(h.hyper_node),
                            Esc(h.outcome), Esc(h.reason), h.score ? Num(*h.score) : "");
       out += "</table></section>\n";
+    }
+    for (const JobExplain& j : e.jobs) {
+      if (!j.gang_eviction) continue;
+      const std::vector<std::string> lines = GangEvictionLines(*j.gang_eviction);
+      out += fmt::format("<section><h2>Gang eviction for {}</h2><p>{}</p><ul>\n", Esc(j.uid),
+                         Esc(lines.front()));
+      for (size_t i = 1; i < lines.size(); ++i) out += "<li>" + Esc(lines[i]) + "</li>\n";
+      out += "</ul></section>\n";
     }
   }
   if (!e.queues.empty()) {

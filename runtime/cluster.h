@@ -33,6 +33,9 @@ struct SessionResult {
   // Jobs with a network topology: the HyperNode each is placed under at session close (Volcano's
   // JobInfo.AllocatedHyperNode; runtime/hyper_node.h), job uid → HyperNode name.
   std::map<std::string, std::string> allocated_hyper_nodes;
+  // The gang-eviction nominations still standing at session close (sub-job uid → HyperNode
+  // name; Cluster::nominated_hyper_nodes), for the next session. Never written to the cluster.
+  std::map<std::string, std::string> nominated_hyper_nodes;
   // This session's binds counted per lowest-tier HyperNode holding the bound node, sorted
   // ascending (scenario `expect.bindCountsByLeafHyperNode`); empty without HyperNodes.
   std::vector<int64_t> bind_counts_by_leaf_hyper_node;
@@ -98,6 +101,12 @@ class ClusterBinding {
   // unschedulable reasons. The simulator applies them at once; the Kubernetes binding queues the
   // writes and returns without waiting on the network.
   virtual void Apply(const SessionResult& result) = 0;
+
+  // What the scheduler remembers between sessions without writing it anywhere (Volcano keeps it in
+  // its cache's JobInfo/SubJobInfo): gang-eviction nominations, sub-job uid → HyperNode name.
+  // RunCycle puts it into each snapshot and takes it back from the session's result, so it lives
+  // as long as the binding (a restarted scheduler starts without it, as Volcano's does).
+  std::map<std::string, std::string> nominated_hyper_nodes;
 };
 
 }  // namespace kiln

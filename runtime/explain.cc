@@ -198,6 +198,8 @@ void ExplainRecorder::Record(const Session& ssn, std::string_view action, const 
 
 void ExplainRecorder::Finish(Session& ssn) {
   ExplainJobsAndQueues(ssn, explanation_);
+  for (JobExplain& j : explanation_.jobs)
+    if (auto it = gang_eviction_.find(j.uid); it != gang_eviction_.end()) j.gang_eviction = it->second;
   for (JobExplain& j : explanation_.jobs) {
     auto it = topology_.find(j.uid);
     if (it == topology_.end()) continue;

@@ -123,6 +123,33 @@ struct TopologyExplain {
   std::string allocated_hyper_node;  // the job's allocated HyperNode after the action
 };
 
+// One domain (a HyperNode; "" without HyperNodes: the whole cluster) gang eviction looked for
+// victims in, for a starving job (runtime/actions/gang_evict.cc), in the order they were tried.
+struct EvictionDomainTry {
+  std::string hyper_node;
+  int64_t tier = 0;
+  // "planned" (the plan that stood), "rejected" (with `reason`).
+  std::string outcome;
+  // For "rejected": "no nodes", "no victims" (no bundle of evictable tasks), "victims cannot
+  // cover the need" (even every bundle with the domain's idle and releasing resources), or
+  // "gang not placeable" (no plan placed the gang after evicting, `detail` says which part).
+  std::string reason;
+  std::string detail;
+  // The bundles the domain offered, in the order they were added: "<job> safe|whole: pods".
+  std::vector<std::string> bundles;
+  // "planned": the victims evicted, and where each part of the gang went (sub-job → HyperNode).
+  std::vector<std::string> victims;
+  std::vector<std::pair<std::string, std::string>> placed;
+};
+
+// What gangpreempt or gangreclaim did for one starving job (the last attempt this session).
+struct GangEvictionExplain {
+  std::string action;  // "gangpreempt" or "gangreclaim"
+  std::string need;    // Σ of the pending requests the victims had to cover
+  std::vector<EvictionDomainTry> domains;
+  bool committed = false;  // the job was pipelined and the plan committed (nominations set)
+};
+
 struct JobExplain {
   std::string uid;
   std::string queue;
@@ -134,6 +161,7 @@ struct JobExplain {
   bool starving = false;
   std::string phase;  // at the moment it was explained
   std::optional<TopologyExplain> topology;  // when allocate searched HyperNodes for the job
+  std::optional<GangEvictionExplain> gang_eviction;  // when gangpreempt/gangreclaim planned for it
 };
 
 // The explained pods, stored compactly: an explanation holds pods × nodes answers (10k pods on
@@ -259,6 +287,10 @@ class ExplainRecorder {
   void RecordTopology(const std::string& uid, TopologyExplain t) {
     topology_[uid] = std::move(t);
   }
+  // gangpreempt's or gangreclaim's attempt for the job `uid`; a later one replaces it.
+  void RecordGangEviction(const std::string& uid, GangEvictionExplain g) {
+    gang_eviction_[uid] = std::move(g);
+  }
   // Jobs and queues as the actions left them; call before the session closes.
   void Finish(Session& ssn);
   // Fills each recorded pod's result from what the session decided.
@@ -275,6 +307,7 @@ class ExplainRecorder {
   Explanation explanation_;
   std::unordered_map<std::string, size_t> position_;  // pod key → index in explanation_.tasks
   std::map<std::string, TopologyExplain> topology_;    // job uid → its HyperNode search
+  std::map<std::string, GangEvictionExplain> gang_eviction_;  // job uid → its gang eviction
   std::vector<std::pair<std::string, std::vector<Figure>>>* sink_ = nullptr;
 };
 

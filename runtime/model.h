@@ -716,6 +716,15 @@ class Cluster {
   void set_hyper_nodes(std::shared_ptr<HyperNodeTree> tree) { hyper_nodes_ = std::move(tree); }
   // Nodes holding at least one task with pod (anti-)affinity terms; unordered.
   const std::vector<Node*>& affinity_nodes() const { return *affinity_nodes_; }
+  // Volcano's SubJobInfo.NominatedHyperNode, by sub-job uid (a job's default sub-job, and a job
+  // without sub-jobs, under the job's uid) → HyperNode name (kClusterTopHyperNode for the whole
+  // cluster): where gangpreempt/gangreclaim planned the sub-job's gang, honoured and cleared by
+  // allocate (runtime/actions/allocate.cc). Kept by name, not pointer, so it can outlive the
+  // session: RunCycle hands it from the binding's memory into the snapshot and back.
+  std::map<std::string, std::string>& nominated_hyper_nodes() { return nominated_hyper_nodes_; }
+  const std::map<std::string, std::string>& nominated_hyper_nodes() const {
+    return nominated_hyper_nodes_;
+  }
 
  private:
   template <typename T>
@@ -745,6 +754,7 @@ class Cluster {
   Map<const PriorityClass> pc_by_name_;
   Resource total_resource_;
   std::shared_ptr<HyperNodeTree> hyper_nodes_;
+  std::map<std::string, std::string> nominated_hyper_nodes_;
 };
 
 // One policy fault of a session (kiln_policy_faults_total{plugin,point,kind}): the plugin, the

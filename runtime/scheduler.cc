@@ -132,6 +132,16 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     std::sort(result.bind_counts_by_leaf_hyper_node.begin(),
               result.bind_counts_by_leaf_hyper_node.end());
   }
+  // Nominations of sub-jobs that still exist (a job gone from the cluster takes its own along).
+  if (const auto& nominated = ssn.cluster().nominated_hyper_nodes(); !nominated.empty()) {
+    for (const Job* job : ssn.cluster().jobs()) {
+      if (auto it = nominated.find(job->uid); it != nominated.end())
+        result.nominated_hyper_nodes.insert(*it);
+      for (const auto& sub : job->sub_jobs)
+        if (auto it = nominated.find(sub->uid); it != nominated.end())
+          result.nominated_hyper_nodes.insert(*it);
+    }
+  }
   for (const auto& [job, phase] : d.phases) {
     result.pod_group_phases[job->uid] = std::string(ToString(phase));
     if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
@@ -179,9 +189,11 @@ Result<SessionResult> RunCycle(ClusterBinding& binding, const SchedulerConf& con
   auto cluster = binding.Snapshot(now);
   if (!cluster) return cluster.error();
   const int64_t snapshot_micros = MicrosSince(start);
+  cluster->nominated_hyper_nodes() = binding.nominated_hyper_nodes;
   auto result = RunSession(std::move(*cluster), conf, registry, now, index, hooks);
   if (!result) return result.error();
   result->snapshot_micros = snapshot_micros;
+  binding.nominated_hyper_nodes = result->nominated_hyper_nodes;
   binding.Apply(*result);
   return result;
 }

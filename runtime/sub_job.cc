@@ -128,6 +128,15 @@ void BuildSubJobs(Cluster& cluster) {
       if (t->priority > sub->priority) sub->priority = t->priority;
       t->sub_job = sub;
     }
+    // The nominations carried from earlier sessions, as the policies' view shows them (a name
+    // no HyperNode has any more shows as none; allocate then drops the nomination).
+    if (const HyperNodeTree* tree = cluster.hyper_nodes()) {
+      for (const auto& sub : job->sub_jobs) {
+        auto it = cluster.nominated_hyper_nodes().find(sub->uid);
+        sub->nominated_hyper_node =
+            it == cluster.nominated_hyper_nodes().end() ? nullptr : tree->Find(it->second);
+      }
+    }
   }
 }
 

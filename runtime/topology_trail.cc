@@ -22,6 +22,7 @@ const char* ReasonText(uint8_t r) {
     case 2: return "not enough resources";
     case 3: return "outside the domain the job already runs in";
     case 4: return "gang not satisfiable inside it";
+    case 5: return "nominated by gang eviction";
   }
   return "";
 }
@@ -83,6 +84,11 @@ void TopologyTrail::Scored(std::span<HyperNode* const> placed, std::span<const d
     e->score = scores[i];
     if (i == best) e->outcome = Outcome::Chosen;
   }
+}
+
+void TopologyTrail::Nominated(const HyperNode* hn, const HyperNode* within) {
+  if (job_ == nullptr || hn == nullptr) return;
+  entries_.push_back({hn, within, Outcome::Chosen, Reason::Nominated, false, 0});
 }
 
 void TopologyTrail::Chosen(const HyperNode* hn, double score) {
@@ -148,7 +154,10 @@ void TopologyTrail::End(Job* job, bool placed) {
           h.reason = ReasonText(4);
           break;
         case Outcome::Solution: h.outcome = "solution"; break;
-        case Outcome::Chosen: h.outcome = "chosen"; break;
+        case Outcome::Chosen:
+          h.outcome = "chosen";
+          if (e.reason == Reason::Nominated) h.reason = ReasonText(5);
+          break;
       }
       if (e.scored) h.score = e.score;
       if (e.within == nullptr && e.outcome == Outcome::Chosen && placed) {

@@ -45,6 +45,9 @@ class TopologyTrail {
   // the index of the one taken.
   void Scored(std::span<HyperNode* const> placed, std::span<const double> scores, size_t best,
               const HyperNode* within);
+  // A sub-job placed on the HyperNode a gang eviction nominated for it (allocate's N1), without
+  // a gradient search.
+  void Nominated(const HyperNode* hn, const HyperNode* within);
   // The job-level solution taken.
   void Chosen(const HyperNode* hn, double score);
   // The search is over. placed: allocate kept a statement for the job (ready or pipelined).
@@ -52,7 +55,7 @@ class TopologyTrail {
 
  private:
   enum class Outcome : uint8_t { Kept, Rejected, NoSolution, Solution, Chosen };
-  enum class Reason : uint8_t { None, Tier, Resources, Outside };
+  enum class Reason : uint8_t { None, Tier, Resources, Outside, NoGang, Nominated };
   struct Entry {
     const HyperNode* hn;
     const HyperNode* within;

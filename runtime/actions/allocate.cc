@@ -71,6 +71,15 @@
 //       the chosen HyperNode, each placed sub-job's the LCA of what it had and what it got, and
 //       a placed sub-job's nominated HyperNode is cleared; the job goes back into its queue's
 //       heap while its worksheet has sub-jobs.
+// N1. Nominations (Volcano's allocateFromNomination): a sub-job that gangpreempt/gangreclaim
+//     planned into a HyperNode (in this or an earlier session; Cluster::nominated_hyper_nodes)
+//     is first placed from that plan, before the job's stage 3 (a job placed without the
+//     sub-job search: its default sub-job, or the job itself when it has no sub-jobs) or the
+//     sub-job's gradients in T4: every task left goes to its own nominated node without scoring,
+//     provided each has one inside the nominated HyperNode that passes Allocatable, PrePredicate
+//     and allocate's predicate. On any miss the nomination is dropped, with the tasks' nominated
+//     nodes (for this session), and the usual search follows. The nomination is cleared when the
+//     sub-job's placement is committed.
 // What T2-T5 tried is kept in a TopologyTrail (runtime/topology_trail.h): the job's unschedulable
 // reason when the search fails, and `kiln explain`'s per-job HyperNode table.
 // Jobs with neither a network topology nor a subGroupPolicy never reach T1-T5: they are placed
@@ -181,9 +190,13 @@ class AllocateRun {
         continue;
       }
       auto& tasks = tasks_by_job_.at(job);
-      std::optional<Statement> stmt = AllocateForJob(job, tasks);
+      // N1. A gang eviction's nomination is honoured first; a miss falls back to stage 3.
+      std::optional<Statement> stmt =
+          AllocateFromNomination(job, job->uid, job->DefaultSubJob(), tasks);
+      if (!stmt) stmt = AllocateForJob(job, tasks);
       if (stmt && ssn_.JobReady(job)) {
         stmt->Commit();
+        ClearNomination(job->uid, job->DefaultSubJob());  // redeemed
         if (!tasks.Empty()) jobs.Push(job);
       }
       // Otherwise a returned statement is left as is (pipelined, not ready): see stage 4.
@@ -465,6 +478,13 @@ class AllocateRun {
                                                                 PriorityQueue<Task*>& tasks,
                                                                 HyperNode* job_hn) {
     if (tasks.Empty()) return {std::nullopt, 0};
+    // N1.
+    HyperNode* nominated = nullptr;
+    if (std::optional<Statement> stmt =
+            AllocateFromNomination(job, sub->uid, sub, tasks, &nominated)) {
+      trail_.Nominated(nominated, job_hn);
+      return {std::move(stmt), 0};
+    }
     HyperNodeTree& tree = *ssn_.cluster().hyper_nodes();
     auto keep = [&](std::span<HyperNode* const> c) {
       return ssn_.HyperNodeGradientForSubJobFn(sub, c);
@@ -513,25 +533,101 @@ class AllocateRun {
     job->allocated_hyper_node = tree.Lca(job->allocated_hyper_node, it->second.first);
     for (auto& [sub, hn] : it->second.second) {
       sub->allocated_hyper_node = tree.Lca(sub->allocated_hyper_node, hn);
-      sub->nominated_hyper_node = nullptr;  // the nomination is redeemed
+      ClearNomination(sub->uid, sub);  // the nomination is redeemed
     }
     if (const SubJob* d = job->DefaultSubJob())
       job->sub_job_allocated_hyper_node = d->allocated_hyper_node;
   }
 
-  // 3f.
-  void AllocateTask(Statement& stmt, Task* t, Node* node) {
+  // 3f. False when the statement refused the placement (logged).
+  bool AllocateTask(Statement& stmt, Task* t, Node* node) {
     if (t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero)) {
-      if (Status s = stmt.Allocate(t, node); !s.ok())
+      if (Status s = stmt.Allocate(t, node); !s.ok()) {
         spdlog::error("allocate: binding task {} to node {} failed: {}", t->Key(), node->name,
                       s.error().message);
-      return;
+        return false;
+      }
+      return true;
     }
     if (actions::FitsFutureIdle(t->init_resreq(), node)) {
-      if (Status s = stmt.Pipeline(t, node, false); !s.ok())
+      if (Status s = stmt.Pipeline(t, node, false); !s.ok()) {
         spdlog::error("allocate: pipelining task {} to node {} failed: {}", t->Key(), node->name,
                       s.error().message);
+        return false;
+      }
     }
+    return true;
+  }
+
+  // ---- gang-eviction nominations (N1; Volcano's allocateFromNomination) ----
+
+  // N1. The sub-job `uid` (sub: its SubJob; null for a job without sub-jobs, whose tasks are
+  // `tasks`) nominated by gangpreempt/gangreclaim: every task left in `tasks` goes to its own
+  // nominated node, which must be one of the nominated HyperNode's nodes and pass the queue's
+  // Allocatable, PrePredicate and allocate's predicate (FutureIdle, then the plugins'); no
+  // scoring. All or nothing: on any miss the nomination is dropped, with the tasks' nominated
+  // nodes, and nullopt returned (the caller searches as usual). On success `tasks` is emptied and
+  // the sub-job's allocated HyperNode becomes the LCA of what it had and the nominated one; the
+  // nomination stays until the placement is committed.
+  std::optional<Statement> AllocateFromNomination(Job* job, const std::string& uid, SubJob* sub,
+                                                  PriorityQueue<Task*>& tasks,
+                                                  HyperNode** placed_under = nullptr) {
+    const auto& nominations = ssn_.cluster().nominated_hyper_nodes();
+    auto it = nominations.find(uid);
+    if (it == nominations.end() || tasks.Empty()) return std::nullopt;
+    const std::string pinned_name = it->second;
+    auto miss = [&](std::string_view why) -> std::optional<Statement> {
+      spdlog::debug("allocate: nomination of {} to {} dropped: {}", uid, pinned_name, why);
+      ClearNomination(uid, sub);
+      PriorityQueue<Task*> all = tasks;
+      while (!all.Empty()) all.Pop()->nominated_node_name.clear();
+      return std::nullopt;
+    };
+    HyperNodeTree* tree = ssn_.cluster().hyper_nodes();
+    HyperNode* pinned = tree != nullptr ? tree->Find(pinned_name) : nullptr;
+    if (pinned == nullptr && tree != nullptr && pinned_name == kClusterTopHyperNode)
+      pinned = tree->top();
+    const bool whole_cluster = pinned_name == kClusterTopHyperNode;
+    if (pinned == nullptr && !whole_cluster) return miss("the HyperNode is gone");
+    std::span<Node* const> leaves = whole_cluster ? ssn_.cluster().nodes() : pinned->nodes;
+    if (leaves.empty()) return miss("the HyperNode has no nodes");
+
+    std::vector<std::pair<Task*, Node*>> plan;
+    PriorityQueue<Task*> preview = tasks;
+    PredicateHelper helper(&rotation_, pool_);
+    while (!preview.Empty()) {
+      Task* t = preview.Pop();
+      if (!ssn_.Allocatable(job->queue, t)) return miss("the queue cannot take a task");
+      if (t->nominated_node_name.empty()) return miss("a task has no nominated node");
+      Node* node = ssn_.cluster().FindNode(t->nominated_node_name);
+      if (node == nullptr || (!whole_cluster && !pinned->Contains(node)))
+        return miss("a task's nominated node is outside the HyperNode");
+      if (ssn_.PrePredicateFn(t)) return miss("PrePredicate rejects a task");
+      PredicateResult& found = found_;
+      found.nodes.clear();
+      helper.SearchForAllocate(ssn_, t, std::span<Node* const>(&node, 1),
+                               args_.predicate_error_cache_enable, /*score=*/false, found);
+      if (found.nodes.empty()) return miss("a task's nominated node no longer fits it");
+      plan.emplace_back(t, node);
+    }
+    Statement stmt(ssn_);
+    for (auto [t, node] : plan) {
+      if (sub != nullptr && sub->HasNetworkTopology()) t->job_allocated_hyper_node = pinned;
+      if (!AllocateTask(stmt, t, node)) {
+        stmt.Discard();
+        return miss("placing a task failed");
+      }
+    }
+    while (!tasks.Empty()) tasks.Pop();
+    if (placed_under != nullptr) *placed_under = pinned;
+    if (sub != nullptr && tree != nullptr && pinned != nullptr)
+      sub->allocated_hyper_node = tree->Lca(sub->allocated_hyper_node, pinned);
+    return stmt;
+  }
+
+  void ClearNomination(const std::string& uid, SubJob* sub) {
+    ssn_.cluster().nominated_hyper_nodes().erase(uid);
+    if (sub != nullptr) sub->nominated_hyper_node = nullptr;
   }
 
   // ---- the job's failed roles (Volcano's FitFailedRoles over job.NodesFitErrors) ----

@@ -9,8 +9,11 @@
 //      heap (QueueOrderFn); starving ones (JobStarving) go into their queue's job heap (JobOrderFn).
 //   2. Pop queues in order (gangreclaim skips an Overused queue); for each of its starving jobs,
 //      in one statement, plan (3); commit when the job is then JobPipelined, else discard.
-//   3. The job's pending tasks (not scheduling-gated, with requests) in task order; their Σ
-//      InitResreq is the need. gangreclaim first asks Preemptive for the queue (Kiln's point
+//   3. The job's worksheet (Volcano's organizeEvictionWorksheet, ordered as allocate's S1): its
+//      sub-jobs with pending tasks (not scheduling-gated, with requests, in task order), those
+//      its policies' minSubGroups still need first, then sub_job_order; a job without sub-jobs
+//      is one part holding all its pending tasks. The need is the Σ InitResreq of every part's
+//      tasks, or of the first part's alone when the job is already ready. gangreclaim first asks Preemptive for the queue (Kiln's point
 //      takes one task: it is asked for every pending task, and all must agree).
 //   D. Domains (Volcano's GetCandidateDomains). Without HyperNodes the one domain is the whole
 //      cluster. Otherwise hyper_node_gradient_for_job is asked, with `session.evicting` true,
@@ -40,14 +43,23 @@
 //      `allowWholeBundle` the whole bundles are dropped.
 //   7. Bundles are added one at a time; once the domain's Idle + Releasing + the selected victims'
 //      requests cover the need, a plan is tried (Volcano's BuildNominationPlanInDomain): evict the
-//      selected victims, then pipeline the pending tasks in task order inside one placement
-//      domain (Allocatable, the domain's nodes minus UnschedulableAndUnresolvable, PrePredicate,
-//      FutureIdle and PredicateForPreemptAction, allocate's idle-then-future-idle choice). A job
-//      with a hard topology asks hyper_node_gradient_for_sub_job (evicting) which HyperNodes of
-//      the domain's subtree its pending tasks may use (no handler: the domain alone) and takes
-//      the first, widest tier first, where every task found a node; any other job uses the
-//      domain itself. The plan stands when the job is then JobPipelined; otherwise it is undone
-//      and the next, larger selection is tried.
+//      selected victims, then place the worksheet's parts in order, each inside one placement
+//      domain: its tasks pipelined in task order (Allocatable, the place's nodes minus
+//      UnschedulableAndUnresolvable, PrePredicate, FutureIdle and PredicateForPreemptAction,
+//      allocate's idle-then-future-idle choice), the part then ready or pipelined
+//      (sub_job_ready / sub_job_pipelined; a part without a sub-job: the job pipelined). A job
+//      containing a hard topology asks hyper_node_gradient_for_sub_job (evicting) which
+//      HyperNodes of the domain's subtree each sub-job may use (no handler: the domain alone) and
+//      takes the first, widest tier first, where the part is placed; any other job uses the
+//      domain itself. Each part keeps its placement for the next; the plan stops once the job is
+//      pipelined (a job already ready: after its first part) and stands when the job is then
+//      JobPipelined; a part with no placement, or a job not pipelined in the end, undoes it and
+//      the next, larger selection is tried.
+//   N. On commit each placed part is nominated to its placement domain (sub-job uid, or the
+//      job's for a job without sub-jobs → the HyperNode's name; the whole cluster is the top):
+//      allocate places it from there (allocate.cc N1), in a later session too.
+//   E. With an ExplainRecorder, the last attempt per job is recorded: the need, each domain tried
+//      with its bundles and why it was rejected, or the victims and placements of the plan.
 // Gang scheduling is what the bundles model, so the point of a plan is all-or-nothing: a
 // selection that cannot place the whole gang evicts nothing.
 
@@ -59,10 +71,12 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/explain.h"
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
@@ -197,49 +211,125 @@ class GangEvictRun {
       auto& jobs = starving.at(queue);
       while (!jobs.Empty()) {
         Job* job = jobs.Pop();
-        Statement stmt = PlanForJob(queue, job);
+        explain_ = {};
+        Plan plan = PlanForJob(queue, job);
         if (ssn_.JobPipelined(job)) {
-          stmt.Commit();
+          for (Statement& stmt : plan.chain) stmt.Commit();
+          ApplyNominations(job, plan.nominations);
+          explain_.committed = true;
         } else {
-          stmt.Discard();
+          for (auto it = plan.chain.rbegin(); it != plan.chain.rend(); ++it) it->Discard();
         }
+        if (ExplainRecorder* r = ssn_.explain(); r != nullptr && !explain_.action.empty())
+          r->RecordGangEviction(job->uid, std::move(explain_));
       }
     }
   }
 
  private:
-  // 3., D. and 7.: the statement holding the plan that made the job pipelined, or an empty one.
-  Statement PlanForJob(Queue* queue, Job* job) {
-    std::vector<Task*> pending = PendingTasks(job);
-    if (pending.empty()) return Statement(ssn_);
+  // A plan: the victims' eviction, then one statement per part placed, all still applied to the
+  // session; and where each part went (sub-job uid → HyperNode name), the nominations N.
+  struct Plan {
+    std::vector<Statement> chain;
+    std::vector<std::pair<std::string, std::string>> nominations;
+  };
+
+  // One part of the gang the plan places (Volcano's eviction worksheet entry): a sub-job and its
+  // pending tasks in task order; sub is null for a job without sub-jobs (all its tasks).
+  struct Part {
+    SubJob* sub;
+    std::vector<Task*> tasks;
+  };
+
+  // 3., D. and 7.: the plan that made the job pipelined, or an empty one.
+  Plan PlanForJob(Queue* queue, Job* job) {
+    std::vector<Part> parts = Worksheet(job);
+    std::vector<Task*> pending = NeededTasks(job, parts);
+    if (pending.empty()) return {};
     if (kind_ == GangEvictKind::Reclaim) {
       for (const Task* t : pending)
-        if (!ssn_.Preemptive(queue, t)) return Statement(ssn_);
+        if (!ssn_.Preemptive(queue, t)) return {};
     }
     Resource need;
     for (const Task* t : pending) need.Add(t->init_resreq());
-    if (!ssn_.JobStarving(job)) return Statement(ssn_);
+    if (!ssn_.JobStarving(job)) return {};
+    const bool explaining = ssn_.explain() != nullptr;
+    if (explaining) {
+      explain_.action = kind_ == GangEvictKind::Preempt ? "gangpreempt" : "gangreclaim";
+      explain_.need = need.ToString();
+    }
     for (HyperNode* domain : CandidateDomains(job)) {
+      EvictionDomainTry* tried = nullptr;
+      if (explaining) {
+        tried = &explain_.domains.emplace_back();
+        tried->hyper_node = domain != nullptr ? domain->name : std::string();
+        tried->tier = domain != nullptr ? domain->tier : 0;
+        tried->outcome = "rejected";
+      }
+      auto reject = [tried](std::string reason) {
+        if (tried != nullptr) tried->reason = std::move(reason);
+      };
       std::span<Node* const> nodes = DomainNodes(domain);
-      if (nodes.empty()) continue;
+      if (nodes.empty()) {
+        reject("no nodes");
+        continue;
+      }
       std::vector<Bundle> bundles = SelectBundles(job, need, nodes);
-      if (bundles.empty()) continue;
+      if (bundles.empty()) {
+        reject("no victims");
+        continue;
+      }
       Resource idle;
       for (const Node* n : nodes) {
         idle.Add(n->idle);
         idle.Add(n->releasing);
       }
       std::vector<Task*> selected;
+      bool covered = false;
       for (const Bundle& b : bundles) {
+        if (tried != nullptr) tried->bundles.push_back(BundleText(b));
         selected.insert(selected.end(), b.tasks.begin(), b.tasks.end());
         Resource available = idle;
         available.Add(SumResreq(selected));
         if (!need.LessEqual(available, DimensionDefault::Zero)) continue;
-        if (std::optional<Statement> plan = PlanInDomain(queue, job, pending, selected, domain))
+        covered = true;
+        unplaced_.clear();
+        if (std::optional<Plan> plan = PlanInDomain(queue, job, parts, selected, domain)) {
+          if (tried != nullptr) {
+            tried->outcome = "planned";
+            for (const Task* v : selected) tried->victims.push_back(v->Key());
+            tried->placed = plan->nominations;
+          }
           return std::move(*plan);
+        }
+      }
+      if (!covered) {
+        reject("victims cannot cover the need");
+      } else {
+        reject("gang not placeable");
+        if (tried != nullptr && !unplaced_.empty())
+          tried->detail = unplaced_;
       }
     }
-    return Statement(ssn_);
+    return {};
+  }
+
+  // For explain: "<job> safe|whole: pod, pod".
+  static std::string BundleText(const Bundle& b) {
+    std::string pods;
+    for (const Task* t : b.tasks) pods += (pods.empty() ? "" : ", ") + t->Key();
+    return fmt::format("{} {}: {}", b.job->uid, b.whole ? "whole" : "safe", pods);
+  }
+
+  // N. Where the committed plan placed each part: allocate honours it in later sessions.
+  void ApplyNominations(Job* job,
+                        const std::vector<std::pair<std::string, std::string>>& nominations) {
+    HyperNodeTree* tree = ssn_.cluster().hyper_nodes();
+    for (const auto& [uid, name] : nominations) {
+      ssn_.cluster().nominated_hyper_nodes()[uid] = name;
+      for (const auto& sub : job->sub_jobs)
+        if (sub->uid == uid) sub->nominated_hyper_node = tree != nullptr ? tree->Find(name) : nullptr;
+    }
   }
 
   // The nodes of a domain; null (no HyperNodes) and the virtual top are the whole cluster.
@@ -250,19 +340,18 @@ class GangEvictRun {
 
   // `root`'s subtree (root first, then level by level) as the gradient point asked for eviction
   // keeps it, widest tier first (subtree order within a tier); nullopt when no plugin answers.
+  // sub: null for the job's gradient (D), the part's sub-job for a placement gradient (7; a part
+  // without a sub-job has none).
   std::optional<std::vector<HyperNode*>> EvictionGradient(const Job* job, HyperNode* root,
-                                                          bool sub_job) {
+                                                          const SubJob* sub, bool sub_job) {
     std::vector<HyperNode*> candidates{root};
     for (size_t i = 0; i < candidates.size(); ++i)
       for (HyperNode* c : candidates[i]->children) candidates.push_back(c);
     Session::EvictionPurposeScope purpose(ssn_);
-    // A sub-job plan places the job's default sub-job (every task of a job without a
-    // subGroupPolicy); Kiln does not yet plan sub-group gangs one by one.
-    const SubJob* default_sub = sub_job ? job->DefaultSubJob() : nullptr;
     std::optional<std::vector<HyperNode*>> kept =
-        !sub_job           ? ssn_.HyperNodeGradientForJobFn(job, candidates)
-        : default_sub      ? ssn_.HyperNodeGradientForSubJobFn(default_sub, candidates)
-                           : std::nullopt;
+        !sub_job ? ssn_.HyperNodeGradientForJobFn(job, candidates)
+        : sub    ? ssn_.HyperNodeGradientForSubJobFn(sub, candidates)
+                 : std::nullopt;
     if (kept)
       std::stable_sort(kept->begin(), kept->end(),
                        [](const HyperNode* l, const HyperNode* r) { return l->tier > r->tier; });
@@ -275,35 +364,131 @@ class GangEvictRun {
     if (tree == nullptr) return {nullptr};
     HyperNode* root = tree->top();
     std::vector<HyperNode*> domains =
-        EvictionGradient(job, root, false).value_or(std::vector<HyperNode*>{root});
+        EvictionGradient(job, root, nullptr, false).value_or(std::vector<HyperNode*>{root});
     const size_t cap = args_.max_domains > 0 ? static_cast<size_t>(args_.max_domains) : 8;
     if (domains.size() > cap) domains.resize(cap);
     if (domains.empty() && !job->hard_topology) domains.push_back(root);
     return domains;
   }
 
-  // 7. One plan in `domain`: the first placement domain where it stands, in a statement still
-  // applied to the session; nullopt (everything undone) when there is none.
-  std::optional<Statement> PlanInDomain(Queue* queue, Job* job, const std::vector<Task*>& pending,
-                                        const std::vector<Task*>& victims, HyperNode* domain) {
-    std::vector<HyperNode*> places{domain};
-    if (domain != nullptr && job->hard_topology)
-      places = EvictionGradient(job, domain, true).value_or(std::vector<HyperNode*>{domain});
-    for (HyperNode* place : places) {
-      Statement trial(ssn_);
-      if (TryPlan(trial, queue, job, pending, victims, DomainNodes(place))) return trial;
-      trial.Discard();
+  // 7. One plan in `domain` (Volcano's BuildNominationPlanInDomain): evict the victims, then
+  // place the parts in worksheet order, each in the first placement domain where all its tasks
+  // find a node and it is then ready or pipelined (a part without a sub-job: the job pipelined),
+  // keeping each part's placement for the next; stop once the job is pipelined (a job that was
+  // already ready: after the first part). nullopt, everything undone, when a part finds no
+  // placement or the job is not pipelined in the end.
+  std::optional<Plan> PlanInDomain(Queue* queue, Job* job, const std::vector<Part>& parts,
+                                   const std::vector<Task*>& victims, HyperNode* domain) {
+    const char* reason = kind_ == GangEvictKind::Preempt ? "gangpreempt" : "gangreclaim";
+    const bool was_ready = ssn_.JobReady(job);
+    Plan plan;
+    auto undo = [&plan] {
+      for (auto it = plan.chain.rbegin(); it != plan.chain.rend(); ++it) it->Discard();
+      return std::nullopt;
+    };
+    if (!victims.empty()) {
+      Statement evict(ssn_);
+      for (Task* v : victims) {
+        if (Status s = evict.Evict(v, reason); !s.ok()) {
+          spdlog::error("{}: evicting {} failed: {}", reason, v->Key(), s.error().message);
+          evict.Discard();
+          return undo();
+        }
+      }
+      plan.chain.push_back(std::move(evict));
     }
-    return std::nullopt;
+    bool pipelined = false;
+    for (const Part& part : parts) {
+      std::vector<HyperNode*> places{domain};
+      if (domain != nullptr && job->ContainsHardTopology())
+        places = EvictionGradient(job, domain, part.sub, true).value_or(std::vector<HyperNode*>{domain});
+      bool placed = false;
+      for (HyperNode* place : places) {
+        Statement trial(ssn_);
+        if (TryPlace(trial, queue, job, part, !victims.empty(), DomainNodes(place))) {
+          plan.chain.push_back(std::move(trial));
+          plan.nominations.emplace_back(part.sub != nullptr ? part.sub->uid : job->uid,
+                                        place != nullptr ? place->name
+                                                         : std::string(kClusterTopHyperNode));
+          placed = true;
+          break;
+        }
+        trial.Discard();
+      }
+      if (!placed) {
+        unplaced_ = part.sub != nullptr ? fmt::format("sub-job {} found no placement", part.sub->uid)
+                                        : std::string("a task found no node");
+        return undo();
+      }
+      pipelined = ssn_.JobPipelined(job);
+      if (was_ready || pipelined) break;
+    }
+    if (!pipelined) {
+      unplaced_ = "the job is not pipelined with every part placed";
+      return undo();
+    }
+    return plan;
   }
 
-  // The job's pending tasks the plan places: not gated, with requests, in task order.
-  std::vector<Task*> PendingTasks(const Job* job) const {
+  // The parts of the job's gang still to place (Volcano's organizeEvictionWorksheet, as
+  // allocate's S1 orders them): sub-jobs with pending tasks that are not gated and have requests,
+  // those still needed for their policy's minSubGroups first, then sub_job_order. A job without
+  // sub-jobs is one part.
+  std::vector<Part> Worksheet(Job* job) const {
+    std::vector<Part> parts;
+    if (job->sub_jobs.empty()) {
+      std::vector<Task*> tasks = PendingOf(job->TasksWith(TaskStatus::Pending));
+      if (!tasks.empty()) parts.push_back({nullptr, std::move(tasks)});
+      return parts;
+    }
+    std::unordered_map<const SubGroupPolicySpec*, int64_t> counted;
+    std::vector<SubJob*> unready;
+    for (const auto& sub : job->sub_jobs) {
+      if (ssn_.SubJobReady(job, sub.get())) ++counted[sub->policy];
+      else unready.push_back(sub.get());
+    }
+    std::stable_sort(unready.begin(), unready.end(),
+                     [this](SubJob* l, SubJob* r) { return ssn_.SubJobLess(l, r); });
+    std::unordered_set<const SubJob*> required;
+    for (SubJob* sub : unready) {
+      int64_t min = sub->IsDefault() ? 0 : sub->policy->min_sub_groups.value_or(0);
+      if (counted[sub->policy] < min) {
+        required.insert(sub);
+        ++counted[sub->policy];
+      }
+    }
+    for (const auto& sub : job->sub_jobs) {
+      std::vector<Task*> pending;
+      for (Task* t : sub->tasks)
+        if (t->status == TaskStatus::Pending) pending.push_back(t);
+      std::vector<Task*> tasks = PendingOf(pending);
+      if (!tasks.empty()) parts.push_back({sub.get(), std::move(tasks)});
+    }
+    std::stable_sort(parts.begin(), parts.end(), [&](const Part& l, const Part& r) {
+      const bool lr = required.count(l.sub) != 0, rr = required.count(r.sub) != 0;
+      if (lr != rr) return lr;
+      return ssn_.SubJobLess(l.sub, r.sub);
+    });
+    return parts;
+  }
+
+  // Of `tasks`, those a plan places: not gated, with requests, in task order.
+  std::vector<Task*> PendingOf(std::span<Task* const> tasks) const {
     std::vector<Task*> out;
-    for (Task* t : job->TasksWith(TaskStatus::Pending))
+    for (Task* t : tasks)
       if (!t->sch_gated && !t->resreq.IsEmpty()) out.push_back(t);
     std::stable_sort(out.begin(), out.end(),
                      [this](const Task* l, const Task* r) { return ssn_.TaskLess(l, r); });
+    return out;
+  }
+
+  // 3. The tasks whose requests make the need (Volcano's CollectPendingTasksForGangEviction): a
+  // job that is already ready needs its first part, one still starting every part.
+  std::vector<Task*> NeededTasks(const Job* job, const std::vector<Part>& parts) const {
+    if (parts.empty()) return {};
+    if (ssn_.JobReady(job)) return parts.front().tasks;
+    std::vector<Task*> out;
+    for (const Part& p : parts) out.insert(out.end(), p.tasks.begin(), p.tasks.end());
     return out;
   }
 
@@ -394,20 +579,14 @@ class GangEvictRun {
     });
   }
 
-  // 7.: evict `victims`, then pipeline every pending task on `place`'s nodes; true when the job
-  // is then pipelined.
-  bool TryPlan(Statement& trial, Queue* queue, Job* job, const std::vector<Task*>& pending,
-               const std::vector<Task*>& victims, std::span<Node* const> place) {
-    const char* reason = kind_ == GangEvictKind::Preempt ? "gangpreempt" : "gangreclaim";
-    for (Task* v : victims) {
-      if (Status s = trial.Evict(v, reason); !s.ok()) {
-        spdlog::error("{}: evicting {} failed: {}", reason, v->Key(), s.error().message);
-        return false;
-      }
-    }
+  // 7.: pipeline the part's tasks on `place`'s nodes (evicted: whether the plan evicts); true
+  // when every task found a node and the part is then ready or pipelined (a part without a
+  // sub-job: the job pipelined).
+  bool TryPlace(Statement& trial, Queue* queue, Job* job, const Part& part, bool evicted,
+                std::span<Node* const> place) {
     size_t rotation = 0;
     actions::PredicateHelper helper(&rotation, pool_);
-    for (Task* t : pending) {
+    for (Task* t : part.tasks) {
       if (queue != nullptr && !ssn_.Allocatable(queue, t)) return false;
       std::vector<Node*> storage;
       std::span<Node* const> nodes = actions::NodesWithoutUnresolvable(ssn_, t, storage);
@@ -421,10 +600,11 @@ class GangEvictRun {
       if (found.nodes.empty()) return false;
       Node* best = actions::BestIdleThenFutureIdleNode(ssn_, t, found.nodes, pool_);
       if (best == nullptr || !actions::FitsFutureIdle(t->init_resreq(), best)) return false;
-      if (Status s = trial.Pipeline(t, best, !victims.empty()); !s.ok()) return false;
+      if (Status s = trial.Pipeline(t, best, evicted); !s.ok()) return false;
     }
     if (trial.empty()) return false;
-    return ssn_.JobPipelined(job);
+    if (part.sub == nullptr) return ssn_.JobPipelined(job);
+    return ssn_.SubJobReady(job, part.sub) || ssn_.SubJobPipelined(job, part.sub);
   }
 
   // The nodes of `place` that are in `nodes` (the schedulable ones), in `place`'s order.
@@ -441,6 +621,8 @@ class GangEvictRun {
 
   Session& ssn_;
   GangEvictKind kind_;
+  GangEvictionExplain explain_;  // the current job's attempt, when explaining
+  std::string unplaced_;         // why the last plan failed, when explaining
   const ActionArguments& args_;
   const ActionArguments& allocate_args_;
   ThreadPool& pool_;
