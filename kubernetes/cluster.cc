@@ -367,7 +367,16 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   return c;
 }
 
-Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) { return BuildCluster(SnapshotSpec(now)); }
+Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
+  Result<Cluster> cluster = BuildCluster(SnapshotSpec(now));
+  if (!cluster) return cluster;
+  // BuildCluster judges QoS from one container's requests and limits (a scenario pod's); the
+  // decoder judged the whole pod as Kubernetes does (DecodedPod::qos_guaranteed).
+  std::lock_guard lock(state_->mu);
+  for (const auto& [key, p] : state_->pods.items)
+    if (Task* t = cluster->FindTask(p.spec.Uid())) t->qos_guaranteed = p.qos_guaranteed;
+  return cluster;
+}
 
 void KubernetesCluster::SubmitWrite(std::function<void()> work) {
   if (!pool_ || !pool_->TrySubmit(std::move(work))) {

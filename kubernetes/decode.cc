@@ -324,6 +324,55 @@ std::vector<TopologySpreadConstraint> Spread(const json& spec, const std::string
   return out;
 }
 
+// Whether the pod is of QoS class Guaranteed, as Volcano asks (v1qos.GetPodQOS): status.qosClass
+// when the API server has set it; otherwise computed as Kubernetes does (ComputePodQOS): from the
+// pod-level resources when the pod has them, else over the containers and init containers. Each of
+// those must limit cpu and memory, and the summed non-zero cpu and memory requests must equal the
+// summed limits. An absent request is what the API server's defaulting makes it: a container's,
+// its limit; the pod's, the containers' summed requests when any container has requests, else the
+// pod's limit.
+bool PodQosGuaranteed(const json& spec, const json& status) {
+  std::string cls = Str(status, "qosClass", "status");
+  if (!cls.empty()) return cls == "Guaranteed";
+  bool any = false, guaranteed = true;
+  Resource requests, limits;
+  // One container's (or the pod's) resources; `absent` gives a request it does not name.
+  auto add = [&](const json& res, const std::string& p, auto absent) {
+    Resource req = Resources(res, "requests", p), lim = Resources(res, "limits", p);
+    const json& named = Object(res, "requests", p);
+    any = true;
+    for (auto [id, name] : {std::pair{kCpu, "cpu"}, std::pair{kMemory, "memory"}}) {
+      double l = lim.Get(id), r = Member(named, name) ? req.Get(id) : absent(id, l);
+      if (l <= 0) guaranteed = false;
+      if (l > 0) limits.Set(id, limits.Get(id) + l);
+      if (r > 0) requests.Set(id, requests.Get(id) + r);
+    }
+  };
+  const json& containers = Array(spec, "containers", "spec");
+  if (Member(spec, "resources")) {
+    Resource summed;
+    bool named = false;
+    for (size_t i = 0; i < containers.size(); ++i) {
+      std::string p = fmt::format("spec.containers[{}].resources", i);
+      const json& res = Object(containers[i], "resources", p);
+      named = named || !Object(res, "requests", p).empty();
+      summed.Add(Resources(res, "requests", p));
+    }
+    add(Object(spec, "resources", "spec"), "spec.resources",
+        [&](ResourceId id, double limit) { return named ? summed.Get(id) : limit; });
+  } else {
+    for (std::string_view list : {"containers", "initContainers"}) {
+      const json& all = Array(spec, list, "spec");
+      for (size_t i = 0; i < all.size(); ++i) {
+        std::string p = fmt::format("spec.{}[{}]", list, i);
+        add(Object(all[i], "resources", p), p + ".resources", [](ResourceId, double limit) { return limit; });
+      }
+    }
+  }
+  return any && guaranteed && requests.Get(kCpu) == limits.Get(kCpu) &&
+         requests.Get(kMemory) == limits.Get(kMemory);
+}
+
 PreemptionPolicy ParsePreemption(const std::string& s, const std::string& path) {
   if (s == "Never") return PreemptionPolicy::Never;
   if (s.empty() || s == "PreemptLowerPriority") return PreemptionPolicy::PreemptLowerPriority;
@@ -554,6 +603,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
       p.scheduling_gates.push_back(Str(gates[i], "name", fmt::format("spec.schedulingGates[{}]", i)));
 
     const json& status = Object(obj, "status", "pod");
+    out.qos_guaranteed = PodQosGuaranteed(spec, status);
     std::string phase = Str(status, "phase", "status", "Pending");
     if (phase == "Pending") p.phase = PodPhase::Pending;
     else if (phase == "Running") p.phase = PodPhase::Running;

@@ -317,5 +317,100 @@ class Topology(unittest.TestCase):
             self.assertEqual(s0["spec"]["tierName"], "rack")
 
 
+# numa-aware through kiln serve: two 4-cpu nodes whose kubelets run the static CPU manager under
+# single-numa-node, two CPUs per NUMA node. On m0 all four CPUs are free; on m1 only CPUs 1 and 3,
+# one per NUMA node. A Guaranteed pod of two containers (1 cpu + 1 cpu, requests = limits) asking
+# for single-numa-node needs two free CPUs in one NUMA node: m0 holds them, m1 does not (the
+# kubelet would refuse it there). The same pod pinned to m1 waits with numa-aware's reason; a
+# Burstable twin (its second container sets no limits) is not judged and binds on m1.
+NUMA_SCENARIO = """name: serve-numa
+now: "2025-01-01T00:00:00Z"
+conf: |
+  actions: "allocate"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+    - name: predicates
+    - name: numa-aware
+cluster:
+  queues: [{name: q1, weight: 1}]
+  nodes:
+  - {name: m0, allocatable: {cpu: "4", memory: 16Gi}}
+  - {name: m1, allocatable: {cpu: "4", memory: 16Gi}}
+"""
+
+
+def numa_pod(name, node=None, burstable=False):
+    def container(c, cpu):
+        resources = {"cpu": cpu, "memory": "1Gi"}
+        return {"name": c, "image": "pause", "resources": {"requests": resources, "limits": resources}}
+    # The Burstable twin asks for the same 2 cpu in its first container and nothing in its
+    # second: the summed limits equal the summed requests, but a container without cpu and memory
+    # limits makes the pod Burstable in Kubernetes.
+    containers = ([container("a", "2"), {"name": "b", "image": "pause"}] if burstable
+                  else [container("a", "1"), container("b", "1")])
+    spec = {"schedulerName": "volcano", "containers": containers}
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "c1",
+                         "annotations": {"volcano.sh/numa-topology-policy": "single-numa-node"}},
+            "spec": spec}
+
+
+class Numa(unittest.TestCase):
+    maxDiff = None
+
+    def test_guaranteed_pod_lands_where_its_numa_cells_fit(self):
+        tmp = tempfile.mkdtemp(prefix="serve-numa-")
+        try:
+            scenario = os.path.join(tmp, "scenario.yaml")
+            with open(scenario, "w") as f:
+                f.write(NUMA_SCENARIO)
+            conf = os.path.join(tmp, "scheduler.conf")
+            with open(conf, "w") as f:
+                f.write(yaml.safe_load(NUMA_SCENARIO)["conf"])
+            manifests = os.path.join(tmp, "m.yaml")
+            subprocess.run([KILN, "export-manifests", scenario, "-o", manifests], check=True)
+            extra = os.path.join(tmp, "numa.yaml")
+            with open(extra, "w") as f:
+                yaml.safe_dump_all([numatopology("m0", reserved="0"), numatopology("m1", allocatable="1,3", reserved="0")], f)
+            with Emulator(load=[manifests, extra]) as emu:
+                code, out, _ = emu.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                               "metadata": {"name": "c1"}})
+                self.assertEqual(code, 201, out)
+                for pod in (numa_pod("aligned"), numa_pod("pinned", node="m1"), numa_pod("burst", node="m1", burstable=True)):
+                    code, out, _ = emu.post("/api/v1/namespaces/c1/pods", pod)
+                    self.assertEqual(code, 201, out)
+                serve = Serve(emu, conf)
+                try:
+                    def pods():
+                        code, out, _ = emu.get("/api/v1/namespaces/c1/pods")
+                        self.assertEqual(code, 200, out)
+                        return {p["metadata"]["name"]: p for p in out["items"]}
+
+                    def bound(name):
+                        return lambda: pods()[name]["spec"].get("nodeName")
+                    self.assertEqual(wait_until(bound("aligned"), timeout=60, what="aligned bound"), "m0")
+                    # Judged by its QoS class as Kubernetes computes it, not by its summed containers.
+                    self.assertEqual(wait_until(bound("burst"), timeout=60, what="burst bound"), "m1")
+                    p = pods()
+                    self.assertEqual(p["aligned"]["status"]["qosClass"], "Guaranteed")
+                    self.assertEqual(p["burst"]["status"]["qosClass"], "Burstable")
+
+                    def refused():
+                        c = [c for c in pods()["pinned"].get("status", {}).get("conditions", [])
+                             if c.get("type") == "PodScheduled"]
+                        return c[0] if c and c[0].get("status") == "False" else None
+                    cond = wait_until(refused, timeout=60, what="pinned marked Unschedulable")
+                    self.assertIn("cannot be assigned by numa", cond.get("message", ""))
+                    self.assertFalse(pods()["pinned"]["spec"].get("nodeName"))
+                finally:
+                    self.assertEqual(serve.stop(), 0, serve.text())
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
+
+
 if __name__ == "__main__":
     unittest.main()

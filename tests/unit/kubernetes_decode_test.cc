@@ -89,6 +89,16 @@ TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
     EXPECT_EQ(Dumps(got.nodes), Dumps(want.nodes));
     EXPECT_EQ(Dumps(got.pod_groups), Dumps(want.pod_groups));
     EXPECT_EQ(Dumps(got.pods), Dumps(want.pods));
+    // The decoder judges QoS from the Kubernetes pod as the snapshot does from the scenario's.
+    if (auto cluster = BuildCluster(want); cluster.ok()) {
+      for (const json& item : list["items"]) {
+        if (item.value("kind", "") != "Pod") continue;
+        auto pod = DecodePod(item);
+        ASSERT_TRUE(pod.ok()) << pod.error().message;
+        if (const Task* t = cluster->FindTask(pod->spec.Uid()))
+          EXPECT_EQ(pod->qos_guaranteed, t->qos_guaranteed) << pod->spec.Key();
+      }
+    }
     EXPECT_EQ(Dumps(got.pdbs), Dumps(want.pdbs));
     EXPECT_EQ(Dumps(got.resource_quotas), Dumps(want.resource_quotas));
     EXPECT_EQ(Dumps(got.hyper_nodes), Dumps(want.hyper_nodes));
@@ -177,6 +187,52 @@ TEST(KubernetesDecode, SidecarInitContainersAddToTheSum) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   // containers 1.5 + sidecar 0.3 = 1.8 > init (1 + sidecar 0.3 = 1.3).
   EXPECT_EQ(r->spec.requests.cpu(), 1800);
+}
+
+// QoS class Guaranteed as Kubernetes computes it (v1qos.ComputePodQOS) over every container, and
+// status.qosClass first when the API server has set it (v1qos.GetPodQOS, what numa-aware asks).
+bool Guaranteed(const std::string& containers, const std::string& extra = "") {
+  json pod = json::parse(R"({"metadata": {"name": "p"}, "spec": {"containers": )" + containers + "}" +
+                         extra + "}");
+  auto r = DecodePod(pod);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() && r->qos_guaranteed;
+}
+
+TEST(KubernetesDecode, QosGuaranteedNeedsEveryContainerToLimitCpuAndMemoryAtItsRequests) {
+  const std::string two = R"({"cpu": "2", "memory": "1Gi"})";
+  const std::string one = R"({"cpu": "1", "memory": "512Mi"})";
+  auto c = [](const std::string& name, const std::string& req, const std::string& lim) {
+    std::string res;
+    if (!req.empty()) res += R"("requests": )" + req;
+    if (!lim.empty()) res += std::string(res.empty() ? "" : ", ") + R"("limits": )" + lim;
+    return R"({"name": ")" + name + R"(", "resources": {)" + res + "}}";
+  };
+  // Requests equal to limits in both containers; absent requests default to the limits; a
+  // quantity written differently is the same quantity.
+  EXPECT_TRUE(Guaranteed("[" + c("a", two, two) + ", " + c("b", one, one) + "]"));
+  EXPECT_TRUE(Guaranteed("[" + c("a", "", two) + ", " + c("b", R"({"cpu": "1000m"})", one) + "]"));
+  EXPECT_TRUE(Guaranteed("[" + c("a", R"({"cpu": "2000m", "memory": "1024Mi"})", two) + "]"));
+  // The second container requests less cpu than it limits, or limits no memory: Burstable, though
+  // the pod's summed limits would cover cpu and memory.
+  EXPECT_FALSE(Guaranteed("[" + c("a", two, two) + ", " + c("b", R"({"cpu": "500m", "memory": "512Mi"})", one) + "]"));
+  EXPECT_FALSE(Guaranteed("[" + c("a", two, two) + ", " + c("b", R"({"cpu": "1"})", R"({"cpu": "1"})") + "]"));
+  // A request of 0 is not defaulted: Burstable. No resources at all: BestEffort.
+  EXPECT_FALSE(Guaranteed("[" + c("a", R"({"cpu": "0", "memory": "1Gi"})", two) + "]"));
+  EXPECT_FALSE(Guaranteed(R"([{"name": "a"}])"));
+  EXPECT_FALSE(Guaranteed("[]"));
+  // Init containers count like the others.
+  EXPECT_TRUE(Guaranteed("[" + c("a", two, two) + R"(], "initContainers": [)" + c("i", one, one) + "]"));
+  EXPECT_FALSE(Guaranteed("[" + c("a", two, two) + R"(], "initContainers": [)" + c("i", one, "") + "]"));
+  // Pod-level resources decide when present (PodLevelResources, on in Kubernetes 1.36); their
+  // absent requests default to the containers' requests, or to their limits if no container has any.
+  EXPECT_TRUE(Guaranteed("[" + c("a", "", "") + R"(], "resources": {"limits": )" + two + "}"));
+  EXPECT_FALSE(Guaranteed("[" + c("a", one, "") + R"(], "resources": {"limits": )" + two + "}"));
+  EXPECT_TRUE(Guaranteed("[" + c("a", one, "") + ", " + c("b", one, "") + R"(], "resources": {"limits": )" + two + "}"));
+  EXPECT_FALSE(Guaranteed("[" + c("a", two, two) + R"(], "resources": {"requests": )" + two + "}"));
+  // status.qosClass, when set, is the answer (the API server wrote it at creation).
+  EXPECT_FALSE(Guaranteed("[" + c("a", two, two) + "]", R"(, "status": {"qosClass": "Burstable"})"));
+  EXPECT_TRUE(Guaranteed(R"([{"name": "a"}])", R"(, "status": {"qosClass": "Guaranteed"})"));
 }
 
 TEST(KubernetesDecode, MissingFieldsTakeKubernetesDefaults) {

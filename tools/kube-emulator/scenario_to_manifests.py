@@ -413,7 +413,11 @@ class Converter:
             spec["nodeName"] = str(node)
         elif phase == "Running":
             self.fail(p, f"pod `{ns}/{name}` is Running but has no `node`")
-        status = {"phase": phase, "qosClass": "Burstable" if req else "BestEffort"}
+        # The one container's QoS class as the API server computes it (absent requests default to
+        # the limits); quantities are compared as written.
+        guaranteed = bool(lim) and all(lim.get(k) and (req or {}).get(k, lim[k]) == lim[k] for k in ("cpu", "memory"))
+        status = {"phase": phase,
+                  "qosClass": "Guaranteed" if guaranteed else "Burstable" if req or lim else "BestEffort"}
         conds = []
         if p.get("scheduledAt"):
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
