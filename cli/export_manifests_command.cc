@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "kubernetes/decode.h"
+#include "kubernetes/encode.h"
 #include "simulator/scenario.h"
 
 namespace kiln::cli {
