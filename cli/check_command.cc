@@ -11,46 +11,29 @@
 
 #include <exception>
 #include <optional>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 #include "cli/commands.h"
+#include "cli/errors.h"
+#include "cli/policy_source.h"
 
 namespace kiln::cli {
 
 namespace {
 
-// Reads `path`, or the built-in policy of that name; false when neither exists.
-bool LoadSource(const std::string& path, SourceFile* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::ostringstream text;
-    text << in.rdbuf();
-    *out = SourceFile{path, text.str()};
-    return true;
-  }
-  if (const BuiltinPolicy* b = FindBuiltinPolicy(path)) {
-    *out = SourceFile{std::string(b->path), std::string(b->text)};
-    return true;
-  }
-  return false;
-}
-
 int CheckFiles(const std::vector<std::string>& files, bool print_cost, bool print_cache) {
   int errors = 0;
   for (const auto& path : files) {
-    SourceFile source;
-    if (!LoadSource(path, &source)) {
-      fmt::print(stderr, "{}: error: cannot read the file (and no built-in policy has that name)\n",
-                 path);
+    auto loaded = LoadPolicySource(path);
+    if (!loaded) {
+      PrintError(loaded.error());
       ++errors;
       continue;
     }
+    const SourceFile& source = *loaded;
     try {
       FrontendResult result = RunFrontend(source);
       // What the checker accepts must load (issue 28): a clean policy is also lowered to LLVM IR
@@ -88,12 +71,12 @@ int CheckFiles(const std::vector<std::string>& files, bool print_cost, bool prin
     } catch (const std::exception& e) {
       // The front end reports problems as diagnostics; reaching here is a bug in Kiln, and it
       // must still not take the command down without saying which file caused it.
-      fmt::print(stderr, "{}: error: internal compiler error: {}\n", path, e.what());
+      PrintError(Error{fmt::format("internal compiler error: {}", e.what()), SourceLocation{path}});
       ++errors;
     }
   }
   if (errors > 0) fmt::print(stderr, "{} error{} generated.\n", errors, errors == 1 ? "" : "s");
-  return errors > 0 ? 1 : 0;
+  return errors > 0 ? kExitFailed : kExitOk;
 }
 
 }  // namespace
@@ -110,10 +93,7 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_flag("--score-cache", *cache,
                 "say whether node_order's scores may be cached per (task shape, node), or why "
                 "not");
-  cmd->callback([files, cost, cache] {
-    int code = CheckFiles(*files, *cost, *cache);
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
+  cmd->callback([files, cost, cache] { EndCommand(CheckFiles(*files, *cost, *cache)); });
 }
 
 }  // namespace kiln::cli

@@ -7,63 +7,47 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include "compiler/builtin_policies.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 #include "cli/commands.h"
+#include "cli/errors.h"
+#include "cli/policy_source.h"
 
 namespace kiln::cli {
 
 namespace {
 
-bool LoadSource(const std::string& path, SourceFile* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::ostringstream text;
-    text << in.rdbuf();
-    *out = SourceFile{path, text.str()};
-    return true;
-  }
-  if (const BuiltinPolicy* b = FindBuiltinPolicy(path)) {
-    *out = SourceFile{std::string(b->path), std::string(b->text)};
-    return true;
-  }
-  return false;
-}
-
 int Compile(const std::string& emit, const std::string& path) {
-  SourceFile source;
-  if (!LoadSource(path, &source)) {
-    fmt::print(stderr, "{}: error: cannot read the file (and no built-in policy has that name)\n",
-               path);
-    return 1;
+  auto loaded = LoadPolicySource(path);
+  if (!loaded) {
+    PrintError(loaded.error());
+    return kExitFailed;
   }
+  const SourceFile& source = *loaded;
   try {
     FrontendResult result = RunFrontend(source);
     if (!result.ok()) {
       PrintDiagnostics(result.diagnostics, source);
       int n = result.diagnostics.ErrorCount();
       fmt::print(stderr, "{} error{} generated.\n", n, n == 1 ? "" : "s");
-      return 1;
+      return kExitFailed;
     }
     if (emit == "ast" || emit == "typed-ast") {
       fmt::print("{}", DumpAst(*result.policy, emit == "typed-ast"));
-      return 0;
+      return kExitOk;
     }
     auto ir = PolicyCompiler::EmitIr(source);
     if (!ir.ok()) {
-      fmt::print(stderr, "{}\n", ir.error().Format());
-      return 1;
+      PrintError(ir.error());
+      return kExitFailed;
     }
     fmt::print("{}", *ir);
-    return 0;
+    return kExitOk;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: error: internal compiler error: {}\n", path, e.what());
-    return 1;
+    PrintError(Error{fmt::format("internal compiler error: {}", e.what()), SourceLocation{path}});
+    return kExitFailed;
   }
 }
 
@@ -77,10 +61,7 @@ void AddCompileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"ast", "typed-ast", "llvm"}))
       ->default_val("llvm");
   cmd->add_option("file", *file, "policy file (or built-in policy name)")->required();
-  cmd->callback([emit, file] {
-    int code = Compile(*emit, *file);
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
+  cmd->callback([emit, file] { EndCommand(Compile(*emit, *file)); });
 }
 
 }  // namespace kiln::cli

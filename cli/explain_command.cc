@@ -20,9 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cli/cli_util.h"
-#include "cli/json_util.h"
 #include "cli/commands.h"
+#include "cli/errors.h"
+#include "cli/json_util.h"
+#include "cli/shared_options.h"
 #include "runtime/explain.h"
 #include "runtime/quantity.h"
 #include "simulator/explain_scenario.h"
@@ -33,17 +34,11 @@ namespace kiln::cli {
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
-
 using Json = nlohmann::ordered_json;
 
 struct ExplainOptions {
   std::string file;
-  std::string conf_file;
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;
+  PolicyOptions policy;  // --conf, --policy-dir, ...
   std::vector<std::string> pods;
   bool at_open = false;
   std::string output = "table";
@@ -592,56 +587,32 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
 
 int RunExplain(const ExplainOptions& opts) {
   if (opts.output != "table" && opts.output != "json" && opts.output != "html") {
-    PrintError(Error{fmt::format("--output must be table, json or html, got `{}`", opts.output), {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{fmt::format("--output must be table, json or html, got `{}`", opts.output), {}});
   }
   auto spec = LoadScenarioFile(opts.file);
-  if (!spec) {
-    PrintError(spec.error());
-    return kExitBadInput;
-  }
+  if (!spec) return BadInput(spec.error());
   std::set<std::string> pods;
   for (const std::string& p : opts.pods) {
     bool known = false;
     for (const PodSpec& pod : spec->cluster.pods) known |= pod.Key() == p;
     if (!known) {
-      PrintError(Error{fmt::format("--pod {}: no such pod in the scenario (pods are named "
-                                   "<namespace>/<name>)",
-                                   p),
-                       SourceLocation{spec->file}});
-      return kExitBadInput;
+      return BadInput(Error{fmt::format("--pod {}: no such pod in the scenario (pods are named "
+                                        "<namespace>/<name>)",
+                                        p),
+                            SourceLocation{spec->file}});
     }
     pods.insert(p);
   }
-  std::string conf_text;
-  if (!opts.conf_file.empty()) {
-    auto text = ReadTextFile(opts.conf_file);
-    if (!text) {
-      PrintError(text.error());
-      return kExitBadInput;
-    }
-    conf_text = std::move(*text);
-  }
-  auto conf = ResolveScenarioConf(*spec, opts.conf_file.empty() ? nullptr : &conf_text, opts.conf_file);
-  if (!conf) {
-    PrintError(conf.error());
-    return kExitBadInput;
-  }
-  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache,
-                                {}, {},
-                                static_cast<uint64_t>(spec->cluster.pods.size()) *
-                                    spec->cluster.nodes.size()});
-  if (!provider) {
-    PrintError(provider.error());
-    return kExitBadInput;
-  }
+  auto conf = LoadScenarioConf(*spec, opts.policy);
+  if (!conf) return BadInput(conf.error());
+  auto provider = MakeProvider(
+      opts.policy, static_cast<uint64_t>(spec->cluster.pods.size()) * spec->cluster.nodes.size());
+  if (!provider) return BadInput(provider.error());
 
   auto explanation = opts.at_open ? ExplainScenarioAtOpen(*spec, *conf, **provider, pods)
                                   : ExplainScenarioSession(*spec, *conf, **provider, pods);
-  if (!explanation) {
-    PrintError(explanation.error());
-    return kExitBadInput;
-  }
+  if (!explanation) return BadInput(explanation.error());
 
   if (opts.output == "json") {
     WriteExplainJson(stdout, spec->name, *explanation);
@@ -666,17 +637,8 @@ void AddExplainCommand(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_flag("--at-open", opts->at_open,
                 "evaluate every pending pod right after the session opens, before any action");
-  cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
-                "let a --policy-dir policy replace the built-in policy of the same name");
-  cmd->add_option("--compile-cache", opts->compile_cache,
-                  "reuse policies' native code across runs from this directory");
-  cmd->callback([opts] {
-    int code = RunExplain(*opts);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  AddPolicyOptions(*cmd, opts->policy, kConfFlag | kPolicyDirFlags);
+  cmd->callback([opts] { EndCommand(RunExplain(*opts)); });
 }
 
 }  // namespace kiln::cli

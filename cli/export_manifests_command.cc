@@ -14,7 +14,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/errors.h"
 #include "kubernetes/decode.h"
+#include "kubernetes/encode.h"
 #include "simulator/scenario.h"
 
 namespace kiln::cli {
@@ -30,10 +32,7 @@ struct ExportArgs {
 
 int Export(const ExportArgs& args) {
   auto spec = LoadScenarioFile(args.scenario);
-  if (!spec) {
-    fmt::print(stderr, "{}\n", spec.error().Format());
-    return 2;
-  }
+  if (!spec) return BadInput(spec.error());
   kube::EncodeOptions options;
   options.scheduler_name = args.scheduler_name;
   options.now = spec->now;
@@ -41,16 +40,13 @@ int Export(const ExportArgs& args) {
   std::string text = args.format == "json" ? kube::ManifestsToJson(items) : kube::ManifestsToYaml(items);
   if (args.output.empty() || args.output == "-") {
     fmt::print("{}", text);
-    return 0;
+    return kExitOk;
   }
   std::ofstream out(args.output, std::ios::binary);
   out << text;
   out.close();
-  if (!out) {
-    fmt::print(stderr, "error: cannot write {}\n", args.output);
-    return 2;
-  }
-  return 0;
+  if (!out) return BadInput(Error{fmt::format("cannot write {}", args.output), {}});
+  return kExitOk;
 }
 
 }  // namespace
@@ -65,10 +61,7 @@ void AddExportManifestsCommand(CLI::App& app) {
       ->check(CLI::IsMember({"yaml", "json"}));
   cmd->add_option("--scheduler-name", args->scheduler_name,
                   "spec.schedulerName of the pods (default: volcano)");
-  cmd->callback([args] {
-    int code = Export(*args);
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
+  cmd->callback([args] { EndCommand(Export(*args)); });
 }
 
 }  // namespace kiln::cli

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/errors.h"
 #include "compiler/host/jit_tiers.h"
 #include "compiler/language_version.h"
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
     // --help prints and succeeds; any other argument error is bad input, which every kiln
     // command reports with exit code 2 (CLI11's own codes, 105 and up, would leak otherwise).
     int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return code == 0 ? kiln::cli::kExitOk : kiln::cli::kExitBadInput;
   }
-  return 0;
+  return kiln::cli::kExitOk;
 }

@@ -21,14 +21,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/errors.h"
 #include "compiler/diagnostics.h"
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/language_version.h"
 #include "packs/conf_merge.h"
 #include "packs/pack.h"
+#include "packs/provider.h"
 #include "packs/scenario_check.h"
 #include "runtime/conf.h"
 #include "simulator/scenario.h"
@@ -38,10 +39,6 @@ namespace kiln::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
 
 struct BuildOptions {
   std::string dir;
@@ -111,37 +108,27 @@ bool CheckPolicies(packs::Pack& pack) {
 int RunBuild(const BuildOptions& opts) {
   std::error_code ec;
   if (!fs::is_directory(opts.dir, ec)) {
-    PrintError(Error{fmt::format("{}: not a directory (kiln pack build takes the pack's source "
-                                 "directory, the one holding kiln-pack.yaml)",
-                                 opts.dir),
-                     {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{fmt::format("{}: not a directory (kiln pack build takes the pack's source "
+                          "directory, the one holding kiln-pack.yaml)",
+                          opts.dir),
+              {}});
   }
   auto pack = packs::ReadPack(opts.dir);
-  if (!pack) {
-    PrintError(pack.error());
-    return kExitBadInput;
-  }
+  if (!pack) return BadInput(pack.error());
   packs::PackManifest& m = pack->manifest;
-  if (Status s = packs::CheckLanguageVersion(m); !s) {
-    PrintError(s.error());
-    return kExitBadInput;
-  }
+  if (Status s = packs::CheckLanguageVersion(m); !s) return BadInput(s.error());
   // Digests from an earlier build are recomputed below; a stale signature is dropped.
   m.files.clear();
   pack->signature_text.reset();
   if (!CheckPolicies(*pack)) return kExitBadInput;
 
   auto provider = packs::MakePackProvider({}, {*pack});
-  if (!provider) {
-    PrintError(provider.error());
-    return kExitBadInput;
-  }
+  if (!provider) return BadInput(provider.error());
   if (!m.conf.empty()) {
     if (Status s = packs::CheckConfLoads(pack->files.at(m.conf), pack->Where(m.conf), **provider);
         !s) {
-      PrintError(s.error());
-      return kExitBadInput;
+      return BadInput(s.error());
     }
   }
 
@@ -180,23 +167,14 @@ int RunBuild(const BuildOptions& opts) {
   std::string signer;
   if (!opts.sign_key.empty()) {
     auto sig = packs::SignManifest(manifest, opts.sign_key);
-    if (!sig) {
-      PrintError(sig.error());
-      return kExitBadInput;
-    }
+    if (!sig) return BadInput(sig.error());
     out[std::string(packs::kSignatureFile)] = *sig;
     auto check = packs::VerifySignature(manifest, *sig);
     if (check) signer = check->signer.id;
   }
   auto bytes = packs::WritePackArchive(out);
-  if (!bytes) {
-    PrintError(bytes.error());
-    return kExitBadInput;
-  }
-  if (Status s = WriteAtomically(opts.output, *bytes); !s) {
-    PrintError(s.error());
-    return kExitBadInput;
-  }
+  if (!bytes) return BadInput(bytes.error());
+  if (Status s = WriteAtomically(opts.output, *bytes); !s) return BadInput(s.error());
   fmt::print("built {}: {} {}, {} polic{}, {} file{}, {} bytes, {}\n", opts.output, m.name,
              m.version, m.policies.size(), m.policies.size() == 1 ? "y" : "ies", m.files.size(),
              m.files.size() == 1 ? "" : "s", bytes->size(),
@@ -206,10 +184,7 @@ int RunBuild(const BuildOptions& opts) {
 
 int RunVerify(const std::string& file, const std::vector<std::string>& trust_paths) {
   auto trust = packs::LoadTrustedKeys(trust_paths);
-  if (!trust) {
-    PrintError(trust.error());
-    return kExitBadInput;
-  }
+  if (!trust) return BadInput(trust.error());
   auto pack = packs::ReadPack(file);
   if (!pack) {
     // An archive that cannot be read safely (a `..` entry, a link, a bomb) fails verification.
@@ -258,14 +233,10 @@ std::string SourceText(const std::string& text, SourceRange range) {
 
 int RunInspect(const std::string& file, const std::string& output) {
   if (output != "text" && output != "json") {
-    PrintError(Error{fmt::format("--output must be text or json, got `{}`", output), {}});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("--output must be text or json, got `{}`", output), {}});
   }
   auto pack = packs::ReadPack(file);
-  if (!pack) {
-    PrintError(pack.error());
-    return kExitBadInput;
-  }
+  if (!pack) return BadInput(pack.error());
   const packs::PackManifest& m = pack->manifest;
   nlohmann::json doc;
   doc["name"] = m.name;
@@ -285,8 +256,7 @@ int RunInspect(const std::string& file, const std::string& output) {
     pj["file"] = p.file;
     auto text = pack->files.find(p.file);
     if (text == pack->files.end()) {
-      PrintError(Error{fmt::format("{}: missing from the pack", p.file), p.where});
-      return kExitBadInput;
+      return BadInput(Error{fmt::format("{}: missing from the pack", p.file), p.where});
     }
     SourceFile source{pack->Where(p.file), text->second};
     FrontendResult fe = RunFrontend(source);
@@ -365,52 +335,33 @@ struct ConfOptions {
 
 int RunConf(const ConfOptions& opts) {
   auto pack = packs::ReadPack(opts.pack);
-  if (!pack) {
-    PrintError(pack.error());
-    return kExitBadInput;
-  }
+  if (!pack) return BadInput(pack.error());
   const packs::PackManifest& m = pack->manifest;
   if (m.conf.empty()) {
-    PrintError(Error{fmt::format("pack {} ships no conf (`conf:` in its manifest)", m.name),
-                     m.At("manifest")});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("pack {} ships no conf (`conf:` in its manifest)", m.name),
+                          m.At("manifest")});
   }
   const std::string& pack_conf = pack->files.at(m.conf);
   std::string text = pack_conf;
   if (!opts.into.empty()) {
     auto conf = ReadTextFile(opts.into);
-    if (!conf) {
-      PrintError(conf.error());
-      return kExitBadInput;
-    }
+    if (!conf) return BadInput(conf.error());
     auto merged = packs::MergePackConf(m.name, pack_conf, pack->Where(m.conf), *conf, opts.into);
-    if (!merged) {
-      PrintError(merged.error());
-      return kExitBadInput;
-    }
+    if (!merged) return BadInput(merged.error());
     for (const std::string& a : merged->added) fmt::print(stderr, "added {}\n", a);
     for (const std::string& k : merged->kept) fmt::print(stderr, "kept {}: the conf already has it\n", k);
     text = merged->text;
     // The merged conf must load with the pack: names, flags and argument types.
     std::string name = opts.output.empty() ? "<merged scheduler.conf>" : opts.output;
     auto provider = packs::MakePackProvider({}, {*pack});
-    if (!provider) {
-      PrintError(provider.error());
-      return kExitBadInput;
-    }
-    if (Status s = packs::CheckConfLoads(text, name, **provider); !s) {
-      PrintError(s.error());
-      return kExitBadInput;
-    }
+    if (!provider) return BadInput(provider.error());
+    if (Status s = packs::CheckConfLoads(text, name, **provider); !s) return BadInput(s.error());
   }
   if (opts.output.empty()) {
     std::fputs(text.c_str(), stdout);
     return kExitOk;
   }
-  if (Status s = WriteAtomically(opts.output, text); !s) {
-    PrintError(s.error());
-    return kExitBadInput;
-  }
+  if (Status s = WriteAtomically(opts.output, text); !s) return BadInput(s.error());
   return kExitOk;
 }
 
@@ -427,10 +378,7 @@ void AddPackCommand(CLI::App& app) {
   b->add_option("-o,--output", build->output, "the archive to write (NAME.kpack)")->required();
   b->add_option("--sign", build->sign_key,
                 "Ed25519 private key (PEM, `openssl genpkey -algorithm ed25519`) to sign with");
-  b->callback([build] {
-    int code = RunBuild(*build);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  b->callback([build] { EndCommand(RunBuild(*build)); });
 
   auto verify_file = std::make_shared<std::string>();
   auto trust = std::make_shared<std::vector<std::string>>();
@@ -440,10 +388,7 @@ void AddPackCommand(CLI::App& app) {
                 "public key (PEM) whose signature is accepted (repeatable); with any given, an "
                 "unsigned pack or another signer fails")
       ->allow_extra_args(false);
-  v->callback([verify_file, trust] {
-    int code = RunVerify(*verify_file, *trust);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  v->callback([verify_file, trust] { EndCommand(RunVerify(*verify_file, *trust)); });
 
   auto inspect_file = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>("text");
@@ -451,10 +396,7 @@ void AddPackCommand(CLI::App& app) {
       "inspect", "Show a pack's manifest and its policies' extension points and arguments");
   i->add_option("pack", *inspect_file, "the .kpack or pack directory")->required();
   i->add_option("-o,--output", *output, "text (default) or json");
-  i->callback([inspect_file, output] {
-    int code = RunInspect(*inspect_file, *output);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  i->callback([inspect_file, output] { EndCommand(RunInspect(*inspect_file, *output)); });
 
   auto conf = std::make_shared<ConfOptions>();
   CLI::App* c = pack->add_subcommand(
@@ -464,10 +406,7 @@ void AddPackCommand(CLI::App& app) {
                 "scheduler.conf to add the pack's plugin entries to (same tier, next to the "
                 "plugin they follow in the pack's example)");
   c->add_option("-o,--output", conf->output, "write the result here instead of stdout");
-  c->callback([conf] {
-    int code = RunConf(*conf);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  c->callback([conf] { EndCommand(RunConf(*conf)); });
 }
 
 }  // namespace kiln::cli

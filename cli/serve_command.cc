@@ -24,6 +24,8 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/errors.h"
+#include "cli/shared_options.h"
 #include "kubernetes/client.h"
 #include "kubernetes/cluster.h"
 #include "kubernetes/kubeconfig.h"
@@ -40,12 +42,7 @@ namespace kiln::cli {
 namespace {
 
 struct ServeFlags {
-  std::string conf_file;
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;
-  std::string packs_dir;
-  std::vector<std::string> trust;
+  PolicyOptions policy;  // --conf, --policy-dir, --packs, --trust, ...
   std::string scenario;
   std::string kubeconfig;
   std::string scheduler_name = "volcano";
@@ -61,11 +58,6 @@ struct ServeFlags {
   bool evict_with_eviction_api = false;
   int verbosity = 0;
 };
-
-int BadInput(const std::string& message) {
-  std::fputs(fmt::format("error: {}\n", message).c_str(), stderr);
-  return 2;
-}
 
 // holderIdentity: unique per process, readable in `kubectl get lease -o yaml` (client-go uses
 // hostname + "_" + a UUID).
@@ -91,15 +83,9 @@ kube::ObjectReference SchedulerObject(const ServeFlags& f) {
 
 int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::ServeHooks hooks) {
   auto config = kube::ResolveKubeConfig(f.kubeconfig);
-  if (!config) {
-    std::fputs((config.error().Format() + "\n").c_str(), stderr);
-    return 2;
-  }
+  if (!config) return BadInput(config.error());
   auto client = kube::KubeClient::Create(*config);
-  if (!client) {
-    std::fputs((client.error().Format() + "\n").c_str(), stderr);
-    return 2;
-  }
+  if (!client) return BadInput(client.error());
   std::atomic<server::ServerMetrics*> metrics{nullptr};
   kube::KubernetesClusterOptions kopts;
   kopts.scheduler_names = {f.scheduler_name};
@@ -116,10 +102,7 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
     kube::ClientOptions lease_client_options;
     lease_client_options.request_timeout = std::chrono::seconds(4);
     auto lease_client = kube::KubeClient::Create(*config, lease_client_options);
-    if (!lease_client) {
-      std::fputs((lease_client.error().Format() + "\n").c_str(), stderr);
-      return 2;
-    }
+    if (!lease_client) return BadInput(lease_client.error());
     lease_store = kube::NewKubeLeaseStore(*lease_client, f.lock_namespace, f.lock_name);
     options.lease_store = lease_store.get();
     options.identity = Identity();
@@ -166,47 +149,46 @@ int RunServe(const ServeFlags& f) {
   server::ConfigureLogging(f.verbosity);
   auto period = ParseGoDuration(f.schedule_period);
   if (!period || *period <= 0)
-    return BadInput(fmt::format(
-        "--schedule-period must be a positive duration like 1s or 500ms, got `{}`",
-        f.schedule_period));
-  if (f.conf_file.empty()) return BadInput("--conf is required (the scheduler.conf to run)");
+    return BadInput(Error{
+        fmt::format("--schedule-period must be a positive duration like 1s or 500ms, got `{}`",
+                    f.schedule_period),
+        {}});
+  if (f.policy.conf_file.empty())
+    return BadInput(Error{"--conf is required (the scheduler.conf to run)", {}});
 
   server::ServeOptions options;
-  options.sources.conf_file = f.conf_file;
-  options.sources.policy_dirs = f.policy_dirs;
-  options.sources.allow_builtin_override = f.allow_builtin_override;
-  options.sources.compile_cache_dir = f.compile_cache;
-  options.sources.packs_dir = f.packs_dir;
-  options.sources.trust_keys = f.trust;
+  options.sources = {f.policy.sources, f.policy.conf_file};
   options.schedule_period = std::chrono::nanoseconds(*period);
   options.listen = f.listen;
   if (f.http_max_connections < 1 || f.http_max_connections > 1024)
-    return BadInput(fmt::format("--http-max-connections must be from 1 to 1024, got {}",
-                                f.http_max_connections));
+    return BadInput(Error{fmt::format("--http-max-connections must be from 1 to 1024, got {}",
+                                      f.http_max_connections),
+                          {}});
   options.http_limits.max_connections = f.http_max_connections;
   auto request_timeout = ParseGoDuration(f.http_request_timeout);
   if (!request_timeout || *request_timeout < 1'000'000 || *request_timeout > 600'000'000'000)
-    return BadInput(fmt::format(
-        "--http-request-timeout must be a duration from 1ms to 10m like 5s, got `{}`",
-        f.http_request_timeout));
+    return BadInput(Error{
+        fmt::format("--http-request-timeout must be a duration from 1ms to 10m like 5s, got `{}`",
+                    f.http_request_timeout),
+        {}});
   options.http_limits.request_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(*request_timeout));
   auto request_bytes = ParseQuantity(f.http_max_request_bytes);
   if (!request_bytes || request_bytes->Value() < 1024 || request_bytes->Value() > (16 << 20))
-    return BadInput(fmt::format("--http-max-request-bytes must be a size from 1Ki to 16Mi, got `{}`",
-                                f.http_max_request_bytes));
+    return BadInput(
+        Error{fmt::format("--http-max-request-bytes must be a size from 1Ki to 16Mi, got `{}`",
+                          f.http_max_request_bytes),
+              {}});
   options.http_limits.max_request_bytes = static_cast<size_t>(request_bytes->Value());
   options.dry_run = f.dry_run;
   server::ServeHooks hooks;
 
   if (!f.scenario.empty()) {
     if (f.leader_elect)
-      return BadInput("--leader-elect needs a Kubernetes cluster (a scenario has no Lease)");
+      return BadInput(
+          Error{"--leader-elect needs a Kubernetes cluster (a scenario has no Lease)", {}});
     auto spec = LoadScenarioFile(f.scenario);
-    if (!spec) {
-      std::fputs((spec.error().Format() + "\n").c_str(), stderr);
-      return 2;
-    }
+    if (!spec) return BadInput(spec.error());
     // The scenario's clock starts at its `now` and runs with the wall clock.
     TimeNs origin = spec->now;
     auto started = std::chrono::steady_clock::now();
@@ -228,20 +210,10 @@ void AddServeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "serve", "Run the scheduler: one session per period against a cluster, with live reload, "
                "metrics and health endpoints");
-  cmd->add_option("--conf", f->conf_file, "scheduler.conf (watched: changes apply live)");
-  cmd->add_option("--policy-dir", f->policy_dirs, "directory of user policies (repeatable, watched)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--allow-builtin-override", f->allow_builtin_override,
-                "let a --policy-dir policy replace the built-in policy of the same name");
-  cmd->add_option("--compile-cache", f->compile_cache,
-                  "reuse policies' native code across runs from this directory");
-  cmd->add_option("--packs", f->packs_dir,
-                  "directory of policy packs (*.kpack, watched: a pack added, replaced or removed "
-                  "applies live); their plugins are named pack/plugin in the conf");
-  cmd->add_option("--trust", f->trust,
-                  "public key (PEM) trusted to sign packs (repeatable); with any given, unsigned "
-                  "or otherwise signed packs are refused")
-      ->allow_extra_args(false);
+  AddPolicyOptions(*cmd, f->policy, kConfFlag | kPolicyDirFlags | kPacksDirFlags);
+  // Everything the configuration reads is watched and reloaded while serving.
+  cmd->get_option("--conf")->description("scheduler.conf (watched: changes apply live)");
+  cmd->get_option("--policy-dir")->description("directory of user policies (repeatable, watched)");
   cmd->add_option("--scenario", f->scenario,
                   "serve the simulated cluster of a scenario file instead of Kubernetes");
   cmd->add_option("--kubeconfig", f->kubeconfig,
@@ -278,7 +250,7 @@ void AddServeCommand(CLI::App& app) {
       std::fflush(nullptr);
       std::_Exit(code);
     }
-    if (code != 0) throw CLI::RuntimeError(code);
+    EndCommand(code);
   });
 }
 

@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <sstream>
 
-#include "cli/cli_util.h"
+#include "cli/errors.h"
 #include "cli/commands.h"
 #include "cli/output_format.h"
+#include "cli/shared_options.h"
 #include "cli/report_html.h"
 #include "runtime/invariants.h"
 #include "runtime/quantity.h"
@@ -43,77 +43,22 @@
 #include <thread>
 
 #include "compiler/host/jit_tiers.h"
-#include "compiler/host/policy_provider.h"
-#include "packs/pack.h"
 
 namespace kiln::cli {
-
-// "file:line:col: error: message", then the offending source line with a caret under the column.
-std::string FormatError(const Error& e) {
-  std::string out = e.Format() + "\n";
-  if (!e.where.file.empty() && e.where.line > 0) {
-    if (auto text = ReadTextFile(e.where.file)) {
-      std::istringstream in(*text);
-      std::string line;
-      for (int i = 1; std::getline(in, line); ++i) {
-        if (i != e.where.line) continue;
-        out += fmt::format("  {} | {}\n", e.where.line, line);
-        if (e.where.column > 0) {
-          std::string pad(fmt::format("  {} | ", e.where.line).size(), ' ');
-          for (int c = 1; c < e.where.column && c <= static_cast<int>(line.size()); ++c)
-            pad += line[c - 1] == '\t' ? '\t' : ' ';
-          out += pad + "^\n";
-        }
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-void PrintError(const Error& e) { std::fputs(FormatError(e).c_str(), stderr); }
-
-Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderOptions& opts) {
-  CompiledPolicyOptions options;
-  options.policy_dirs = opts.policy_dirs;
-  options.allow_builtin_override = opts.allow_builtin_override;
-  options.compile_cache_dir = opts.compile_cache;
-  // One big session would run start to end on tier-0 code (its O2 lands after it): compile O2
-  // now. $KILN_JIT_TIERS still wins; the default only decides when it is unset.
-  if (opts.session_pairs >= kLargeSessionPairs) SetDefaultJitTiers(JitTiers::kOptimizedOnly);
-  auto trust = packs::LoadTrustedKeys(opts.trust);
-  if (!trust) return trust.error();
-  std::vector<packs::Pack> loaded;
-  for (const std::string& path : opts.packs) {
-    auto pack = packs::LoadPackForUse(path, *trust);
-    if (!pack) return pack.error();
-    loaded.push_back(std::move(*pack));
-  }
-  return packs::MakePackProvider(std::move(options), loaded);
-}
 
 namespace {
 
 // How many policies were compiled as tier-0 code (each queued an O2 compile).
 int64_t Tier0Policies() { return static_cast<int64_t>(JitTierZeroCompiles()); }
 
-constexpr int kExitOk = 0;
-constexpr int kExitMismatch = 1;
-constexpr int kExitBadInput = 2;
-
 struct SimulateOptions {
   std::string file;
   std::string output = "table";
   bool check = false;
-  std::string conf_file;
+  PolicyOptions policy;  // --conf, --policy-dir, --pack, --trust, ...
   int cycles = 1;
   std::string period = "1s";
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;  // empty: $KILN_COMPILE_CACHE, or no cache
   bool watch = false;
-  std::vector<std::string> packs;
-  std::vector<std::string> trust;
   std::string until;
   bool every_period = false;
   std::string report;
@@ -191,25 +136,13 @@ struct RunTimings {
 int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationNs period) {
   // Reload results go to the log, which must not mix with the decisions on stdout.
   server::ConfigureLogging(0);
-  server::PolicySources sources;
-  sources.conf_file = opts.conf_file;
-  sources.policy_dirs = opts.policy_dirs;
-  sources.allow_builtin_override = opts.allow_builtin_override;
-  sources.compile_cache_dir = opts.compile_cache;
-  sources.pack_files = opts.packs;
-  sources.trust_keys = opts.trust;
+  server::PolicySources sources{opts.policy.sources, opts.policy.conf_file};
   server::PolicyReloader reloader(sources, server::CompiledProviderFactory());
-  if (Status s = reloader.LoadInitial(); !s) {
-    PrintError(s.error());
-    return kExitBadInput;
-  }
+  if (Status s = reloader.LoadInitial(); !s) return BadInput(s.error());
   std::unique_ptr<server::ConfigWatcher> watcher_owner =
       server::WatchAndReload(reloader, std::chrono::milliseconds(200));
   server::ConfigWatcher& watcher = *watcher_owner;
-  if (Status s = watcher.Start(); !s) {
-    PrintError(s.error());
-    return kExitBadInput;
-  }
+  if (Status s = watcher.Start(); !s) return BadInput(s.error());
   SimulatedCluster cluster(spec);
   int index = 0;
   server::LoopOptions loop_options;
@@ -224,10 +157,7 @@ int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationN
     watcher.WaitIdle(std::chrono::seconds(30));
     std::shared_ptr<const server::PolicySet> set = reloader.Current();
     auto session = loop.RunOnce();
-    if (!session) {
-      PrintError(session.error());
-      return kExitBadInput;
-    }
+    if (!session) return BadInput(session.error());
     std::fputs(fmt::format("cycle {}: generation {}: {} binds, {} evictions, {} pipelined\n", index,
                            set->generation, session->binds.size(), session->evictions.size(),
                            session->pipelined.size())
@@ -245,93 +175,65 @@ int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationN
 
 int RunSimulate(const SimulateOptions& opts) {
   if (opts.output != "table" && opts.output != "json") {
-    PrintError(Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
   }
   if (opts.cycles < 1) {
-    PrintError(Error{fmt::format("--cycles must be at least 1, got {}", opts.cycles), {}});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("--cycles must be at least 1, got {}", opts.cycles), {}});
   }
   auto period = ParseGoDuration(opts.period);
   if (!period || *period <= 0) {
-    PrintError(Error{fmt::format("--period must be a positive duration like 1s or 500ms, got `{}`",
-                                 opts.period),
-                     {}});
-    return kExitBadInput;
+    return BadInput(Error{
+        fmt::format("--period must be a positive duration like 1s or 500ms, got `{}`", opts.period),
+        {}});
   }
   RunTimings timings;
   auto load_start = Clock::now();
   auto spec = LoadScenarioFile(opts.file);
-  if (!spec) {
-    PrintError(spec.error());
-    return kExitBadInput;
-  }
+  if (!spec) return BadInput(spec.error());
   timings.load_ms = MillisSince(load_start);
-  std::string conf_text;
-  if (!opts.conf_file.empty()) {
-    auto text = ReadTextFile(opts.conf_file);
-    if (!text) {
-      PrintError(text.error());
-      return kExitBadInput;
-    }
-    conf_text = std::move(*text);
-  }
-  auto conf = ResolveScenarioConf(*spec, opts.conf_file.empty() ? nullptr : &conf_text, opts.conf_file);
-  if (!conf) {
-    PrintError(conf.error());
-    return kExitBadInput;
-  }
+  auto conf = LoadScenarioConf(*spec, opts.policy);
+  if (!conf) return BadInput(conf.error());
   if (opts.watch) {
-    if (opts.check) {
-      PrintError(Error{"--watch and --check do not go together", {}});
-      return kExitBadInput;
-    }
-    if (opts.conf_file.empty()) {
-      PrintError(Error{"--watch needs --conf FILE: the conf it watches (a scenario's own conf is "
-                       "part of the scenario, which is not reloaded)",
-                       {}});
-      return kExitBadInput;
+    if (opts.check) return BadInput(Error{"--watch and --check do not go together", {}});
+    if (opts.policy.conf_file.empty()) {
+      return BadInput(
+          Error{"--watch needs --conf FILE: the conf it watches (a scenario's own conf is "
+                "part of the scenario, which is not reloaded)",
+                {}});
     }
     return RunWatching(opts, *spec, *period);
   }
   std::optional<TimeNs> until;
   if (!opts.until.empty()) {
     if (opts.cycles_given) {
-      PrintError(Error{"--until and --cycles do not go together: --until runs until the clock "
-                       "passes T",
-                       {}});
-      return kExitBadInput;
+      return BadInput(
+          Error{"--until and --cycles do not go together: --until runs until the clock "
+                "passes T",
+                {}});
     }
     if (auto at = ParseTimestamp(opts.until)) {
       until = *at;
     } else if (auto after = ParseGoDuration(opts.until); after && *after >= 0) {
       until = spec->now + *after;
     } else {
-      PrintError(Error{fmt::format("--until must be an RFC 3339 time or a duration after the "
-                                   "scenario's `now` (like 1h), got `{}`",
-                                   opts.until),
-                       {}});
-      return kExitBadInput;
+      return BadInput(Error{fmt::format("--until must be an RFC 3339 time or a duration after the "
+                                        "scenario's `now` (like 1h), got `{}`",
+                                        opts.until),
+                            {}});
     }
   }
   if (!opts.report.empty() && until == std::nullopt && opts.cycles < 2) {
-    PrintError(Error{"--report needs a multi-cycle run (--until T or --cycles N > 1)", {}});
-    return kExitBadInput;
+    return BadInput(Error{"--report needs a multi-cycle run (--until T or --cycles N > 1)", {}});
   }
   if (opts.check && (!spec->expect || spec->expect->empty())) {
-    PrintError(Error{"--check: the scenario has no `expect` block to check against",
-                     SourceLocation{spec->file}});
-    return kExitBadInput;
+    return BadInput(Error{"--check: the scenario has no `expect` block to check against",
+                          SourceLocation{spec->file}});
   }
   auto compile_start = Clock::now();
-  auto provider = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache,
-                                opts.packs, opts.trust,
-                                static_cast<uint64_t>(spec->cluster.pods.size()) *
-                                    spec->cluster.nodes.size()});
-  if (!provider) {
-    PrintError(provider.error());
-    return kExitBadInput;
-  }
+  auto provider = MakeProvider(
+      opts.policy, static_cast<uint64_t>(spec->cluster.pods.size()) * spec->cluster.nodes.size());
+  if (!provider) return BadInput(provider.error());
   SimulatorOptions sim_options;
   sim_options.cycles = opts.cycles;
   sim_options.period = *period;
@@ -345,37 +247,25 @@ int RunSimulate(const SimulateOptions& opts) {
   ScenarioSpec for_simulator = *spec;  // everything but the cluster
   for_simulator.cluster = std::move(cluster);
   auto sim = Simulator::Create(std::move(for_simulator), std::move(*conf), **provider, sim_options);
-  if (!sim) {
-    PrintError(sim.error());
-    return kExitBadInput;
-  }
+  if (!sim) return BadInput(sim.error());
   timings.compile_ms = MillisSince(compile_start);
   timings.tier0_policies = Tier0Policies();
   auto result = (*sim)->Run();
-  if (!result) {
-    PrintError(result.error());
-    return kExitBadInput;
-  }
+  if (!result) return BadInput(result.error());
   // Violations go to stderr (stdout keeps its format) and make the run fail whatever it prints.
   int done = kExitOk;
   for (const SessionResult& session : result->sessions)
     for (const std::string& v : session.invariant_violations) {
       std::fputs(fmt::format("invariant violated: session {}: {}\n", session.index, v).c_str(), stderr);
-      done = kExitMismatch;
+      done = kExitFailed;
     }
   if (!opts.report.empty()) {
     auto page = FormatReportHtml(*result, (*sim)->state().cluster);
-    if (!page) {
-      PrintError(page.error());
-      return kExitBadInput;
-    }
+    if (!page) return BadInput(page.error());
     std::ofstream out(opts.report, std::ios::binary | std::ios::trunc);
     out << *page;
     out.close();
-    if (!out) {
-      PrintError(Error{fmt::format("cannot write {}", opts.report), {}});
-      return kExitBadInput;
-    }
+    if (!out) return BadInput(Error{fmt::format("cannot write {}", opts.report), {}});
   }
   if (opts.check) {
     // The same check `kiln pack build` and `kiln test` run on a case.
@@ -393,7 +283,7 @@ int RunSimulate(const SimulateOptions& opts) {
     if (spec->expect->warnings) out += FormatWarningsBlock(spec->warnings);
     if (!result->calls.empty()) out += FormatCallsBlock(result->calls);
     std::fputs(out.c_str(), stdout);
-    return kExitMismatch;
+    return kExitFailed;
   }
   auto output_start = Clock::now();
   std::string out = opts.output == "json" ? FormatJson(*result) : FormatTable(*result);
@@ -414,7 +304,6 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output, "table (default) or json");
   cmd->add_flag("--check", opts->check,
                 "compare the first session with the scenario's `expect`; exit 1 when they differ");
-  cmd->add_option("--conf", opts->conf_file, "scheduler.conf to use instead of the scenario's `conf`");
   cmd->add_option("--cycles", opts->cycles, "number of scheduling cycles to run (default 1)")
       ->each([opts](const std::string&) { opts->cycles_given = true; });
   cmd->add_option("--until", opts->until,
@@ -431,21 +320,7 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--period", opts->period,
                   "simulated time between cycles, a Go duration (default 1s, Volcano's "
                   "schedule-period)");
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
-                "let a --policy-dir policy replace the built-in policy of the same name");
-  cmd->add_option("--compile-cache", opts->compile_cache,
-                  "reuse policies' native code across runs from this directory (created 0700; "
-                  "default $KILN_COMPILE_CACHE, unset: no cache)");
-  cmd->add_option("--pack", opts->packs,
-                  "policy pack (.kpack or pack directory) whose plugins the conf may name as "
-                  "pack/plugin (repeatable; verified before use)")
-      ->allow_extra_args(false);
-  cmd->add_option("--trust", opts->trust,
-                  "public key (PEM) a --pack must be signed by (repeatable; none: any signature "
-                  "or none is accepted)")
-      ->allow_extra_args(false);
+  AddPolicyOptions(*cmd, opts->policy, kConfFlag | kPolicyDirFlags | kPackFlags);
   cmd->add_flag("--timings", opts->timings,
                 "print where the time went (load, compile, each session's snapshot, open, actions "
                 "and close, output) and the peak RSS on stderr");
@@ -458,8 +333,7 @@ void AddSimulateCommand(CLI::App& app) {
                 "when there are any (also KILN_CHECK_INVARIANTS=1)");
   cmd->callback([opts] {
     if (opts->check_invariants) SetInvariantChecking(true);
-    int code = RunSimulate(*opts);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
+    EndCommand(RunSimulate(*opts));
   });
 }
 

@@ -29,9 +29,10 @@
 #include <regex>
 #include <thread>
 
-#include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/errors.h"
 #include "cli/output_format.h"
+#include "cli/shared_options.h"
 #include "packs/pack.h"
 #include "simulator/random_cluster.h"
 #include "simulator/testing.h"
@@ -39,19 +40,13 @@
 namespace kiln::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
-
 using Json = nlohmann::ordered_json;
 
 struct TestOptions {
   std::vector<std::string> paths;
   std::string run;
   std::string output = "table";
-  std::vector<std::string> policy_dirs;
-  bool allow_builtin_override = false;
-  std::string compile_cache;
+  PolicyOptions policy;  // --policy-dir, --allow-builtin-override, --compile-cache
   int jobs = 2;
   bool no_times = false;
   // --compare
@@ -70,8 +65,9 @@ struct CaseRun {
 
 Result<std::unique_ptr<PolicyProvider>> ProviderFor(const TestOptions& opts, const TestCase& tc) {
   if (tc.provider) return tc.provider();
-  ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}};
-  p.policy_dirs.insert(p.policy_dirs.end(), tc.policy_dirs.begin(), tc.policy_dirs.end());
+  PolicyOptions p = opts.policy;
+  p.sources.policy_dirs.insert(p.sources.policy_dirs.end(), tc.policy_dirs.begin(),
+                               tc.policy_dirs.end());
   return MakeProvider(p);
 }
 
@@ -100,8 +96,8 @@ std::optional<Result<std::vector<TestCase>>> DiscoverPack(const TestOptions& opt
     tc.default_conf = conf;
     tc.default_conf_file = pack->Where(pack->manifest.conf);
     tc.provider = [opts, path]() {
-      ProviderOptions p{opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}};
-      p.packs = {path};
+      PolicyOptions p = opts.policy;
+      p.sources.pack_files = {path};
       return MakeProvider(p);
     };
     cases.push_back(std::move(tc));
@@ -350,46 +346,36 @@ std::string FormatJunit(const TestOptions& opts, const std::vector<CaseRun>& run
 
 int RunTests(const TestOptions& opts) {
   if (opts.output != "table" && opts.output != "json" && opts.output != "junit") {
-    PrintError(Error{fmt::format("--output must be table, json or junit, got `{}`", opts.output), {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{fmt::format("--output must be table, json or junit, got `{}`", opts.output), {}});
   }
   if (opts.paths.empty()) {
-    PrintError(Error{"kiln test needs at least one PATH (a scenario file or a directory of them)", {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{"kiln test needs at least one PATH (a scenario file or a directory of them)", {}});
   }
   if (opts.jobs < 1) {
-    PrintError(Error{fmt::format("--jobs must be at least 1, got {}", opts.jobs), {}});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("--jobs must be at least 1, got {}", opts.jobs), {}});
   }
   std::optional<std::regex> filter;
   if (!opts.run.empty()) {
     try {
       filter.emplace(opts.run, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      PrintError(Error{fmt::format("--run `{}` is not a valid regular expression: {}", opts.run,
-                                   e.what()),
-                       {}});
-      return kExitBadInput;
+      return BadInput(Error{
+          fmt::format("--run `{}` is not a valid regular expression: {}", opts.run, e.what()), {}});
     }
   }
   // The command's own policy directories must load before any case runs: a typo in --policy-dir
   // is a usage error, not one failure per case.
-  if (auto p = MakeProvider({opts.policy_dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}}); !p) {
-    PrintError(p.error());
-    return kExitBadInput;
-  }
+  if (auto p = MakeProvider(opts.policy); !p) return BadInput(p.error());
   TestDiscovery discovery;
   discovery.Add([&opts](const std::string& path) { return DiscoverPack(opts, path); });
   auto found = discovery.Discover(opts.paths);
-  if (!found) {
-    PrintError(found.error());
-    return kExitBadInput;
-  }
+  if (!found) return BadInput(found.error());
   if (found->empty()) {
-    PrintError(Error{fmt::format("no test scenarios (YAML files with `expect`) under {}",
-                                 fmt::join(opts.paths, ", ")),
-                     {}});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("no test scenarios (YAML files with `expect`) under {}",
+                                      fmt::join(opts.paths, ", ")),
+                          {}});
   }
   std::vector<CaseRun> runs;
   for (TestCase& tc : *found)
@@ -428,54 +414,46 @@ int RunTests(const TestOptions& opts) {
 
 int RunCompare(const TestOptions& opts) {
   if (opts.paths.size() != 1) {
-    PrintError(Error{"--compare REF takes one CANDIDATE: a plugin name or a .policy file", {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{"--compare REF takes one CANDIDATE: a plugin name or a .policy file", {}});
   }
   if (opts.output != "table" || !opts.run.empty()) {
-    PrintError(Error{"--compare prints its own report: --output and --run do not apply", {}});
-    return kExitBadInput;
+    return BadInput(Error{"--compare prints its own report: --output and --run do not apply", {}});
   }
   if (opts.cases < 1) {
-    PrintError(Error{fmt::format("--cases must be at least 1, got {}", opts.cases), {}});
-    return kExitBadInput;
+    return BadInput(Error{fmt::format("--cases must be at least 1, got {}", opts.cases), {}});
   }
   const std::string& ref = opts.compare;
   std::string candidate = opts.paths.front();
-  std::vector<std::string> dirs = opts.policy_dirs;
+  PolicyOptions with_candidate = opts.policy;
+  std::vector<std::string>& dirs = with_candidate.sources.policy_dirs;
   std::filesystem::path as_path(candidate);
   if (as_path.extension() == ".policy") {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(as_path, ec)) {
-      PrintError(Error{fmt::format("{}: no such policy file", candidate), {}});
-      return kExitBadInput;
+      return BadInput(Error{fmt::format("{}: no such policy file", candidate), {}});
     }
     // The file's directory becomes a policy directory; the plugin is named after the file.
     dirs.push_back(as_path.has_parent_path() ? as_path.parent_path().string() : ".");
     candidate = as_path.stem().string();
   }
   if (candidate == ref) {
-    PrintError(Error{fmt::format("--compare: `{}` is both the reference and the candidate", ref), {}});
-    return kExitBadInput;
+    return BadInput(
+        Error{fmt::format("--compare: `{}` is both the reference and the candidate", ref), {}});
   }
-  auto provider = MakeProvider({dirs, opts.allow_builtin_override, opts.compile_cache, {}, {}});
-  if (!provider) {
-    PrintError(provider.error());
-    return kExitBadInput;
-  }
+  auto provider = MakeProvider(with_candidate);
+  if (!provider) return BadInput(provider.error());
   for (const std::string& name : {ref, candidate}) {
     PluginOption option;
     option.name = name;
     auto prepared = (*provider)->Prepare(option);
-    if (!prepared) {
-      PrintError(prepared.error());
-      return kExitBadInput;
-    }
+    if (!prepared) return BadInput(prepared.error());
     if (!*prepared) {
-      PrintError(Error{fmt::format("unknown plugin `{}` (a built-in, a policy in a --policy-dir, or a "
-                                   ".policy file)",
-                                   name),
-                       {}});
-      return kExitBadInput;
+      return BadInput(
+          Error{fmt::format("unknown plugin `{}` (a built-in, a policy in a --policy-dir, or a "
+                            ".policy file)",
+                            name),
+                {}});
     }
   }
   RandomClusterOptions gen;
@@ -500,10 +478,7 @@ int RunCompare(const TestOptions& opts) {
     uint64_t seed = opts.seed * 1'000'003 + static_cast<uint64_t>(i);
     RandomCluster cluster = GenerateRandomCluster(seed, gen);
     std::vector<std::string> diffs = differences(cluster);
-    if (run_error) {
-      PrintError(*run_error);
-      return kExitBadInput;
-    }
+    if (run_error) return BadInput(*run_error);
     if (diffs.empty()) continue;
     size_t original = cluster.size();
     ShrinkStats stats;
@@ -516,10 +491,7 @@ int RunCompare(const TestOptions& opts) {
         &stats);
     diffs = differences(small);
     auto reference = RunFirstSession(RenderScenario(small, "compare"), small.conf, **provider);
-    if (!reference) {
-      PrintError(reference.error());
-      return kExitBadInput;
-    }
+    if (!reference) return BadInput(reference.error());
     std::string name = fmt::format("compare-{}-vs-{}-seed-{}", candidate, ref, seed);
     std::string policy_dirs;
     for (const std::string& d : dirs) policy_dirs += " --policy-dir " + d;
@@ -547,8 +519,7 @@ int RunCompare(const TestOptions& opts) {
       std::filesystem::create_directories(opts.out_dir, ec);
       FILE* f = std::fopen(file.c_str(), "w");
       if (ec || f == nullptr) {
-        PrintError(Error{fmt::format("--out: cannot write {}", file), {}});
-        return kExitBadInput;
+        return BadInput(Error{fmt::format("--out: cannot write {}", file), {}});
       }
       std::fputs(scenario.c_str(), f);
       std::fclose(f);
@@ -580,13 +551,7 @@ void AddTestCommand(CLI::App& app) {
                   "candidate plugin name or .policy file");
   cmd->add_option("--run", opts->run, "run only the cases whose name matches this ECMAScript regex");
   cmd->add_option("-o,--output", opts->output, "table (default), json or junit");
-  // One directory per --policy-dir, so the paths that follow stay paths.
-  cmd->add_option("--policy-dir", opts->policy_dirs, "directory of user policies (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--allow-builtin-override", opts->allow_builtin_override,
-                "let a --policy-dir policy replace the built-in policy of the same name");
-  cmd->add_option("--compile-cache", opts->compile_cache,
-                  "reuse policies' native code across runs from this directory");
+  AddPolicyOptions(*cmd, opts->policy, kPolicyDirFlags);
   cmd->add_option("-j,--jobs", opts->jobs, "cases run at once (default 2)");
   cmd->add_flag("--no-times", opts->no_times, "leave durations out of the output (reproducible output)");
   CLI::Option* compare = cmd->add_option(
@@ -599,10 +564,8 @@ void AddTestCommand(CLI::App& app) {
   cmd->add_option("--out", opts->out_dir,
                   "--compare: directory to write the shrunk scenario to (default: print it)")
       ->needs(compare);
-  cmd->callback([opts] {
-    int code = opts->compare.empty() ? RunTests(*opts) : RunCompare(*opts);
-    if (code != kExitOk) throw CLI::RuntimeError(code);
-  });
+  cmd->callback(
+      [opts] { EndCommand(opts->compare.empty() ? RunTests(*opts) : RunCompare(*opts)); });
 }
 
 }  // namespace kiln::cli

@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/errors.h"
+#include "cli/policy_source.h"
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 
@@ -26,31 +26,25 @@ int WarmCache(const std::string& dir, const std::vector<std::string>& names) {
     for (const BuiltinPolicy& b : BuiltinPolicies())
       sources.push_back(SourceFile{std::string(b.path), std::string(b.text)});
   for (const std::string& name : names) {
-    std::ifstream in(name, std::ios::binary);
-    if (in) {
-      std::ostringstream text;
-      text << in.rdbuf();
-      sources.push_back(SourceFile{name, text.str()});
-    } else if (const BuiltinPolicy* b = FindBuiltinPolicy(name)) {
-      sources.push_back(SourceFile{std::string(b->path), std::string(b->text)});
-    } else {
-      fmt::print(stderr, "{}: error: cannot read the file (and no built-in policy has that name)\n",
-                 name);
-      return 1;
+    auto source = LoadPolicySource(name);
+    if (!source) {
+      PrintError(source.error());
+      return kExitFailed;
     }
+    sources.push_back(std::move(*source));
   }
   auto compiler = PolicyCompiler::Global();
   if (!compiler.ok()) {
-    fmt::print(stderr, "error: {}\n", compiler.error().message);
-    return 1;
+    PrintError(Error{compiler.error().message, {}});
+    return kExitFailed;
   }
   auto written = (*compiler)->WriteCacheDir(dir, sources);
   if (!written.ok()) {
-    fmt::print(stderr, "error: {}\n", written.error().message);
-    return 1;
+    PrintError(Error{written.error().message, {}});
+    return kExitFailed;
   }
   fmt::print("{}: {} policies, {} objects written\n", dir, sources.size(), *written);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -63,10 +57,7 @@ void AddWarmCacheCommand(CLI::App& app) {
   cmd->add_option("dir", *dir, "cache directory (created; objects already in it are replaced)")
       ->required();
   cmd->add_option("policies", *names, "policy files or built-in policy names");
-  cmd->callback([dir, names] {
-    int code = WarmCache(*dir, *names);
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
+  cmd->callback([dir, names] { EndCommand(WarmCache(*dir, *names)); });
 }
 
 }  // namespace kiln::cli

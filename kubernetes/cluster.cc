@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "runtime/pod_group_status.h"
 
@@ -25,6 +27,12 @@ struct Store {
 
 std::string Key(const ObjectMeta& m) {
   return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name;
+}
+
+// "<namespace>/<name>" (a pod key, a job uid) → namespace, name.
+std::pair<std::string, std::string> SplitKey(const std::string& key) {
+  size_t slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
 }  // namespace
@@ -395,8 +403,7 @@ void KubernetesCluster::PostEvent(ObjectReference about, std::string type, std::
 void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node,
                              const StringMap& annotations) {
   State& st = *state_;
-  std::string ns = key.substr(0, key.find('/'));
-  std::string name = key.substr(key.find('/') + 1);
+  auto [ns, name] = SplitKey(key);
   auto t0 = Clock::now();
   WriteResult r = writer_.Bind(ns, name, uid, node, annotations);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -451,11 +458,20 @@ void KubernetesCluster::Apply(const SessionResult& result) {
     spdlog::debug("kubernetes: writes disabled (not the leader); session {} decisions not applied", result.index);
     return;
   }
+  // Each kind of decision is queued in its own step, in this order: binds first, as the session
+  // made them, so a pod starts as early as it can; status writes last.
+  ApplyBinds(result);          // 1
+  ApplyEvictions(result);      // 2
+  ApplyNominations(result);    // 3
+  ApplyPodGroupStatus(result);  // 4
+  ApplyUnschedulable(result);  // 5
+  if (options_.write_queue_status) ApplyQueueStatus();  // 6
+}
+
+// 1. Binds, in the order the session made them.
+void KubernetesCluster::ApplyBinds(const SessionResult& result) {
   State& st = *state_;
   auto now = Clock::now();
-  using O = WriteResult::Outcome;
-
-  // 1. Binds, in the order the session made them.
   for (const std::string& key : result.bind_order) {
     auto it = result.binds.find(key);
     if (it == result.binds.end()) continue;
@@ -482,8 +498,12 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       Bind(key, uid, node, annotations);
     });
   }
+}
 
-  // 2. Evictions: never twice for the same pod.
+// 2. Evictions: never twice for the same pod.
+void KubernetesCluster::ApplyEvictions(const SessionResult& result) {
+  State& st = *state_;
+  using O = WriteResult::Outcome;
   for (const std::string& key : result.evictions) {
     std::string uid;
     {
@@ -500,8 +520,7 @@ void KubernetesCluster::Apply(const SessionResult& result) {
         s.evicting.erase(key);
         return;
       }
-      std::string ns = key.substr(0, key.find('/'));
-      std::string name = key.substr(key.find('/') + 1);
+      auto [ns, name] = SplitKey(key);
       WriteResult r = options_.evict_with_eviction_api ? writer_.EvictWithApi(ns, name, uid)
                                                        : writer_.Evict(ns, name, uid);
       std::lock_guard lock(s.mu);
@@ -516,8 +535,11 @@ void KubernetesCluster::Apply(const SessionResult& result) {
         spdlog::warn("kubernetes: {}", r.message);
     });
   }
+}
 
-  // 3. Nominated nodes of pipelined preemptors.
+// 3. Nominated nodes of pipelined preemptors.
+void KubernetesCluster::ApplyNominations(const SessionResult& result) {
+  State& st = *state_;
   for (const auto& [key, node] : result.nominated) {
     {
       std::lock_guard lock(st.mu);
@@ -530,8 +552,8 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       st.nominated[key] = node;
     }
     SubmitWrite([this, key, node] {
-      std::string ns = key.substr(0, key.find('/'));
-      WriteResult r = writer_.SetNominatedNode(ns, key.substr(key.find('/') + 1), node);
+      auto [ns, name] = SplitKey(key);
+      WriteResult r = writer_.SetNominatedNode(ns, name, node);
       std::lock_guard lock(state_->mu);
       if (r.done()) {
         ++state_->stats.status_writes;
@@ -541,14 +563,17 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       }
     });
   }
+}
 
-  // 4. PodGroup status: phase, conditions and pod counts, written only when they change.
+// 4. PodGroup status: phase, conditions and pod counts, written only when they change.
+void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
+  State& st = *state_;
   for (const auto& [uid, phase_text] : result.pod_group_phases) {
     PodGroupStatusUpdate u;
     u.phase = ParsePodGroupPhase(phase_text).value_or(PodGroupPhase::Pending);
     if (auto c = result.conditions.find(uid); c != result.conditions.end()) u.conditions = c->second;
-    std::string ns = uid.substr(0, uid.find('/'));
-    std::string name = uid.substr(uid.find('/') + 1);
+    std::string ns, name;  // captured by the write below
+    std::tie(ns, name) = SplitKey(uid);
     {
       std::lock_guard lock(st.mu);
       auto g = st.pod_groups.items.find(uid);
@@ -590,9 +615,12 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       }
     });
   }
+}
 
-  // 5. Unschedulable pods: PodScheduled=False with the fit error, and a FailedScheduling Event,
-  // only when the message changed (not every second for every pending pod).
+// 5. Unschedulable pods: PodScheduled=False with the fit error, and a FailedScheduling Event,
+// only when the message changed (not every second for every pending pod).
+void KubernetesCluster::ApplyUnschedulable(const SessionResult& result) {
+  State& st = *state_;
   for (const auto& [key, message] : result.unschedulable) {
     std::string uid;
     {
@@ -611,8 +639,7 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       uid = pod.meta.uid;
     }
     SubmitWrite([this, key, uid, message] {
-      std::string ns = key.substr(0, key.find('/'));
-      std::string name = key.substr(key.find('/') + 1);
+      auto [ns, name] = SplitKey(key);
       WriteResult r = writer_.SetUnschedulable(ns, name, message);
       bool event_ok = false;
       if (r.done() && options_.write_events && !options_.dry_run)
@@ -627,55 +654,56 @@ void KubernetesCluster::Apply(const SessionResult& result) {
       }
     });
   }
+}
 
-  // 6. Queue status.allocated: Σ requests (+ the pods: 1 Volcano counts) of the queue's pods
-  // that hold resources (bound, running, or assumed by this scheduler).
-  if (options_.write_queue_status) {
-    std::map<std::string, Resource> allocated;
-    {
-      std::lock_guard lock(st.mu);
-      std::map<std::string, std::string> queue_of;  // job uid → queue
-      for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
-      for (const auto& [k, q] : st.queues.items) allocated[k];
-      for (const auto& [key, p] : st.pods.items) {
-        if (!Ours(p.scheduler_name)) continue;
-        // A pod without a group is its own one-pod job in queue `default`.
-        std::string queue = "default";
-        if (!p.spec.group.empty()) {
-          auto q = queue_of.find(p.spec.JobUid());
-          if (q == queue_of.end()) continue;
-          queue = q->second;
-        }
-        if (!allocated.count(queue)) continue;
-        bool holds = (!p.spec.node.empty() || st.assumed.count(key)) && !p.spec.deleting &&
-                     (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
-        if (!holds) continue;
-        Resource r = p.spec.requests;
-        r.AddScalar(kPods, 1);
-        allocated[queue].Add(r);
+// 6. Queue status.allocated: Σ requests (+ the pods: 1 Volcano counts) of the queue's pods
+// that hold resources (bound, running, or assumed by this scheduler).
+void KubernetesCluster::ApplyQueueStatus() {
+  State& st = *state_;
+  std::map<std::string, Resource> allocated;
+  {
+    std::lock_guard lock(st.mu);
+    std::map<std::string, std::string> queue_of;  // job uid → queue
+    for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
+    for (const auto& [k, q] : st.queues.items) allocated[k];
+    for (const auto& [key, p] : st.pods.items) {
+      if (!Ours(p.scheduler_name)) continue;
+      // A pod without a group is its own one-pod job in queue `default`.
+      std::string queue = "default";
+      if (!p.spec.group.empty()) {
+        auto q = queue_of.find(p.spec.JobUid());
+        if (q == queue_of.end()) continue;
+        queue = q->second;
       }
-      for (auto it = allocated.begin(); it != allocated.end();) {
-        std::string text = it->second.ToString();
-        if (st.queue_allocated[it->first] == text) {
-          it = allocated.erase(it);
-        } else {
-          st.queue_allocated[it->first] = text;
-          ++it;
-        }
+      if (!allocated.count(queue)) continue;
+      bool holds = (!p.spec.node.empty() || st.assumed.count(key)) && !p.spec.deleting &&
+                   (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
+      if (!holds) continue;
+      Resource r = p.spec.requests;
+      r.AddScalar(kPods, 1);
+      allocated[queue].Add(r);
+    }
+    for (auto it = allocated.begin(); it != allocated.end();) {
+      std::string text = it->second.ToString();
+      if (st.queue_allocated[it->first] == text) {
+        it = allocated.erase(it);
+      } else {
+        st.queue_allocated[it->first] = text;
+        ++it;
       }
     }
-    for (const auto& [queue, res] : allocated)
-      SubmitWrite([this, queue, res] {
-        WriteResult r = writer_.UpdateQueueAllocated(queue, res);
-        std::lock_guard lock(state_->mu);
-        if (r.done()) {
-          ++state_->stats.status_writes;
-        } else {
-          ++state_->stats.status_write_failures;
-          state_->queue_allocated.erase(queue);
-        }
-      });
   }
+  for (const auto& [queue, res] : allocated)
+    SubmitWrite([this, queue, res] {
+      WriteResult r = writer_.UpdateQueueAllocated(queue, res);
+      std::lock_guard lock(state_->mu);
+      if (r.done()) {
+        ++state_->stats.status_writes;
+      } else {
+        ++state_->stats.status_write_failures;
+        state_->queue_allocated.erase(queue);
+      }
+    });
 }
 
 }  // namespace kiln::kube

@@ -118,6 +118,13 @@ class KubernetesCluster : public ClusterBinding {
   void SubmitWrite(std::function<void()> work);
   void Bind(const std::string& key, const std::string& uid, const std::string& node,
             const StringMap& annotations);
+  // Apply, one decision kind each: claim what the cache says is not done yet, queue the write.
+  void ApplyBinds(const SessionResult& result);
+  void ApplyEvictions(const SessionResult& result);
+  void ApplyNominations(const SessionResult& result);
+  void ApplyPodGroupStatus(const SessionResult& result);
+  void ApplyUnschedulable(const SessionResult& result);
+  void ApplyQueueStatus();
 
   std::shared_ptr<KubeClient> client_;
   KubernetesClusterOptions options_;

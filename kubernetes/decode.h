@@ -1,6 +1,6 @@
 #pragma once
 // Kubernetes and Volcano objects (JSON as the API server sends them) to the plain cluster structs
-// of runtime/cluster_spec.h, and back (the encoder `kiln export-manifests` uses).
+// of runtime/cluster_spec.h; kubernetes/encode.h writes them back (`kiln export-manifests`).
 //
 // Decoding is tolerant the way client-go's is: unknown fields are ignored and missing ones take
 // Kubernetes' defaults; but a field of the wrong type or a quantity that does not parse makes the
@@ -35,6 +35,9 @@ inline constexpr std::string_view kTaskSpecAnnotation = "volcano.sh/task-spec";
 inline constexpr std::string_view kDurationAnnotation = "kiln.sh/duration";
 inline constexpr std::string_view kUsageAnnotation = "kiln.sh/usage";
 inline constexpr std::string_view kDefaultImage = "registry.k8s.io/pause:3.9";
+// The keys of an affinity's hard and soft halves (nodeAffinity, podAffinity, podAntiAffinity).
+inline constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+inline constexpr std::string_view kPreferred = "preferredDuringSchedulingIgnoredDuringExecution";
 
 // What the cache keeps of an object besides its plain struct.
 struct ObjectMeta {
@@ -91,26 +94,5 @@ Result<HyperNodeSpec> DecodeHyperNode(const nlohmann::json& obj, ObjectMeta* met
 Result<NumatopologySpec> DecodeNumatopology(const nlohmann::json& obj, ObjectMeta* meta = nullptr);
 // metadata only (for DELETED events of any kind).
 ObjectMeta DecodeMeta(const nlohmann::json& obj);
-
-// ---- encoding: the plain structs as Kubernetes manifests ----
-struct EncodeOptions {
-  // Skip what the cluster adds by itself (the implicit `default` queue, one-pod PodGroups):
-  // a decoder's CompleteCluster brings them back.
-  bool skip_implicit = true;
-  // spec.schedulerName of pods that have the default one (others keep theirs).
-  std::string scheduler_name = "volcano";
-  TimeNs now = 0;  // deletionTimestamp of pods being deleted
-};
-// Every object of `cluster` as one manifest each, in dependency order (namespaces, priority
-// classes, queues, nodes, HyperNodes, Numatopologies, PodGroups, pods, PDBs, quotas).
-std::vector<nlohmann::json> EncodeCluster(const ClusterSpec& cluster, const EncodeOptions& options);
-// {"apiVersion": "v1", "kind": "List", "items": [...]} as JSON text.
-std::string ManifestsToJson(const std::vector<nlohmann::json>& items);
-// Multi-document YAML ("---" between objects).
-std::string ManifestsToYaml(const std::vector<nlohmann::json>& items);
-// RFC 3339 UTC with nanoseconds when not whole seconds ("2025-01-01T00:00:00Z").
-std::string FormatTimestamp(TimeNs t);
-// A resource value in Volcano's units as a Kubernetes quantity ("1500m", "1073741824", "4").
-std::string FormatQuantity(std::string_view resource, double value);
 
 }  // namespace kiln::kube

@@ -6,6 +6,7 @@
 
 #include "kubernetes/client.h"
 #include "kubernetes/decode.h"
+#include "kubernetes/encode.h"
 #include "runtime/quantity.h"
 
 namespace kiln::kube {

@@ -1,4 +1,5 @@
 #include "kubernetes/writer.h"
+#include "kubernetes/encode.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

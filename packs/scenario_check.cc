@@ -26,13 +26,6 @@ std::vector<std::string> ExpectationDiffs(const ScenarioSpec& spec, const Simula
   return diffs;
 }
 
-Result<std::unique_ptr<PolicyProvider>> MakePackProvider(CompiledPolicyOptions options,
-                                                         const std::vector<Pack>& packs) {
-  for (const Pack& pack : packs)
-    for (NamedPolicySource& n : NamedPolicies(pack)) options.named_policies.push_back(std::move(n));
-  return MakeCompiledPolicyProvider(options);
-}
-
 std::vector<PackTestResult> RunPackTests(const Pack& pack, PolicyProvider& provider) {
   std::vector<PackTestResult> out;
   const std::string* pack_conf = nullptr;

@@ -33,10 +33,6 @@ Result<ScenarioCheck> CheckScenario(const ScenarioSpec& spec, SchedulerConf conf
 // line per difference; empty when it matches or there is no `expect`.
 std::vector<std::string> ExpectationDiffs(const ScenarioSpec& spec, const SimulationResult& result);
 
-// The policy host with the policies of `packs` added under their `pack/plugin` names.
-Result<std::unique_ptr<PolicyProvider>> MakePackProvider(CompiledPolicyOptions options,
-                                                         const std::vector<Pack>& packs);
-
 struct PackTestResult {
   std::string file;  // as the pack names it (tests/x.yaml)
   std::string name;  // the scenario's name ("" when it did not load)

@@ -31,19 +31,6 @@ struct SourceTexts {
   std::string hash;
 };
 
-// The packs a configuration uses: each *.kpack of `packs_dir` in name order, then `pack_files`.
-std::vector<std::string> PackPaths(const PolicySources& sources, std::error_code& ec) {
-  std::vector<std::string> paths;
-  if (!sources.packs_dir.empty()) {
-    for (const auto& entry : fs::directory_iterator(sources.packs_dir, ec))
-      if (entry.is_regular_file() && entry.path().extension() == ".kpack")
-        paths.push_back(entry.path().string());
-    std::sort(paths.begin(), paths.end());
-  }
-  paths.insert(paths.end(), sources.pack_files.begin(), sources.pack_files.end());
-  return paths;
-}
-
 std::string Sha256Hex(const std::vector<std::pair<std::string, std::string>>& files) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
@@ -93,7 +80,7 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
     out.files.emplace_back(key, std::move(*text));
   }
   std::error_code ec;
-  std::vector<std::string> pack_paths = PackPaths(sources, ec);
+  std::vector<std::string> pack_paths = packs::PackPaths(sources, ec);
   if (ec)
     return Error{fmt::format("--packs {}: {}", sources.packs_dir, ec.message()),
                  SourceLocation{sources.packs_dir}};
@@ -120,46 +107,11 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
   return out;
 }
 
-// Verifies every pack (digests, signature, trust, language version): one that fails rejects the
-// whole configuration. Returns the packs' policies for the provider.
-Result<std::vector<NamedPolicySource>> CheckPacks(const PolicySources& sources,
-                                                  const SourceTexts& texts,
-                                                  std::vector<std::string>* descriptions) {
-  auto trust = packs::LoadTrustedKeys(sources.trust_keys);
-  if (!trust) return trust.error();
-  std::vector<NamedPolicySource> named;
-  std::map<std::string, std::string> seen;  // pack name → source
-  for (const Result<packs::Pack>& read : texts.packs) {
-    if (!read) return read.error();
-    const packs::Pack& pack = *read;
-    if (Status s = packs::CheckPackForUse(pack, *trust); !s) return s.error();
-    if (auto [it, fresh] = seen.emplace(pack.manifest.name, pack.source); !fresh)
-      return Error{fmt::format("pack `{}` is provided twice: by {} and by {}", pack.manifest.name,
-                               it->second, pack.source),
-                   SourceLocation{pack.source}};
-    for (NamedPolicySource& n : packs::NamedPolicies(pack)) named.push_back(std::move(n));
-    std::string signer;
-    if (pack.signature_text)
-      if (auto sig = packs::VerifySignature(pack.manifest_text, *pack.signature_text))
-        signer = ", signed by " + sig->signer.id;
-    descriptions->push_back(fmt::format("{} {} ({}{})", pack.manifest.name, pack.manifest.version,
-                                        pack.source, signer));
-  }
-  return named;
-}
-
 }  // namespace
 
 ProviderFactory CompiledProviderFactory() {
-  return [](const PolicySources& s,
-            const std::vector<NamedPolicySource>& named) -> Result<std::unique_ptr<PolicyProvider>> {
-    CompiledPolicyOptions options;
-    options.policy_dirs = s.policy_dirs;
-    options.allow_builtin_override = s.allow_builtin_override;
-    options.compile_cache_dir = s.compile_cache_dir;
-    options.named_policies = named;
-    return MakeCompiledPolicyProvider(options);
-  };
+  return [](const PolicySources& s, const std::vector<NamedPolicySource>& named)
+             -> Result<std::unique_ptr<PolicyProvider>> { return packs::MakeProvider(s, named); };
 }
 
 Result<std::string> HashSources(const PolicySources& sources) {
@@ -176,13 +128,14 @@ Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sour
   std::string conf_name = sources.conf_file.empty() ? "<default scheduler.conf>" : sources.conf_file;
   auto conf = ParseSchedulerConf(texts->conf_text, conf_name);
   if (!conf) return conf.error();
-  std::vector<std::string> pack_descriptions;
-  auto named = CheckPacks(sources, *texts, &pack_descriptions);
-  if (!named) return named.error();
-  auto provider = factory(sources, *named);
+  // Every pack verified (digests, signature, trust, language version): one that fails rejects
+  // the whole configuration.
+  auto verified = packs::VerifyPacks(texts->packs, sources.trust_keys);
+  if (!verified) return verified.error();
+  auto provider = factory(sources, verified->policies);
   if (!provider) return provider.error();
   auto set = std::make_shared<PolicySet>();
-  set->packs = std::move(pack_descriptions);
+  set->packs = std::move(verified->descriptions);
   set->conf = std::move(*conf);
   set->provider = std::move(*provider);
   auto registry = ResolvePlugins(set->conf, *set->provider);

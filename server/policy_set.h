@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/host/policy_provider.h"
+#include "packs/provider.h"
 #include "runtime/conf.h"
 #include "runtime/plugin.h"
 #include "runtime/policy_provider.h"
@@ -27,18 +28,9 @@
 
 namespace kiln::server {
 
-// Where a configuration comes from.
-struct PolicySources {
-  std::string conf_file;                 // scheduler.conf; empty: Volcano's default conf
-  std::vector<std::string> policy_dirs;  // --policy-dir
-  bool allow_builtin_override = false;
-  std::string compile_cache_dir;  // --compile-cache; empty: the compiler's default
-  // Policy packs (packs/): every *.kpack in `packs_dir` (serve --packs) and each of `pack_files`
-  // (simulate --pack: a .kpack or a pack directory). Their plugins are `pack/plugin`.
-  std::string packs_dir;
-  std::vector<std::string> pack_files;
-  // --trust: PEM public keys; when any is given, every pack must be signed by one of them.
-  std::vector<std::string> trust_keys;
+// Where a configuration comes from: the conf, and where its plugins come from (packs/provider.h).
+struct PolicySources : packs::ProviderSources {
+  std::string conf_file;  // scheduler.conf; empty: Volcano's default conf
 };
 
 // Makes the provider a set resolves its plugin names through. The default compiles policies

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubernetes/decode.h"
+#include "kubernetes/encode.h"
 #include "tests/unit/cluster_spec_dump.h"
 #include "kubernetes/kubeconfig.h"
 #include "runtime/quantity.h"

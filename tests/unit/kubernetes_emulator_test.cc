@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "kubernetes/client.h"
+#include "kubernetes/encode.h"
 #include "kubernetes/cluster.h"
 #include "kubernetes/lease.h"
 #include "kubernetes/reflector.h"
