@@ -55,7 +55,7 @@ Value* Lowering::EmitLibraryCall(const ast::Call& c) {
     if (c.call != ast::CallKind::Method || !row || row->name != c.callee)
       Fail(&c, fmt::format("method `{}` on `{}` was not resolved to a lowering", c.callee,
                            recv.type ? recv.type->Name() : "?"));
-    if (row->name == "dim" && IsKind(recv.type, TypeKind::Resource)) {
+    if (row->lower == stdlib::Lower::Dim && IsKind(recv.type, TypeKind::Resource)) {
       // An id outside the registry (resource_id of a full registry: -1, or any other int)
       // reads 0, as r[name] of an unknown name does.
       Value* r = Emit(recv);
@@ -143,108 +143,83 @@ Value* Lowering::EmitNamedFunction(const ast::Call& c, const std::string& name,
     }
     Fail(&c, fmt::format("codegen does not implement the built-in `{}`", name));
   }
-  if (name == "floor") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, argf(0));
-  if (name == "ceil") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, argf(0));
-  if (name == "sqrt") {
-    Value* v = argf(0);
-    return b_.CreateSelect(b_.CreateFCmpOLT(v, F(0.0)), F(0.0),
-                           b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, v));
-  }
-  if (name == "share") {
-    // Volcano's helpers.Share: b == 0 → (a == 0 ? 0 : 1).
-    Value* a = argf(0);
-    Value* b = argf(1);
-    Value* b0 = b_.CreateFCmpOEQ(b, F(0.0));
-    Value* a0 = b_.CreateFCmpOEQ(a, F(0.0));
-    return b_.CreateSelect(b0, b_.CreateSelect(a0, F(0.0), F(1.0)), b_.CreateFDiv(a, b));
-  }
-  if (name == "now") return CtxField(kCtxNow, i64_);
-  if (name == "resource_id") return b_.CreateSExt(ResourceIdOf(arg(0)), i64_);
-  if (name == "victims") {
-    Value* v = llvm::UndefValue::get(victims_);
-    v = b_.CreateInsertValue(v, b_.getTrue(), {0});
-    return b_.CreateInsertValue(v, arg(0), {1});
-  }
-  if (name == "abstain_victims") return llvm::Constant::getNullValue(victims_);
-  if (name == "invalid") {
-    Value* v = llvm::UndefValue::get(validation_);
-    v = b_.CreateInsertValue(v, b_.getFalse(), {0});
-    v = b_.CreateInsertValue(v, arg(0), {1});
-    return b_.CreateInsertValue(v, args.size() > 1 ? arg(1) : ZeroStr(), {2});
-  }
-  static const std::map<std::string, StatusCode, std::less<>> kFits = {
-      {"unschedulable", StatusCode::Unschedulable},
-      {"unresolvable", StatusCode::UnschedulableAndUnresolvable},
-      {"fit_error", StatusCode::Error},
-      {"fit_wait", StatusCode::Wait},
-      {"fit_skip", StatusCode::Skip},
-  };
-  if (auto it = kFits.find(name); it != kFits.end()) {
+  // Everything else is lowered as its standard-library row says (stdlib/library.h).
+  const stdlib::Function& row = *resolved;
+  auto fit = [&](StatusCode code) {
     Value* v = llvm::UndefValue::get(fit_);
-    v = b_.CreateInsertValue(v, b_.getInt32(static_cast<int32_t>(it->second)), {0});
+    v = b_.CreateInsertValue(v, b_.getInt32(static_cast<int32_t>(code)), {0});
     return b_.CreateInsertValue(v, args.empty() ? ZeroStr() : arg(0), {1});
-  }
-  if (name == "combine") {
-    // Both parts go to the runtime, which joins the reasons and picks the blocking code.
-    Value* a = arg(0);
-    Value* b = arg(1);
-    Value* reason = Alloca(str_);
-    Value* code = CallRt("kiln_rt_fit_combine", i32_,
-                         {b_.CreateExtractValue(a, {0}), StrPart(b_.CreateExtractValue(a, {1}), 0),
-                          StrPart(b_.CreateExtractValue(a, {1}), 1), b_.CreateExtractValue(b, {0}),
-                          StrPart(b_.CreateExtractValue(b, {1}), 0),
-                          StrPart(b_.CreateExtractValue(b, {1}), 1), reason},
-                         true);
-    Value* v = b_.CreateInsertValue(llvm::UndefValue::get(fit_), code, {0});
-    return b_.CreateInsertValue(v, b_.CreateLoad(str_, reason), {1});
-  }
-  static const std::map<std::string, uint32_t, std::less<>> kStatusSets = {
-      {"allocated_status", kAllocatedStatusMask},
-      {"preemptable_status", kPreemptableStatusMask},
-      {"completed_status", kCompletedStatusMask},
-      {"scheduled_status", kScheduledStatusMask},
   };
-  if (auto it = kStatusSets.find(name); it != kStatusSets.end()) {
+  auto status_in = [&](uint32_t mask) {
     Value* s = arg(0);
     if (s->getType() == i64_) s = b_.CreateTrunc(s, i32_);
-    return b_.CreateICmpNE(b_.CreateAnd(s, b_.getInt32(it->second)), b_.getInt32(0));
+    return b_.CreateICmpNE(b_.CreateAnd(s, b_.getInt32(mask)), b_.getInt32(0));
+  };
+  using stdlib::Lower;
+  switch (row.lower) {
+    case Lower::Call: return EmitStdNative(c, std::string(row.symbol), args);
+    // Host helpers without session access (JSON parsing, HTTP) use the native ABI as is; their
+    // string and list results are built in the call arena.
+    case Lower::ArenaCall:
+      return EmitStdNative(c, std::string(row.symbol), args, /*with_ctx=*/false,
+                           /*builds_in_arena=*/true);
+    // Session-facing host functions take the PolicyContext first, then the native ABI.
+    case Lower::ContextCall:
+      return EmitStdNative(c, std::string(row.symbol), args, /*with_ctx=*/true);
+    case Lower::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, argf(0));
+    case Lower::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, argf(0));
+    case Lower::Sqrt: {
+      Value* v = argf(0);
+      return b_.CreateSelect(b_.CreateFCmpOLT(v, F(0.0)), F(0.0),
+                             b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, v));
+    }
+    case Lower::Share: {
+      // Volcano's helpers.Share: b == 0 → (a == 0 ? 0 : 1).
+      Value* a = argf(0);
+      Value* b = argf(1);
+      Value* b0 = b_.CreateFCmpOEQ(b, F(0.0));
+      Value* a0 = b_.CreateFCmpOEQ(a, F(0.0));
+      return b_.CreateSelect(b0, b_.CreateSelect(a0, F(0.0), F(1.0)), b_.CreateFDiv(a, b));
+    }
+    case Lower::Now: return CtxField(kCtxNow, i64_);
+    case Lower::ResourceId: return b_.CreateSExt(ResourceIdOf(arg(0)), i64_);
+    case Lower::Dim: break;  // a method: EmitLibraryCall
+    case Lower::Victims: {
+      Value* v = llvm::UndefValue::get(victims_);
+      v = b_.CreateInsertValue(v, b_.getTrue(), {0});
+      return b_.CreateInsertValue(v, arg(0), {1});
+    }
+    case Lower::AbstainVictims: return llvm::Constant::getNullValue(victims_);
+    case Lower::Invalid: {
+      Value* v = llvm::UndefValue::get(validation_);
+      v = b_.CreateInsertValue(v, b_.getFalse(), {0});
+      v = b_.CreateInsertValue(v, arg(0), {1});
+      return b_.CreateInsertValue(v, args.size() > 1 ? arg(1) : ZeroStr(), {2});
+    }
+    case Lower::Unschedulable: return fit(StatusCode::Unschedulable);
+    case Lower::Unresolvable: return fit(StatusCode::UnschedulableAndUnresolvable);
+    case Lower::FitError: return fit(StatusCode::Error);
+    case Lower::FitWait: return fit(StatusCode::Wait);
+    case Lower::FitSkip: return fit(StatusCode::Skip);
+    case Lower::Combine: {
+      // Both parts go to the runtime, which joins the reasons and picks the blocking code.
+      Value* a = arg(0);
+      Value* b = arg(1);
+      Value* reason = Alloca(str_);
+      Value* code = CallRt("kiln_rt_fit_combine", i32_,
+                           {b_.CreateExtractValue(a, {0}), StrPart(b_.CreateExtractValue(a, {1}), 0),
+                            StrPart(b_.CreateExtractValue(a, {1}), 1), b_.CreateExtractValue(b, {0}),
+                            StrPart(b_.CreateExtractValue(b, {1}), 0),
+                            StrPart(b_.CreateExtractValue(b, {1}), 1), reason},
+                           true);
+      Value* v = b_.CreateInsertValue(llvm::UndefValue::get(fit_), code, {0});
+      return b_.CreateInsertValue(v, b_.CreateLoad(str_, reason), {1});
+    }
+    case Lower::AllocatedStatus: return status_in(kAllocatedStatusMask);
+    case Lower::PreemptableStatus: return status_in(kPreemptableStatusMask);
+    case Lower::CompletedStatus: return status_in(kCompletedStatusMask);
+    case Lower::ScheduledStatus: return status_in(kScheduledStatusMask);
   }
-  if (name == "split") {
-    Value* s = arg(0);
-    Value* sep = arg(1);
-    Value* out = Alloca(list_);
-    CallRt("kiln_rt_str_split", b_.getVoidTy(),
-           {StrPart(s, 0), StrPart(s, 1), StrPart(sep, 0), StrPart(sep, 1), out}, true);
-    return b_.CreateLoad(list_, out);
-  }
-  // Everything else comes from the standard library's native table (stdlib/library.h).
-  const stdlib::Function& row = *resolved;
-  if (row.impl == stdlib::Impl::Native) return EmitStdNative(c, std::string(row.symbol), args);
-  // Host functions (session-facing) take the PolicyContext first, then the native ABI.
-  if (name == "set_condition") return EmitStdNative(c, "kiln_host_set_condition", args, true);
-  if (name == "set_fit_error") return EmitStdNative(c, "kiln_host_set_fit_error", args, true);
-  if (name == "set_pod_annotation")
-    return EmitStdNative(c, "kiln_host_set_pod_annotation", args, true);
-  if (name == "remove_pod_annotation")
-    return EmitStdNative(c, "kiln_host_remove_pod_annotation", args, true);
-  if (name == "victim_order") {
-    // The list goes as (items, n) and comes back through an out pointer, like split's.
-    Value* preemptor = arg(0);
-    Value* tasks = arg(1);
-    Value* out = Alloca(list_);
-    CallRt("kiln_host_victim_order", b_.getVoidTy(),
-           {ictx_, preemptor, b_.CreateExtractValue(tasks, {0}),
-            b_.CreateExtractValue(tasks, {1}), out},
-           true);
-    return b_.CreateLoad(list_, out);
-  }
-  if (name == "show") return EmitStdNative(c, "kiln_host_show_resource", args, true);
-  if (name == "show_number") return EmitStdNative(c, "kiln_host_show_number", args, true);
-  // Host helpers without session access (JSON parsing, HTTP) use the native ABI as is; their
-  // string and list results are built in the call arena.
-  if (row.impl == stdlib::Impl::Host &&
-      (row.bundle == "strings" || row.bundle == "json" || row.bundle == "http"))
-    return EmitStdNative(c, std::string(row.symbol), args, false, true);
   Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
 }
 
@@ -305,6 +280,14 @@ Value* Lowering::EmitStdNative(const ast::Call& c, const std::string& sym,
     vals.push_back(out);
     CallRt(sym, b_.getVoidTy(), vals, true);
     return out;
+  }
+  if (IsKind(t, TypeKind::List)) {
+    // A list result comes back through an out pointer (split, victim_order), built in the call
+    // arena.
+    Value* out = Alloca(list_);
+    vals.push_back(out);
+    CallRt(sym, b_.getVoidTy(), vals, true);
+    return b_.CreateLoad(list_, out);
   }
   if (IsKind(t, TypeKind::Bool)) return CallRt(sym, i1_, vals);
   if (!t || IsKind(t, TypeKind::Void)) {

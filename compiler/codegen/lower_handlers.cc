@@ -143,7 +143,7 @@ void Lowering::EmitThunk(const ast::HandlerDecl& h, Function* body, const Extens
                          body->arg_size() - 2, info.handler, args.size() - 2));
   Value* r = b_.CreateCall(body, args);
   if (guarded) {
-    // Fault recovery (runtime_support.cc): a faulting intrinsic longjmped into the body, and the
+    // Fault recovery (stdlib/runtime_support.cc): a faulting intrinsic longjmped into the body, and the
     // handler answers the zero value of its result; the session has recorded the fault.
     Value* state = b_.CreateLoad(i8_, frame);
     BasicBlock* faulted = BasicBlock::Create(ctx_, "faulted", fn);

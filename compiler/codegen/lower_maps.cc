@@ -4,14 +4,10 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/lowering.h"
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 
 namespace kiln::codegen {
 
-// `kiln.map.find_i(map, key, value_size)`: the value slot of an int key, or null. Small maps
-// (the usual per-call map keyed by job or queue) are scanned inline over the KMap's key array;
-// past kMapLinearLimit entries the host's hash index answers. Inlined at every use, so the
-// value size folds to a constant.
 // An internal helper function the JIT'd code calls for a pure read: no throw, reads memory
 // only, returns; always inlined, or never (kept out of line to keep its callers small).
 Function* Lowering::PureHelper(const char* name, llvm::FunctionType* type, bool always_inline) {
@@ -23,155 +19,167 @@ Function* Lowering::PureHelper(const char* name, llvm::FunctionType* type, bool 
   return fn;
 }
 
-// Past the linear limit, KMap::FindInt's open-addressing probe as JIT'd code: a direct call
-// instead of the host's kiln_rt_map_find_i (drf's job_order does two per comparison in a
-// 10k-entry map). Kept out of line so the small-map scan stays small enough to inline.
-Function* Lowering::MapProbeIntFn() {
-  if (map_probe_i_) return map_probe_i_;
-  Function* fn = PureHelper("kiln.map.probe_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
-                            /*always_inline=*/false);
-  llvm::IRBuilder<> b(ctx_);
-  Value* map = fn->getArg(0);
-  Value* key = fn->getArg(1);
-  Value* value_size = fn->getArg(2);
-  auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-  auto* probe = BasicBlock::Create(ctx_, "probe", fn);
-  auto* occupied = BasicBlock::Create(ctx_, "occupied", fn);
-  auto* hit = BasicBlock::Create(ctx_, "hit", fn);
-  auto* step = BasicBlock::Create(ctx_, "next", fn);
-  auto* missing = BasicBlock::Create(ctx_, "missing", fn);
-  b.SetInsertPoint(entry);
-  Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
-  Value* index = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIndexOffset));
-  Value* mask = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapIndexMaskOffset));
-  Value* x = b.CreateMul(key, b.getInt64(static_cast<int64_t>(kMapHashMultiplier)));
-  Value* h = b.CreateXor(x, b.CreateLShr(x, b.getInt64(kMapHashShift)));
-  Value* first = b.CreateAnd(h, mask);
-  b.CreateBr(probe);
-  b.SetInsertPoint(probe);
-  llvm::PHINode* bucket = b.CreatePHI(i64_, 2);
-  bucket->addIncoming(first, entry);
-  Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, index, bucket));
-  b.CreateCondBr(b.CreateICmpEQ(e, b.getInt32(0)), missing, occupied);
-  b.SetInsertPoint(occupied);
-  Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
-  Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
-  b.CreateCondBr(b.CreateICmpEQ(k, key), hit, step);
-  b.SetInsertPoint(step);
-  bucket->addIncoming(b.CreateAnd(b.CreateAdd(bucket, b.getInt64(1)), mask), step);
-  b.CreateBr(probe);
-  b.SetInsertPoint(hit);
-  Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
-  b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
-  b.SetInsertPoint(missing);
-  b.CreateRet(llvm::ConstantPointerNull::get(ptr_));
-  map_probe_i_ = fn;
-  return fn;
-}
+namespace {
 
-Function* Lowering::MapFindIntFn() {
-  if (map_find_i_) return map_find_i_;
-  // A pure read: the optimiser may merge repeated lookups of one key in one map while nothing
-  // writes memory in between (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE).
-  Function* fn = PureHelper("kiln.map.find_i", llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false),
-                            /*always_inline=*/true);
-  llvm::IRBuilder<> b(ctx_);
-  Value* map = fn->getArg(0);
-  Value* key = fn->getArg(1);
-  Value* value_size = fn->getArg(2);
-  auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-  auto* scan = BasicBlock::Create(ctx_, "scan", fn);
-  auto* loop = BasicBlock::Create(ctx_, "loop", fn);
-  auto* body = BasicBlock::Create(ctx_, "body", fn);
-  auto* next = BasicBlock::Create(ctx_, "next", fn);
-  auto* found = BasicBlock::Create(ctx_, "found", fn);
-  auto* missing = BasicBlock::Create(ctx_, "missing", fn);
-  auto* hashed = BasicBlock::Create(ctx_, "hashed", fn);
-  b.SetInsertPoint(entry);
-  Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
-  b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
-  b.SetInsertPoint(hashed);
-  b.CreateRet(b.CreateCall(MapProbeIntFn(), {map, key, value_size}));
-  b.SetInsertPoint(scan);
-  Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
-  b.CreateBr(loop);
-  b.SetInsertPoint(loop);
-  llvm::PHINode* i = b.CreatePHI(i64_, 2);
-  i->addIncoming(b.getInt64(0), scan);
-  b.CreateCondBr(b.CreateICmpSLT(i, size), body, missing);
-  b.SetInsertPoint(body);
-  Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, i));
-  b.CreateCondBr(b.CreateICmpEQ(k, key), found, next);
-  b.SetInsertPoint(next);
-  Value* i1 = b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-  i->addIncoming(i1, next);
-  b.CreateBr(loop);
-  b.SetInsertPoint(found);
-  Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
-  b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(i, value_size)));
-  b.SetInsertPoint(missing);
-  b.CreateRet(llvm::ConstantPointerNull::get(ptr_));
-  map_find_i_ = fn;
-  return fn;
-}
+// A KMap as the lookup helpers read it (the offsets are stdlib/runtime_support.h's).
+struct MapReader {
+  llvm::IRBuilder<>& b;
+  llvm::PointerType* ptr;
+  Value* map;
+  Value* value_size;
 
-// `kiln.map.find_v(map, key, value_size, index_offset)`: kiln.map.find_i for a view-keyed map.
-// Once the map has a dense table (past the linear limit; a state map's from its first entry)
-// it answers first: the key's index (read from the view at `index_offset`), the table's entry
-// for it, and the key stored at that entry, which must be the key looked up; anything else (no
-// table yet, an index outside it, an empty or shared slot) goes to find_i. Always inlined, so
-// the offset and value size fold to constants.
-Function* Lowering::MapFindViewFn() {
-  if (map_find_v_) return map_find_v_;
-  Function* fn = PureHelper("kiln.map.find_v",
-                            llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_, i64_}, false),
-                            /*always_inline=*/true);
+  Value* Field(llvm::Type* t, int offset) {
+    return b.CreateLoad(t, b.CreateConstGEP1_64(b.getInt8Ty(), map, offset));
+  }
+  Value* KeyAt(Value* keys, Value* at) {
+    return b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), keys, at));
+  }
+  // Bucket `at` of an index table: the entry's position + 1, or 0 when empty.
+  Value* Entry(Value* table, Value* at) {
+    return b.CreateLoad(b.getInt32Ty(), b.CreateGEP(b.getInt32Ty(), table, at));
+  }
+  void ReturnSlot(Value* at) {
+    Value* values = Field(ptr, kMapValuesOffset);
+    b.CreateRet(b.CreateGEP(b.getInt8Ty(), values, b.CreateMul(at, value_size)));
+  }
+  void ReturnNull() { b.CreateRet(llvm::ConstantPointerNull::get(ptr)); }
+};
+
+}  // namespace
+
+// The one map-lookup emitter: KMap::FindInt (stdlib/runtime_internal.h) as JIT'd code, so that
+// a lookup is a direct call the optimiser can inline and, the helpers being pure reads, merge
+// (`if m[k] > x { m[k] -= 1; }` scans once; see RunO2's early CSE). Each returns the value slot
+// of the key, or null:
+//   kiln.map.find_i(map, key, value_size)   up to kMapLinearLimit entries (the usual per-call
+//       map keyed by job or queue) a scan of the key array, inlined at every use so the value
+//       size folds to a constant; past it, probe_i.
+//   kiln.map.probe_i(map, key, value_size)  the open-addressing probe of the hash index instead
+//       of a host call (drf's job_order does two per comparison in a 10k-entry map); kept out of
+//       line so the scan stays small enough to inline.
+//   kiln.map.find_v(map, key, value_size, index_offset)  find_i for a view-keyed map. Once the
+//       map has a dense table (past the linear limit; a state map's from its first entry) it
+//       answers first: the key's index (read from the view at `index_offset`), the table's entry
+//       for it, and the key stored at that entry, which must be the key looked up; anything else
+//       (no table yet, an index outside it, an empty or shared slot) goes to find_i. Always
+//       inlined, so the offset and value size fold to constants.
+Function* Lowering::MapLookupFn(MapLookup kind) {
+  Function*& cached = map_lookup_[static_cast<size_t>(kind)];
+  if (cached) return cached;
+  static constexpr const char* kNames[] = {"kiln.map.find_i", "kiln.map.probe_i",
+                                           "kiln.map.find_v"};
+  std::vector<llvm::Type*> params{ptr_, i64_, i64_};
+  if (kind == MapLookup::View) params.push_back(i64_);
+  Function* fn = PureHelper(kNames[static_cast<size_t>(kind)],
+                            llvm::FunctionType::get(ptr_, params, false),
+                            /*always_inline=*/kind != MapLookup::Probe);
+  cached = fn;
   llvm::IRBuilder<> b(ctx_);
-  Value* map = fn->getArg(0);
   Value* key = fn->getArg(1);
-  Value* value_size = fn->getArg(2);
-  Value* index_offset = fn->getArg(3);
-  auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-  auto* has_table = BasicBlock::Create(ctx_, "has_table", fn);
-  auto* has_key = BasicBlock::Create(ctx_, "has_key", fn);
-  auto* in_table = BasicBlock::Create(ctx_, "in_table", fn);
-  auto* candidate = BasicBlock::Create(ctx_, "candidate", fn);
-  auto* hit = BasicBlock::Create(ctx_, "hit", fn);
-  auto* generic = BasicBlock::Create(ctx_, "generic", fn);
+  MapReader m{b, ptr_, fn->getArg(0), fn->getArg(2)};
+  auto block = [&](const char* name) { return BasicBlock::Create(ctx_, name, fn); };
+  auto* entry = block("entry");
   b.SetInsertPoint(entry);
-  Value* size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
-  Value* dense = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapDenseOffset));
-  b.CreateCondBr(b.CreateIsNotNull(dense), has_table, generic);
-  b.SetInsertPoint(has_table);
-  b.CreateCondBr(b.CreateICmpNE(key, b.getInt64(0)), has_key, generic);
-  b.SetInsertPoint(has_key);
-  Value* view = b.CreateIntToPtr(key, ptr_);
-  Value* idx = b.CreateLoad(i64_, b.CreateGEP(i8_, view, index_offset));
-  Value* dense_size = b.CreateLoad(i64_, b.CreateConstGEP1_64(i8_, map, kMapDenseSizeOffset));
-  b.CreateCondBr(b.CreateICmpULT(idx, dense_size), in_table, generic);
-  b.SetInsertPoint(in_table);
-  Value* e = b.CreateLoad(i32_, b.CreateGEP(i32_, dense, idx));
-  Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
-  // e == 0 (no entry) makes `at` -1, which is not below size either.
-  b.CreateCondBr(b.CreateICmpULT(at, size), candidate, generic);
-  b.SetInsertPoint(candidate);
-  Value* keys = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapIntKeysOffset));
-  Value* k = b.CreateLoad(i64_, b.CreateGEP(i64_, keys, at));
-  b.CreateCondBr(b.CreateICmpEQ(k, key), hit, generic);
-  b.SetInsertPoint(hit);
-  Value* values = b.CreateLoad(ptr_, b.CreateConstGEP1_64(i8_, map, kMapValuesOffset));
-  b.CreateRet(b.CreateGEP(i8_, values, b.CreateMul(at, value_size)));
-  b.SetInsertPoint(generic);
-  b.CreateRet(b.CreateCall(MapFindIntFn(), {map, key, value_size}));
-  map_find_v_ = fn;
+  switch (kind) {
+    case MapLookup::Scan: {
+      auto* scan = block("scan");
+      auto* loop = block("loop");
+      auto* body = block("body");
+      auto* next = block("next");
+      auto* found = block("found");
+      auto* missing = block("missing");
+      auto* hashed = block("hashed");
+      Value* size = m.Field(i64_, kMapSizeOffset);
+      b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
+      b.SetInsertPoint(hashed);
+      b.CreateRet(b.CreateCall(MapLookupFn(MapLookup::Probe), {m.map, key, m.value_size}));
+      b.SetInsertPoint(scan);
+      Value* keys = m.Field(ptr_, kMapIntKeysOffset);
+      b.CreateBr(loop);
+      b.SetInsertPoint(loop);
+      llvm::PHINode* i = b.CreatePHI(i64_, 2);
+      i->addIncoming(b.getInt64(0), scan);
+      b.CreateCondBr(b.CreateICmpSLT(i, size), body, missing);
+      b.SetInsertPoint(body);
+      b.CreateCondBr(b.CreateICmpEQ(m.KeyAt(keys, i), key), found, next);
+      b.SetInsertPoint(next);
+      i->addIncoming(b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true), next);
+      b.CreateBr(loop);
+      b.SetInsertPoint(found);
+      m.ReturnSlot(i);
+      b.SetInsertPoint(missing);
+      m.ReturnNull();
+      break;
+    }
+    case MapLookup::Probe: {
+      auto* probe = block("probe");
+      auto* occupied = block("occupied");
+      auto* hit = block("hit");
+      auto* step = block("next");
+      auto* missing = block("missing");
+      Value* keys = m.Field(ptr_, kMapIntKeysOffset);
+      Value* index = m.Field(ptr_, kMapIndexOffset);
+      Value* mask = m.Field(i64_, kMapIndexMaskOffset);
+      Value* x = b.CreateMul(key, b.getInt64(static_cast<int64_t>(kMapHashMultiplier)));
+      Value* h = b.CreateXor(x, b.CreateLShr(x, b.getInt64(kMapHashShift)));
+      Value* first = b.CreateAnd(h, mask);
+      b.CreateBr(probe);
+      b.SetInsertPoint(probe);
+      llvm::PHINode* bucket = b.CreatePHI(i64_, 2);
+      bucket->addIncoming(first, entry);
+      Value* e = m.Entry(index, bucket);
+      b.CreateCondBr(b.CreateICmpEQ(e, b.getInt32(0)), missing, occupied);
+      b.SetInsertPoint(occupied);
+      Value* at = b.CreateSub(b.CreateSExt(e, i64_), b.getInt64(1));
+      b.CreateCondBr(b.CreateICmpEQ(m.KeyAt(keys, at), key), hit, step);
+      b.SetInsertPoint(step);
+      bucket->addIncoming(b.CreateAnd(b.CreateAdd(bucket, b.getInt64(1)), mask), step);
+      b.CreateBr(probe);
+      b.SetInsertPoint(hit);
+      m.ReturnSlot(at);
+      b.SetInsertPoint(missing);
+      m.ReturnNull();
+      break;
+    }
+    case MapLookup::View: {
+      auto* has_table = block("has_table");
+      auto* has_key = block("has_key");
+      auto* in_table = block("in_table");
+      auto* candidate = block("candidate");
+      auto* hit = block("hit");
+      auto* generic = block("generic");
+      Value* size = m.Field(i64_, kMapSizeOffset);
+      Value* dense = m.Field(ptr_, kMapDenseOffset);
+      b.CreateCondBr(b.CreateIsNotNull(dense), has_table, generic);
+      b.SetInsertPoint(has_table);
+      b.CreateCondBr(b.CreateICmpNE(key, b.getInt64(0)), has_key, generic);
+      b.SetInsertPoint(has_key);
+      Value* view = b.CreateIntToPtr(key, ptr_);
+      Value* idx = b.CreateLoad(i64_, b.CreateGEP(i8_, view, fn->getArg(3)));
+      Value* dense_size = m.Field(i64_, kMapDenseSizeOffset);
+      b.CreateCondBr(b.CreateICmpULT(idx, dense_size), in_table, generic);
+      b.SetInsertPoint(in_table);
+      Value* at = b.CreateSub(b.CreateSExt(m.Entry(dense, idx), i64_), b.getInt64(1));
+      // e == 0 (no entry) makes `at` -1, which is not below size either.
+      b.CreateCondBr(b.CreateICmpULT(at, size), candidate, generic);
+      b.SetInsertPoint(candidate);
+      Value* keys = m.Field(ptr_, kMapIntKeysOffset);
+      b.CreateCondBr(b.CreateICmpEQ(m.KeyAt(keys, at), key), hit, generic);
+      b.SetInsertPoint(hit);
+      m.ReturnSlot(at);
+      b.SetInsertPoint(generic);
+      b.CreateRet(b.CreateCall(MapLookupFn(MapLookup::Scan), {m.map, key, m.value_size}));
+      break;
+    }
+  }
   return fn;
 }
 
 // find_v for view-keyed maps, find_i for the other int-keyed ones.
 Value* Lowering::FindIntKey(const Type* mt, Value* map, Value* k, Value* value_size) {
   if (int32_t off = ViewIndexOffset(mt->key); off >= 0)
-    return b_.CreateCall(MapFindViewFn(), {map, k, value_size, b_.getInt64(off)});
-  return b_.CreateCall(MapFindIntFn(), {map, k, value_size});
+    return b_.CreateCall(MapLookupFn(MapLookup::View), {map, k, value_size, b_.getInt64(off)});
+  return b_.CreateCall(MapLookupFn(MapLookup::Scan), {map, k, value_size});
 }
 
 // Slot of `key` in a map (inserting the value type's zero value when asked), or null.

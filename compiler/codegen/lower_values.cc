@@ -62,7 +62,7 @@ Value* Lowering::NewMap(const Type* t) {
 }
 
 // Where a map key's view keeps its dense index (runtime/abi.h), or -1 for keys that are not
-// views of the cluster: maps keyed by these keep a dense table (runtime_support.h, KMap).
+// views of the cluster: maps keyed by these keep a dense table (stdlib/runtime_internal.h, KMap).
 int32_t Lowering::ViewIndexOffset(const Type* key) {
   if (!key) return -1;
   switch (key->kind) {

@@ -76,6 +76,10 @@ inline bool IsPtrOptional(const Type* t) {
   return IsKind(t, TypeKind::Optional) && IsViewPtr(t->elem);
 }
 
+// The forms of the one map-lookup emitter (lower_maps.cc): scan-or-probe for int keys, the hash
+// probe alone, and the dense-table path of view-keyed maps.
+enum class MapLookup : uint8_t { Scan, Probe, View };
+
 class Lowering {
  public:
   Lowering(const ast::Policy& policy, const llvm::DataLayout& layout, llvm::LLVMContext& ctx,
@@ -136,9 +140,7 @@ class Lowering {
 
   // lower_maps.cc
   Function* PureHelper(const char* name, llvm::FunctionType* type, bool always_inline);
-  Function* MapProbeIntFn();
-  Function* MapFindIntFn();
-  Function* MapFindViewFn();
+  Function* MapLookupFn(MapLookup kind);
   Value* FindIntKey(const Type* mt, Value* map, Value* k, Value* value_size);
   Value* MapSlot(const Type* mt, Value* map, Value* key, const Type* key_type, bool insert,
                  const Type* vt);
@@ -258,9 +260,7 @@ class Lowering {
   llvm::StructType* state_ty_ = nullptr;
   llvm::StructType* args_ty_ = nullptr;
   llvm::GlobalVariable* empty_resource_ = nullptr;
-  Function* map_find_i_ = nullptr;
-  Function* map_probe_i_ = nullptr;
-  Function* map_find_v_ = nullptr;
+  Function* map_lookup_[3] = {};  // by MapLookup
   bool in_state_init_ = false;  // emitting kiln.state_init
   Function* str_eq_ = nullptr;
   Function* mark_selected_ = nullptr;
