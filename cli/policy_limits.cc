@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/parse/literals.h"
 #include "compiler/passes/cost.h"
 #include "compiler/passes/size_limits.h"

@@ -5,7 +5,7 @@
 #include <string_view>
 
 // kiln_rt_map_find_s: a policy map<string, string> is the codegen's KMap.
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 
 namespace kiln::k8s {
 

@@ -1,7 +1,10 @@
-// The standard library tables (see library.h). Adding a function: one row here (and, for a
-// Native, its implementation in natives.cc); the checker and codegen pick it up from the row.
+// The standard library tables (see library.h). Adding a function: one row here and its
+// implementation (natives.cc for a Native, the host for a Host); the checker, codegen and the
+// JIT's symbol list pick it up from the row.
 #include "stdlib/library.h"
 
+#include "stdlib/runtime_support.h"
+#include "stdlib/host_functions.h"
 #include "stdlib/k8s_natives.h"
 #include "stdlib/natives.h"
 
@@ -9,17 +12,22 @@ namespace kiln::stdlib {
 
 namespace {
 
-#define NATIVE(fn) Impl::Native, #fn, reinterpret_cast<const void*>(&fn)
-#define HOST(sym) Impl::Host, #sym, nullptr
-#define INTRINSIC Impl::Intrinsic, "", nullptr
+#define ADDRESS(fn) #fn, reinterpret_cast<const void*>(&fn)
+#define NATIVE(fn) Impl::Native, ADDRESS(fn), Lower::Call
+// A native codegen lowers inline; the C function serves host-side callers.
+#define NATIVE_INLINE(fn, how) Impl::Native, ADDRESS(fn), Lower::how
+#define HOST(fn) Impl::Host, ADDRESS(fn), Lower::ArenaCall
+#define SESSION(fn) Impl::Host, ADDRESS(fn), Lower::ContextCall
+#define INTRINSIC(how) Impl::Intrinsic, "", nullptr, Lower::how
 
 const Function kFunctions[] = {
     // ---- math ----
-    {"math", "share", "", "(float, float) -> float", NATIVE(kiln_std_share),
+    {"math", "share", "", "(float, float) -> float", NATIVE_INLINE(kiln_std_share, Share),
      "Volcano's helpers.Share: a / b, and b == 0 → (a == 0 ? 0 : 1)"},
-    {"math", "sqrt", "", "(float) -> float", NATIVE(kiln_std_sqrt), "square root; 0 for x ≤ 0"},
-    {"math", "floor", "", "(float) -> float", NATIVE(kiln_std_floor), "round down"},
-    {"math", "ceil", "", "(float) -> float", NATIVE(kiln_std_ceil), "round up"},
+    {"math", "sqrt", "", "(float) -> float", NATIVE_INLINE(kiln_std_sqrt, Sqrt),
+     "square root; 0 for x ≤ 0"},
+    {"math", "floor", "", "(float) -> float", NATIVE_INLINE(kiln_std_floor, Floor), "round down"},
+    {"math", "ceil", "", "(float) -> float", NATIVE_INLINE(kiln_std_ceil, Ceil), "round up"},
     {"math", "round", "", "(float) -> float", NATIVE(kiln_std_round),
      "round half away from zero (Go's math.Round)"},
     {"math", "log", "", "(float) -> float", NATIVE(kiln_std_log), "natural log; 0 for x ≤ 0"},
@@ -55,10 +63,10 @@ const Function kFunctions[] = {
      "cpu and memory at +max, no scalars (Volcano's InfiniteResource)"},
     {"resource", "has", "Resource", "(string) -> bool", NATIVE(kiln_std_resource_has),
      "`r.has(name)`: the dimension is present (even when 0)"},
-    {"resource", "resource_id", "", "(string) -> int", INTRINSIC,
+    {"resource", "resource_id", "", "(string) -> int", INTRINSIC(ResourceId),
      "the dimension id of a resource name, for `r.dim(id)`; the same for the whole process, so "
      "a policy looks names up once (session_open) instead of per `r[name]`"},
-    {"resource", "dim", "Resource", "(int) -> float", INTRINSIC,
+    {"resource", "dim", "Resource", "(int) -> float", INTRINSIC(Dim),
      "`r.dim(resource_id(name))` is `r[name]`, without the name lookup; 0 for an unknown id"},
 
     // ---- strings and parsing ----
@@ -81,7 +89,7 @@ const Function kFunctions[] = {
     {"strings", "trim", "", "(string) -> string", NATIVE(kiln_std_trim), "strip blanks"},
     {"strings", "to_upper", "", "(string) -> string", HOST(kiln_host_to_upper),
      "ASCII upper case (Go's strings.ToUpper on ASCII text)"},
-    {"strings", "split", "", "(string, string) -> list<string>", HOST(kiln_host_split),
+    {"strings", "split", "", "(string, string) -> list<string>", HOST(kiln_rt_str_split),
      "Go's strings.Split: split(\"\", \"/\") == [\"\"]"},
     {"strings", "parse_json_number_map", "", "(string) -> map<string, float>?",
      HOST(kiln_host_parse_json_number_map), "a JSON object of numbers; none otherwise"},
@@ -139,54 +147,59 @@ const Function kFunctions[] = {
      "task_tolerates_taint(task, key, value, effect): the same for a taint given by its parts"},
 
     // ---- task status sets (Volcano's api helpers) ----
-    {"status", "allocated_status", "", "(TaskStatus) -> bool", INTRINSIC,
+    {"status", "allocated_status", "", "(TaskStatus) -> bool", INTRINSIC(AllocatedStatus),
      "Bound, Binding, Running or Allocated"},
-    {"status", "preemptable_status", "", "(TaskStatus) -> bool", INTRINSIC, "Bound or Running"},
-    {"status", "completed_status", "", "(TaskStatus) -> bool", INTRINSIC, "Succeeded or Failed"},
-    {"status", "scheduled_status", "", "(TaskStatus) -> bool", INTRINSIC,
+    {"status", "preemptable_status", "", "(TaskStatus) -> bool", INTRINSIC(PreemptableStatus),
+     "Bound or Running"},
+    {"status", "completed_status", "", "(TaskStatus) -> bool", INTRINSIC(CompletedStatus),
+     "Succeeded or Failed"},
+    {"status", "scheduled_status", "", "(TaskStatus) -> bool", INTRINSIC(ScheduledStatus),
      "Running, Bound, Failed or Succeeded"},
 
     // ---- handler results ----
-    {"results", "unschedulable", "", "(string) -> Fit", INTRINSIC, "fit status Unschedulable (2)"},
-    {"results", "unresolvable", "", "(string) -> Fit", INTRINSIC,
+    {"results", "unschedulable", "", "(string) -> Fit", INTRINSIC(Unschedulable),
+     "fit status Unschedulable (2)"},
+    {"results", "unresolvable", "", "(string) -> Fit", INTRINSIC(Unresolvable),
      "fit status UnschedulableAndUnresolvable (3)"},
-    {"results", "fit_error", "", "(string) -> Fit", INTRINSIC, "fit status Error (1)"},
-    {"results", "fit_wait", "", "(string) -> Fit", INTRINSIC, "fit status Wait (4)"},
-    {"results", "fit_skip", "", "(string) -> Fit", INTRINSIC, "fit status Skip (5)"},
-    {"results", "combine", "", "(Fit, Fit) -> Fit", INTRINSIC,
+    {"results", "fit_error", "", "(string) -> Fit", INTRINSIC(FitError), "fit status Error (1)"},
+    {"results", "fit_wait", "", "(string) -> Fit", INTRINSIC(FitWait), "fit status Wait (4)"},
+    {"results", "fit_skip", "", "(string) -> Fit", INTRINSIC(FitSkip), "fit status Skip (5)"},
+    {"results", "combine", "", "(Fit, Fit) -> Fit", INTRINSIC(Combine),
      "fits if both fit; otherwise the reasons of both, in order, with the more severe code"},
-    {"results", "invalid", "", "(string, string) -> Validation", INTRINSIC,
+    {"results", "invalid", "", "(string, string) -> Validation", INTRINSIC(Invalid),
      "an invalid job: reason, message"},
-    {"results", "victims", "", "(list<Task>) -> Victims", INTRINSIC,
+    {"results", "victims", "", "(list<Task>) -> Victims", INTRINSIC(Victims),
      "permit evicting exactly these tasks"},
-    {"results", "abstain_victims", "", "() -> Victims", INTRINSIC, "no opinion on victims"},
+    {"results", "abstain_victims", "", "() -> Victims", INTRINSIC(AbstainVictims),
+     "no opinion on victims"},
 
     // ---- session (provided by the runtime) ----
-    {"session", "now", "", "() -> time", HOST(kiln_session_now),
+    {"session", "now", "", "() -> time", INTRINSIC(Now),
      "the session clock (never the wall clock)"},
-    {"session", "set_condition", "", "(Job, string, string, string, string)", HOST(kiln_host_set_condition),
+    {"session", "set_condition", "", "(Job, string, string, string, string)",
+     SESSION(kiln_host_set_condition),
      "set_condition(job, type, status, reason, message): replace/append a PodGroup condition"},
-    {"session", "set_fit_error", "", "(Job, string)", HOST(kiln_host_set_fit_error),
+    {"session", "set_fit_error", "", "(Job, string)", SESSION(kiln_host_set_fit_error),
      "set_fit_error(job, message): the job's fit error (Volcano's JobFitErrors), the reason its "
      "pending tasks without a node fit error report at close"},
     {"session", "set_pod_annotation", "", "(Task, string, string)",
-     HOST(kiln_host_set_pod_annotation),
+     SESSION(kiln_host_set_pod_annotation),
      "set_pod_annotation(task, key, value): an annotation the task's binding carries onto the pod "
      "if it binds in this session (Volcano's TaskInfo.PodAnnotations; deviceshare's device "
      "assignment); call it from allocate"},
     {"session", "remove_pod_annotation", "", "(Task, string)",
-     HOST(kiln_host_remove_pod_annotation),
+     SESSION(kiln_host_remove_pod_annotation),
      "remove_pod_annotation(task, key): forgets an annotation set_pod_annotation set for the "
      "task (call it from deallocate)"},
-    {"session", "show", "", "(string, Resource)", HOST(kiln_host_show_resource),
+    {"session", "show", "", "(string, Resource)", SESSION(kiln_host_show_resource),
      "show(name, r): in a show_queue handler, a resource figure `kiln explain` prints for the "
      "queue (deserved, allocated, capability); does nothing when nobody is explaining"},
-    {"session", "show_number", "", "(string, float)", HOST(kiln_host_show_number),
+    {"session", "show_number", "", "(string, float)", SESSION(kiln_host_show_number),
      "show_number(name, x): in a show_queue handler, a number `kiln explain` prints for the "
      "queue (a share, a weight)"},
 
     {"session", "victim_order", "", "(Task, list<Task>) -> list<Task>",
-     HOST(kiln_host_victim_order),
+     SESSION(kiln_host_victim_order),
      "victim_order(preemptor, tasks): the tasks in the order the session evicts them for the "
      "preemptor (Volcano's BuildVictimsPriorityQueue: task, job and victim-queue orders)"},
 
@@ -196,7 +209,9 @@ const Function kFunctions[] = {
 };
 
 #undef NATIVE
+#undef NATIVE_INLINE
 #undef HOST
+#undef SESSION
 #undef INTRINSIC
 
 const Constant kConstants[] = {
@@ -230,22 +245,24 @@ const Constant kConstants[] = {
 };
 
 const SessionField kSessionFields[] = {
-    {"jobs", "list<Job>", "kiln_host_session_jobs", "every job of the session"},
-    {"queues", "list<Queue>", "kiln_host_session_queues", "every queue"},
-    {"nodes", "list<Node>", "kiln_host_session_nodes", "every node"},
-    {"affinity_nodes", "list<Node>", "kiln_host_session_affinity_nodes",
+    {"jobs", "list<Job>", ADDRESS(kiln_host_session_jobs), "every job of the session"},
+    {"queues", "list<Queue>", ADDRESS(kiln_host_session_queues), "every queue"},
+    {"nodes", "list<Node>", ADDRESS(kiln_host_session_nodes), "every node"},
+    {"affinity_nodes", "list<Node>", ADDRESS(kiln_host_session_affinity_nodes),
      "the nodes holding a pod with pod (anti-)affinity terms, in no particular order"},
-    {"total", "Resource", "kiln_host_session_total", "Σ node allocatable"},
-    {"pdbs", "list<PodDisruptionBudget>", "kiln_host_session_pdbs",
+    {"total", "Resource", ADDRESS(kiln_host_session_total), "Σ node allocatable"},
+    {"pdbs", "list<PodDisruptionBudget>", ADDRESS(kiln_host_session_pdbs),
      "every PodDisruptionBudget, in cluster order (pdb)"},
-    {"resource_quotas", "list<ResourceQuota>", "kiln_host_session_resource_quotas",
+    {"resource_quotas", "list<ResourceQuota>", ADDRESS(kiln_host_session_resource_quotas),
      "every ResourceQuota, in cluster order (resourcequota)"},
-    {"hyper_nodes", "list<HyperNode>", "kiln_host_session_hyper_nodes",
+    {"hyper_nodes", "list<HyperNode>", ADDRESS(kiln_host_session_hyper_nodes),
      "every HyperNode, in cluster order, the virtual top last (empty without network topology)"},
-    {"evicting", "bool", "kiln_host_session_evicting",
+    {"evicting", "bool", ADDRESS(kiln_host_session_evicting),
      "in hyper_node_gradient_for_job / _for_sub_job: true when gangpreempt or gangreclaim ask for "
      "eviction domains (Volcano's PurposeEvict), false when allocate asks where to place"},
 };
+
+#undef ADDRESS
 
 }  // namespace
 

@@ -6,9 +6,14 @@
 // Implementations:
 //   Native     a pure C-ABI function in stdlib/natives.cc; `native` is its address, `symbol` the
 //              name codegen declares and the JIT maps to that address.
-//   Host       provided by the runtime (session clock, session lists, conditions, HTTP); `symbol`
-//              is the extern "C" name the runtime defines.
+//   Host       provided by the policy host (session lists, conditions, JSON, HTTP; declared in
+//              stdlib/host_functions.h); `native` is its address, `symbol` its extern "C" name.
 //   Intrinsic  lowered inline by codegen (result constructors: fits, victims(...), invalid(...)).
+//
+// The row is the only place a function is named: the checker reads `signature`, codegen lowers a
+// call by `lower` (compiler/codegen/lower_calls.cc), and the JIT's symbol list is every row's
+// (`symbol`, `native`) (compiler/host/host_symbols.cc). Adding a function is one row here and its
+// C++ function.
 //
 // Signatures are written in the language's own type syntax: "(Resource, Resource, Missing) ->
 // bool". Generic helpers (len, min/max, range, get, keys, string(x), ...) are typed by the checker
@@ -30,6 +35,21 @@ namespace kiln::stdlib {
 
 enum class Impl : uint8_t { Native, Host, Intrinsic };
 
+// How codegen lowers a call of the row.
+enum class Lower : uint8_t {
+  // A call of `symbol` with the C ABI above.
+  Call,         // pure: allocates only for map or Resource results
+  ArenaCall,    // builds its string, list or map result in the call arena
+  ContextCall,  // session-facing: the PolicyContext comes first
+  // Inline IR, no call.
+  Floor, Ceil, Sqrt, Share,  // the LLVM intrinsic (the native stays for host-side callers)
+  Now,                       // the session clock from the PolicyContext
+  ResourceId, Dim,           // interned resource ids; `r.dim(id)` loads the dimension
+  Unschedulable, Unresolvable, FitError, FitWait, FitSkip, Combine,  // Fit values
+  Invalid, Victims, AbstainVictims,                                  // other handler results
+  AllocatedStatus, PreemptableStatus, CompletedStatus, ScheduledStatus,  // TaskStatus sets
+};
+
 struct Function {
   std::string_view bundle;     // "math", "resource", "strings", "time", "session", "results", "http"
   std::string_view name;       // as called in a policy
@@ -37,7 +57,8 @@ struct Function {
   std::string_view signature;  // "(float, float) -> float" (receiver not included)
   Impl impl;
   std::string_view symbol;     // C symbol (Native/Host); "" for Intrinsic
-  const void* native;          // address (Native only)
+  const void* native;          // its address (Native/Host); null for Intrinsic
+  Lower lower;
   std::string_view doc;        // one line for docs/language.md
   std::string_view capability = {};  // "http": only with `uses http;`
   // For a function taking a Task: the Task fields it reads, comma-separated, as the policy
@@ -67,6 +88,7 @@ struct SessionField {
   std::string_view name;
   std::string_view type;
   std::string_view symbol;  // host function (const void* ctx) → the value (KList / Resource*)
+  const void* address;      // of `symbol` (stdlib/host_functions.h)
   std::string_view doc;
 };
 std::span<const SessionField> SessionFields();

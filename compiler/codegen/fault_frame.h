@@ -4,9 +4,9 @@
 //
 // A host intrinsic that fails (the call arena over its budget, a host exception) abandons the
 // whole handler call: it __builtin_longjmps to a frame set up by kiln_rt_enter + eh.sjlj.setjmp
-// (runtime_support.cc). That frame used to be set up by the thunk around every call of a handler
-// that can allocate anywhere, ~10–17 ns per call, although most calls of most such handlers never
-// allocate (predicates' failure messages, a spread constraint's domain string).
+// (stdlib/runtime_support.cc). That frame used to be set up by the thunk around every call of a
+// handler that can allocate anywhere, ~10–17 ns per call, although most calls of most such
+// handlers never allocate (predicates' failure messages, a spread constraint's domain string).
 //
 // Before → after, for each call that may allocate (an allocating intrinsic, or a function that
 // reaches one) in the function holding the handler body's code after inlining:

@@ -1,7 +1,7 @@
 // Binds scheduler.conf plugin arguments (ConfValue, with locations) to a compiled policy's
 // argument block. The block's top-level offsets come from codegen (the JIT's DataLayout); nested
 // values (record fields, list items, optional payloads) use NativeLayout below, which mirrors
-// LLVM's x86-64 layout of the value model in compiler/codegen/runtime_support.h.
+// LLVM's x86-64 layout of the value model in stdlib/runtime_support.h.
 #include <fmt/format.h>
 
 #include <algorithm>

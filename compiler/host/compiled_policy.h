@@ -25,7 +25,7 @@
 
 #include "compiler/ast.h"
 #include "compiler/codegen/policy_context.h"
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/host/jit_tiers.h"
 #include "compiler/jit/object_cache.h"
 #include "compiler/source.h"

@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "compiler/codegen/policy_context.h"
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
@@ -57,39 +57,14 @@ std::vector<HostSymbol> AllHostSymbols() {
   add("kiln_policy_out_of_fuel", &kiln_policy_out_of_fuel);
   add("kiln_status_add_reason", &kiln_status_add_reason);
   add("kiln_status_set_message", &kiln_status_set_message);
-  add("kiln_host_session_jobs", &kiln_host_session_jobs);
-  add("kiln_host_session_queues", &kiln_host_session_queues);
-  add("kiln_host_session_nodes", &kiln_host_session_nodes);
-  add("kiln_host_session_affinity_nodes", &kiln_host_session_affinity_nodes);
-  add("kiln_host_session_total", &kiln_host_session_total);
-  add("kiln_host_session_pdbs", &kiln_host_session_pdbs);
-  add("kiln_host_session_hyper_nodes", &kiln_host_session_hyper_nodes);
-  add("kiln_host_session_evicting", &kiln_host_session_evicting);
-  add("kiln_host_session_resource_quotas", &kiln_host_session_resource_quotas);
   add("kiln_host_mark_selected", &kiln_host_mark_selected);
-  add("kiln_host_set_condition", &kiln_host_set_condition);
-  add("kiln_host_set_fit_error", &kiln_host_set_fit_error);
-  add("kiln_host_set_pod_annotation", &kiln_host_set_pod_annotation);
-  add("kiln_host_remove_pod_annotation", &kiln_host_remove_pod_annotation);
-  add("kiln_host_to_upper", &kiln_host_to_upper);
-  add("kiln_host_victim_order", &kiln_host_victim_order);
-  add("kiln_host_show_resource", &kiln_host_show_resource);
-  add("kiln_host_show_number", &kiln_host_show_number);
-  add("kiln_host_parse_json_number_map", &kiln_host_parse_json_number_map);
-  add("kiln_host_parse_json_resource_map", &kiln_host_parse_json_resource_map);
-  add("kiln_host_json_quote", &kiln_host_json_quote);
-  add("kiln_host_json_number", &kiln_host_json_number);
-  add("kiln_host_json_string", &kiln_host_json_string);
-  add("kiln_host_json_bool", &kiln_host_json_bool);
-  add("kiln_host_json_text", &kiln_host_json_text);
-  add("kiln_host_json_keys", &kiln_host_json_keys);
-  add("kiln_host_json_strings", &kiln_host_json_strings);
-  add("kiln_host_http_post", &kiln_host_http_post);
   for (const AbiHostSymbol& s : AbiShapeHostSymbols())
     out.push_back({std::string(s.name), const_cast<void*>(s.address)});
+  // The standard library's natives and host functions, from their rows.
   for (const stdlib::Function& f : stdlib::Functions())
-    if (f.impl == stdlib::Impl::Native && f.native)
-      out.push_back({std::string(f.symbol), const_cast<void*>(f.native)});
+    if (f.native) out.push_back({std::string(f.symbol), const_cast<void*>(f.native)});
+  for (const stdlib::SessionField& f : stdlib::SessionFields())
+    out.push_back({std::string(f.symbol), const_cast<void*>(f.address)});
   // The tables may name a function twice (a shape accessor also in the field table); the JIT
   // must see each symbol once.
   std::sort(out.begin(), out.end(),

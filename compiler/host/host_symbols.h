@@ -1,8 +1,9 @@
 #pragma once
 // Every host function JIT'd policy code may call, gathered from the tables that define them:
-// the codegen runtime (compiler/codegen/runtime_support.h), the ABI field accessors
-// (KILN_ABI_FIELDS in runtime/abi.h), the standard library's natives (stdlib/library.h) and the
-// session-facing helpers below. Nothing else is visible to policies.
+// the codegen runtime (stdlib/runtime_support.h), the ABI field accessors
+// (KILN_ABI_FIELDS in runtime/abi.h) and the standard library's rows (stdlib/library.h: natives,
+// host functions, session fields), plus the victim-mask helper below. Nothing else is visible to
+// policies.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "compiler/jit/host_symbol.h"
 #include "runtime/abi.h"
+#include "stdlib/host_functions.h"
 
 namespace kiln {
 
@@ -18,64 +20,6 @@ std::vector<HostSymbol> AllHostSymbols();
 }  // namespace kiln
 
 extern "C" {
-// session.jobs / .queues / .nodes / .total of the PolicyContext's session.
-KList kiln_host_session_jobs(const void* ctx);
-KList kiln_host_session_queues(const void* ctx);
-KList kiln_host_session_nodes(const void* ctx);
-KList kiln_host_session_affinity_nodes(const void* ctx);
-const kiln::Resource* kiln_host_session_total(const void* ctx);
-// session.pdbs / .resource_quotas: the cluster's PodDisruptionBudgets and ResourceQuotas.
-KList kiln_host_session_pdbs(const void* ctx);
-KList kiln_host_session_hyper_nodes(const void* ctx);
-bool kiln_host_session_evicting(const void* ctx);
-KList kiln_host_session_resource_quotas(const void* ctx);
-// set_condition(job, type, status, reason, message): replaces/appends a PodGroup condition,
-// stamped with the session clock (Session::UpdatePodGroupCondition).
-void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
-                             const char* status, size_t status_len, const char* reason,
-                             size_t reason_len, const char* message, size_t message_len);
-// set_pod_annotation(task, key, value) / remove_pod_annotation(task, key): the annotations the
-// task's binding carries (Session::SetPodAnnotation).
-void kiln_host_set_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
-                                  size_t key_len, const char* value, size_t value_len);
-void kiln_host_remove_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
-                                     size_t key_len);
-// stdlib `to_upper`: ASCII upper case, built in the call arena.
-KStr kiln_host_to_upper(const char* s, size_t s_size);
-// set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).
-void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
-                             size_t message_len);
-// victim_order(preemptor, tasks): the tasks in the order the session evicts them for the
-// preemptor (Volcano's ssn.BuildVictimsPriorityQueue popped to the end). It runs the session's
-// task, job and victim-queue orders, which are other handlers: those calls nest (runtime_support.cc).
-void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* const* items,
-                            int64_t n, KList* out);
-// show(name, resource) / show_number(name, x) inside a show_queue handler: a figure that
-// `kiln explain` prints for the queue (the session's ExplainRecorder; nothing without one).
-void kiln_host_show_resource(void* ctx, const char* name, size_t name_len, const kiln::Resource* r);
-void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double x);
-// stdlib `parse_json_number_map` / `parse_json_resource_map` (json_natives.cc): T? results as
-// a bool with the map through `out`.
-bool kiln_host_parse_json_number_map(const char* text, size_t text_size, void** out);
-bool kiln_host_parse_json_resource_map(const char* text, size_t text_size, void** out);
-// stdlib `json_*` (json_natives.cc): values read from JSON text by JSON pointer; `T?` results as
-// a bool with the value through `out`.
-KStr kiln_host_json_quote(const char* s, size_t s_size);
-bool kiln_host_json_number(const char* text, size_t text_size, const char* pointer,
-                           size_t pointer_size, double* out);
-bool kiln_host_json_string(const char* text, size_t text_size, const char* pointer,
-                           size_t pointer_size, KStr* out);
-bool kiln_host_json_bool(const char* text, size_t text_size, const char* pointer,
-                         size_t pointer_size, bool* out);
-bool kiln_host_json_text(const char* text, size_t text_size, const char* pointer,
-                         size_t pointer_size, KStr* out);
-bool kiln_host_json_keys(const char* text, size_t text_size, const char* pointer,
-                         size_t pointer_size, KList* out);
-bool kiln_host_json_strings(const char* text, size_t text_size, const char* pointer,
-                            size_t pointer_size, const char* field, size_t field_size, KList* out);
-// stdlib `http_post(url, body, timeout)` (http_natives.cc): the reply body on status 200.
-bool kiln_host_http_post(const char* url, size_t url_size, const char* body, size_t body_size,
-                         int64_t timeout_ns, KStr* out);
 // selected[i] = 1 for every candidates[i] that appears in chosen (victim lists → session masks).
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,
                              int64_t m, uint8_t* selected);

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/host/host_symbols.h"
 #include "runtime/session.h"
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/host/host_symbols.h"
 #include "runtime/quantity.h"
 #include "runtime/resource.h"

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "compiler/passes/passes.h"
+#include "compiler/passes/walk.h"
 #include "stdlib/library.h"
 
 namespace kiln::passes {
@@ -20,29 +21,35 @@ namespace {
 
 using namespace ast;
 
+// Names are bound on the shared walker (walk.h): its pre-order visit resolves each name and call
+// target, and its scope hooks keep the locals visible at each point.
 class Resolver {
  public:
-  explicit Resolver(PassContext& ctx) : ctx_(ctx) {}
+  explicit Resolver(PassContext& ctx) : ctx_(ctx) {
+    walker_.on_expr = [this](ast::Expr* e) { Visit(e); };
+    walker_.on_open_scope = [this] { scopes_.emplace_back(); };
+    walker_.on_close_scope = [this] { scopes_.pop_back(); };
+    walker_.on_declare = [this](Local* l) { Declare(l); };
+  }
 
   void Run() {
     for (auto& decl : ctx_.policy.decls) {
       // Comprehension variables in global initialisers are numbered per initialiser.
       next_id_ = 0;
       if (auto* c = As<ConstDecl>(decl.get())) {
-        Expr(c->value.get());
+        walker_.Expr(c->value.get());
       } else if (auto* a = As<ArgDecl>(decl.get())) {
-        Expr(a->default_value.get());
+        walker_.Expr(a->default_value.get());
       } else if (auto* r = As<RecordDecl>(decl.get())) {
-        for (auto& f : r->fields) Expr(f.default_value.get());
+        for (auto& f : r->fields) walker_.Expr(f.default_value.get());
       } else if (auto* s = As<StateDecl>(decl.get())) {
-        Expr(s->init.get());
+        walker_.Expr(s->init.get());
       } else if (decl->kind == NodeKind::Fn || decl->kind == NodeKind::Handler) {
         auto* fn = static_cast<Callable*>(decl.get());
-        next_id_ = 0;
         scopes_.clear();
         scopes_.emplace_back();
         for (auto& p : fn->params) Declare(p.local.get());
-        Block(fn->body.get(), /*new_scope=*/false);
+        walker_.Body(fn->body.get());
         fn->local_count = next_id_;
         scopes_.clear();
       }
@@ -52,6 +59,7 @@ class Resolver {
  private:
   using Scope = std::vector<Local*>;
 
+  // Outside a function (global initialisers) there is no scope until a comprehension opens one.
   void Declare(Local* l) {
     l->id = next_id_++;
     for (Local* other : scopes_.back()) {
@@ -80,58 +88,11 @@ class Resolver {
     return out;
   }
 
-  void Block(ast::Block* b, bool new_scope = true) {
-    if (!b) return;
-    if (new_scope) scopes_.emplace_back();
-    for (auto& s : b->stmts) Stmt(s.get());
-    if (new_scope) scopes_.pop_back();
-  }
-
-  void Stmt(ast::Stmt* s) {
-    if (!s) return;
-    switch (s->kind) {
-      case NodeKind::Block: Block(static_cast<ast::Block*>(s)); break;
-      case NodeKind::Let: {
-        auto* l = static_cast<Let*>(s);
-        Expr(l->value.get());
-        Declare(l->local.get());
-        break;
-      }
-      case NodeKind::Assign: {
-        auto* a = static_cast<Assign*>(s);
-        Expr(a->target.get());
-        Expr(a->value.get());
-        break;
-      }
-      case NodeKind::If: {
-        auto* i = static_cast<If*>(s);
-        Expr(i->cond.get());
-        Block(i->then.get());
-        Stmt(i->otherwise.get());
-        break;
-      }
-      case NodeKind::IfLet: {
-        auto* i = static_cast<IfLet*>(s);
-        Expr(i->value.get());
-        scopes_.emplace_back();
-        Declare(i->local.get());
-        Block(i->then.get(), false);
-        scopes_.pop_back();
-        Stmt(i->otherwise.get());
-        break;
-      }
-      case NodeKind::For: {
-        auto* f = static_cast<For*>(s);
-        Expr(f->source.get());
-        scopes_.emplace_back();
-        Declare(f->first.get());
-        if (f->second) Declare(f->second.get());
-        Block(f->body.get(), false);
-        scopes_.pop_back();
-        break;
-      }
-      case NodeKind::Return: Expr(static_cast<Return*>(s)->value.get()); break;
-      case NodeKind::ExprStmt: Expr(static_cast<ExprStmt*>(s)->value.get()); break;
+  void Visit(ast::Expr* e) {
+    switch (e->kind) {
+      case NodeKind::NameRef: Name(static_cast<NameRef*>(e)); break;
+      case NodeKind::Call: CallTarget(static_cast<Call*>(e)); break;
+      case NodeKind::RecordLit: RecordType(static_cast<RecordLit*>(e)); break;
       default: break;
     }
   }
@@ -216,81 +177,20 @@ class Resolver {
                                                   DidYouMean(c->callee, names)));
   }
 
-  void Expr(ast::Expr* e) {
-    if (!e) return;
-    switch (e->kind) {
-      case NodeKind::NameRef: Name(static_cast<NameRef*>(e)); break;
-      case NodeKind::Unary: Expr(static_cast<Unary*>(e)->operand.get()); break;
-      case NodeKind::Binary: {
-        auto* b = static_cast<Binary*>(e);
-        Expr(b->left.get());
-        Expr(b->right.get());
-        break;
-      }
-      case NodeKind::Conditional: {
-        auto* c = static_cast<Conditional*>(e);
-        Expr(c->cond.get());
-        Expr(c->then.get());
-        Expr(c->otherwise.get());
-        break;
-      }
-      case NodeKind::Select: Expr(static_cast<Select*>(e)->operand.get()); break;
-      case NodeKind::Index: {
-        auto* i = static_cast<Index*>(e);
-        Expr(i->operand.get());
-        Expr(i->index.get());
-        break;
-      }
-      case NodeKind::Call: {
-        auto* c = static_cast<Call*>(e);
-        Expr(c->receiver.get());
-        CallTarget(c);
-        for (auto& a : c->args) Expr(a.get());
-        break;
-      }
-      case NodeKind::Comprehension: {
-        auto* c = static_cast<Comprehension*>(e);
-        Expr(c->source.get());
-        scopes_.emplace_back();
-        Declare(c->first.get());
-        if (c->second) Declare(c->second.get());
-        Expr(c->filter.get());
-        Expr(c->element.get());
-        Expr(c->order_key.get());
-        scopes_.pop_back();
-        break;
-      }
-      case NodeKind::ListLit:
-        for (auto& x : static_cast<ListLit*>(e)->elements) Expr(x.get());
-        break;
-      case NodeKind::MapLit:
-        for (auto& x : static_cast<MapLit*>(e)->entries) {
-          Expr(x.key.get());
-          Expr(x.value.get());
-        }
-        break;
-      case NodeKind::ResourceLit:
-        for (auto& x : static_cast<ResourceLit*>(e)->entries) Expr(x.value.get());
-        break;
-      case NodeKind::RecordLit: {
-        auto* r = static_cast<RecordLit*>(e);
-        auto it = ctx_.globals.by_name.find(r->type_name);
-        if (it != ctx_.globals.by_name.end() && As<RecordDecl>(it->second)) {
-          r->record = As<RecordDecl>(it->second);
-        } else {
-          std::vector<std::string> names;
-          for (const auto* rec : ctx_.policy.All<RecordDecl>()) names.push_back(rec->name);
-          ctx_.diags.Error(r->type_range, fmt::format("unknown record type `{}`{}", r->type_name,
-                                                      DidYouMean(r->type_name, names)));
-        }
-        for (auto& f : r->fields) Expr(f.value.get());
-        break;
-      }
-      default: break;
+  void RecordType(RecordLit* r) {
+    auto it = ctx_.globals.by_name.find(r->type_name);
+    if (it != ctx_.globals.by_name.end() && As<RecordDecl>(it->second)) {
+      r->record = As<RecordDecl>(it->second);
+    } else {
+      std::vector<std::string> names;
+      for (const auto* rec : ctx_.policy.All<RecordDecl>()) names.push_back(rec->name);
+      ctx_.diags.Error(r->type_range, fmt::format("unknown record type `{}`{}", r->type_name,
+                                                  DidYouMean(r->type_name, names)));
     }
   }
 
   PassContext& ctx_;
+  Walker walker_;
   std::vector<Scope> scopes_;
   int next_id_ = 0;
 };

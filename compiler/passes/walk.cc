@@ -4,14 +4,25 @@ namespace kiln::passes {
 
 using namespace ast;
 
+void Walker::Body(ast::Block* b) {
+  if (!b) return;
+  if (on_stmt) on_stmt(b);
+  for (auto& x : b->stmts) Stmt(x.get());
+}
+
 void Walker::Stmt(ast::Stmt* s) {
   if (!s) return;
   if (on_stmt) on_stmt(s);
   switch (s->kind) {
     case NodeKind::Block:
+      Open();
       for (auto& x : static_cast<Block*>(s)->stmts) Stmt(x.get());
+      Close();
       break;
-    case NodeKind::Let: Expr(static_cast<Let*>(s)->value.get()); break;
+    case NodeKind::Let:
+      Expr(static_cast<Let*>(s)->value.get());
+      Declare(static_cast<Let*>(s)->local.get());
+      break;
     case NodeKind::Assign:
       Expr(static_cast<Assign*>(s)->target.get());
       Expr(static_cast<Assign*>(s)->value.get());
@@ -26,14 +37,21 @@ void Walker::Stmt(ast::Stmt* s) {
     case NodeKind::IfLet: {
       auto* i = static_cast<IfLet*>(s);
       Expr(i->value.get());
-      Stmt(i->then.get());
+      Open();
+      Declare(i->local.get());
+      Body(i->then.get());
+      Close();
       Stmt(i->otherwise.get());
       break;
     }
     case NodeKind::For: {
       auto* f = static_cast<For*>(s);
       Expr(f->source.get());
-      Stmt(f->body.get());
+      Open();
+      Declare(f->first.get());
+      Declare(f->second.get());
+      Body(f->body.get());
+      Close();
       break;
     }
     case NodeKind::Return: Expr(static_cast<Return*>(s)->value.get()); break;
@@ -72,9 +90,13 @@ void Walker::Expr(ast::Expr* e) {
     case NodeKind::Comprehension: {
       auto* c = static_cast<Comprehension*>(e);
       Expr(c->source.get());
+      Open();
+      Declare(c->first.get());
+      Declare(c->second.get());
       Expr(c->filter.get());
       Expr(c->element.get());
       Expr(c->order_key.get());
+      Close();
       break;
     }
     case NodeKind::ListLit:

@@ -1,6 +1,7 @@
 #pragma once
 // A small pre-order walker over statements and expressions for passes that only need to look at
-// some node kinds (calls, loops). Depth is bounded by the parser's nesting limit.
+// some node kinds (calls, loops), and, through the scope hooks, for passes that bind names
+// (resolve_names.cc). Depth is bounded by the parser's nesting limit.
 
 #include <functional>
 
@@ -11,9 +12,29 @@ namespace kiln::passes {
 struct Walker {
   std::function<void(ast::Expr*)> on_expr;  // may be empty
   std::function<void(ast::Stmt*)> on_stmt;  // may be empty
+  // Scopes, each may be empty. A block opens one; an if-let or `for` opens one holding its
+  // variables and its body's statements; a comprehension opens one after its source, holding its
+  // variables for the filter, element and key. A local is declared where it becomes visible: a
+  // `let` after its value, loop and comprehension variables after their source.
+  std::function<void()> on_open_scope;
+  std::function<void()> on_close_scope;
+  std::function<void(ast::Local*)> on_declare;
 
   void Stmt(ast::Stmt* s);
   void Expr(ast::Expr* e);
+  // A function body: its statements in the scope the caller opened for the parameters.
+  void Body(ast::Block* b);
+
+ private:
+  void Open() {
+    if (on_open_scope) on_open_scope();
+  }
+  void Close() {
+    if (on_close_scope) on_close_scope();
+  }
+  void Declare(ast::Local* l) {
+    if (l && on_declare) on_declare(l);
+  }
 };
 
 // The state variable an assignment target writes: `s`, `s[k]`, `s.f`, `s[k].f`, ...; null when

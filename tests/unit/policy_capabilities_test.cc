@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/host/policy_provider.h"
 #include "runtime/conf.h"
 #include "runtime/session.h"

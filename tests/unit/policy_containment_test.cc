@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/codegen/runtime_support.h"
+#include "stdlib/runtime_support.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/policy_provider.h"
 #include "compiler/passes/cost.h"

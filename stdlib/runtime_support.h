@@ -109,7 +109,7 @@ Arena& ThreadCallArena();
 enum class MapKeyKind : int32_t { Int = 0, String = 1 };
 
 // The KMap header fields JIT'd code reads to scan a small int-keyed map inline
-// (runtime_support.cc asserts them): i64 size, i64* keys, char* values (value_size per entry).
+// (runtime_internal.h asserts them): i64 size, i64* keys, char* values (value_size per entry).
 inline constexpr int64_t kMapLinearLimit = 16;
 inline constexpr int kMapSizeOffset = 0;
 inline constexpr int kMapIntKeysOffset = 8;
