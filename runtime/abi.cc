@@ -384,13 +384,7 @@ KILN_INT_FN(kiln_hyper_node_node_count, HyperNode, o->nodes.size())
 void kiln_hyper_node_allocatable(const HyperNode* o, kiln::Resource* out) { *out = o->allocatable; }
 void kiln_hyper_node_idle(const HyperNode* o, kiln::Resource* out) { *out = o->idle; }
 void kiln_hyper_node_future_idle(const HyperNode* o, kiln::Resource* out) { *out = o->future_idle; }
-void kiln_hyper_node_used(const HyperNode* o, kiln::Resource* out) {
-  *out = kiln::Resource{};
-  for (const kiln::Node* n : o->nodes) {
-    out->Add(n->used);
-    out->Add(n->pipelined);
-  }
-}
+void kiln_hyper_node_used(const HyperNode* o, kiln::Resource* out) { *out = o->Used(); }
 bool kiln_job_has_network_topology(const Job* o) { return o->HasNetworkTopology(); }
 const void* kiln_job_allocated_hyper_node(const Job* o) { return o->allocated_hyper_node; }
 const void* kiln_job_sub_job_allocated_hyper_node(const Job* o) {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <regex>
 
 #include "runtime/sub_job.h"
@@ -17,6 +19,50 @@ bool HyperNode::Contains(const Node* n) const {
   if (n == nullptr || n->index < 0) return false;
   const size_t i = static_cast<size_t>(n->index);
   return i / 64 < node_bits.size() && ((node_bits[i / 64] >> (i % 64)) & 1u);
+}
+
+namespace {
+
+// At most this much magnitude per dimension keeps a HyperNode's used sum exact (see
+// HyperNode::used_sum): 2^52, so that even the check's own rounding cannot hide an overflow.
+constexpr double kExactMagnitude = 4503599627370496.0;
+
+// The dimensions Resource::Add sums of `r`: cpu, memory and its scalars.
+uint32_t AddedDims(const Resource& r) { return r.scalar_mask() | Resource::kBaseMask; }
+
+// Whether every dimension Add sums of `r` is an integer.
+bool Integral(const Resource& r) {
+  for (uint32_t m = AddedDims(r); m != 0; m &= m - 1) {
+    const double v = r.values[std::countr_zero(m)];
+    if (v != std::trunc(v)) return false;  // NaN too
+  }
+  return true;
+}
+
+// magnitude[d] += sign * |r[d]| over the dimensions Add sums of `r`.
+void AddMagnitude(std::array<double, kMaxResources>& magnitude, const Resource& r, double sign) {
+  for (uint32_t m = AddedDims(r); m != 0; m &= m - 1) {
+    const int id = std::countr_zero(m);
+    magnitude[id] += sign * std::fabs(r.values[id]);
+  }
+}
+
+bool WithinExactMagnitude(const std::array<double, kMaxResources>& magnitude) {
+  for (double v : magnitude)
+    if (!(v <= kExactMagnitude)) return false;
+  return true;
+}
+
+}  // namespace
+
+Resource HyperNode::Used() const {
+  if (used_exact) return used_sum;
+  Resource sum;
+  for (const Node* n : nodes) {
+    sum.Add(n->used);
+    sum.Add(n->pipelined);
+  }
+  return sum;
 }
 
 bool HyperNode::Covers(const HyperNode* other) const {
@@ -284,15 +330,62 @@ HyperNode* HyperNodeTree::LowestCovering(std::span<Node* const> nodes) const {
 }
 
 void HyperNodeTree::SnapshotResources() {
+  for (auto& domains : domains_of_node_) domains.clear();
   for (HyperNode* hn : ptrs_) {
     hn->allocatable = Resource{};
     hn->idle = Resource{};
     hn->future_idle = Resource{};
+    hn->used_sum = Resource{};
+    hn->used_magnitude.fill(0.0);
+    hn->used_exact = true;
     for (const Node* n : hn->nodes) {
       hn->allocatable.Add(n->allocatable);
       hn->idle.Add(n->idle);
       hn->future_idle.Add(n->FutureIdle());
+      hn->used_sum.Add(n->used);
+      hn->used_sum.Add(n->pipelined);
+      hn->used_exact = hn->used_exact && Integral(n->used) && Integral(n->pipelined);
+      AddMagnitude(hn->used_magnitude, n->used, 1.0);
+      AddMagnitude(hn->used_magnitude, n->pipelined, 1.0);
     }
+    hn->used_exact = hn->used_exact && WithinExactMagnitude(hn->used_magnitude);
+    if (!hn->used_exact) continue;
+    for (const Node* n : hn->nodes) {
+      const auto i = static_cast<size_t>(n->index);
+      if (i >= domains_of_node_.size()) domains_of_node_.resize(i + 1);
+      domains_of_node_[i].push_back(hn);
+    }
+  }
+}
+
+void HyperNodeTree::NoteNodeUsage(const Node& n, const Resource& old_used,
+                                  const Resource& old_pipelined) {
+  if (!KeepsUsage(n)) return;
+  // A dimension leaving a Resource would leave the fresh sum's present bits too; a node's
+  // Resources only gain dimensions, but an exact sum must not rely on that silently.
+  const bool exact = Integral(n.used) && Integral(n.pipelined) &&
+                     (old_used.present & ~n.used.present) == 0 &&
+                     (old_pipelined.present & ~n.pipelined.present) == 0;
+  for (HyperNode* h : domains_of_node_[static_cast<size_t>(n.index)]) {
+    if (!h->used_exact) continue;
+    AddMagnitude(h->used_magnitude, old_used, -1.0);
+    AddMagnitude(h->used_magnitude, old_pipelined, -1.0);
+    AddMagnitude(h->used_magnitude, n.used, 1.0);
+    AddMagnitude(h->used_magnitude, n.pipelined, 1.0);
+    if (!exact || !WithinExactMagnitude(h->used_magnitude)) {
+      h->used_exact = false;  // Used() sums afresh from now on
+      continue;
+    }
+    // Old addends out first, new ones in after: every intermediate value is a sum of some of
+    // the old or of the new addends, so an integer below 2^53, so exact.
+    Resource& sum = h->used_sum;
+    for (const Resource* r : {&old_used, &old_pipelined})
+      for (uint32_t m = AddedDims(*r); m != 0; m &= m - 1) {
+        const int id = std::countr_zero(m);
+        sum.values[id] -= r->values[id];
+      }
+    sum.Add(n.used);
+    sum.Add(n.pipelined);
   }
 }
 

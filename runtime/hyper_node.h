@@ -25,6 +25,7 @@
 //     marks the HyperNodes not ready, so jobs with a network topology wait (allocate skips them)
 //     until the topology is fixed; the claim or the edge closing the cycle is dropped.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,6 +85,20 @@ struct HyperNode {
   Resource idle;
   Resource future_idle;
 
+  // Σ used + pipelined over the real nodes now (the policy view's `used`). Summed afresh in node
+  // order on every read this is quadratic (binpack scorers read it per node and tier), so while
+  // `used_exact` holds it is kept as a running sum by NoteNodeUsage. A running sum of doubles
+  // (add on place, subtract on evict) rounds differently from a fresh sum and would move ties, so
+  // it is kept only while every addend is an integer and, per dimension, the addends' magnitudes
+  // add up to at most 2^52 (used_magnitude): then every partial sum, in any order, is an integer
+  // below 2^53, so both sums are exact and equal bit for bit. Otherwise (fractional quantities,
+  // huge values) Used() sums afresh.
+  Resource used_sum;
+  std::array<double, kMaxResources> used_magnitude{};
+  bool used_exact = false;
+
+  Resource Used() const;
+
   bool Contains(const Node* n) const;
   // Whether `other` is this HyperNode or one of its descendants.
   bool Covers(const HyperNode* other) const;
@@ -135,8 +150,18 @@ class HyperNodeTree {
   // null for no nodes): how Volcano's session recovers a job's allocated HyperNode.
   HyperNode* LowestCovering(std::span<Node* const> nodes) const;
 
-  // Takes the per-HyperNode resource sums from the nodes as they are now.
+  // Takes the per-HyperNode resource sums from the nodes as they are now: allocatable, idle and
+  // future idle for the session, and `used`, which NoteNodeUsage keeps from then on.
   void SnapshotResources();
+  // Keeps the `used` sums of the HyperNodes holding `n` after its used or pipelined resources
+  // changed from `old_used` / `old_pipelined`. The session calls it around every change of a
+  // node's tasks (Session::PlaceTask, UnplaceTask, UpdateTaskStatus).
+  void NoteNodeUsage(const Node& n, const Resource& old_used, const Resource& old_pipelined);
+  // Whether `n` is under any HyperNode whose `used` sum is kept (NoteNodeUsage has work to do).
+  bool KeepsUsage(const Node& n) const {
+    const auto i = static_cast<size_t>(n.index);
+    return n.index >= 0 && i < domains_of_node_.size() && !domains_of_node_[i].empty();
+  }
 
  private:
   std::vector<std::unique_ptr<HyperNode>> hyper_nodes_;
@@ -146,6 +171,8 @@ class HyperNodeTree {
   std::map<int64_t, std::vector<HyperNode*>> by_tier_;
   std::map<std::string, int64_t, std::less<>> tier_names_;
   std::vector<HyperNode*> leaf_of_node_;  // by node index (LeafOf)
+  // By node index: the HyperNodes holding it whose `used` sum is kept as a running sum.
+  std::vector<std::vector<HyperNode*>> domains_of_node_;
   bool ready_ = true;
 };
 

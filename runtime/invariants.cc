@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "runtime/explain.h"
+#include "runtime/hyper_node.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -103,6 +104,7 @@ void InvariantChecker::BeginAction(std::string_view action) { action_ = std::str
 
 void InvariantChecker::AfterAction() {
   CheckNodes();
+  CheckHyperNodes();
   CheckJobs();
   CheckBinds();
   CheckQueueFigures();
@@ -179,6 +181,23 @@ void InvariantChecker::CheckNodes() {
       Violation(fmt::format("task {} is {} but on no node", t->Key(), ToString(t->status)));
     if (t->node != nullptr && t->status == TaskStatus::Pending)
       Violation(fmt::format("task {} is Pending but on node {}", t->Key(), t->node->name));
+  }
+}
+
+void InvariantChecker::CheckHyperNodes() {
+  const HyperNodeTree* tree = ssn_.cluster().hyper_nodes();
+  if (tree == nullptr) return;
+  for (const HyperNode* h : tree->all()) {
+    if (!h->used_exact) continue;
+    Resource fresh;
+    for (const Node* n : h->nodes) {
+      fresh.Add(n->used);
+      fresh.Add(n->pipelined);
+    }
+    if (fresh.present != h->used_sum.present ||
+        std::memcmp(fresh.values, h->used_sum.values, sizeof fresh.values) != 0)
+      Violation(fmt::format("hyperNode {} used is {}but its nodes add up to {}", h->name,
+                            Values(h->used_sum), Values(fresh)));
   }
 }
 

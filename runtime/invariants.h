@@ -10,6 +10,8 @@
 //   after each action
 //     - every node's used, idle, releasing, pipelined, non-zero requests and fit cache equal what
 //       its tasks add up to, and each task is on the node its node pointer names, once;
+//     - every HyperNode's `used` sum kept as a running sum (runtime/hyper_node.h) is bit for bit
+//       its nodes' used + pipelined summed afresh;
 //     - no node is over its allocatable (nodes already over it when the session opened are left
 //       out), and pipelined pods fit what the node will have once its releasing pods are gone;
 //     - every job's status index, counters and allocated resources equal what its tasks add up to;
@@ -66,6 +68,7 @@ class InvariantChecker {
  private:
   void Violation(std::string what);
   void CheckNodes();
+  void CheckHyperNodes();
   void CheckJobs();
   void CheckBinds();
   void CheckQueueFigures();

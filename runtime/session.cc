@@ -1186,24 +1186,45 @@ void Session::ShowQueueFn(const Queue* q) const { CombineCallAll<ExtensionPoint:
 // ---------------------------------------------------------------------------------------------
 // Mutation
 
+namespace {
+
+// Runs `change` (which moves tasks on or off node `n`) and tells the HyperNodes holding `n` how
+// its used and pipelined resources moved, so that their `used` sums stay current
+// (runtime/hyper_node.h: HyperNodeTree::NoteNodeUsage).
+template <class Change>
+Status ChangeNode(HyperNodeTree* tree, Node& n, Change&& change) {
+  if (tree == nullptr || !tree->KeepsUsage(n)) return change();
+  const Resource old_used = n.used, old_pipelined = n.pipelined;
+  Status s = change();
+  tree->NoteNodeUsage(n, old_used, old_pipelined);
+  return s;
+}
+
+}  // namespace
+
 Status Session::UpdateTaskStatus(Task* t, TaskStatus status) {
   if (t->job == nullptr)
     return Error{fmt::format("task {} has no job in this session", t->uid), {}};
   ++mutation_seq_;
   t->job->UpdateTaskStatus(t, status);
-  if (t->node != nullptr) return t->node->UpdateTask(t);
+  if (Node* n = t->node)
+    return ChangeNode(cluster_.hyper_nodes(), *n, [&] { return n->UpdateTask(t); });
   return Status::Ok();
 }
 
 Status Session::PlaceTask(Task* t, Node* n) {
   ++mutation_seq_;
   t->node_name = n->name;
-  return n->AddTask(t);
+  return ChangeNode(cluster_.hyper_nodes(), *n, [&] { return n->AddTask(t); });
 }
 
 void Session::UnplaceTask(Task* t) {
   ++mutation_seq_;
-  if (t->node != nullptr) t->node->RemoveTask(t);
+  if (Node* n = t->node)
+    (void)ChangeNode(cluster_.hyper_nodes(), *n, [&] {
+      n->RemoveTask(t);
+      return Status::Ok();
+    });
   t->node_name.clear();
 }
 

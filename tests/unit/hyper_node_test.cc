@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/cluster_spec.h"
 #include "runtime/hyper_node.h"
@@ -189,6 +190,91 @@ TEST(HyperNodeTest, OpenNormalisesTopologyAndRecoversPlacement) {
   // The resource sums the network-topology-aware policy reads.
   EXPECT_EQ(t.Find("s0")->allocatable.cpu(), 8000);
   EXPECT_EQ(t.Find("s0")->idle.cpu(), 8000 - 2000);
+}
+
+Task* TaskNamed(const Cluster& c, std::string_view name) {
+  for (Task* t : c.tasks())
+    if (t->name == name) return t;
+  return nullptr;
+}
+
+Resource FreshUsed(const HyperNode* h) {
+  Resource sum;
+  for (const Node* n : h->nodes) {
+    sum.Add(n->used);
+    sum.Add(n->pipelined);
+  }
+  return sum;
+}
+
+bool SameBits(const Resource& a, const Resource& b) {
+  return a.present == b.present && std::memcmp(a.values, b.values, sizeof a.values) == 0;
+}
+
+// Moves `t` onto `n` the way Session::PlaceTask does, telling the tree.
+void Place(HyperNodeTree& tree, Task* t, Node* n) {
+  const Resource old_used = n->used, old_pipelined = n->pipelined;
+  ASSERT_TRUE(n->AddTask(t).ok());
+  tree.NoteNodeUsage(*n, old_used, old_pipelined);
+}
+
+void Unplace(HyperNodeTree& tree, Task* t) {
+  Node* n = t->node;
+  const Resource old_used = n->used, old_pipelined = n->pipelined;
+  n->RemoveTask(t);
+  tree.NoteNodeUsage(*n, old_used, old_pipelined);
+}
+
+// A HyperNode's `used` is kept as a running sum only while that is bit for bit the fresh sum
+// (integers below 2^53); fractional quantities fall back to summing afresh on each read.
+TEST(HyperNodeTest, UsedSumIsKeptExactlyAsItsNodesAddUp) {
+  ScenarioSpec spec = MustParse(kTree);
+  Cluster c = MustBuild(spec);
+  OpenTopology(c);
+  HyperNodeTree& t = *c.hyper_nodes();
+  HyperNode* s0 = t.Find("s0");
+  HyperNode* s1 = t.Find("s1");
+  HyperNode* s4 = t.Find("s4");
+  ASSERT_TRUE(s0 && s1 && s4);
+  for (const HyperNode* h : t.all()) {
+    EXPECT_TRUE(h->used_exact) << h->name;
+    EXPECT_TRUE(SameBits(h->Used(), FreshUsed(h))) << h->name;
+  }
+  EXPECT_EQ(s0->Used().cpu(), 2000);  // a and d
+  EXPECT_EQ(s4->Used().cpu(), 3000);  // and b
+  Task* pending = TaskNamed(c, "c");
+  Task* running = TaskNamed(c, "a");
+  ASSERT_TRUE(pending && running);
+
+  Place(t, pending, c.FindNode("node-2"));
+  Unplace(t, running);
+  EXPECT_EQ(s0->Used().cpu(), 1000);
+  EXPECT_EQ(s1->Used().cpu(), 2000);
+  EXPECT_EQ(s4->Used().cpu(), 3000);
+  EXPECT_EQ(t.top()->Used().cpu(), 4000);  // with e on `lone`
+  for (const HyperNode* h : t.all()) {
+    EXPECT_TRUE(h->used_exact) << h->name;
+    EXPECT_TRUE(SameBits(h->used_sum, FreshUsed(h))) << h->name;
+  }
+
+  // A fraction of a millicore: sums of such doubles depend on their order, so the HyperNodes
+  // over node-0 stop keeping a running sum; the others keep theirs.
+  running->resreq.Set(kCpu, 0.3);
+  Place(t, running, c.FindNode("node-0"));
+  EXPECT_FALSE(s0->used_exact);
+  EXPECT_FALSE(s4->used_exact);
+  EXPECT_FALSE(t.top()->used_exact);
+  EXPECT_TRUE(s1->used_exact);
+  for (const HyperNode* h : t.all()) EXPECT_TRUE(SameBits(h->Used(), FreshUsed(h))) << h->name;
+  EXPECT_DOUBLE_EQ(s0->Used().cpu(), 1000.3);
+
+  // Beyond 2^52 in a dimension the running sum is given up too.
+  Task* other = TaskNamed(c, "b");  // on node-3, under s1
+  Unplace(t, other);
+  other->resreq.Set(kMemory, 9.0e15);
+  Place(t, other, c.FindNode("node-3"));
+  EXPECT_FALSE(s1->used_exact);
+  EXPECT_TRUE(SameBits(s1->Used(), FreshUsed(s1)));
 }
 
 TEST(HyperNodeTest, TopologyJobsWithoutHyperNodesGetTheTopAlone) {
