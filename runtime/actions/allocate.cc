@@ -365,29 +365,10 @@ class AllocateRun {
     bool Empty() const { return sub_jobs.Empty(); }
   };
 
-  // minSubGroups of the policy a sub-job belongs to (the default sub-job: none).
-  static int64_t MinSubGroups(const Job* job, const SubJob* sub) {
-    if (sub->IsDefault()) return 0;
-    return sub->policy->min_sub_groups.value_or(0);
-  }
-
   // S1 (Volcano's organizeJobWorksheet).
   JobSheet OrganizeJobWorksheet(Job* job) {
-    std::unordered_map<const SubGroupPolicySpec*, int64_t> counted;
-    std::vector<SubJob*> unready;
-    for (const auto& sub : job->sub_jobs) {
-      if (ssn_.SubJobReady(job, sub.get())) ++counted[sub->policy];
-      else unready.push_back(sub.get());
-    }
-    std::stable_sort(unready.begin(), unready.end(),
-                     [this](SubJob* l, SubJob* r) { return ssn_.SubJobLess(l, r); });
-    auto required = std::make_shared<std::unordered_set<const SubJob*>>();
-    for (SubJob* sub : unready) {
-      if (counted[sub->policy] < MinSubGroups(job, sub)) {
-        required->insert(sub);
-        ++counted[sub->policy];
-      }
-    }
+    auto required = std::make_shared<std::unordered_set<const SubJob*>>(
+        actions::SubJobsRequiredByMinSubGroups(ssn_, job));
     JobSheet sheet{PriorityQueue<SubJob*>([this, required](SubJob* const& l, SubJob* const& r) {
                      const bool lr = required->count(l) != 0;
                      const bool rr = required->count(r) != 0;

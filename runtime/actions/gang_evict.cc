@@ -441,22 +441,8 @@ class GangEvictRun {
       if (!tasks.empty()) parts.push_back({nullptr, std::move(tasks)});
       return parts;
     }
-    std::unordered_map<const SubGroupPolicySpec*, int64_t> counted;
-    std::vector<SubJob*> unready;
-    for (const auto& sub : job->sub_jobs) {
-      if (ssn_.SubJobReady(job, sub.get())) ++counted[sub->policy];
-      else unready.push_back(sub.get());
-    }
-    std::stable_sort(unready.begin(), unready.end(),
-                     [this](SubJob* l, SubJob* r) { return ssn_.SubJobLess(l, r); });
-    std::unordered_set<const SubJob*> required;
-    for (SubJob* sub : unready) {
-      int64_t min = sub->IsDefault() ? 0 : sub->policy->min_sub_groups.value_or(0);
-      if (counted[sub->policy] < min) {
-        required.insert(sub);
-        ++counted[sub->policy];
-      }
-    }
+    const std::unordered_set<const SubJob*> required =
+        actions::SubJobsRequiredByMinSubGroups(ssn_, job);
     for (const auto& sub : job->sub_jobs) {
       std::vector<Task*> pending;
       for (Task* t : sub->tasks)

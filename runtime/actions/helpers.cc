@@ -643,4 +643,25 @@ FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,
   return errors;
 }
 
+std::unordered_set<const SubJob*> SubJobsRequiredByMinSubGroups(const Session& ssn,
+                                                                const Job* job) {
+  std::unordered_map<const SubGroupPolicySpec*, int64_t> counted;
+  std::vector<SubJob*> unready;
+  for (const auto& sub : job->sub_jobs) {
+    if (ssn.SubJobReady(job, sub.get())) ++counted[sub->policy];
+    else unready.push_back(sub.get());
+  }
+  std::stable_sort(unready.begin(), unready.end(),
+                   [&ssn](SubJob* l, SubJob* r) { return ssn.SubJobLess(l, r); });
+  std::unordered_set<const SubJob*> required;
+  for (SubJob* sub : unready) {
+    const int64_t min = sub->IsDefault() ? 0 : sub->policy->min_sub_groups.value_or(0);
+    if (counted[sub->policy] < min) {
+      required.insert(sub);
+      ++counted[sub->policy];
+    }
+  }
+  return required;
+}
+
 }  // namespace kiln::actions

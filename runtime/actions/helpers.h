@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/actions/priority_queue.h"
@@ -207,6 +208,14 @@ std::span<Node* const> NodesWithoutUnresolvable(const Session& ssn, const Task* 
 // Every node rejects the task for the same reason (PrePredicate failures).
 FitErrors SameErrorOnAllNodes(const Task* t, std::span<Node* const> nodes,
                               const PluginStatus& status);
+
+// The sub-jobs of `job` its minSubGroups still needs, as Volcano's organizeJobWorksheet (allocate)
+// and organizeEvictionWorksheet (gangpreempt, gangreclaim) pick them: the ready sub-jobs count
+// toward their subGroupPolicy entry's minSubGroups; then, in sub-job order, each sub-job that is
+// not ready is required while its entry still lacks sub-groups. The default sub-job never is.
+// Both worksheets put these first and the rest after, each part in sub-job order.
+std::unordered_set<const SubJob*> SubJobsRequiredByMinSubGroups(const Session& ssn,
+                                                                const Job* job);
 
 }  // namespace actions
 }  // namespace kiln
