@@ -2,8 +2,20 @@
 //
 // Combined grammar: parser rules first, lexer rules after. Precedence is expressed by layering
 // rules (conditional → coalesce → or → and → not → relation → additive → multiplicative → unary
-// → postfix → primary). Every alternative is labelled and every element named so the AST builder
+// → postfix → primary). Alternatives are labelled and elements named so the AST builder
 // (compiler/parse/ast_builder.cc) never indexes children by position.
+//
+// Left-factored for speed. Where two alternatives would share a whole sub-expression as prefix
+// (`a ? b : c` | `a`), the prefix is parsed once and the rest is optional, so every decision needs
+// a token or two of lookahead: written as alternatives, ANTLR's adaptive prediction scanned every
+// such sub-expression once per enclosing level before it could choose, 95% of the front end's
+// time (nodeorder: ~450 ms), and seconds on a deep expression with a syntax error (issue #16).
+// The factored rules carry no label; the AST builder tells the forms apart by whether the
+// optional part is present (`then`, `right`, `op`, `gen`).
+//
+// The front end parses with this one grammar in two stages (compiler/parse/parser.cc): SLL
+// prediction, bailing at the first error; then, only if that fails, full LL with our error
+// listener, which either parses the file or reports its syntax errors.
 grammar Policy;
 
 // ---------------------------------------------------------------------------------------------
@@ -72,16 +84,18 @@ elseBranch
   ;
 
 // ---------------------------------------------------------------------------------------------
-// Expressions, lowest precedence first
+// Expressions, lowest precedence first. `expr`, `coalesce`, `relation`, `argList` and the list
+// literal are left-factored (see the file comment): the shared operand is parsed once and the
+// rest of the alternative is optional.
 
+// ConditionalOp when `then` is present.
 expr
-  : cond=coalesce '?' then=expr ':' otherwise=expr                             # ConditionalOp
-  | value=coalesce                                                             # PlainExpr
+  : cond=coalesce ('?' then=expr ':' otherwise=expr)?
   ;
 
+// CoalesceOp when `right` is present.
 coalesce
-  : left=orExpr op='??' right=coalesce                                         # CoalesceOp
-  | value=orExpr                                                               # PlainCoalesce
+  : left=orExpr (op='??' right=coalesce)?
   ;
 
 orExpr
@@ -99,9 +113,9 @@ notExpr
   | value=relation                                                             # PlainNot
   ;
 
+// Compare when `op` is present.
 relation
-  : left=additive op=('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') right=additive  # Compare
-  | value=additive                                                             # PlainRelation
+  : left=additive (op=('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') right=additive)?
   ;
 
 additive
@@ -120,15 +134,15 @@ unary
   ;
 
 postfix
-  : operand=postfix '.' field=fieldName                                            # Select
+  : operand=postfix '.' field=fieldName                                        # Select
   | operand=postfix '[' index=expr ']'                                         # Index
   | callee=postfix '(' args=argList? ')'                                       # Call
   | value=primary                                                              # PlainPostfix
   ;
 
+// Positional arguments, or one element with a generator (GeneratorArg when `gen` is present).
 argList
-  : args+=expr (',' args+=expr)*                                               # PositionalArgs
-  | element=expr gen=generator                                                 # GeneratorArg
+  : args+=expr (gen=generator | (',' args+=expr)*)
   ;
 
 // `EXPR for x in COLL where COND order by KEY desc` inside [...] or an aggregate call. `order`,
@@ -149,8 +163,8 @@ primary
   | 'none'                                                                     # NoneLit
   | name=IDENT                                                                 # Name
   | '(' inner=expr ')'                                                         # Paren
-  | '[' element=expr gen=generator ']'                                         # ListComprehension
-  | '[' (elements+=expr (',' elements+=expr)*)? ','? ']'                       # ListLit
+  // A comprehension when `gen` is present, else a list literal.
+  | '[' (elements+=expr (gen=generator | (',' elements+=expr)* ','?) | ','?) ']'  # ListLit
   | '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'                 # MapLit
   | 'resource' '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'      # ResourceLit
   // At least one field, so `if ready {}` stays an if with an empty block.

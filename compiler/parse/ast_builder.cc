@@ -5,15 +5,15 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "PolicyFastParser.h"
+#include "PolicyParser.h"
 #include "compiler/parse/literals.h"
 
 namespace kiln {
 
 namespace {
 
-// The tree comes from the left-factored parser (grammar/PolicyFastParser.g4).
-using P = grammar::PolicyFastParser;
+// The tree of grammar/Policy.g4's parser.
+using P = grammar::PolicyParser;
 using namespace ast;
 
 SourcePos StartOf(antlr4::Token* t) {

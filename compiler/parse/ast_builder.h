@@ -16,7 +16,7 @@ struct AstBuildOptions {
   int reported_limit = 256;   // the source-level limit named in the diagnostic
 };
 
-// `tree` is a PolicyFastParser::PolicyFileContext* (grammar/PolicyFastParser.g4). Returns null
+// `tree` is a PolicyParser::PolicyFileContext* (grammar/Policy.g4). Returns null
 // when the depth limit was exceeded.
 std::unique_ptr<ast::Policy> BuildAst(void* tree, const std::string& path,
                                       const AstBuildOptions& options, DiagnosticList& diags);

@@ -1,5 +1,7 @@
-// Parsing: size limit → lexing → nesting pre-scan → fast parse → AST; on a syntax error, a
-// reporting parse of the same fast grammar with our error listener reports it.
+// Parsing: size limit → lexing → nesting pre-scan → parse → AST. One grammar (grammar/Policy.g4),
+// parsed in the two stages ANTLR recommends: SLL prediction bailing out at the first error, and
+// only when that fails, full LL prediction with our error listener, which either parses the file
+// (SLL's weaker prediction was the only problem) or reports its syntax errors.
 //
 // ANTLR's generated parser recurses once per grammar rule, so `((((...))))` 100,000 deep would
 // overflow the stack before any rule could object. The pre-scan walks the token stream (flat, no
@@ -12,7 +14,6 @@
 #include <mutex>
 #include <vector>
 
-#include "PolicyFastParser.h"
 #include "PolicyLexer.h"
 #include "PolicyParser.h"
 #include "antlr4-runtime.h"
@@ -192,23 +193,18 @@ std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const Fronten
 }
 
 namespace {
-// Parses with the left-factored grammar: SLL first, full LL only when SLL fails, both bailing
-// out at the first syntax error without reporting it. Null when the input has a syntax error.
-grammar::PolicyFastParser::PolicyFileContext* FastParse(grammar::PolicyFastParser& parser,
-                                                        antlr4::CommonTokenStream& tokens) {
+// Stage 1: SLL prediction, bailing out at the first syntax error without reporting it. Null
+// when SLL cannot parse the input (a syntax error, or a decision SLL gets wrong).
+grammar::PolicyParser::PolicyFileContext* ParseSll(grammar::PolicyParser& parser) {
   parser.removeErrorListeners();
   parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-  auto* atn = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
-  for (auto mode : {antlr4::atn::PredictionMode::SLL, antlr4::atn::PredictionMode::LL}) {
-    atn->setPredictionMode(mode);
-    try {
-      return parser.policyFile();
-    } catch (const antlr4::ParseCancellationException&) {
-      tokens.seek(0);
-      parser.reset();
-    }
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  try {
+    return parser.policyFile();
+  } catch (const antlr4::ParseCancellationException&) {
+    return nullptr;
   }
-  return nullptr;
 }
 
 std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const FrontendLimits& limits,
@@ -235,66 +231,56 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   AstBuildOptions options;
   options.max_depth = limits.max_nesting * 16;
   options.reported_limit = limits.max_nesting;
+  auto build = [&](grammar::PolicyParser::PolicyFileContext* tree) {
+    PhaseTimer build_timer(timings, "build-ast");
+    return BuildAst(tree, source.path, options, diags);
+  };
 
-  // 1. The fast grammar (grammar/PolicyFastParser.g4): same language, decisions of a token or
-  //    two. A file it accepts has no syntax errors.
+  // 1. SLL, bailing out: decisions of a token or two (the grammar is left-factored), and a file
+  //    it accepts has no syntax errors.
   PhaseTimer parse_timer(timings, "parse");
+  grammar::PolicyParser parser(&tokens);
   if (listener.count() == 0) {
-    grammar::PolicyFastParser fast(&tokens);
-    if (auto* tree = FastParse(fast, tokens)) {
+    if (auto* tree = ParseSll(parser)) {
       parse_timer.Stop();
-      PhaseTimer build_timer(timings, "build-ast");
-      return BuildAst(tree, source.path, options, diags);
+      return build(tree);
     }
   }
 
-  // 2. The input has a syntax error: report it with the fast grammar too, SLL prediction and the
-  //    default (reporting) error strategy. Not with the reference grammar: its precedence rules
-  //    (`expr: coalesce '?' expr ':' expr | coalesce`, ...) decide only after reading a whole
-  //    operand, so each bracket level's decision re-reads the rest of the expression with
-  //    prediction contexts as deep as the nesting. On valid input the fast parse above spares
-  //    that; on an error at the end of a deep expression (`const x = ((((y((((1))))))))` 125 deep
-  //    with no `;`) the reference parse took 42 s of CPU (issue #16). The factored rules decide
-  //    in a token or two, so the report is linear in the input; both grammars define the same
-  //    language, and ANTLR reports at the first token no valid file can continue with, so the
-  //    position is the same; the wording of "expected ..." can differ where the rules do.
+  // 2. Full LL with the default (recovering) error strategy and our listener: it reports every
+  //    syntax error at the first token no valid file can continue with. The factored rules
+  //    decide in a token or two here as well, so the report is linear in the input even for an
+  //    error at the end of a deep expression (issue #16: the unfactored rules took 42 s of CPU on
+  //    `const x = ((((y((((1))))))))` 125 deep with no `;`).
   tokens.seek(0);
-  grammar::PolicyFastParser parser(&tokens);
-  parser.removeErrorListeners();
+  parser.reset();
+  parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
   parser.addErrorListener(&listener);
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-      antlr4::atn::PredictionMode::SLL);
-  parser.policyFile();
+      antlr4::atn::PredictionMode::LL);
+  auto* tree = parser.policyFile();
+  parse_timer.Stop();
   if (listener.count() > 0 || parser.getNumberOfSyntaxErrors() > 0) return nullptr;
-  // Only reachable if SLL accepts what the bail-out parse rejected (it cannot: SLL accepts a
-  // subset of what LL does).
-  diags.Error({{1, 1}, {1, 1}},
-              "internal compiler error: grammar/PolicyFastParser.g4 rejects this file in one "
-              "parse and accepts it in another");
-  return nullptr;
+  return build(tree);
 }
 }  // namespace
 
-GrammarVerdicts ParseWithBothGrammars(std::string_view text) {
+bool GrammarAccepts(std::string_view text, bool sll) {
   std::lock_guard<std::mutex> lock(ParserMutex());
-  GrammarVerdicts verdicts;
   DiagnosticList ignored;
-  if (!CheckUtf8(text, ignored)) return verdicts;
+  if (!CheckUtf8(text, ignored)) return false;
   antlr4::ANTLRInputStream input(text.data(), text.size());
   grammar::PolicyLexer lexer(&input);
   lexer.removeErrorListeners();
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
-  grammar::PolicyFastParser fast(&tokens);
-  verdicts.fast = FastParse(fast, tokens) != nullptr;
-  tokens.seek(0);
-  grammar::PolicyParser reference(&tokens);
-  reference.removeErrorListeners();
-  reference.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+  grammar::PolicyParser parser(&tokens);
+  if (sll) return ParseSll(parser) != nullptr;
+  parser.removeErrorListeners();
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::LL);
-  reference.policyFile();
-  verdicts.reference = reference.getNumberOfSyntaxErrors() == 0;
-  return verdicts;
+  parser.policyFile();
+  return parser.getNumberOfSyntaxErrors() == 0;
 }
 
 }  // namespace kiln

@@ -18,14 +18,10 @@ namespace kiln {
 std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
                                          DiagnosticList& diags, PhaseTimings* timings = nullptr);
 
-// Whether each grammar accepts `text` as a policy file (no AST, no diagnostics; text the lexer
-// cannot read, such as malformed UTF-8, is accepted by neither). The front end
-// trusts the fast grammar's "yes" and the reference grammar's errors; tests check that the two
-// agree (grammar/PolicyFastParser.g4).
-struct GrammarVerdicts {
-  bool fast = false;
-  bool reference = false;
-};
-GrammarVerdicts ParseWithBothGrammars(std::string_view text);
+// Whether grammar/Policy.g4 accepts `text` as a policy file with SLL prediction (the front end's
+// first stage) or with full LL prediction (its second); no AST, no diagnostics. Text the lexer
+// cannot read, such as malformed UTF-8, is accepted by neither. For tests: LL accepts exactly the
+// language, and SLL must accept every valid file for the first stage to do its job.
+bool GrammarAccepts(std::string_view text, bool sll);
 
 }  // namespace kiln

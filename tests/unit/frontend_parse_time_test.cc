@@ -1,7 +1,7 @@
 // Parse time is bounded (issue #16): a syntax error at the end of a deeply bracketed expression
-// used to send the reference grammar's full-LL error-reporting parse into seconds or minutes
-// (125 levels missing the final `;`: 15 s under sanitizers, 42 s here). The reporting parse now
-// predicts SLL only; the diagnostic is unchanged.
+// used to send the unfactored grammar's full-LL error-reporting parse into seconds or minutes
+// (125 levels missing the final `;`: 15 s under sanitizers, 42 s here). The grammar is now
+// left-factored, so its reporting parse decides in a token or two; the diagnostic is unchanged.
 #include <gtest/gtest.h>
 
 #include <ctime>
