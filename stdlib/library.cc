@@ -97,6 +97,10 @@ const Function kFunctions[] = {
      HOST(kiln_host_parse_json_resource_map),
      "a JSON object of Kubernetes ResourceLists (nodegroup limits); none otherwise"},
 
+    // ---- lists (generic: `T` is bound at each call) ----
+    {"lists", "append", "", "(list<T>, T) -> list<T>", Impl::Native, ADDRESS(kiln_std_append),
+     Lower::ArenaCall, "append(xs, x): xs with x added at the end, as `xs + [x]`"},
+
     // ---- JSON (replies of HTTP services; `pointer` is an RFC 6901 JSON pointer, "" = all) ----
     {"json", "json_quote", "", "(string) -> string", HOST(kiln_host_json_quote),
      "the string as a JSON string literal, quotes and escapes included"},

@@ -16,14 +16,18 @@
 // C++ function.
 //
 // Signatures are written in the language's own type syntax: "(Resource, Resource, Missing) ->
-// bool". Generic helpers (len, min/max, range, get, keys, string(x), ...) are typed by the checker
-// itself and listed in kGenericBuiltins for documentation and name lookup.
+// bool". A row may be generic over one type variable `T` ("(list<T>, T) -> list<T>"): the
+// checker binds T at each call from the arguments (compiler/sema/signature.h). Helpers whose
+// typing one signature cannot state (len, min/max, range, get, keys, string(x), ...) are typed
+// by the checker itself and listed in kGenericBuiltins for documentation and name lookup.
 //
 // C ABI conventions (shared with codegen): int → int64_t, float → double, bool → bool,
 // duration/time → int64_t nanoseconds, quantity → double, string parameter → two parameters
 // (const char* data, size_t size) — never a KStr by value: the C ABI moves a 16-byte struct to
 // the stack when only one register is left, while codegen passes the two halves separately —
-// string result → KStr (returned in two registers), Resource →
+// string result → KStr (returned in two registers), list<T> parameter → (const void* items,
+// int64_t n), list result → `KList*` out (last parameter), a `T` parameter → (const void*
+// value, int64_t size of T), Resource →
 // `const kiln::Resource*` in / `kiln::Resource*` out (last parameter), T? result → bool return
 // with the payload through a trailing out-pointer. Missing → int32_t (0 Zero, 1 Infinity).
 
@@ -51,7 +55,7 @@ enum class Lower : uint8_t {
 };
 
 struct Function {
-  std::string_view bundle;     // "math", "resource", "strings", "time", "session", "results", "http"
+  std::string_view bundle;     // "math", "resource", "strings", "lists", "time", "session", ...
   std::string_view name;       // as called in a policy
   std::string_view receiver;   // "" for free functions; a type name for methods ("string")
   std::string_view signature;  // "(float, float) -> float" (receiver not included)
@@ -80,7 +84,8 @@ std::span<const Constant> Constants();
 
 // Names the checker types itself (generic), for lookup and suggestions.
 inline constexpr std::string_view kGenericBuiltins[] = {
-    "len", "range", "min", "max", "abs", "float", "int", "string", "sum", "count", "any", "all",
+    "len", "range", "min", "max", "compare", "abs", "float", "int", "string", "sum", "count",
+    "any", "all",
 };
 
 // Fields of the `session` view (Host functions `kiln_session_<name>`, no argument).

@@ -10,6 +10,7 @@
 #include "compiler/parse/literals.h"
 #include "runtime/resource.h"
 #include "runtime/session.h"
+#include "stdlib/runtime_support.h"
 
 namespace {
 std::string_view View(const char* data, size_t size) { return {data ? data : "", data ? size : 0}; }
@@ -161,6 +162,12 @@ KStr kiln_std_trim(const char* s, size_t s_size) {
   if (b == std::string_view::npos) return KStr{v.data(), 0};
   size_t e = v.find_last_not_of(" \t\r\n");
   return KStr{v.data() + b, e - b + 1};
+}
+
+// `xs + [x]`, whose amortised in-place append the runtime already has.
+void kiln_std_append(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                     KList* out) {
+  kiln_rt_list_append(items, n, elem, elem_size, out);
 }
 
 }  // extern "C"

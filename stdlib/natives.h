@@ -52,4 +52,8 @@ bool kiln_std_starts_with(const char* s, size_t s_size, const char* prefix, size
 bool kiln_std_ends_with(const char* s, size_t s_size, const char* suffix, size_t suffix_size);
 KStr kiln_std_trim(const char* s, size_t s_size);  // a view into `s`
 
+// Lists (generic: an element of the type variable comes as a pointer and its size).
+void kiln_std_append(const void* items, int64_t n, const void* elem, int64_t elem_size,
+                     KList* out);
+
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/lowering.h"
+#include "compiler/sema/signature.h"
 
 namespace kiln::codegen {
 
@@ -136,6 +137,30 @@ Value* Lowering::EmitNamedFunction(const ast::Call& c, const std::string& name,
       Value* b = arg(1);
       return b_.CreateSelect(is_min ? b_.CreateICmpSLE(a, b) : b_.CreateICmpSGE(a, b), a, b);
     }
+    if (name == "compare" && args.size() == 2) {
+      // -1, 0 or 1; strings through one runtime comparison, the rest as `<` and `>` do.
+      Value* lt;
+      Value* gt;
+      if (IsKind(at(0), TypeKind::String)) {
+        Value* a = arg(0);
+        Value* b = arg(1);
+        Value* cmp = CallRt("kiln_rt_str_cmp", i32_, {StrPart(a, 0), StrPart(a, 1), StrPart(b, 0),
+                                                      StrPart(b, 1)});
+        lt = b_.CreateICmpSLT(cmp, b_.getInt32(0));
+        gt = b_.CreateICmpSGT(cmp, b_.getInt32(0));
+      } else if (IsKind(at(0), TypeKind::Bool)) {
+        Value* a = arg(0);  // false before true: unsigned
+        Value* b = arg(1);
+        lt = b_.CreateICmpULT(a, b);
+        gt = b_.CreateICmpUGT(a, b);
+      } else {
+        Value* a = arg(0);
+        Value* b = arg(1);
+        lt = Compare(ast::BinaryOp::Lt, a, at(0), b, at(1), &c);
+        gt = Compare(ast::BinaryOp::Gt, a, at(0), b, at(1), &c);
+      }
+      return b_.CreateSelect(lt, b_.getInt64(-1), b_.CreateSelect(gt, b_.getInt64(1), b_.getInt64(0)));
+    }
     if (name == "abs") {
       if (IsFloatLike(t)) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, argf(0));
       Value* v = arg(0);
@@ -223,15 +248,20 @@ Value* Lowering::EmitNamedFunction(const ast::Call& c, const std::string& name,
   Fail(&c, fmt::format("codegen does not implement `{}` yet", name));
 }
 
-// Standard-library natives (stdlib/library.h C ABI): scalars by value, a string as two
-// parameters (data, size), Resource results through a trailing out pointer, T?
-// results as a bool return with the payload through a trailing out pointer.
+// Standard-library natives (stdlib/library.h C ABI): scalars by value, a string or list as two
+// parameters (data, size), a type-variable parameter as (pointer, size), Resource and list
+// results through a trailing out pointer, T? results as a bool return with the payload through
+// a trailing out pointer.
 Value* Lowering::EmitStdNative(const ast::Call& c, const std::string& sym,
                                const std::vector<const ast::Expr*>& args, bool with_ctx,
                                bool builds_in_arena) {
   std::vector<Value*> vals;
   if (with_ctx) vals.push_back(ictx_);
   const Type* t = c.type;
+  // Parameters of the row's type variable `T` (a generic row such as append).
+  const stdlib::Function* row = StdRow(c);
+  const std::vector<bool> by_pointer =
+      row ? sema::TypeVariableParams(row->signature) : std::vector<bool>{};
   // A native whose result is a scalar keeps no Resource it is given, so a sum or difference of
   // Resources passed to it (proportion's `less_equal_in(allocated[q] + task.resreq, ...)`) is
   // built in a stack temporary instead of the call arena: no allocation, no fault frame.
@@ -253,9 +283,15 @@ Value* Lowering::EmitStdNative(const ast::Call& c, const std::string& sym,
     }
     Value* v = Emit(*a);
     // The value converted to the parameter's type the checker resolved (int → float).
-    if (size_t i = static_cast<size_t>(&a - args.data()); i < c.std_params.size())
-      v = Coerce(v, a->type, c.std_params[i]);
-    if (v->getType() == str_) {
+    const size_t i = static_cast<size_t>(&a - args.data());
+    if (i < c.std_params.size()) v = Coerce(v, a->type, c.std_params[i]);
+    if (i < by_pointer.size() && by_pointer[i]) {
+      // A type-variable parameter (`T`): a pointer to the value and its size.
+      Value* slot = Alloca(v->getType());
+      b_.CreateStore(v, slot);
+      vals.push_back(slot);
+      vals.push_back(b_.getInt64(static_cast<int64_t>(SizeOf(v->getType()))));
+    } else if (v->getType() == str_) {
       vals.push_back(StrPart(v, 0));
       vals.push_back(StrPart(v, 1));
     } else {

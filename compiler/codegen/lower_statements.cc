@@ -181,10 +181,24 @@ void Lowering::EmitAssign(const ast::Assign& a) {
   Fail(&a, "unsupported assignment target");
 }
 
-// The element `e` of `x = x + [e]` or `x += [e]` when `x` is the local list `local`, else null.
+// The element `e` of `x = x + [e]`, `x += [e]` or `x = append(x, e)` when `x` is the local list
+// `local`, else null.
 const ast::Expr* Lowering::AppendedElement(const ast::Assign& a, const ast::Local* local) {
   if (!IsKind(a.target->type, TypeKind::List)) return nullptr;
   const ast::Expr* list = a.value.get();
+  auto is_self = [&](const ast::Expr* e) {
+    const auto* self = ast::As<ast::NameRef>(e);
+    return self && self->ref == ast::NameKind::Local && self->local == local;
+  };
+  if (const auto* call = ast::As<ast::Call>(list); call && a.op == ast::AssignOp::Set) {
+    // `x = append(x, e)` and `x = x.append(e)`: the same append as `x = x + [e]`.
+    const stdlib::Function* row = StdRow(*call);
+    if (!row || row->name != "append") return nullptr;
+    std::vector<const ast::Expr*> args;
+    if (call->receiver) args.push_back(call->receiver.get());
+    for (const auto& arg : call->args) args.push_back(arg.get());
+    return args.size() == 2 && is_self(args[0]) ? args[1] : nullptr;
+  }
   if (a.op == ast::AssignOp::Set) {
     const auto* bin = ast::As<ast::Binary>(list);
     if (!bin || bin->op != ast::BinaryOp::Add) return nullptr;

@@ -391,6 +391,13 @@ class CostEstimator {
             return Add(StrLen(c->args[0].get()), Constant(1));
           return Symbol("terms");
         }
+        // append(xs, x): one more than xs.
+        if ((c->call == CallKind::Std || c->call == CallKind::Method) &&
+            c->method == BuiltinMethod::None && c->callee == "append") {
+          const ast::Expr* xs = c->receiver ? c->receiver.get()
+                                            : (c->args.empty() ? nullptr : c->args[0].get());
+          if (xs) return Add(Size(xs), Constant(1));
+        }
         // A function of a list (sort, filter, keys, ...) answers at most as many elements as the
         // list it is given, when it is given one.
         if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());

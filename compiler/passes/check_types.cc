@@ -9,6 +9,8 @@
 // declared result, and the initialisers of consts, args, record fields and state.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/passes/passes.h"
 #include "compiler/sema/signature.h"
 #include "compiler/sema/view_fields.h"
@@ -699,7 +701,9 @@ class Checker {
         return c->fn->result_type ? c->fn->result_type : Err();
       }
       case CallKind::Std: {
-        auto sig = sema::ParseSignature(stdlib::Functions()[c->std_function].signature, t_);
+        std::string_view text = stdlib::Functions()[c->std_function].signature;
+        if (sema::IsGeneric(text)) return GenericStdType(c, text);
+        auto sig = sema::ParseSignature(text, t_);
         c->std_params = sig.params;
         Args(c, sig.params);
         return sig.result ? sig.result : Err();
@@ -713,6 +717,52 @@ class Checker {
     }
     (void)expected;
     return Err();
+  }
+
+  // A row whose signature uses the type variable `T` (`append: (list<T>, T) -> list<T>`): the
+  // first argument whose type matches its parameter binds T (`append(xs, x)` with xs a
+  // `list<int>` binds int); the arguments after it are checked against the bound signature, the
+  // ones before it against it once it is known.
+  const Type* GenericStdType(Call* c, std::string_view text) {
+    sema::Signature shape = sema::ParseSignature(text, t_, t_.Int());
+    if (c->args.size() != shape.params.size()) {
+      Args(c, shape.params);
+      return Err();
+    }
+    const Type* bound = nullptr;
+    std::vector<const Type*> got(c->args.size(), nullptr);
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      if (bound) {
+        got[i] = Check(c->args[i].get(), sema::ParseSignature(text, t_, bound).params[i]);
+      } else {
+        got[i] = Check(c->args[i].get(), nullptr);
+        if (!IsErr(got[i])) bound = sema::BindTypeVariable(text, i, got[i], t_);
+      }
+    }
+    if (!bound) {
+      if (std::none_of(got.begin(), got.end(), [&](const Type* g) { return IsErr(g); }))
+        ctx_.diags.Error(c->range, fmt::format("`{}` cannot tell what `T` is in `{}` from these "
+                                               "arguments",
+                                               c->callee, text));
+      return Err();
+    }
+    return BoundStd(c, text, bound, got);
+  }
+
+  // Checks the argument types `got` against the signature with `T` bound (the arguments checked
+  // before T was known), and records the parameters codegen passes.
+  const Type* BoundStd(Call* c, std::string_view text, const Type* bound,
+                       const std::vector<const Type*>& got) {
+    sema::Signature sig = sema::ParseSignature(text, t_, bound);
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (IsErr(got[i]) || Assignable(got[i], sig.params[i])) continue;
+      ctx_.diags.Error(c->args[i]->range, fmt::format("argument {} of `{}` has type `{}`, "
+                                                      "expected `{}`",
+                                                      i + 1, c->callee, got[i]->Name(),
+                                                      sig.params[i]->Name()));
+    }
+    c->std_params = sig.params;
+    return sig.result;
   }
 
   const Type* BuiltinType(Call* c) {
@@ -756,6 +806,20 @@ class Checker {
         return Err();
       }
       return u;
+    }
+    if (f == "compare") {
+      // Three-way: -1, 0 or 1 as a is less than, equal to (neither, for NaN) or greater than b,
+      // the answer job_order/task_order handlers give. Bools too (false first), which `<` does
+      // not order: "not ready first" is a common tie-break.
+      if (!count(2, 2)) return t_.Int();
+      const Type* u = Unify(args[0], args[1]);
+      if (!u || (!Ordered(u) && u->kind != TypeKind::Bool) || u->kind == TypeKind::Resource) {
+        ctx_.diags.Error(c->range, fmt::format("`compare` needs two numbers, strings, bools, "
+                                               "durations, times or quantities of the same type, "
+                                               "not `{}` and `{}`",
+                                               args[0]->Name(), args[1]->Name()));
+      }
+      return t_.Int();
     }
     if (f == "abs") {
       if (!count(1, 1)) return Err();
@@ -859,6 +923,16 @@ class Checker {
     // parameter has exactly the receiver's type (`s.starts_with(p)`).
     for (size_t i = 0; i < fns.size(); ++i) {
       if (fns[i].name != m) continue;
+      if (fns[i].receiver.empty() && sema::IsGeneric(fns[i].signature)) {
+        // `xs.append(x)`: the receiver binds `T`.
+        const Type* bound = sema::BindTypeVariable(fns[i].signature, 0, r, t_);
+        if (!bound) continue;
+        resolve(i);
+        sema::Signature sig = sema::ParseSignature(fns[i].signature, t_, bound);
+        Args(c, sig.params, 1);
+        c->std_params = sig.params;
+        return sig.result;
+      }
       auto sig = sema::ParseSignature(fns[i].signature, t_);
       if (!fns[i].receiver.empty()) {
         if (sema::ParseTypeString(fns[i].receiver, t_) != r) continue;

@@ -10,6 +10,8 @@ namespace {
 struct Cursor {
   std::string_view s;
   size_t pos = 0;
+  const Type* type_variable = nullptr;  // what `T` stands for
+  bool saw_type_variable = false;
   void Skip() {
     while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
   }
@@ -44,6 +46,10 @@ const Type* ParseType(Cursor& c, TypeContext& t) {
     const Type* v = ParseType(c, t);
     if (!v || !c.Eat('>')) return nullptr;
     out = t.Map(k, v);
+  } else if (w == "T") {
+    c.saw_type_variable = true;
+    out = c.type_variable;
+    if (!out) return nullptr;
   } else {
     TypeKind kind;
     if (LookupScalarTypeName(w, &kind)) {
@@ -67,9 +73,10 @@ const Type* ParseTypeString(std::string_view text, TypeContext& types) {
   return c.pos == text.size() ? t : nullptr;
 }
 
-Signature ParseSignature(std::string_view text, TypeContext& types) {
+Signature ParseSignature(std::string_view text, TypeContext& types, const Type* type_variable) {
   Signature sig;
   Cursor c{text};
+  c.type_variable = type_variable;
   if (!c.Eat('(')) return {};
   if (!c.Eat(')')) {
     do {
@@ -88,6 +95,59 @@ Signature ParseSignature(std::string_view text, TypeContext& types) {
     sig.result = types.Void();
   }
   return sig;
+}
+
+bool IsGeneric(std::string_view text) {
+  Cursor c{text};
+  while (c.pos < text.size()) {
+    c.Skip();
+    if (c.Word() == "T") return true;
+    if (c.pos < text.size() && !std::isalnum(static_cast<unsigned char>(text[c.pos])) &&
+        text[c.pos] != '_')
+      ++c.pos;
+  }
+  return false;
+}
+
+std::vector<bool> TypeVariableParams(std::string_view text) {
+  std::vector<bool> out;
+  size_t close = text.find(')');
+  if (text.empty() || text[0] != '(' || close == std::string_view::npos) return out;
+  std::string_view params = text.substr(1, close - 1);
+  int depth = 0;
+  size_t begin = 0;
+  auto add = [&](size_t end) {
+    std::string_view p = params.substr(begin, end - begin);
+    while (!p.empty() && std::isspace(static_cast<unsigned char>(p.front()))) p.remove_prefix(1);
+    while (!p.empty() && std::isspace(static_cast<unsigned char>(p.back()))) p.remove_suffix(1);
+    out.push_back(p == "T");
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i] == '<') ++depth;
+    if (params[i] == '>') --depth;
+    if (params[i] == ',' && depth == 0) {
+      add(i);
+      begin = i + 1;
+    }
+  }
+  if (!params.empty()) add(params.size());
+  return out;
+}
+
+const Type* BindTypeVariable(std::string_view text, size_t param, const Type* actual,
+                             TypeContext& types) {
+  // Types are interned, so trying each part of `actual` as the binding and comparing the
+  // parameter it gives with `actual` is the match. `none` and error types bind nothing.
+  std::vector<const Type*> parts{actual};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Type* t = parts[i];
+    if (!t || t->kind == TypeKind::None || t->kind == TypeKind::Error) continue;
+    Signature sig = ParseSignature(text, types, t);
+    if (param < sig.params.size() && sig.params[param] == actual) return t;
+    if (t->key) parts.push_back(t->key);
+    if (t->elem) parts.push_back(t->elem);
+  }
+  return nullptr;
 }
 
 }  // namespace kiln::sema

@@ -118,6 +118,7 @@ struct Case {
   std::vector<std::string> args;
   std::string expect;
   bool run = true;
+  std::string_view type_variable = {};  // what `T` is in the canonical call of a generic row
 };
 
 const std::vector<Case>& Cases() {
@@ -172,6 +173,8 @@ const std::vector<Case>& Cases() {
       {"trim", {R"("  a b ")"}, R"(= "a b")"},
       {"to_upper", {R"("Tesla-t4 x")"}, R"(= "TESLA-T4 X")"},
       {"split", {R"("a/b")", R"("/")"}, R"(= ["a", "b"])"},
+      // lists
+      {"append", {"[1, 2]", "3"}, "= [1, 2, 3]", true, "int"},
       {"parse_json_number_map", {R"("{\"a\": 1.5}")"}, R"(= {"a": 1.5})"},
       {"parse_json_resource_map", {R"("{\"g\": {\"cpu\": \"2\"}}")"},
        R"(= {"g": resource{cpu: 2}})"},
@@ -459,7 +462,9 @@ TEST(StdlibAudit, EveryLibraryFunctionWithEveryAcceptedArgumentType) {
     const stdlib::Function* row = Row(c.name);
     ASSERT_NE(row, nullptr) << c.name;
     TypeContext types;
-    sema::Signature sig = sema::ParseSignature(row->signature, types);
+    const Type* type_variable =
+        c.type_variable.empty() ? nullptr : sema::ParseTypeString(c.type_variable, types);
+    sema::Signature sig = sema::ParseSignature(row->signature, types, type_variable);
     std::vector<const Type*> params = sig.params;
     if (!row->receiver.empty())
       params.insert(params.begin(), sema::ParseTypeString(row->receiver, types));
@@ -498,7 +503,10 @@ TEST(StdlibAudit, EveryLibraryFunctionWithEveryAcceptedArgumentType) {
           // The reference binds the argument to a local of the parameter's type first.
           std::vector<std::string> want_exprs = exprs;
           want_exprs[p] = "ref_arg";
-          std::string prelude = fmt::format("let ref_arg: {} = {};\n", params[p]->Name(), s.expr);
+          // For a generic row, the sample's own type: it may bind `T` to something else.
+          std::string prelude =
+              type_variable ? fmt::format("let ref_arg = {};\n", s.expr)
+                            : fmt::format("let ref_arg: {} = {};\n", params[p]->Name(), s.expr);
           std::string expect;
           if (Inspectable(result)) {
             // Compare the call on the sample with the call on the bound local.
@@ -644,7 +652,7 @@ TEST(StdlibAudit, GenericBuiltinsWithEveryAcceptedArgumentType) {
     if (f == "sum" || f == "count" || f == "any" || f == "all") continue;  // generators only
     for (const Sample& a : Samples()) {
       consider(fmt::format("{}({})", f, a.expr), {&a});
-      if (f == "min" || f == "max" || f == "range")
+      if (f == "min" || f == "max" || f == "range" || f == "compare")
         for (const Sample& b : Samples())
           consider(fmt::format("{}({}, {})", f, a.expr, b.expr), {&a, &b});
     }
@@ -675,6 +683,11 @@ TEST(StdlibAudit, GenericBuiltinsWithEveryAcceptedArgumentType) {
            "(2Gi).value == 2147483648.0", "(resource{cpu: 2}).cpu == 2000.0",
            R"((unschedulable("x")).code == 2 and (unschedulable("x")).reason == "x")",
            R"(string(90s) == "90000000000" and string(Running) == "32")",
+           "compare(1, 2) == -1 and compare(2, 2) == 0 and compare(3, 2) == 1",
+           R"(compare(2.5, 2) == 1 and compare("ab", "b") == -1 and compare("b", "b") == 0)",
+           "compare(90s, 2m) == -1 and compare(2Gi, 1Gi) == 1 and compare(now(), now()) == 0",
+           "compare(-1.5, -1.5) == 0 and compare(-2, 1.5) == -1",
+           "compare(false, true) == -1 and compare(true, false) == 1 and compare(true, true) == 0",
        }) {
     Check check{fmt::format("if not ({}) {{ return false; }}\n", c), c};
     std::string diags;
