@@ -34,6 +34,14 @@ void TopologyTrail::Begin(const Job* job) {
   entries_.clear();
 }
 
+TopologyTrail::Checkpoint TopologyTrail::Save() const {
+  Checkpoint c;
+  c.entries_ = entries_;
+  return c;
+}
+
+void TopologyTrail::Restore(Checkpoint checkpoint) { entries_ = std::move(checkpoint.entries_); }
+
 TopologyTrail::Entry* TopologyTrail::Find(const HyperNode* hn, const HyperNode* within) {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
     if (it->hn == hn && it->within == within) return &*it;

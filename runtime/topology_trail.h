@@ -70,6 +70,16 @@ class TopologyTrail {
   Session& ssn_;
   const Job* job_ = nullptr;
   std::vector<Entry> entries_;
+
+ public:
+  // What the trail holds now, to go back to: allocate's best-first search (T3) repeats a dry run
+  // only for its side effects, or gives up and tries every HyperNode in order.
+  class Checkpoint {
+    friend class TopologyTrail;
+    std::vector<Entry> entries_;
+  };
+  Checkpoint Save() const;
+  void Restore(Checkpoint checkpoint);
 };
 
 }  // namespace kiln

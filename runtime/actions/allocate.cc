@@ -87,6 +87,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <memory>
@@ -118,6 +120,14 @@ class AllocateRun {
         queues_([&ssn](Queue* const& l, Queue* const& r) { return ssn.QueueLess(l, r); }) {}
 
   void Run() {
+    bool any = false;
+    pipelined_by_gang_only_ = true;
+    for (const Session::HandlerUse& use : ssn_.HandlerCoverage()) {
+      if (use.point != ExtensionPoint::JobPipelined) continue;
+      any = true;
+      if (use.plugin != "gang") pipelined_by_gang_only_ = false;
+    }
+    pipelined_by_gang_only_ = pipelined_by_gang_only_ && any;
     BuildWorksheet();
     AllocateResources();
   }
@@ -262,8 +272,10 @@ class AllocateRun {
                                    /*score=*/true, found);
         }
       }
-      if (found.nodes.empty())
+      if (found.nodes.empty()) {
         helper.SearchForAllocate(ssn_, t, all_nodes, cache, /*score=*/true, found);
+        ++searches_;
+      }
       if (found.nodes.empty()) {
         if (hn != nullptr && !hn->top) found.errors.SetHyperNode(hn->name);
         RecordFitErrors(job, t, std::move(found.errors));
@@ -272,7 +284,10 @@ class AllocateRun {
         break;
       }
       // 3e.
-      if (track_hn) t->job_allocated_hyper_node = allocated_hn;
+      if (track_hn) {
+        t->job_allocated_hyper_node = allocated_hn;
+        if (task_hn_log_ != nullptr) task_hn_log_->push_back({log_position_, {t, allocated_hn}});
+      }
       Node* best = actions::BestNodeOfSearch(ssn_, t, found, pool_);
       if (best == nullptr) {
         if (ExplainRecorder* r = ssn_.explain())
@@ -390,6 +405,52 @@ class AllocateRun {
     return sheet;
   }
 
+  // A job-level solution under one HyperNode (T3).
+  struct Solution {
+    HyperNode* hn;
+    Placements placements;
+    JobSheet remaining;
+    double score;
+    std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;  // the sub-jobs placed, and where
+  };
+
+  // T3 under one HyperNode: the job's dry run on a copy of its worksheet. `snapshot` is the
+  // sub-jobs' allocated HyperNodes before any dry run (restored after this one). Returns the
+  // solution when the job ends ready or pipelined; the dry run is discarded either way.
+  std::optional<Solution> DryRunJob(Job* job, const JobSheet& sheet, HyperNode* hn,
+                                    const std::vector<HyperNode*>& snapshot) {
+    ResetFitErrors(job);
+    JobSheet copy = sheet;
+    std::vector<Statement> stmts;
+    std::vector<SubJob*> placed;
+    double score = 0;
+    while (!copy.sub_jobs.Empty()) {
+      SubJob* sub = copy.sub_jobs.Pop();
+      PriorityQueue<Task*>& tasks = copy.tasks.at(sub);
+      auto [stmt, sub_score] = AllocateForSubJob(job, sub, tasks, hn);
+      if (stmt && !stmt->empty()) {
+        stmts.push_back(std::move(*stmt));
+        score += sub_score;
+        placed.push_back(sub);
+        if (!tasks.Empty()) copy.sub_jobs.Push(sub);
+        if (ssn_.JobReady(job)) break;
+      }
+    }
+    std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;
+    for (SubJob* sub : placed) sub_job_hns.push_back({sub, sub->allocated_hyper_node});
+    for (size_t k = 0; k < job->sub_jobs.size(); ++k)
+      job->sub_jobs[k]->allocated_hyper_node = snapshot[k];
+    Placements placements;
+    for (const Statement& st : stmts) AppendPlacements(st, placements);
+    const bool solution = !placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job));
+    trail_.Tried(hn, nullptr, solution, score);
+    std::optional<Solution> out;
+    if (solution) out = Solution{hn, std::move(placements), std::move(copy), score,
+                                 std::move(sub_job_hns)};
+    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
+    return out;
+  }
+
   // T2, T3, T5 (Volcano's allocateForJob).
   std::optional<Statement> AllocateForTopologyJob(Job* job, JobSheet& sheet, HyperNode* root) {
     trail_.Begin(job);
@@ -402,48 +463,15 @@ class AllocateRun {
       return ssn_.HyperNodeGradientForJobFn(job, c);
     };
     for (const std::vector<HyperNode*>& gradient : Gradients(root, nullptr, keep)) {
-      struct Solution {
-        HyperNode* hn;
-        Placements placements;
-        JobSheet remaining;
-        double score;
-        std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;  // the sub-jobs placed, and where
-      };
-      std::vector<Solution> solutions;
-      for (HyperNode* hn : gradient) {
-        ResetFitErrors(job);
-        JobSheet copy = sheet;
-        std::vector<Statement> stmts;
-        std::vector<SubJob*> placed;
-        double score = 0;
-        while (!copy.sub_jobs.Empty()) {
-          SubJob* sub = copy.sub_jobs.Pop();
-          PriorityQueue<Task*>& tasks = copy.tasks.at(sub);
-          auto [stmt, sub_score] = AllocateForSubJob(job, sub, tasks, hn);
-          if (stmt && !stmt->empty()) {
-            stmts.push_back(std::move(*stmt));
-            score += sub_score;
-            placed.push_back(sub);
-            if (!tasks.Empty()) copy.sub_jobs.Push(sub);
-            if (ssn_.JobReady(job)) break;
-          }
+      std::optional<Solution> best;
+      if (!SearchBestFirst(job, sheet, gradient, snapshot, best)) {
+        // Every HyperNode of the gradient is tried; the best score wins, the first of equals.
+        for (HyperNode* hn : gradient) {
+          std::optional<Solution> sol = DryRunJob(job, sheet, hn, snapshot);
+          if (sol && (!best || sol->score > best->score)) best = std::move(sol);
         }
-        std::vector<std::pair<SubJob*, HyperNode*>> sub_job_hns;
-        for (SubJob* sub : placed) sub_job_hns.push_back({sub, sub->allocated_hyper_node});
-        for (size_t k = 0; k < job->sub_jobs.size(); ++k)
-          job->sub_jobs[k]->allocated_hyper_node = snapshot[k];
-        Placements placements;
-        for (const Statement& st : stmts) AppendPlacements(st, placements);
-        const bool solution =
-            !placements.empty() && (ssn_.JobReady(job) || ssn_.JobPipelined(job));
-        trail_.Tried(hn, nullptr, solution, score);
-        if (solution) solutions.push_back({hn, placements, copy, score, std::move(sub_job_hns)});
-        for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
       }
-      if (solutions.empty()) continue;
-      Solution* best = &solutions.front();
-      for (Solution& sol : solutions)
-        if (sol.score > best->score) best = &sol;
+      if (!best) continue;
       trail_.Chosen(best->hn, best->score);
       Statement stmt = Replay(best->placements);
       sheet = std::move(best->remaining);
@@ -451,6 +479,123 @@ class AllocateRun {
       return stmt;
     }
     return std::nullopt;
+  }
+
+  // T3 best first. Trying every HyperNode of a gradient costs a dry run of the whole gang per
+  // candidate (about 300 leaves at 10k nodes). Where a candidate's score is known before its dry
+  // run, the candidates are tried best score first (the first of equals first) and the first
+  // one that holds the gang is the one the full search would choose. That holds when:
+  //   * the job has no subGroupPolicy (one sub-job: its default one) and needs every task
+  //     (minAvailable ≥ its task count), and the only job_pipelined voter is gang: a dry run then
+  //     places the sub-job in one pass — a task that finds no node stops it with that task
+  //     still pending, so the job is neither ready nor pipelined and the run is no solution —
+  //     and the job's score is the sub-job's;
+  //   * every candidate is a HyperNode without children: the sub-job's own gradient under it
+  //     is that HyperNode alone (or nothing), so its score is hyper_node_order over that one
+  //     HyperNode, on the state every dry run starts from (each one is discarded);
+  //   * no nomination and no nominated node is involved (those searches move the rotation and
+  //     drop the nomination for the later candidates), no `kiln explain` records the session
+  //     (it shows every dry run), and every candidate has at most NumNodesToFind nodes, so
+  //     each search examines all of them and leaves the rotation at start (r % n): the rotation
+  //     each dry run of the full search would start from is computed, not lived through.
+  // What the full search leaves behind is restored: the rotation, and the fit errors (and failed
+  // roles) of the gradient's last dry run, which is run again when it was not the last one run.
+  // The tasks' job_allocated_hyper_node are set as the full search leaves them from the dry runs
+  // made; the candidates skipped come after a solution, whose placement takes every one of the
+  // job's tasks out of Pending, where nothing reads that field again. Returns false when the
+  // conditions do not hold (or a dry run scores otherwise than predicted): the caller then tries
+  // every HyperNode; `best` is the solution, if any.
+  bool SearchBestFirst(Job* job, const JobSheet& sheet, const std::vector<HyperNode*>& gradient,
+                       const std::vector<HyperNode*>& snapshot, std::optional<Solution>& best) {
+    const size_t n = gradient.size();
+    if (n < 2 || ssn_.explain() != nullptr || !pipelined_by_gang_only_) return false;
+    if (job->HasSubGroupPolicy() || sheet.tasks.size() != 1) return false;
+    if (job->min_available < job->TaskCount()) return false;
+    const SubJob* sub = sheet.tasks.begin()->first;
+    if (ssn_.cluster().nominated_hyper_nodes().count(sub->uid) != 0) return false;
+    for (const Task* t : job->tasks)
+      if (!t->nominated_node_name.empty()) return false;
+    for (const HyperNode* hn : gradient) {
+      const size_t size = hn->nodes.size();
+      if (!hn->children.empty() || size == 0 ||
+          static_cast<size_t>(actions::NumNodesToFind(static_cast<int>(size))) < size)
+        return false;
+    }
+
+    // The scores, and the order to try the candidates in.
+    std::vector<double> scores(n);
+    std::vector<double> one;
+    for (size_t i = 0; i < n; ++i) {
+      HyperNode* hn = gradient[i];
+      one.clear();  // HyperNodeOrderFn adds to what it is given
+      if (!ssn_.HyperNodeOrderFn(sub, std::span<HyperNode* const>(&hn, 1), one).ok() ||
+          one.size() != 1 || std::isnan(one[0]))
+        return false;
+      scores[i] = one[0];
+    }
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+
+    // The rotation each dry run of the full search starts from, and the one it ends with.
+    const size_t rotation_at_start = rotation_;
+    std::vector<size_t> rotation_before(n);
+    size_t r = rotation_;
+    for (size_t i = 0; i < n; ++i) {
+      rotation_before[i] = r;
+      r %= gradient[i]->nodes.size();
+    }
+    const size_t rotation_after = r;
+
+    TopologyTrail::Checkpoint trail = trail_.Save();
+    std::vector<HyperNode*> task_hns;
+    for (const Task* t : job->tasks) task_hns.push_back(t->job_allocated_hyper_node);
+    // Per dry run made (by gradient position), the job_allocated_hyper_node it gave each task.
+    std::vector<std::pair<size_t, std::pair<Task*, HyperNode*>>> given;
+    task_hn_log_ = &given;
+    const uint64_t searches_at_start = searches_;
+    size_t last_run = n;
+    auto run = [&](size_t i) {
+      rotation_ = rotation_before[i];
+      log_position_ = i;
+      last_run = i;
+      return DryRunJob(job, sheet, gradient[i], snapshot);
+    };
+    bool predicted = true;
+    for (size_t i : order) {
+      std::optional<Solution> sol = run(i);
+      if (!sol) continue;
+      predicted = sol->score == scores[i];
+      if (predicted) best = std::move(sol);
+      break;
+    }
+    if (predicted && last_run != n - 1) {
+      // The fit errors the full search leaves are its last dry run's; its trail entry is not
+      // wanted twice.
+      TopologyTrail::Checkpoint before = trail_.Save();
+      run(n - 1);
+      trail_.Restore(std::move(before));
+    }
+    task_hn_log_ = nullptr;
+    if (!predicted) {
+      spdlog::warn("allocate: job {}: a HyperNode scored otherwise than predicted; trying all",
+                   job->uid);
+      trail_.Restore(std::move(trail));
+      for (size_t k = 0; k < job->tasks.size(); ++k)
+        job->tasks[k]->job_allocated_hyper_node = task_hns[k];
+      rotation_ = rotation_at_start;
+      best.reset();
+      return false;
+    }
+    std::stable_sort(given.begin(), given.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [position, task_hn] : given)
+      task_hn.first->job_allocated_hyper_node = task_hn.second;
+    // No dry run searched (each stops before its first search at the same task): the rotation
+    // did not move.
+    rotation_ = searches_ == searches_at_start ? rotation_at_start : rotation_after;
+    return true;
   }
 
   // T4 (Volcano's allocateForSubJob): places the sub-job's tasks under `job_hn`; returns the
@@ -677,6 +822,13 @@ class AllocateRun {
   const ActionArguments& args_;
   ThreadPool& pool_;
   size_t rotation_ = 0;
+  uint64_t searches_ = 0;  // node searches over a span of nodes (SearchBestFirst's rotation)
+  // SearchBestFirst: where AllocateTasks logs each job_allocated_hyper_node it gives a task,
+  // with the gradient position of the dry run (log_position_).
+  std::vector<std::pair<size_t, std::pair<Task*, HyperNode*>>>* task_hn_log_ = nullptr;
+  size_t log_position_ = 0;
+  // Whether gang is the only plugin voting on job_pipelined (SearchBestFirst).
+  bool pipelined_by_gang_only_ = false;
   PredicateResult found_;  // the current task's search
   PriorityQueue<Queue*> queues_;
   std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue_;
