@@ -1,9 +1,11 @@
-// `kiln export-manifests SCENARIO [-o FILE] [--format yaml|json] [--scheduler-name NAME]`: a
+// `kiln export-manifests SCENARIO [-o FILE] [--format yaml|json] [--scheduler-name NAME]
+// [--conf-out FILE]`: a
 // scenario's cluster as Kubernetes manifests (PriorityClasses, Volcano Queues and PodGroups,
 // Nodes with their status, Volcano HyperNodes and Numatopologies, Pods with theirs, PDBs,
 // ResourceQuotas, Namespaces), so the same
 // cluster `kiln simulate` runs can be loaded into an API server (or the test emulator) and
-// scheduled by `kiln serve`. What the cluster adds by itself (the `default` queue, one-pod
+// scheduled by `kiln serve` (with the scenario's own `conf`, which --conf-out writes as
+// scheduler.conf). What the cluster adds by itself (the `default` queue, one-pod
 // PodGroups for pods without a group) is left out, as a real cluster would not store it before a
 // scheduler or controller ran; decoding the manifests brings it back (kubernetes/decode.h).
 #include <CLI/CLI.hpp>
@@ -28,7 +30,21 @@ struct ExportArgs {
   std::string output;
   std::string format = "yaml";
   std::string scheduler_name = "volcano";
+  std::string conf_output;
 };
+
+// Writes `text` to `path` ("-" or empty: stdout).
+int WriteText(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    fmt::print("{}", text);
+    return kExitOk;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return BadInput(Error{fmt::format("cannot write {}", path), {}});
+  return kExitOk;
+}
 
 int Export(const ExportArgs& args) {
   auto spec = LoadScenarioFile(args.scenario);
@@ -38,15 +54,11 @@ int Export(const ExportArgs& args) {
   options.now = spec->now;
   auto items = kube::EncodeCluster(spec->cluster, options);
   std::string text = args.format == "json" ? kube::ManifestsToJson(items) : kube::ManifestsToYaml(items);
-  if (args.output.empty() || args.output == "-") {
-    fmt::print("{}", text);
-    return kExitOk;
+  if (!args.conf_output.empty()) {
+    // The scenario's conf text as it is (empty when the scenario has none: the default applies).
+    if (int code = WriteText(args.conf_output, spec->conf_text); code != kExitOk) return code;
   }
-  std::ofstream out(args.output, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return BadInput(Error{fmt::format("cannot write {}", args.output), {}});
-  return kExitOk;
+  return WriteText(args.output, text);
 }
 
 }  // namespace
@@ -61,6 +73,8 @@ void AddExportManifestsCommand(CLI::App& app) {
       ->check(CLI::IsMember({"yaml", "json"}));
   cmd->add_option("--scheduler-name", args->scheduler_name,
                   "spec.schedulerName of the pods (default: volcano)");
+  cmd->add_option("--conf-out", args->conf_output,
+                  "also write the scenario's conf (scheduler.conf text) to this file");
   cmd->callback([args] { EndCommand(Export(*args)); });
 }
 

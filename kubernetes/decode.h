@@ -12,7 +12,7 @@
 //   volcano.sh/task-spec         → PodSpec.task       (Volcano's own pod annotation)
 //   kiln.sh/duration             → PodSpec.duration   (the emulator's kubelet runs the pod that long)
 //   kiln.sh/usage (JSON {cpu, memory, metricsTime}) → NodeSpec.usage
-// (the same mapping as tools/kube-emulator/scenario_to_manifests.py). A scenario pod without an
+// (kubernetes/encode.h writes them; `kiln export-manifests`). A scenario pod without an
 // image is written with the pause image, which Kubernetes requires; no scenario node lists it, so
 // image locality scores it as the simulator scores an imageless pod.
 //

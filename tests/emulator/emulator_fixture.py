@@ -20,7 +20,6 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMULATOR = os.path.join(ROOT, "tools", "kube-emulator", "kube_emulator.py")
-CONVERTER = os.path.join(ROOT, "tools", "kube-emulator", "scenario_to_manifests.py")
 PYTHON = "/usr/bin/python3"
 KUBECTL_DIR = "/usr/lib/google-cloud-sdk/bin"
 KUBECTL_VERSIONS = ["1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33"]

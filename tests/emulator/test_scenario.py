@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""scenario_to_manifests.py: a Kiln scenario becomes Kubernetes objects the emulator serves."""
+"""`kiln export-manifests`: a Kiln scenario becomes Kubernetes objects the emulator serves.
+
+The kiln binary is $KILN (ctest sets it), else build/kiln of the checkout.
+"""
 
 import glob
 import json
@@ -10,14 +13,18 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from emulator_fixture import (CONVERTER, EMULATOR, KUBECTL_VERSIONS, PYTHON, ROOT,  # noqa: E402
-                              Emulator, kubectl_path, wait_until)
+from emulator_fixture import (EMULATOR, KUBECTL_VERSIONS, ROOT, Emulator,  # noqa: E402
+                              kubectl_path, wait_until)
 
 sys.path.insert(0, os.path.dirname(EMULATOR))
 import kube_emulator  # noqa: E402
-import scenario_to_manifests  # noqa: E402
 
 TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
+KILN = os.environ.get("KILN") or os.path.join(ROOT, "build", "kiln")
+
+
+def export(*args, **kw):
+    return subprocess.run([KILN, "export-manifests", *args], **kw)
 
 
 class Scenario(unittest.TestCase):
@@ -26,7 +33,7 @@ class Scenario(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="scenario-test-")
         cls.manifests = os.path.join(cls.tmp, "training.yaml")
         cls.conf = os.path.join(cls.tmp, "scheduler.conf")
-        subprocess.run([PYTHON, CONVERTER, TRAINING, "-o", cls.manifests, "--conf-out", cls.conf], check=True)
+        export(TRAINING, "-o", cls.manifests, "--conf-out", cls.conf, check=True)
         cls.emu = Emulator(load=[cls.manifests])
 
     @classmethod
@@ -44,23 +51,27 @@ class Scenario(unittest.TestCase):
         self.assertEqual(sorted(nodes), ["cpu-0", "cpu-1", "gpu-0", "gpu-1", "gpu-2", "gpu-3"])
         gpu0 = nodes["gpu-0"]
         self.assertEqual(gpu0["status"]["allocatable"],
-                         {"cpu": "96", "memory": "1024Gi", "nvidia.com/gpu": "8", "pods": "110"})
+                         {"cpu": "96", "memory": str(1024 << 30), "nvidia.com/gpu": "8", "pods": "110"})
         self.assertEqual(gpu0["status"]["capacity"], gpu0["status"]["allocatable"])
         self.assertEqual(gpu0["spec"]["taints"], [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
         self.assertEqual(gpu0["metadata"]["labels"]["nvidia.com/gpu.product"], "NVIDIA-A100-SXM4-80GB")
 
         queues = {q["metadata"]["name"]: q for q in self.items("/apis/scheduling.volcano.sh/v1beta1/queues")}
         self.assertEqual(sorted(queues), ["default", "dev", "prod", "research"])
-        self.assertEqual(queues["research"]["spec"], {"weight": 2, "capability": {"nvidia.com/gpu": "24"}})
+        # cpu and memory are dimensions of every Kiln resource, so the capability names them (0:
+        # unlimited for proportion, as Volcano reads an absent one).
+        self.assertEqual(queues["research"]["spec"], {"weight": 2, "reclaimable": True, "capability": {
+            "cpu": "0", "memory": "0", "nvidia.com/gpu": "24"}})
         self.assertEqual(queues["prod"]["status"], {"state": "Open"})
-        self.assertEqual(queues["prod"]["metadata"]["uid"], "prod")
+        # No uid in the manifests: the API server gives each object its own, as a real one does.
+        self.assertRegex(queues["prod"]["metadata"]["uid"], r"^[0-9a-f]{8}-[0-9a-f]{4}-")
 
         pgs = {f'{g["metadata"]["namespace"]}/{g["metadata"]["name"]}': g
                for g in self.items("/apis/scheduling.volcano.sh/v1beta1/podgroups")}
         self.assertEqual(len(pgs), 8)  # the two plain pods get no PodGroup object
         llama = pgs["prod/llama-finetune"]
         self.assertEqual(llama["spec"], {"minMember": 3, "queue": "prod", "priorityClassName": "high-priority",
-                                         "minResources": {"cpu": "24", "memory": "192Gi", "nvidia.com/gpu": "6"}})
+                                         "minResources": {"cpu": "24", "memory": str(192 << 30), "nvidia.com/gpu": "6"}})
         self.assertEqual(llama["status"]["phase"], "Inqueue")
         self.assertEqual(llama["metadata"]["creationTimestamp"], "2025-03-03T08:55:00Z")
         self.assertEqual(pgs["research/vit-huge"]["status"]["phase"], "Pending")
@@ -68,14 +79,14 @@ class Scenario(unittest.TestCase):
         pods = {f'{p["metadata"]["namespace"]}/{p["metadata"]["name"]}': p for p in self.items("/api/v1/pods")}
         self.assertEqual(len(pods), 31)
         e0 = pods["prod/embeddings-batch-0"]
-        self.assertEqual(e0["metadata"]["uid"], "prod-embeddings-batch-0")
+        self.assertRegex(e0["metadata"]["uid"], r"^[0-9a-f]{8}-[0-9a-f]{4}-")
         self.assertEqual(e0["metadata"]["annotations"], {"volcano.sh/preemptable": "false",
                                                          "scheduling.k8s.io/group-name": "embeddings-batch"})
         self.assertEqual((e0["spec"]["nodeName"], e0["status"]["phase"]), ("gpu-0", "Running"))
         self.assertEqual((e0["spec"]["priority"], e0["spec"]["priorityClassName"]), (10, "low-priority"))
         self.assertEqual(e0["spec"]["schedulerName"], "volcano")
         self.assertEqual(e0["spec"]["containers"][0]["resources"]["requests"],
-                         {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2"})
+                         {"cpu": "8", "memory": str(64 << 30), "nvidia.com/gpu": "2"})
         self.assertEqual(e0["spec"]["tolerations"], [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
         warmer = pods["data/cache-warmer"]
         self.assertNotIn("annotations", warmer["metadata"])  # no group: no annotation
@@ -112,7 +123,8 @@ class Scenario(unittest.TestCase):
         opts = kube_emulator.make_parser().parse_args(["--history", "1000000"])
         for f in files:
             with self.subTest(scenario=os.path.relpath(f, ROOT)):
-                objs, _ = scenario_to_manifests.convert_file(f)
+                out = export(f, "--format", "json", check=True, capture_output=True, text=True).stdout
+                objs = json.loads(out)["items"]
                 api = kube_emulator.Api(opts)
                 for o in json.loads(json.dumps(objs)):
                     api.load(o)
@@ -123,14 +135,14 @@ class Scenario(unittest.TestCase):
         bad = os.path.join(self.tmp, "bad.yaml")
         with open(bad, "w") as f:
             f.write("name: x\ncluster:\n  nodes:\n  - name: n1\n    labels: {a: b}\n")
-        p = subprocess.run([PYTHON, CONVERTER, bad], capture_output=True, text=True)
+        p = export(bad, capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
-        self.assertEqual(p.stderr.strip(), f"scenario_to_manifests: {bad}:4: node `n1` has no `allocatable`")
+        self.assertEqual(p.stderr.splitlines()[0], f"{bad}:4:5: error: node `n1` has no `allocatable`")
         with open(bad, "w") as f:
             f.write("name: x\ncluster: {nodes: [\n")
-        p = subprocess.run([PYTHON, CONVERTER, bad], capture_output=True, text=True)
+        p = export(bad, capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
-        self.assertIn(f"{bad}:3: not valid YAML", p.stderr)
+        self.assertIn(f"{bad}:3:1: error: invalid YAML", p.stderr)
 
     def test_kubelet_mode_runs_a_converted_scenario(self):
         scenario = os.path.join(self.tmp, "small.yaml")
@@ -144,7 +156,7 @@ cluster:
   - {name: job, duration: 300ms, requests: {cpu: "1"}}
 ''')
         out = os.path.join(self.tmp, "small-manifests.yaml")
-        subprocess.run([PYTHON, CONVERTER, scenario, "-o", out], check=True)
+        export(scenario, "-o", out, check=True)
         with Emulator("--kubelet", "--kubelet-delay", "0.1", load=[out], tls=False) as emu:
             pod = lambda n: emu.get(f"/api/v1/namespaces/default/pods/{n}")
             self.assertEqual(pod("job")[1]["metadata"]["annotations"], {"kiln.sh/duration": "300ms"})
@@ -160,7 +172,7 @@ cluster:
 
     def test_json_list_output_loads(self):
         out = os.path.join(self.tmp, "list.json")
-        subprocess.run([PYTHON, CONVERTER, TRAINING, "--json", "-o", out], check=True)
+        export(TRAINING, "--format", "json", "-o", out, check=True)
         with open(out) as f:
             doc = json.load(f)
         self.assertEqual(doc["kind"], "List")

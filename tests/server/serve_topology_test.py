@@ -201,15 +201,6 @@ class Topology(unittest.TestCase):
         pgs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PodGroup"}
         self.assertEqual(pgs["near"]["spec"]["networkTopology"], {"mode": "hard", "highestTierAllowed": 1})
         self.assertEqual(pgs["wide"]["spec"]["networkTopology"], {"mode": "hard", "highestTierName": "leaf"})
-        # The Python mapping (tools/kube-emulator/scenario_to_manifests.py) writes the same objects.
-        scenario = os.path.join(self.tmp, "scenario.yaml")
-        py = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "kube-emulator", "scenario_to_manifests.py"),
-                             scenario, "--json"], check=True, capture_output=True, text=True)
-        py_objs = json.loads(py.stdout)["items"]
-        self.assertEqual({o["metadata"]["name"]: o["spec"] for o in py_objs if o["kind"] == "HyperNode"},
-                         {n: o["spec"] for n, o in hns.items()})
-        self.assertEqual({o["metadata"]["name"]: o["spec"]["networkTopology"] for o in py_objs if o["kind"] == "PodGroup"},
-                         {n: o["spec"]["networkTopology"] for n, o in pgs.items()})
 
     def test_gangs_land_in_their_domain_and_a_hypernode_edit_takes_effect(self):
         with Emulator(load=[self.manifests, self.extra]) as emu:

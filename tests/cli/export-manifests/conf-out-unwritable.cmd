@@ -1,0 +1,1 @@
+export-manifests tests/cli/simulate/data/no-expect.yaml -o /dev/null --conf-out /nonexistent-dir/scheduler.conf
