@@ -16,6 +16,7 @@ void AddCheckCommand(CLI::App& app);     // check_command.cc
 void AddCompileCommand(CLI::App& app);   // compile_command.cc
 void AddExportManifestsCommand(CLI::App& app);  // export_manifests_command.cc
 void AddServeCommand(CLI::App& app);     // serve_command.cc
+void AddSnapshotCommand(CLI::App& app);  // snapshot_command.cc
 void AddExplainCommand(CLI::App& app);   // explain_command.cc
 void AddTestCommand(CLI::App& app);      // test_command.cc
 void AddPackCommand(CLI::App& app);      // pack_command.cc

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddTestCommand(app);
   kiln::cli::AddPackCommand(app);
   kiln::cli::AddWarmCacheCommand(app);
+  kiln::cli::AddSnapshotCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -56,6 +56,7 @@ struct ServeFlags {
   std::string http_max_request_bytes = "16Ki";
   bool dry_run = false;
   bool evict_with_eviction_api = false;
+  bool no_snapshot = false;
   int verbosity = 0;
 };
 
@@ -109,6 +110,8 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
     cluster.SetWritesEnabled(false);  // a standby writes nothing until it leads
   }
   hooks.caches_synced = [&cluster] { return cluster.HasSynced(); };
+  if (!f.no_snapshot)
+    hooks.snapshot_spec = [&cluster](TimeNs now) { return cluster.SnapshotSpec(now); };
   hooks.flush = [&cluster](std::chrono::nanoseconds grace) {
     cluster.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(grace));
   };
@@ -237,6 +240,8 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--http-max-request-bytes", f->http_max_request_bytes,
                   "bytes of one HTTP request (request line, headers, body) (default 16Ki)");
   cmd->add_flag("--dry-run", f->dry_run, "decide and log, never write to the cluster");
+  cmd->add_flag("--no-snapshot", f->no_snapshot,
+                "do not serve GET /snapshot (the cluster's objects as a scenario)");
   cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
                 "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "kubernetes/decode.h"  // the annotations that carry fields with no slot of their own
+#include "kubernetes/encode_shapes.h"
 #include "runtime/cpuset.h"
 #include "runtime/quantity.h"
 
@@ -51,8 +52,6 @@ std::string FormatQuantity(std::string_view resource, double value) {
   return fmt::format("{}m", milli);
 }
 
-namespace {
-
 json ResourcesJson(const Resource& r) {
   json out = json::object();
   for (int id = 0; id < kMaxResources; ++id) {
@@ -78,7 +77,7 @@ json MapJson(const StringMap& m) {
   return out;
 }
 
-json MetaJson(const std::string& name, const std::string& ns, const StringMap& labels,
+static json MetaJson(const std::string& name, const std::string& ns, const StringMap& labels,
               const StringMap& annotations, TimeNs created) {
   json m = {{"name", name}};
   if (!ns.empty()) m["namespace"] = ns;
@@ -88,7 +87,7 @@ json MetaJson(const std::string& name, const std::string& ns, const StringMap& l
   return m;
 }
 
-json RequirementJson(const SelectorRequirement& r) {
+static json RequirementJson(const SelectorRequirement& r) {
   json j = {{"key", r.key}, {"operator", r.op}};
   if (!r.values.empty()) j["values"] = r.values;
   return j;
@@ -104,7 +103,7 @@ json SelectorJson(const LabelSelector& s) {
   return j;
 }
 
-json TermJson(const NodeSelectorTerm& t) {
+static json TermJson(const NodeSelectorTerm& t) {
   json j = json::object();
   if (!t.match_expressions.empty()) {
     j["matchExpressions"] = json::array();
@@ -117,7 +116,7 @@ json TermJson(const NodeSelectorTerm& t) {
   return j;
 }
 
-json AffinityTermJson(const PodAffinityTerm& t) {
+static json AffinityTermJson(const PodAffinityTerm& t) {
   json j = {{"topologyKey", t.topology_key}};
   if (t.label_selector) j["labelSelector"] = SelectorJson(*t.label_selector);
   if (!t.namespaces.empty()) j["namespaces"] = t.namespaces;
@@ -125,7 +124,7 @@ json AffinityTermJson(const PodAffinityTerm& t) {
   return j;
 }
 
-json PodAffinityJson(const PodAffinity& a) {
+static json PodAffinityJson(const PodAffinity& a) {
   json j = json::object();
   if (!a.required.empty()) {
     j[std::string(kRequired)] = json::array();
@@ -168,7 +167,7 @@ json NetworkTopologyJson(const NetworkTopologySpec& nt) {
   return j;
 }
 
-json HyperNodeJson(const HyperNodeSpec& hn) {
+json HyperNodeSpecJson(const HyperNodeSpec& hn) {
   json members = json::array();
   for (const auto& m : hn.members) {
     json sel;
@@ -182,12 +181,11 @@ json HyperNodeJson(const HyperNodeSpec& hn) {
   json spec = {{"tier", hn.tier}};
   if (!hn.tier_name.empty()) spec["tierName"] = hn.tier_name;
   spec["members"] = members;
-  return {{"apiVersion", "topology.volcano.sh/v1alpha1"}, {"kind", "HyperNode"},
-          {"metadata", {{"name", hn.name}}}, {"spec", spec}};
+  return spec;
 }
 
 // A cpuset back in the kubelet's list format, runs written as ranges ("0-3,8").
-std::string CpuSetText(const std::set<int64_t>& cpus) {
+static std::string CpuSetText(const std::set<int64_t>& cpus) {
   std::string out;
   for (auto it = cpus.begin(); it != cpus.end();) {
     int64_t lo = *it, hi = lo;
@@ -198,7 +196,7 @@ std::string CpuSetText(const std::set<int64_t>& cpus) {
   return out;
 }
 
-json NumatopologyJson(const NumatopologySpec& n) {
+json NumatopologySpecJson(const NumatopologySpec& n) {
   json spec = json::object();
   if (!n.policies.empty()) spec["policies"] = MapJson(n.policies);
   json reserved = ResourcesJson(n.res_reserved);
@@ -227,11 +225,8 @@ json NumatopologyJson(const NumatopologySpec& n) {
     }
     spec["cpuDetail"] = cpus;
   }
-  return {{"apiVersion", "nodeinfo.volcano.sh/v1alpha1"}, {"kind", "Numatopology"},
-          {"metadata", {{"name", n.name}}}, {"spec", spec}};
+  return spec;
 }
-
-std::string_view PhaseName(PodPhase p) { return ToString(p); }
 
 std::string GoDuration(DurationNs d) {
   // Whole milliseconds are enough for the durations scenarios write ("30s", "1h30m", "500ms").
@@ -239,7 +234,90 @@ std::string GoDuration(DurationNs d) {
   return fmt::format("{}ns", d);
 }
 
-}  // namespace
+json TolerationsJson(const std::vector<Toleration>& tolerations) {
+  json out = json::array();
+  for (const auto& t : tolerations) {
+    json tj = json::object();
+    if (!t.key.empty()) tj["key"] = t.key;
+    tj["operator"] = t.op;
+    if (!t.value.empty()) tj["value"] = t.value;
+    if (!t.effect.empty()) tj["effect"] = t.effect;
+    if (t.toleration_seconds) tj["tolerationSeconds"] = *t.toleration_seconds;
+    out.push_back(tj);
+  }
+  return out;
+}
+
+json TaintsJson(const std::vector<Taint>& taints) {
+  json out = json::array();
+  for (const auto& t : taints) {
+    json tj = {{"key", t.key}, {"effect", t.effect}};
+    if (!t.value.empty()) tj["value"] = t.value;
+    out.push_back(tj);
+  }
+  return out;
+}
+
+json SpreadJson(const std::vector<TopologySpreadConstraint>& constraints) {
+  json out = json::array();
+  for (const auto& s : constraints) {
+    json sj = {{"maxSkew", s.max_skew}, {"topologyKey", s.topology_key},
+               {"whenUnsatisfiable", s.when_unsatisfiable}};
+    if (s.label_selector) sj["labelSelector"] = SelectorJson(*s.label_selector);
+    if (s.min_domains) sj["minDomains"] = *s.min_domains;
+    if (!s.match_label_keys.empty()) sj["matchLabelKeys"] = s.match_label_keys;
+    if (!s.node_affinity_policy.empty()) sj["nodeAffinityPolicy"] = s.node_affinity_policy;
+    if (!s.node_taints_policy.empty()) sj["nodeTaintsPolicy"] = s.node_taints_policy;
+    out.push_back(sj);
+  }
+  return out;
+}
+
+json HostPortsJson(const std::vector<HostPort>& ports) {
+  json out = json::array();
+  for (const auto& hp : ports) {
+    json pj = {{"containerPort", hp.container_port}, {"hostPort", hp.host_port}, {"protocol", hp.protocol}};
+    if (!hp.host_ip.empty()) pj["hostIP"] = hp.host_ip;
+    out.push_back(pj);
+  }
+  return out;
+}
+
+json ImagesJson(const std::map<std::string, int64_t, std::less<>>& images) {
+  std::map<int64_t, std::vector<std::string>> by_size;
+  for (const auto& [name, size] : images) by_size[size].push_back(name);
+  json out = json::array();
+  for (const auto& [size, names] : by_size) out.push_back({{"names", names}, {"sizeBytes", size}});
+  return out;
+}
+
+json QueueAffinityJson(const QueueSpec& q) {
+  json aff = json::object();
+  for (auto [key, a] : {std::pair{"nodeGroupAffinity", &q.node_group_affinity},
+                        std::pair{"nodeGroupAntiAffinity", &q.node_group_anti_affinity}}) {
+    if (a->required.empty() && a->preferred.empty()) continue;
+    json x = json::object();
+    if (!a->required.empty()) x[std::string(kRequired)] = a->required;
+    if (!a->preferred.empty()) x[std::string(kPreferred)] = a->preferred;
+    aff[key] = x;
+  }
+  return aff;
+}
+
+json SubGroupPolicyJson(const std::vector<SubGroupPolicySpec>& policies) {
+  json out = json::array();
+  for (const auto& sg : policies) {
+    json sj = json::object();
+    if (!sg.name.empty()) sj["name"] = sg.name;
+    if (sg.network_topology) sj["networkTopology"] = NetworkTopologyJson(*sg.network_topology);
+    if (sg.sub_group_size) sj["subGroupSize"] = *sg.sub_group_size;
+    if (sg.min_sub_groups) sj["minSubGroups"] = *sg.min_sub_groups;
+    if (sg.label_selector) sj["labelSelector"] = SelectorJson(*sg.label_selector);
+    if (!sg.match_label_keys.empty()) sj["matchLabelKeys"] = sg.match_label_keys;
+    out.push_back(std::move(sj));
+  }
+  return out;
+}
 
 std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& options) {
   std::vector<json> out;
@@ -268,15 +346,7 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     if (!q.parent.empty()) spec["parent"] = q.parent;
     if (q.priority) spec["priority"] = q.priority;
     spec["reclaimable"] = q.reclaimable;
-    json aff = json::object();
-    for (auto [key, a] : {std::pair{"nodeGroupAffinity", &q.node_group_affinity},
-                          std::pair{"nodeGroupAntiAffinity", &q.node_group_anti_affinity}}) {
-      if (a->required.empty() && a->preferred.empty()) continue;
-      json x = json::object();
-      if (!a->required.empty()) x[std::string(kRequired)] = a->required;
-      if (!a->preferred.empty()) x[std::string(kPreferred)] = a->preferred;
-      aff[key] = x;
-    }
+    json aff = QueueAffinityJson(q);
     if (!aff.empty()) spec["affinity"] = aff;
     out.push_back({{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "Queue"},
                    {"metadata", MetaJson(q.name, "", q.labels, q.annotations, q.creation_time)},
@@ -292,29 +362,20 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     }
     json spec = json::object();
     if (n.unschedulable) spec["unschedulable"] = true;
-    if (!n.taints.empty()) {
-      spec["taints"] = json::array();
-      for (const auto& t : n.taints) {
-        json tj = {{"key", t.key}, {"effect", t.effect}};
-        if (!t.value.empty()) tj["value"] = t.value;
-        spec["taints"].push_back(tj);
-      }
-    }
+    if (!n.taints.empty()) spec["taints"] = TaintsJson(n.taints);
     json status = {{"allocatable", ResourcesJson(n.allocatable)}, {"capacity", ResourcesJson(n.capacity)}};
-    if (!n.images.empty()) {
-      // One entry per size, listing every name of that image size (NodeStatus.images).
-      std::map<int64_t, std::vector<std::string>> by_size;
-      for (const auto& [name, size] : n.images) by_size[size].push_back(name);
-      status["images"] = json::array();
-      for (const auto& [size, names] : by_size) status["images"].push_back({{"names", names}, {"sizeBytes", size}});
-    }
+    if (!n.images.empty()) status["images"] = ImagesJson(n.images);
     status["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
     out.push_back({{"apiVersion", "v1"}, {"kind", "Node"},
                    {"metadata", MetaJson(n.name, "", n.labels, annotations, n.creation_time)},
                    {"spec", spec}, {"status", status}});
   }
-  for (const auto& hn : c.hyper_nodes) out.push_back(HyperNodeJson(hn));
-  for (const auto& n : c.numatopologies) out.push_back(NumatopologyJson(n));
+  for (const auto& hn : c.hyper_nodes)
+    out.push_back({{"apiVersion", "topology.volcano.sh/v1alpha1"}, {"kind", "HyperNode"},
+                   {"metadata", {{"name", hn.name}}}, {"spec", HyperNodeSpecJson(hn)}});
+  for (const auto& n : c.numatopologies)
+    out.push_back({{"apiVersion", "nodeinfo.volcano.sh/v1alpha1"}, {"kind", "Numatopology"},
+                   {"metadata", {{"name", n.name}}}, {"spec", NumatopologySpecJson(n)}});
   for (const auto& g : c.pod_groups) {
     if (options.skip_implicit && g.implicit) continue;
     json spec = {{"minMember", g.min_member}, {"queue", g.queue}};
@@ -325,19 +386,7 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     if (g.min_resources) spec["minResources"] = ResourcesJson(*g.min_resources);
     if (!g.priority_class_name.empty()) spec["priorityClassName"] = g.priority_class_name;
     if (g.network_topology) spec["networkTopology"] = NetworkTopologyJson(*g.network_topology);
-    if (!g.sub_group_policy.empty()) {
-      spec["subGroupPolicy"] = json::array();
-      for (const auto& sg : g.sub_group_policy) {
-        json sj = json::object();
-        if (!sg.name.empty()) sj["name"] = sg.name;
-        if (sg.network_topology) sj["networkTopology"] = NetworkTopologyJson(*sg.network_topology);
-        if (sg.sub_group_size) sj["subGroupSize"] = *sg.sub_group_size;
-        if (sg.min_sub_groups) sj["minSubGroups"] = *sg.min_sub_groups;
-        if (sg.label_selector) sj["labelSelector"] = SelectorJson(*sg.label_selector);
-        if (!sg.match_label_keys.empty()) sj["matchLabelKeys"] = sg.match_label_keys;
-        spec["subGroupPolicy"].push_back(std::move(sj));
-      }
-    }
+    if (!g.sub_group_policy.empty()) spec["subGroupPolicy"] = SubGroupPolicyJson(g.sub_group_policy);
     json status = {{"phase", std::string(ToString(g.phase))}};
     if (!g.conditions.empty()) {
       status["conditions"] = json::array();
@@ -373,14 +422,7 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     json requests = RequestsJson(p.requests);
     if (!requests.empty()) container["resources"] = {{"requests", requests}};
     if (json limits = RequestsJson(p.limits); !limits.empty()) container["resources"]["limits"] = limits;
-    if (!p.host_ports().empty()) {
-      container["ports"] = json::array();
-      for (const auto& hp : p.host_ports()) {
-        json pj = {{"containerPort", hp.container_port}, {"hostPort", hp.host_port}, {"protocol", hp.protocol}};
-        if (!hp.host_ip.empty()) pj["hostIP"] = hp.host_ip;
-        container["ports"].push_back(pj);
-      }
-    }
+    if (!p.host_ports().empty()) container["ports"] = HostPortsJson(p.host_ports());
     // Pods of the default scheduler name take the one asked for; others keep theirs.
     std::string scheduler = p.scheduler_name == kDefaultSchedulerName ? options.scheduler_name : p.scheduler_name;
     json spec = {{"schedulerName", scheduler}, {"containers", json::array({container})}};
@@ -390,38 +432,16 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     if (p.preemption_policy)
       spec["preemptionPolicy"] = *p.preemption_policy == PreemptionPolicy::Never ? "Never" : "PreemptLowerPriority";
     if (!p.node_selector().empty()) spec["nodeSelector"] = MapJson(p.node_selector());
-    if (!p.tolerations().empty()) {
-      spec["tolerations"] = json::array();
-      for (const auto& t : p.tolerations()) {
-        json tj = json::object();
-        if (!t.key.empty()) tj["key"] = t.key;
-        tj["operator"] = t.op;
-        if (!t.value.empty()) tj["value"] = t.value;
-        if (!t.effect.empty()) tj["effect"] = t.effect;
-        if (t.toleration_seconds) tj["tolerationSeconds"] = *t.toleration_seconds;
-        spec["tolerations"].push_back(tj);
-      }
-    }
+    if (!p.tolerations().empty()) spec["tolerations"] = TolerationsJson(p.tolerations());
     json aff = AffinityJson(p.affinity());
     if (!aff.empty()) spec["affinity"] = aff;
-    if (!p.topology_spread_constraints().empty()) {
-      spec["topologySpreadConstraints"] = json::array();
-      for (const auto& s : p.topology_spread_constraints()) {
-        json sj = {{"maxSkew", s.max_skew}, {"topologyKey", s.topology_key},
-                   {"whenUnsatisfiable", s.when_unsatisfiable}};
-        if (s.label_selector) sj["labelSelector"] = SelectorJson(*s.label_selector);
-        if (s.min_domains) sj["minDomains"] = *s.min_domains;
-        if (!s.match_label_keys.empty()) sj["matchLabelKeys"] = s.match_label_keys;
-        if (!s.node_affinity_policy.empty()) sj["nodeAffinityPolicy"] = s.node_affinity_policy;
-        if (!s.node_taints_policy.empty()) sj["nodeTaintsPolicy"] = s.node_taints_policy;
-        spec["topologySpreadConstraints"].push_back(sj);
-      }
-    }
+    if (!p.topology_spread_constraints().empty())
+      spec["topologySpreadConstraints"] = SpreadJson(p.topology_spread_constraints());
     if (!p.scheduling_gates.empty()) {
       spec["schedulingGates"] = json::array();
       for (const auto& g : p.scheduling_gates) spec["schedulingGates"].push_back({{"name", g}});
     }
-    json status = {{"phase", std::string(PhaseName(p.phase))}};
+    json status = {{"phase", std::string(ToString(p.phase))}};
     if (!p.nominated_node.empty()) status["nominatedNodeName"] = p.nominated_node;
     if (p.scheduled_at)
       status["conditions"] = json::array(
@@ -476,7 +496,9 @@ bool NeedsQuotes(const std::string& s) {
          s.back() == ' ' || s.front() == '-' || s.front() == '?';
 }
 
-void Emit(YAML::Emitter& e, const json& j) {
+}  // namespace
+
+void EmitJson(YAML::Emitter& e, const json& j) {
   switch (j.type()) {
     case json::value_t::object:
       e << YAML::BeginMap;
@@ -484,7 +506,7 @@ void Emit(YAML::Emitter& e, const json& j) {
         e << YAML::Key;
         if (NeedsQuotes(it.key())) e << YAML::DoubleQuoted;
         e << it.key() << YAML::Value;
-        Emit(e, it.value());
+        EmitJson(e, it.value());
       }
       e << YAML::EndMap;
       break;
@@ -494,7 +516,7 @@ void Emit(YAML::Emitter& e, const json& j) {
         break;
       }
       e << YAML::BeginSeq;
-      for (const auto& v : j) Emit(e, v);
+      for (const auto& v : j) EmitJson(e, v);
       e << YAML::EndSeq;
       break;
     case json::value_t::string: {
@@ -509,13 +531,11 @@ void Emit(YAML::Emitter& e, const json& j) {
   }
 }
 
-}  // namespace
-
 std::string ManifestsToYaml(const std::vector<json>& items) {
   std::string out;
   for (const auto& item : items) {
     YAML::Emitter e;
-    Emit(e, item);
+    EmitJson(e, item);
     out += "---\n";
     out += e.c_str();
     out += "\n";

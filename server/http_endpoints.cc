@@ -264,6 +264,16 @@ Status HttpEndpoints::Start(const std::string& listen) {
   s.Get("/config", [&h](const httplib::Request&, httplib::Response& res) {
     res.set_content(h.config_json ? h.config_json() : "{}", "application/json");
   });
+  s.Get("/snapshot", [&h](const httplib::Request&, httplib::Response& res) {
+    std::string reason = "no snapshot here: kiln serve runs with --no-snapshot, or on a scenario";
+    std::optional<std::string> yaml = h.snapshot_yaml ? h.snapshot_yaml(&reason) : std::nullopt;
+    if (!yaml) {
+      res.status = 404;
+      res.set_content(reason + "\n", "text/plain");
+      return;
+    }
+    res.set_content(std::move(*yaml), "application/yaml");
+  });
 
   if (port == 0) {
     port = s.bind_to_any_port(host.c_str());
@@ -274,7 +284,7 @@ Status HttpEndpoints::Start(const std::string& listen) {
   impl_->server.WidenBacklog();
   port_ = port;
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
-  spdlog::info("serving /metrics /healthz /readyz /config on {}:{}", host, port_);
+  spdlog::info("serving /metrics /healthz /readyz /config /snapshot on {}:{}", host, port_);
   return Status::Ok();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The scheduler's HTTP side: /metrics (Prometheus text), /healthz (the process answers),
 // /readyz (caches synced, and leading or standing by), /config (the active configuration as
-// JSON). GET and HEAD only. cpp-httplib stays inside http_endpoints.cc.
+// JSON), /snapshot (the cluster as a scenario `kiln simulate` replays). GET and HEAD only.
+// cpp-httplib stays inside http_endpoints.cc.
 //
 // Bounded, so that no client can take memory or starve the probes (docs/safety.md, "HTTP
 // endpoints and inputs"): a request (request line, headers and any body) is read up to
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -26,6 +28,8 @@ struct HttpHandlers {
   std::function<std::string()> metrics;      // exposition text
   std::function<bool(std::string*)> ready;   // true when ready; sets a reason either way
   std::function<std::string()> config_json;  // the active configuration
+  // The cluster as scenario YAML; unset or nullopt (with the reason set): 404.
+  std::function<std::optional<std::string>(std::string* reason)> snapshot_yaml;
 };
 
 struct HttpLimits {

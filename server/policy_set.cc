@@ -137,6 +137,7 @@ Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sour
   auto set = std::make_shared<PolicySet>();
   set->packs = std::move(verified->descriptions);
   set->conf = std::move(*conf);
+  set->conf_text = texts->conf_text;
   set->provider = std::move(*provider);
   auto registry = ResolvePlugins(set->conf, *set->provider);
   if (!registry) return registry.error();

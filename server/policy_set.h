@@ -41,6 +41,7 @@ ProviderFactory CompiledProviderFactory();
 
 struct PolicySet {
   SchedulerConf conf;
+  std::string conf_text;  // the scheduler.conf as read (the default one's when none is given)
   // The registry's builders call into the provider (compiled code, bound arguments): the set
   // owns it so that both live exactly as long as the last session using them.
   std::unique_ptr<PolicyProvider> provider;

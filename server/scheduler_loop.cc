@@ -14,15 +14,11 @@
 
 namespace kiln::server {
 
-namespace {
-
 TimeNs WallClockNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-}  // namespace
 
 SchedulerLoop::SchedulerLoop(ClusterBinding& binding, PolicyReloader& policies,
                              ServerMetrics* metrics, LoopOptions options)

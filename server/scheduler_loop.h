@@ -24,6 +24,9 @@ namespace kiln::server {
 
 class ServerMetrics;
 
+// The wall clock as a session time (the default clock of the loop and of /snapshot).
+TimeNs WallClockNs();
+
 struct LoopOptions {
   std::chrono::nanoseconds period = std::chrono::seconds(1);
   // The session time (`now` of Snapshot and the session); default: the wall clock.

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <thread>
 
+#include "kubernetes/encode.h"
 #include "kubernetes/lease.h"
+#include "kubernetes/scenario_writer.h"
 #include "server/config_watcher.h"
 #include "server/http_endpoints.h"
 #include "server/leader_election.h"
@@ -57,6 +59,23 @@ std::string ConfigJson(const PolicySet* set) {
   }
   j["tiers"] = tiers;
   return j.dump(2) + "\n";
+}
+
+// GET /snapshot: the cluster the next session would see, with the conf in force and the session
+// clock, as a scenario. The policies themselves are not in it: the notes name where they came
+// from, so a replay can pass the same --policy-dir or --pack.
+std::string SnapshotYaml(const ClusterSpec& cluster, const PolicySet& set, TimeNs now) {
+  kube::ScenarioHeader header;
+  header.name = "snapshot";
+  header.now = now;
+  header.conf_text = set.conf_text;
+  std::string sources;
+  for (const std::string& f : set.source_files) sources += (sources.empty() ? "" : ", ") + f;
+  header.notes = fmt::format(
+      "Taken from kiln serve at {} (configuration generation {}, sha256:{}). Read from: {}. "
+      "Replay with `kiln simulate` and the same --policy-dir/--pack options.",
+      kube::FormatTimestamp(now), set.generation, set.hash, sources.empty() ? "built-ins" : sources);
+  return kube::WriteScenario(cluster, header);
 }
 
 }  // namespace
@@ -126,6 +145,7 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   }
   auto leading = [&] { return elector == nullptr || elector->IsLeader(); };
 
+  std::function<TimeNs()> session_clock = options.clock ? options.clock : WallClockNs;
   std::unique_ptr<HttpEndpoints> http;
   if (!options.listen.empty()) {
     HttpHandlers handlers;
@@ -141,6 +161,12 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
       return true;
     };
     handlers.config_json = [&reloader] { return ConfigJson(reloader.Current().get()); };
+    if (hooks.snapshot_spec)
+      handlers.snapshot_yaml = [&](std::string*) -> std::optional<std::string> {
+        TimeNs now = session_clock();
+        std::shared_ptr<const PolicySet> set = reloader.Current();
+        return SnapshotYaml(hooks.snapshot_spec(now), *set, now);
+      };
     http = std::make_unique<HttpEndpoints>(handlers, options.http_limits);
     if (Status s = http->Start(options.listen); !s) {
       spdlog::error("{}", s.error().Format());
@@ -184,7 +210,7 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   ClusterBinding& binding = options.dry_run ? static_cast<ClusterBinding&>(dry) : cluster;
   LoopOptions loop_options;
   loop_options.period = options.schedule_period;
-  loop_options.clock = options.clock;
+  loop_options.clock = session_clock;
   loop_options.may_schedule = [&] {
     bool synced = !hooks.caches_synced || hooks.caches_synced();
     return synced && leading();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "runtime/cluster.h"
+#include "runtime/cluster_spec.h"
 #include "runtime/status.h"
 #include "server/http_endpoints.h"
 #include "server/policy_set.h"
@@ -55,6 +56,9 @@ struct ServeHooks {
   std::function<void(const ReloadOutcome&)> on_reload;
   // Called once everything runs (the port actually bound, for tests with --listen :0).
   std::function<void(int port)> on_started;
+  // The cluster's objects as the next session at `now` would see them (CompleteCluster's
+  // output), for GET /snapshot; unset: the binding has none to give.
+  std::function<ClusterSpec(TimeNs now)> snapshot_spec;
 };
 
 // Runs until SIGTERM/SIGINT (or `stop` becomes true, polled each period, for tests). Returns the
