@@ -146,4 +146,18 @@ inline std::vector<std::string> Dumps(const std::vector<T>& v) {
   return out;
 }
 
+// Each list of two clusters as dumps, field by field: check(field, got, want) for every one.
+template <typename F>
+void CompareClusterSpecs(const ClusterSpec& got, const ClusterSpec& want, F&& check) {
+  check("priorityClasses", Dumps(got.priority_classes), Dumps(want.priority_classes));
+  check("queues", Dumps(got.queues), Dumps(want.queues));
+  check("nodes", Dumps(got.nodes), Dumps(want.nodes));
+  check("podGroups", Dumps(got.pod_groups), Dumps(want.pod_groups));
+  check("pods", Dumps(got.pods), Dumps(want.pods));
+  check("pdbs", Dumps(got.pdbs), Dumps(want.pdbs));
+  check("resourceQuotas", Dumps(got.resource_quotas), Dumps(want.resource_quotas));
+  check("hyperNodes", Dumps(got.hyper_nodes), Dumps(want.hyper_nodes));
+  check("numatopologies", Dumps(got.numatopologies), Dumps(want.numatopologies));
+}
+
 }  // namespace kiln::testing

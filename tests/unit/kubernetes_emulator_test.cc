@@ -231,18 +231,11 @@ TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
   // The API server lists in key order (namespace, name), the scenario in file order; and it
   // labels nodes with their hostname as a kubelet would (BuildCluster adds the same label).
   for (auto& n : want.nodes) n.labels.try_emplace("kubernetes.io/hostname", n.name);
-  auto sorted = [](auto v) {
-    auto d = kiln::testing::Dumps(v);
-    std::sort(d.begin(), d.end());
-    return d;
-  };
-  EXPECT_EQ(sorted(got.priority_classes), sorted(want.priority_classes));
-  EXPECT_EQ(sorted(got.queues), sorted(want.queues));
-  EXPECT_EQ(sorted(got.nodes), sorted(want.nodes));
-  EXPECT_EQ(sorted(got.pod_groups), sorted(want.pod_groups));
-  EXPECT_EQ(sorted(got.pods), sorted(want.pods));
-  EXPECT_EQ(sorted(got.pdbs), sorted(want.pdbs));
-  EXPECT_EQ(sorted(got.resource_quotas), sorted(want.resource_quotas));
+  kiln::testing::CompareClusterSpecs(got, want, [](const char* field, auto g, auto w) {
+    std::sort(g.begin(), g.end());
+    std::sort(w.begin(), w.end());
+    EXPECT_EQ(g, w) << field;
+  });
   // And the first session decides the same on both, whatever order the objects came in.
   auto model = cluster.Snapshot(spec->now);
   ASSERT_TRUE(model.ok()) << model.error().message;

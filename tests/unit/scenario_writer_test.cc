@@ -3,7 +3,6 @@
 // ClusterSpec field by field, so a snapshot replays the cluster it was taken from.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 
 #include "kubernetes/scenario_writer.h"
@@ -17,15 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace kiln::testing;
 
-std::vector<fs::path> AllScenarios() {
-  std::vector<fs::path> out;
-  for (const char* dir : {"/tests/scenarios", "/tests/volcano-compat", "/examples"})
-    for (const auto& e : fs::recursive_directory_iterator(KilnSourceDir().string() + dir))
-      if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 ScenarioHeader HeaderOf(const ScenarioSpec& spec) {
   ScenarioHeader h;
   h.name = spec.name;
@@ -35,23 +25,17 @@ ScenarioHeader HeaderOf(const ScenarioSpec& spec) {
 }
 
 void ExpectSameCluster(const ClusterSpec& got, const ClusterSpec& want) {
-  EXPECT_EQ(Dumps(got.priority_classes), Dumps(want.priority_classes));
-  EXPECT_EQ(Dumps(got.queues), Dumps(want.queues));
-  EXPECT_EQ(Dumps(got.nodes), Dumps(want.nodes));
-  EXPECT_EQ(Dumps(got.pod_groups), Dumps(want.pod_groups));
-  EXPECT_EQ(Dumps(got.pods), Dumps(want.pods));
-  EXPECT_EQ(Dumps(got.pdbs), Dumps(want.pdbs));
-  EXPECT_EQ(Dumps(got.resource_quotas), Dumps(want.resource_quotas));
+  CompareClusterSpecs(got, want, [](const char* field, const auto& g, const auto& w) {
+    EXPECT_EQ(g, w) << field;
+  });
   ASSERT_EQ(got.resource_quotas.size(), want.resource_quotas.size());
   for (size_t i = 0; i < got.resource_quotas.size(); ++i)
     EXPECT_EQ(got.resource_quotas[i].hard_names, want.resource_quotas[i].hard_names);
-  EXPECT_EQ(Dumps(got.hyper_nodes), Dumps(want.hyper_nodes));
-  EXPECT_EQ(Dumps(got.numatopologies), Dumps(want.numatopologies));
 }
 
 TEST(ScenarioWriter, EveryScenarioReadsBackToTheSameClusterSpec) {
   int checked = 0, with_conf = 0;
-  for (const fs::path& file : AllScenarios()) {
+  for (const fs::path& file : AllScenarioFiles()) {
     auto spec = LoadScenarioFile(file.string());
     if (!spec) continue;  // scenarios that test loader errors
     SCOPED_TRACE(file.string());
