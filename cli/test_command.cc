@@ -551,7 +551,7 @@ void AddTestCommand(CLI::App& app) {
                   "candidate plugin name or .policy file");
   cmd->add_option("--run", opts->run, "run only the cases whose name matches this ECMAScript regex");
   cmd->add_option("-o,--output", opts->output, "table (default), json or junit");
-  AddPolicyOptions(*cmd, opts->policy, kPolicyDirFlags);
+  AddPolicyOptions(*cmd, opts->policy, kPolicyDirFlags | kPackFlags);
   cmd->add_option("-j,--jobs", opts->jobs, "cases run at once (default 2)");
   cmd->add_flag("--no-times", opts->no_times, "leave durations out of the output (reproducible output)");
   CLI::Option* compare = cmd->add_option(
