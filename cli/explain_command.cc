@@ -637,7 +637,7 @@ void AddExplainCommand(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_flag("--at-open", opts->at_open,
                 "evaluate every pending pod right after the session opens, before any action");
-  AddPolicyOptions(*cmd, opts->policy, kConfFlag | kPolicyDirFlags);
+  AddPolicyOptions(*cmd, opts->policy, kConfFlag | kPolicyDirFlags | kPackFlags);
   cmd->callback([opts] { EndCommand(RunExplain(*opts)); });
 }
 

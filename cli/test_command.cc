@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "cli/commands.h"
@@ -71,6 +72,29 @@ Result<std::unique_ptr<PolicyProvider>> ProviderFor(const TestOptions& opts, con
   return MakeProvider(p);
 }
 
+// A pack directory's test scenarios that its manifest does not list are not run (the manifest is
+// what `kiln pack build` packs and checks): say so rather than skip them in silence.
+void WarnOfUnlistedTests(const std::string& dir, const packs::Pack& pack) {
+  namespace fs = std::filesystem;
+  std::set<std::string, std::less<>> listed(pack.manifest.tests.begin(), pack.manifest.tests.end());
+  listed.insert("kiln-pack.yaml");
+  listed.insert(pack.manifest.conf);
+  std::vector<std::string> unlisted;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (!it->is_regular_file(ec) || (p.extension() != ".yaml" && p.extension() != ".yml")) continue;
+    std::string rel = fs::relative(p, dir, ec).generic_string();
+    if (!listed.count(rel) && IsTestScenarioFile(p.string())) unlisted.push_back(rel);
+  }
+  std::sort(unlisted.begin(), unlisted.end());
+  for (const std::string& rel : unlisted)
+    fmt::print(stderr,
+               "warning: {}: a test scenario kiln-pack.yaml does not list under `tests`: not run\n",
+               (fs::path(dir) / rel).generic_string());
+}
+
 // A policy pack (a .kpack file, or a directory with kiln-pack.yaml) is a test source: its
 // manifest's tests, each run with the pack's plugins (named pack/plugin) and, when the scenario
 // has no conf of its own, the pack's conf, as `kiln pack build` runs them.
@@ -86,6 +110,7 @@ std::optional<Result<std::vector<TestCase>>> DiscoverPack(const TestOptions& opt
   std::optional<std::string> conf;
   if (!pack->manifest.conf.empty())
     if (auto it = pack->files.find(pack->manifest.conf); it != pack->files.end()) conf = it->second;
+  if (directory) WarnOfUnlistedTests(path, *pack);
   std::vector<TestCase> cases;
   for (const std::string& test : pack->manifest.tests) {
     TestCase tc;
@@ -551,7 +576,7 @@ void AddTestCommand(CLI::App& app) {
                   "candidate plugin name or .policy file");
   cmd->add_option("--run", opts->run, "run only the cases whose name matches this ECMAScript regex");
   cmd->add_option("-o,--output", opts->output, "table (default), json or junit");
-  AddPolicyOptions(*cmd, opts->policy, kPolicyDirFlags);
+  AddPolicyOptions(*cmd, opts->policy, kPolicyDirFlags | kPackFlags);
   cmd->add_option("-j,--jobs", opts->jobs, "cases run at once (default 2)");
   cmd->add_flag("--no-times", opts->no_times, "leave durations out of the output (reproducible output)");
   CLI::Option* compare = cmd->add_option(

@@ -55,6 +55,13 @@ Result<PluginRegistry> ResolvePlugins(const SchedulerConf& conf, PolicyProvider&
                                    "policy of that name)",
                                    option.name),
                        option.where};
+        // A pack's plugins are named pack/plugin: the bare name is the usual slip.
+        for (const std::string& name : names)
+          if (name.size() > option.name.size() + 1 && name.ends_with("/" + option.name))
+            return Error{fmt::format("unknown plugin `{}`; did you mean `{}`? (a pack's plugins "
+                                     "are named pack/plugin)",
+                                     option.name, name),
+                         option.where};
         return Error{fmt::format("unknown plugin `{}`{}", option.name,
                                  yaml::DidYouMean(option.name, name_views)),
                      option.where};

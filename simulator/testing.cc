@@ -20,17 +20,15 @@ namespace {
 
 bool IsYamlFile(const fs::path& p) { return p.extension() == ".yaml" || p.extension() == ".yml"; }
 
-// A scenario file is a test when it has a top-level `expect`. One that is not valid YAML counts
-// too, so that a broken test shows up as a failure rather than vanishing from the run.
-bool LooksLikeTest(const std::string& file) {
+}  // namespace
+
+bool IsTestScenarioFile(const std::string& file) {
   auto text = ReadTextFile(file);
   if (!text) return true;
   auto doc = yaml::Document::Parse(*text, file);
   if (!doc) return true;
   return doc->root().IsMap() && doc->root()["expect"];
 }
-
-}  // namespace
 
 std::optional<Result<std::vector<TestCase>>> TestDiscovery::AskDiscoverers(
     const std::string& path) const {
@@ -63,7 +61,7 @@ void TestDiscovery::Search(const std::string& dir, const std::string& suite,
         continue;
       }
       Search(path, suite, out, error);
-    } else if (IsYamlFile(p) && LooksLikeTest(path)) {
+    } else if (IsYamlFile(p) && IsTestScenarioFile(path)) {
       out.push_back(TestCase{path, path, suite, {}, {}, {}, {}, {}});
     }
   }

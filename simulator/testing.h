@@ -65,6 +65,10 @@ class TestDiscovery {
   std::vector<TestDiscoverer> discoverers_;
 };
 
+// Whether `file` is a test case a directory search would run: a scenario with a top-level
+// `expect` (or a file that is not valid YAML, so that a broken test fails rather than vanishes).
+bool IsTestScenarioFile(const std::string& file);
+
 struct TestResult {
   enum class Status { Pass, Fail, Error };
   Status status = Status::Pass;

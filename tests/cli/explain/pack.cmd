@@ -1,0 +1,1 @@
+explain tests/cli/test/data/pack-plugin.yaml --pack examples/packs/team-fairness --pod beta/b-next-0
