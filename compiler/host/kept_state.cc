@@ -36,13 +36,14 @@ void Write(const ConfValue& v, std::string& out) {
   } else if (const auto* map = std::get_if<ConfValue::Map>(&v.value)) {
     WriteMap(*map, out);
   } else {
-    // Scalars compare by value and as written ("1.50" is not "1.5" to a string argument).
+    // Scalars compare by kind, value and as written (`1` is not `"1"`, "1.50" is not "1.5").
     std::string value;
     if (const auto* b = std::get_if<bool>(&v.value)) value = *b ? "true" : "false";
     if (const auto* i = std::get_if<int64_t>(&v.value)) value = fmt::format("{}", *i);
     if (const auto* d = std::get_if<double>(&v.value)) value = fmt::format("{}", *d);
     if (const auto* str = std::get_if<std::string>(&v.value)) value = *str;
-    out += fmt::format("s{}:{}/{}:{}", value.size(), value, v.text.size(), v.text);
+    out += fmt::format("s{}:{}:{}/{}:{}", v.value.index(), value.size(), value, v.text.size(),
+                       v.text);
   }
 }
 

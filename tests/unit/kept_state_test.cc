@@ -65,8 +65,8 @@ TEST(KeptStateCheck, TheClauseGoesBeforeTheInitialValue) {
   EXPECT_THAT(out, HasSubstr("error"));
 }
 
-// `opened` counts the sessions of its conf entry, `per_session` is reset at each open; job_order
-// answers both (opened * 100 + per_session) so a session shows them.
+// `opened` counts the sessions of its conf entry, `per_session` is reset at each open; node_order
+// answers both (and the first session's time) so a session shows them.
 constexpr const char* kCounter = R"(policy counter;
 arg step: int = 1;
 state opened: int across sessions = 10;
@@ -76,8 +76,8 @@ on session_open() {
   opened += step;
   per_session += 1;
 }
-on job_order(l: Job, r: Job) -> int {
-  return opened * 100 + per_session + int(first_open.unix_seconds) * 1000000;
+on node_order(task: Task, node: Node) -> float {
+  return float(opened * 100 + per_session + int(first_open.unix_seconds) * 1000000);
 }
 )";
 
@@ -120,18 +120,21 @@ class KeptStateSessions : public ::testing::Test {
     return reg;
   }
 
-  // Opens a session at `now_seconds` and returns job_order's answer.
-  static int Session(const PluginRegistry& reg, const SchedulerConf& conf, int64_t now_seconds) {
+  // Opens a session at `now_seconds` and returns node_order's answer.
+  static int64_t Session(const PluginRegistry& reg, const SchedulerConf& conf,
+                         int64_t now_seconds) {
     testing::ClusterBuilder b;
     b.AddQueue("default");
-    b.AddJob("ns", "a", "default", 1);
-    b.AddJob("ns", "b", "default", 1);
+    b.AddNode("n1", testing::Res(4000, 8e9));
+    const Job& job = b.AddJob("ns", "a", "default", 1);
+    b.AddTask(job, "a-0", testing::Res(1000, 1e9));
     EXPECT_TRUE(b.cluster.Link().ok());
     kiln::Session ssn(std::move(b.cluster), conf, now_seconds * 1'000'000'000, "s");
     EXPECT_TRUE(ssn.Open(reg).ok());
-    int order = ssn.JobOrderFn(ssn.cluster().FindJob("ns/a"), ssn.cluster().FindJob("ns/b"));
+    auto score = ssn.NodeOrderFn(ssn.cluster().tasks().front(), ssn.cluster().nodes().front());
+    EXPECT_TRUE(score.ok());
     ssn.Close();
-    return order;
+    return score.ok() ? static_cast<int64_t>(*score) : -1;
   }
 
   std::filesystem::path dir_;
@@ -204,7 +207,7 @@ TEST_F(KeptStateSessions, KeptScalarsAreOutsideTheStateMemoryBudget) {
   std::string text = "policy counter;\narg step: int = 1;\n";
   for (int i = 0; i < 200; ++i) text += fmt::format("state k{}: int across sessions = {};\n", i, i);
   text += "on session_open() { k199 += step; }\n"
-          "on job_order(l: Job, r: Job) -> int { return k199 + k0; }\n";
+          "on node_order(task: Task, node: Node) -> float { return float(k199 + k0); }\n";
   Write(text);
   size_t budget = PolicyStateMemoryBudget();
   SetPolicyStateMemoryBudget(1024);
@@ -274,16 +277,20 @@ TEST(KeptStateServe, AReloadKeepsAnUnchangedEntrysStateAndResetsAChangedOne) {
 }
 
 TEST(KeptStateStore, KeysDifferWithNameTextAndArguments) {
-  auto conf = ParseSchedulerConf("actions: \"allocate\"\ntiers:\n- plugins:\n"
-                                 "  - name: a\n    arguments: {x: 1, y: [\"1\", 2]}\n"
-                                 "  - name: a\n    arguments: {x: \"1\", y: [1, 2]}\n"
-                                 "  - name: a\n    arguments: {x: 1, y: [\"1\", 2]}\n",
-                                 "scheduler.conf");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  const auto& p = conf->tiers[0].plugins;
-  EXPECT_EQ(KeptStateStore::Key(p[0], 1), KeptStateStore::Key(p[2], 1));
-  EXPECT_NE(KeptStateStore::Key(p[0], 1), KeptStateStore::Key(p[0], 2));
-  EXPECT_NE(KeptStateStore::Key(p[0], 1), KeptStateStore::Key(p[1], 1));
+  auto entry = [](const char* args) {
+    auto conf = ParseSchedulerConf(fmt::format("actions: \"allocate\"\ntiers:\n- plugins:\n"
+                                               "  - name: a\n    arguments: {}\n",
+                                               args),
+                                   "scheduler.conf");
+    EXPECT_TRUE(conf.ok()) << conf.error().Format();
+    return conf.ok() ? conf->tiers[0].plugins[0] : PluginOption{};
+  };
+  PluginOption a = entry("{x: 1, y: [\"1\", 2]}");
+  PluginOption b = entry("{x: \"1\", y: [1, 2]}");
+  PluginOption c = entry("{x: 1, y: [\"1\", 2]}");
+  EXPECT_EQ(KeptStateStore::Key(a, 1), KeptStateStore::Key(c, 1));
+  EXPECT_NE(KeptStateStore::Key(a, 1), KeptStateStore::Key(a, 2));
+  EXPECT_NE(KeptStateStore::Key(a, 1), KeptStateStore::Key(b, 1));
 }
 
 }  // namespace
