@@ -64,6 +64,7 @@ struct SimulateOptions {
   std::string report;
   int report_explain = 5;
   bool cycles_given = false;
+  bool period_given = false;
   bool timings = false;
   bool check_invariants = false;
 };
@@ -238,6 +239,11 @@ int RunSimulate(const SimulateOptions& opts) {
   sim_options.cycles = opts.cycles;
   sim_options.period = *period;
   sim_options.until = until;
+  // The scenario's `replay:` says how it runs when the command line does not.
+  if (spec->replay && !opts.cycles_given && !until) {
+    sim_options.cycles = static_cast<int>(spec->replay->cycles);
+    if (!opts.period_given) sim_options.period = spec->replay->period;
+  }
   sim_options.every_period = opts.every_period;
   if (!opts.report.empty()) sim_options.explain_pending = std::max(0, opts.report_explain);
   // The simulator takes the cluster (100k pods are a few hundred MiB: no copy); what is read
@@ -276,12 +282,20 @@ int RunSimulate(const SimulateOptions& opts) {
       std::fputs(fmt::format("PASS {}\n", spec->name).c_str(), stdout);
       return done;
     }
-    std::string out = fmt::format("FAIL {}: the first session differs from `expect`\n", spec->name);
+    std::string out = fmt::format("FAIL {}: the {} differs from `expect`\n", spec->name,
+                                  spec->replay && !spec->replay->expect.empty()
+                                      ? "run"
+                                      : "first session");
     for (const auto& d : diffs) out += "  " + d + "\n";
     out += "actual decisions (paste into the scenario if they are right):\n";
     out += FormatExpectBlock(result->sessions.front());
     if (spec->expect->warnings) out += FormatWarningsBlock(spec->warnings);
     if (!result->calls.empty()) out += FormatCallsBlock(result->calls);
+    if (spec->replay)
+      for (const SessionResult& session : result->sessions)
+        if (spec->replay->expect.count(session.index))
+          out += fmt::format("session {} (replay.expect):\n{}", session.index,
+                             FormatExpectBlock(session));
     std::fputs(out.c_str(), stdout);
     return kExitFailed;
   }
@@ -303,7 +317,8 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("scenario", opts->file, "scenario YAML file (see scenario-format.md)")->required();
   cmd->add_option("-o,--output", opts->output, "table (default) or json");
   cmd->add_flag("--check", opts->check,
-                "compare the first session with the scenario's `expect`; exit 1 when they differ");
+                "compare the first session with the scenario's `expect` (and later sessions with "
+                "its `replay.expect`); exit 1 when they differ");
   cmd->add_option("--cycles", opts->cycles, "number of scheduling cycles to run (default 1)")
       ->each([opts](const std::string&) { opts->cycles_given = true; });
   cmd->add_option("--until", opts->until,
@@ -319,7 +334,8 @@ void AddSimulateCommand(CLI::App& app) {
                   "(default 5)");
   cmd->add_option("--period", opts->period,
                   "simulated time between cycles, a Go duration (default 1s, Volcano's "
-                  "schedule-period)");
+                  "schedule-period)")
+      ->each([opts](const std::string&) { opts->period_given = true; });
   AddPolicyOptions(*cmd, opts->policy, kConfFlag | kPolicyDirFlags | kPackFlags);
   cmd->add_flag("--timings", opts->timings,
                 "print where the time went (load, compile, each session's snapshot, open, actions "

@@ -70,7 +70,8 @@ class Dumper {
       }
       case NodeKind::State: {
         auto* s = static_cast<const StateDecl*>(d);
-        Line(depth, head + " : " + TypeText(s->declared));
+        Line(depth, head + " : " + TypeText(s->declared) +
+                        (s->across_sessions ? " across sessions" : ""));
         Expr(s->init.get(), depth + 1);
         break;
       }

@@ -35,7 +35,8 @@ decl
   | 'arg' name=IDENT ':' type=typeRef ('=' value=expr)? ('from' source=IDENT? key=STRING)? ';'
                                                                                # ArgDecl
   | 'record' name=IDENT '{' fields+=recordField* '}'                           # RecordDecl
-  | 'state' name=IDENT ':' type=typeRef ('=' value=expr)? ';'                  # StateDecl
+  | 'state' name=IDENT ':' type=typeRef (acrossKw=IDENT sessionsKw=IDENT)? ('=' value=expr)? ';'
+                                                                               # StateDecl
   | 'fn' name=IDENT '(' params=paramList? ')' ('->' result=typeRef)? body=block  # FnDecl
   | 'on' points+=IDENT (',' points+=IDENT)* '(' params=paramList? ')' ('->' result=typeRef)?
       body=block                                                               # HandlerDecl

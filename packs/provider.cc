@@ -54,6 +54,7 @@ Result<std::unique_ptr<PolicyProvider>> MakeProvider(const ProviderSources& sour
   options.allow_builtin_override = sources.allow_builtin_override;
   options.compile_cache_dir = sources.compile_cache_dir;
   options.named_policies = std::move(pack_policies);
+  options.kept_state = sources.kept_state;
   return MakeCompiledPolicyProvider(options);
 }
 

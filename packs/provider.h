@@ -27,6 +27,9 @@ struct ProviderSources {
   std::vector<std::string> pack_files;
   // --trust: PEM public keys; when any is given, every pack must be signed by one of them.
   std::vector<std::string> trust_keys;
+  // Where a reload finds the `state ... across sessions` of the entries it keeps; null: every
+  // conf load starts afresh (CompiledPolicyOptions::kept_state).
+  std::shared_ptr<KeptStateStore> kept_state;
 };
 
 // The packs `sources` uses: each *.kpack of `packs_dir` in name order, then `pack_files`. `ec` is

@@ -2,10 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kiln::packs {
 
 Result<ScenarioCheck> CheckScenario(const ScenarioSpec& spec, SchedulerConf conf,
                                     PolicyProvider& provider, SimulatorOptions options) {
+  // The scenario's `replay:` says how it runs unless the caller chose a multi-session run.
+  if (spec.replay && !options.trace()) {
+    options.cycles = static_cast<int>(spec.replay->cycles);
+    options.period = spec.replay->period;
+  }
   auto sim = Simulator::Create(spec, std::move(conf), provider, options);
   if (!sim) return sim.error();
   auto result = (*sim)->Run();
@@ -23,6 +30,20 @@ std::vector<std::string> ExpectationDiffs(const ScenarioSpec& spec, const Simula
   for (std::string& d : CheckWarnings(*spec.expect, spec.warnings)) diffs.push_back(std::move(d));
   if (spec.expect->calls)
     for (std::string& d : CheckCalls(*spec.expect->calls, result.calls)) diffs.push_back(std::move(d));
+  if (!spec.replay) return diffs;
+  // Later sessions by their index (a trace run may skip a session that repeats the one before:
+  // then it has no result, and that is a difference too).
+  for (const auto& [index, expect] : spec.replay->expect) {
+    auto it = std::find_if(result.sessions.begin(), result.sessions.end(),
+                           [&](const SessionResult& s) { return s.index == index; });
+    if (it == result.sessions.end()) {
+      diffs.push_back(fmt::format("session {}: not run (the run had {} session(s))", index,
+                                  result.sessions.size()));
+      continue;
+    }
+    for (std::string& d : CheckExpectations(expect, *it))
+      diffs.push_back(fmt::format("session {}: {}", index, d));
+  }
   return diffs;
 }
 

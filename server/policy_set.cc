@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "compiler/host/kept_state.h"
 #include "compiler/host/policy_provider.h"
 #include "packs/pack.h"
 #include "runtime/file_read.h"
@@ -160,7 +161,11 @@ std::string_view ToString(ReloadOutcome::Kind kind) {
 }
 
 PolicyReloader::PolicyReloader(PolicySources sources, ProviderFactory factory)
-    : sources_(std::move(sources)), factory_(std::move(factory)) {}
+    : sources_(std::move(sources)), factory_(std::move(factory)) {
+  // One store for every configuration this reloader loads: a reload that leaves a plugin entry
+  // as it was keeps the entry's `state ... across sessions` (compiler/host/kept_state.h).
+  if (!sources_.kept_state) sources_.kept_state = std::make_shared<KeptStateStore>();
+}
 
 namespace {
 std::atomic<int> g_loads_in_flight{0};

@@ -23,7 +23,8 @@ namespace scenario_loader {
 Status Loader::Load(const yaml::Node& root, std::string_view text, ScenarioSpec& spec) {
   if (root.IsNull()) return Error{"scenario is empty", SourceLocation{r_.file(), 1, 0}};
   TRY(r_.ExpectMap(root, "scenario",
-                   {"name", "conf", "now", "cluster", "expect", "calls", "notes", "source"}));
+                   {"name", "conf", "now", "cluster", "expect", "replay", "calls", "notes",
+                    "source"}));
   spec.file = r_.file();
   std::string now_text(kDefaultNow);
   yaml::Node now_node;
@@ -66,6 +67,9 @@ Status Loader::Load(const yaml::Node& root, std::string_view text, ScenarioSpec&
     } else if (k == "expect") {
       spec.expect.emplace();
       TRY(ReadExpect(v, *spec.expect));
+    } else if (k == "replay") {
+      spec.replay.emplace();
+      TRY(ReadReplay(v, *spec.replay));
     } else if (k == "calls") {
       TRY(ReadCalls(v, "`calls`", false, spec.calls));
     } else if (k == "notes") {

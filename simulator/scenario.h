@@ -61,6 +61,15 @@ struct ExpectSpec {
   }
 };
 
+// Kiln extension, `replay:`: how many sessions `kiln simulate` runs the scenario for, one every
+// `period`, when the command line does not say (--cycles, --until), and what later sessions
+// must decide (`expect` above is the first session's).
+struct ReplaySpec {
+  int64_t cycles = 1;
+  int64_t period = 1'000'000'000;  // nanoseconds
+  std::map<int64_t, ExpectSpec> expect;  // session index (1 = the second session) → expectation
+  SourceLocation where;
+};
 
 struct ScenarioSpec {
   std::string file;
@@ -77,6 +86,7 @@ struct ScenarioSpec {
   // References in the cluster that do not resolve (CompleteCluster): reported, not refused.
   std::vector<ClusterWarning> warnings;
   std::optional<ExpectSpec> expect;
+  std::optional<ReplaySpec> replay;
   // Direct extension-point calls run in the first session (runtime/calls.h). When the scenario
   // writes only `expect.calls`, those entries are the calls.
   std::vector<CallSpec> calls;

@@ -22,6 +22,51 @@ Result<std::map<std::string, std::string>> Loader::ReadKeyMap(const yaml::Node& 
   return out;
 }
 
+// `replay: {cycles: 3, period: 1m, expect: {1: {evictions: []}, 2: {...}}}`.
+Status Loader::ReadReplay(const yaml::Node& n, ReplaySpec& out) {
+  TRY(r_.ExpectMap(n, "`replay`", {"cycles", "period", "expect"}));
+  out.where = yaml::Where(n, r_.file());
+  for (const auto& kv : n) {
+    std::string_view k = kv.first.Scalar();
+    const yaml::Node& v = kv.second;
+    if (k == "cycles") {
+      ASSIGN_OR_RETURN(out.cycles, r_.Int(v, "`replay.cycles`"));
+      if (out.cycles < 1 || out.cycles > 100000)
+        return r_.Fail(v, fmt::format("`replay.cycles` must be between 1 and 100000, got {}",
+                                      out.cycles));
+    } else if (k == "period") {
+      auto text = Str(v, "`replay.period`");
+      if (!text) return text.error();
+      auto d = ParseGoDuration(*text);
+      if (!d || *d <= 0)
+        return r_.Fail(v, fmt::format("`replay.period` must be a positive duration like 1s or "
+                                      "10m, got `{}`",
+                                      *text));
+      out.period = *d;
+    } else if (k == "expect") {
+      TRY(r_.ExpectAnyMap(v, "`replay.expect`"));
+      for (const auto& s : v) {
+        auto index = r_.Int(s.first, "a session index of `replay.expect`");
+        if (!index) return index.error();
+        if (*index < 1)
+          return r_.Fail(s.first, fmt::format("a session index of `replay.expect` must be 1 or "
+                                              "more (session 0 is `expect`), got {}",
+                                              *index));
+        TRY(ReadExpect(s.second, out.expect[*index]));
+        if (out.expect[*index].calls)
+          return r_.Fail(s.second, "`calls` run in the first session only: check them in `expect`");
+      }
+    }
+  }
+  for (const auto& [index, e] : out.expect)
+    if (index >= out.cycles)
+      return Error{fmt::format("`replay.expect` checks session {}, but the replay runs {} "
+                               "(`replay.cycles`, sessions 0 to {})",
+                               index, out.cycles, out.cycles - 1),
+                   e.where};
+  return Status::Ok();
+}
+
 Status Loader::ReadExpect(const yaml::Node& n, ExpectSpec& out) {
   TRY(r_.ExpectMap(n, "`expect`",
                    {"binds", "bindCount", "evictions", "evictionCount", "pipelined",

@@ -188,6 +188,7 @@ class Loader {
                                                              std::string_view what);
   Status ReadCluster(const yaml::Node& n, ClusterSpec& out);
   Status ReadExpect(const yaml::Node& n, ExpectSpec& out);
+  Status ReadReplay(const yaml::Node& n, ReplaySpec& out);
   Status ReadCalls(const yaml::Node& n, std::string_view what, bool with_results,
                    std::vector<CallSpec>& out);
   Status ReadCall(const yaml::Node& n, std::string_view what, bool with_results, CallSpec& out);

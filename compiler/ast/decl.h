@@ -66,11 +66,14 @@ struct RecordDecl : Decl {
 };
 
 // `state shares: map<Job, float>;` — reset at each session open.
+// `state evicted_at: time across sessions;` — a scalar kept from one session to the next, per
+// scheduler.conf entry (compiler/host/kept_state.h); `init` runs at the entry's first session.
 struct StateDecl : Decl {
   static constexpr NodeKind kKind = NodeKind::State;
   StateDecl(SourceRange r, std::string n, SourceRange nr) : Decl(kKind, r, std::move(n), nr) {}
   TypeRef declared;
   ExprPtr init;  // may be null: the type's zero value
+  bool across_sessions = false;
 };
 
 struct Param {

@@ -14,11 +14,16 @@ void Lowering::Run(LoweredPolicy& out) {
   in_place_ = codegen::AnalyzeInPlaceState(policy_);
   // State and argument blocks.
   std::vector<llvm::Type*> state_fields;
+  std::vector<llvm::Type*> kept_fields{i64_};
   for (const ast::StateDecl* s : policy_.All<ast::StateDecl>()) {
-    state_index_[s] = static_cast<unsigned>(state_fields.size());
-    state_fields.push_back(Ty(s->declared.resolved));
+    auto& fields = s->across_sessions ? kept_fields : state_fields;
+    (s->across_sessions ? kept_index_ : state_index_)[s] = static_cast<unsigned>(fields.size());
+    fields.push_back(Ty(s->declared.resolved));
   }
   state_ty_ = llvm::StructType::create(ctx_, state_fields, "kiln.state");
+  kept_ty_ = llvm::StructType::create(ctx_, kept_fields, "kiln.kept");
+  if (SizeOf(kept_ty_) > 8 * kept_fields.size())
+    Fail(nullptr, "state kept across sessions does not fit its 8-byte slots");
   std::vector<llvm::Type*> arg_fields;
   for (const ast::ArgDecl* a : policy_.All<ast::ArgDecl>()) {
     arg_index_[a] = static_cast<unsigned>(arg_fields.size());

@@ -320,13 +320,43 @@ void Lowering::EmitStateInit() {
   Value* state = CallRt("kiln_rt_alloc", ptr_, {b_.getInt64(std::max<uint64_t>(SizeOf(state_ty_), 1))}, true);
   b_.CreateStore(state, b_.CreateStructGEP(ctx_ty_, ictx_, kCtxState));
   in_state_init_ = true;  // view-keyed maps made here keep their dense table from the start
+  // State kept across sessions is initialised at the conf entry's first session only: the host
+  // hands a zeroed block, and its first word says the initialisers have run.
+  // A host that keeps no block (a benchmark's or a test's own context) gets one in the session
+  // arena: the state then lives one session, like any other.
+  Value* kept_fresh = nullptr;
+  if (!kept_index_.empty()) {
+    Value* slot = b_.CreateStructGEP(ctx_ty_, ictx_, kCtxKept);
+    BasicBlock* make = BasicBlock::Create(ctx_, "kept.make", fn);
+    BasicBlock* have = BasicBlock::Create(ctx_, "kept.have", fn);
+    b_.CreateCondBr(b_.CreateIsNull(b_.CreateLoad(ptr_, slot)), make, have);
+    b_.SetInsertPoint(make);
+    b_.CreateStore(CallRt("kiln_rt_alloc", ptr_, {b_.getInt64(SizeOf(kept_ty_))}, true), slot);
+    b_.CreateBr(have);
+    b_.SetInsertPoint(have);
+    Value* done = b_.CreateLoad(i64_, b_.CreateStructGEP(kept_ty_, CtxField(kCtxKept, ptr_), 0));
+    kept_fresh = b_.CreateICmpEQ(done, b_.getInt64(0));
+  }
   for (const ast::StateDecl* s : policy_.All<ast::StateDecl>()) {
+    BasicBlock* after = nullptr;
+    if (s->across_sessions) {
+      BasicBlock* init = BasicBlock::Create(ctx_, "kept.init", fn);
+      after = BasicBlock::Create(ctx_, "kept.done", fn);
+      b_.CreateCondBr(kept_fresh, init, after);
+      b_.SetInsertPoint(init);
+    }
     const Type* t = s->declared.resolved;
     Value* v = s->init ? Coerce(Emit(*s->init), s->init->type, t) : ZeroOf(t);
     // A state whose Resources are overwritten in place must own them (state_in_place.h).
     if (s->init && in_place_.vars.count(s)) v = Persist(v, t);
     b_.CreateStore(v, StatePtr(s));
+    if (after) {
+      b_.CreateBr(after);
+      b_.SetInsertPoint(after);
+    }
   }
+  if (kept_fresh)
+    b_.CreateStore(b_.getInt64(1), b_.CreateStructGEP(kept_ty_, CtxField(kCtxKept, ptr_), 0));
   in_state_init_ = false;
   CallRt("kiln_rt_set_arena", ptr_, {prev});
   b_.CreateRetVoid();

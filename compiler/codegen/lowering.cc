@@ -21,7 +21,7 @@ Lowering::Lowering(const ast::Policy& policy, const llvm::DataLayout& layout, ll
   fit_ = llvm::StructType::get(ctx_, {i32_, str_});
   validation_ = llvm::StructType::get(ctx_, {i1_, str_, str_});
   victims_ = llvm::StructType::get(ctx_, {i1_, list_});
-  ctx_ty_ = llvm::StructType::get(ctx_, {ptr_, ptr_, i64_, ptr_, ptr_});
+  ctx_ty_ = llvm::StructType::get(ctx_, {ptr_, ptr_, i64_, ptr_, ptr_, ptr_});
   builder_ty_ = llvm::StructType::get(ctx_, {ptr_, i64_, i64_});  // KListBuilder
 }
 
@@ -174,6 +174,8 @@ Value* Lowering::CtxField(int index, llvm::Type* t) {
 }
 
 Value* Lowering::StatePtr(const ast::StateDecl* s) {
+  if (s->across_sessions)
+    return b_.CreateStructGEP(kept_ty_, CtxField(kCtxKept, ptr_), kept_index_.at(s));
   return b_.CreateStructGEP(state_ty_, CtxField(kCtxState, ptr_), state_index_.at(s));
 }
 

@@ -266,6 +266,10 @@ class Lowering {
   Function* mark_selected_ = nullptr;
   std::map<const ast::RecordDecl*, llvm::StructType*> records_;
   std::map<const ast::StateDecl*, unsigned> state_index_;
+  // `state ... across sessions`: {i64 initialised, each such state}, every field at most 8
+  // bytes, so the host's block of 8-byte slots holds it (compiler/host/kept_state.h).
+  llvm::StructType* kept_ty_ = nullptr;
+  std::map<const ast::StateDecl*, unsigned> kept_index_;
   std::map<const ast::ArgDecl*, unsigned> arg_index_;
   std::map<const ast::FnDecl*, Function*> fns_;
   std::map<Function*, bool> allocates_fn_;

@@ -24,6 +24,9 @@ struct PolicyContext {
   int64_t now = 0;               // the session clock, nanoseconds
   void* session_arena = nullptr;  // kiln::Arena* freed at session close
   Session* session = nullptr;  // handlers read it; only session-mutating host calls write
+  // The conf entry's block of `state ... across sessions` (compiler/host/kept_state.h): a word
+  // that state_init sets once it has initialised the block, then one 8-byte slot per such state.
+  void* kept = nullptr;
 };
 
 inline constexpr int kCtxState = 0;
@@ -31,7 +34,9 @@ inline constexpr int kCtxArgs = 1;
 inline constexpr int kCtxNow = 2;
 inline constexpr int kCtxSessionArena = 3;
 inline constexpr int kCtxSession = 4;
-static_assert(offsetof(PolicyContext, now) == 16 && offsetof(PolicyContext, session) == 32);
+inline constexpr int kCtxKept = 5;
+static_assert(offsetof(PolicyContext, now) == 16 && offsetof(PolicyContext, session) == 32 &&
+              offsetof(PolicyContext, kept) == 40);
 
 // Symbols every lowered policy module defines.
 inline constexpr const char* kStateInitSymbol = "kiln.state_init";    // void(ctx*)

@@ -15,6 +15,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/diagnostics.h"
 #include "compiler/host/compiled_policy.h"
+#include "compiler/host/kept_state.h"
 #include "runtime/clock_use.h"
 #include "runtime/session.h"
 
@@ -26,7 +27,8 @@ namespace {
 // from session_open to session_close, whatever the compiler installs meanwhile.
 class JitPlugin : public Plugin {
  public:
-  explicit JitPlugin(std::shared_ptr<const BoundArgs> args) : args_(std::move(args)) {
+  JitPlugin(std::shared_ptr<const BoundArgs> args, std::shared_ptr<KeptBlock> kept)
+      : args_(std::move(args)), kept_(std::move(kept)) {
     // The state's budget: a store past it faults and disables the plugin for the session.
     arena_.set_limit(PolicyStateMemoryBudget());
     arena_.set_state(true);
@@ -37,9 +39,12 @@ class JitPlugin : public Plugin {
     const PolicyCode& code = *args_->code;
     ctx_.args = args_->data;
     ctx_.now = ssn.now();
-    if (policy.reads_clock) NoteClockUse();
+    // A session of a policy with state kept across sessions may change that state even when it
+    // decides nothing, so the simulator must not skip it as a repeat (simulator/simulator.h).
+    if (policy.reads_clock || kept_) NoteClockUse();
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
+    ctx_.kept = kept_ ? kept_->data() : nullptr;
     if (policy.ast && policy.ast->Uses("http")) ssn.RequireIoPool();
     code.state_init(&ctx_);
     for (const auto& [point, fn] : code.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
@@ -49,6 +54,7 @@ class JitPlugin : public Plugin {
 
  private:
   std::shared_ptr<const BoundArgs> args_;  // holds the code: it outlives the session's calls
+  std::shared_ptr<KeptBlock> kept_;  // the conf entry's `state ... across sessions`, or null
   PolicyContext ctx_;
   Arena arena_;  // per-session state; freed with the plugin at session end
 };
@@ -99,8 +105,12 @@ Status CheckCapabilities(const CompiledPolicy& policy, const PluginOption& optio
 class CompiledPolicyProvider : public PolicyProvider {
  public:
   CompiledPolicyProvider(PolicyCompiler* compiler, std::map<std::string, std::string> user,
-                         std::map<std::string, NamedPolicySource> named)
-      : compiler_(compiler), user_(std::move(user)), named_(std::move(named)) {}
+                         std::map<std::string, NamedPolicySource> named,
+                         std::shared_ptr<KeptStateStore> kept)
+      : compiler_(compiler),
+        user_(std::move(user)),
+        named_(std::move(named)),
+        kept_(std::move(kept)) {}
 
   std::vector<std::string> Names() const override {
     std::vector<std::string> names;
@@ -158,13 +168,26 @@ class CompiledPolicyProvider : public PolicyProvider {
     if (!bound.ok()) return bound.error();
     auto current = std::make_shared<CurrentArgs>();
     current->args = *bound;
-    builders_.push_back([current](const PluginOption& entry) -> Result<std::unique_ptr<Plugin>> {
-      return std::unique_ptr<Plugin>(std::make_unique<JitPlugin>(current->ForSession(entry)));
-    });
+    std::shared_ptr<KeptBlock> kept;
+    if (size_t n = KeptStates(**compiled); n > 0)
+      kept = kept_ ? kept_->Block(option, (*compiled)->version, n + 1)
+                   : std::make_shared<KeptBlock>(n + 1);
+    builders_.push_back(
+        [current, kept](const PluginOption& entry) -> Result<std::unique_ptr<Plugin>> {
+          return std::unique_ptr<Plugin>(
+              std::make_unique<JitPlugin>(current->ForSession(entry), kept));
+        });
     return &builders_.back();
   }
 
  private:
+  static size_t KeptStates(const CompiledPolicy& policy) {
+    if (!policy.ast) return 0;
+    size_t n = 0;
+    for (const ast::StateDecl* s : policy.ast->All<ast::StateDecl>()) n += s->across_sessions;
+    return n;
+  }
+
   // The source a plugin name resolves to; nullopt-like null when none.
   Result<std::unique_ptr<SourceFile>> Source(const std::string& name) {
     if (auto it = named_.find(name); it != named_.end())
@@ -183,6 +206,9 @@ class CompiledPolicyProvider : public PolicyProvider {
   std::map<std::string, std::string> user_;  // name → path
   std::map<std::string, NamedPolicySource> named_;  // conf name → source held in memory (packs)
   std::deque<PluginBuilder> builders_;       // stable addresses for Prepare's result
+  // Where a reload finds the blocks of `state ... across sessions` the previous conf used; null:
+  // each Prepare (each conf load: a simulation, a test case) starts afresh.
+  std::shared_ptr<KeptStateStore> kept_;
 };
 
 }  // namespace
@@ -229,13 +255,14 @@ Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
                    SourceLocation{n.source.path, 0, 0}};
   }
   return std::unique_ptr<PolicyProvider>(
-      std::make_unique<CompiledPolicyProvider>(*compiler, std::move(user), std::move(named)));
+      std::make_unique<CompiledPolicyProvider>(*compiler, std::move(user), std::move(named),
+                                               options.kept_state));
 }
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
     const PolicyProviderOptions& options) {
   return MakeCompiledPolicyProvider(
-      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override, {}, {}});
+      CompiledPolicyOptions{options.policy_dirs, options.allow_builtin_override, {}, {}, {}});
 }
 
 }  // namespace kiln

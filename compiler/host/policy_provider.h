@@ -6,7 +6,8 @@
 // `allow_builtin_override` is set. Each plugin entry's `arguments:` are validated against the
 // policy's `arg` schema when the conf is prepared (errors name plugin, argument and line), and
 // bound once; each session then gets a fresh plugin whose per-session state lives in an arena
-// freed with the session. Handlers register through Session::RegisterRaw, which honours the
+// freed with the session, and whose `state ... across sessions` lives in the entry's block of a
+// KeptStateStore. Handlers register through Session::RegisterRaw, which honours the
 // entry's enableXxx flags.
 
 #include <memory>
@@ -19,6 +20,8 @@
 #include "runtime/status.h"
 
 namespace kiln {
+
+class KeptStateStore;
 
 // A policy that is not a file of a --policy-dir: a policy pack's (packs/), named `conf_name` in
 // scheduler.conf (`team-fairness/team-share`) while its source declares `policy declared_name;`.
@@ -39,6 +42,11 @@ struct CompiledPolicyOptions {
   // $KILN_COMPILE_CACHE); empty leaves the compiler's cache as it is.
   std::string compile_cache_dir;
   std::vector<NamedPolicySource> named_policies;  // packs' policies, beside the dirs' files
+  // Where conf entries keep `state ... across sessions` (compiler/host/kept_state.h). Null: each
+  // conf the provider prepares starts afresh (a simulation, each case of `kiln test`); `kiln
+  // serve` passes one store to every configuration it loads, so a reload that leaves an entry as
+  // it was keeps its state.
+  std::shared_ptr<KeptStateStore> kept_state;
 };
 
 Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(

@@ -152,6 +152,14 @@ class Builder {
     if (auto* d = dynamic_cast<P::StateDeclContext*>(c)) {
       auto out = std::make_unique<StateDecl>(r, d->name->getText(), RangeOf(d->name));
       out->declared = Type(d->type);
+      // `across sessions` is two contextual words, as `order by` is: still names elsewhere.
+      if (d->acrossKw) {
+        out->across_sessions = true;
+        if (d->acrossKw->getText() != "across" || d->sessionsKw->getText() != "sessions")
+          diags_.Error(Join(RangeOf(d->acrossKw), RangeOf(d->sessionsKw)),
+                       fmt::format("expected `across sessions` after the state's type, not `{} {}`",
+                                   d->acrossKw->getText(), d->sessionsKw->getText()));
+      }
       if (d->value) out->init = Expr(d->value);
       return out;
     }

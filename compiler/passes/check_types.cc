@@ -37,6 +37,7 @@ class Checker {
           if (f.default_value) Expect(f.default_value.get(), f.declared.resolved, "default value");
       } else if (auto* s = As<StateDecl>(decl.get())) {
         if (s->init) Expect(s->init.get(), s->declared.resolved, "initial value");
+        if (s->across_sessions) KeptScalar(*s);
       } else if (decl->kind == NodeKind::Fn || decl->kind == NodeKind::Handler) {
         current_ = static_cast<Callable*>(decl.get());
         Block(current_->body.get());
@@ -49,6 +50,27 @@ class Checker {
   // ---- helpers ----
   const Type* Err() { return t_.Error(); }
   static bool IsErr(const Type* t) { return !t || t->kind == TypeKind::Error; }
+
+  // State kept across sessions lives in a fixed block outside the session arena (so it needs no
+  // memory budget of its own, docs/safety.md): only types held in place by value qualify.
+  void KeptScalar(const StateDecl& s) {
+    const Type* t = s.declared.resolved;
+    if (IsErr(t)) return;
+    switch (t->kind) {
+      case TypeKind::Int:
+      case TypeKind::Float:
+      case TypeKind::Bool:
+      case TypeKind::Duration:
+      case TypeKind::Time:
+      case TypeKind::Quantity: return;
+      default: break;
+    }
+    ctx_.diags.Error(s.declared.range,
+                     fmt::format("state `{}` is kept across sessions, so its type must be "
+                                 "`int`, `float`, `bool`, `duration`, `time` or `quantity`, "
+                                 "not `{}`",
+                                 s.name, t->Name()));
+  }
 
   // Whether a value of type `from` may be used where `to` is expected.
   bool Assignable(const Type* from, const Type* to) {

@@ -1,0 +1,1 @@
+simulate --check tests/cli/simulate/data/replay-bad-session.yaml
