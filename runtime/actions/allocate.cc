@@ -481,6 +481,86 @@ class AllocateRun {
     return std::nullopt;
   }
 
+  // What a gang's pending tasks need of a HyperNode's nodes, to tell without a dry run that
+  // they cannot all be placed there (SearchBestFirst). A task is placed only on a node whose
+  // future idle fits it (FitsFutureIdle: per dimension `request < future + kMinResource`), and
+  // placing it takes its request off that node's future idle, so the tasks placed on one node
+  // sum, per dimension, below its future idle at the start + kMinResource; they sum to at least
+  // as much as the same number of the gang's smallest requests. A node thus takes at most the
+  // largest k whose k smallest requests stay below that bound, in every dimension (tasks asking
+  // nothing of a dimension are not limited by it); when the nodes' k add up to fewer than the
+  // gang's tasks, no dry run there can place the whole gang. Likewise the m tasks asking at least
+  // x of a dimension: a node takes at most the largest c with c·x below its bound, and when
+  // those c add up to fewer than m, the gang cannot be placed either (a nearly full leaf with
+  // many small free fragments passes the first test and fails this one).
+  struct GangNeed {
+    bool usable = true;  // false when a request is negative (the bound above assumes none is)
+    size_t count = 0;
+    std::vector<ResourceId> dims;
+    std::vector<std::vector<double>> sorted;  // per dimension, the requests, smallest first
+    std::vector<std::vector<double>> prefix;  // per dimension, prefix[k]: the k smallest summed
+
+    std::vector<std::vector<std::pair<double, size_t>>> levels;  // per dimension: (x > 0, m)
+
+    bool CannotHoldIn(const HyperNode& hn) const {
+      if (!usable) return false;
+      size_t total = 0;
+      std::vector<std::vector<size_t>> room(dims.size());  // per dimension and level: Σ c
+      for (size_t d = 0; d < dims.size(); ++d) room[d].assign(levels[d].size(), 0);
+      for (const Node* node : hn.nodes) {
+        size_t k_node = count;
+        for (size_t d = 0; d < dims.size(); ++d) {
+          const double future = node->fit_future[dims[d]];
+          // A little looser than the check, so rounding can never make this claim too much.
+          const double bound = future + kMinResource + 1e-9 * std::abs(future) + 1e-6;
+          size_t k = 0;
+          while (k < k_node && (sorted[d][k] == 0 || prefix[d][k + 1] < bound)) ++k;
+          k_node = k;
+          for (size_t l = 0; l < levels[d].size(); ++l) {
+            const auto [x, m] = levels[d][l];
+            if (bound <= 0 || room[d][l] >= m) continue;
+            const double c = std::ceil(bound / x) - 1;  // the largest c with c·x < bound
+            room[d][l] += c >= static_cast<double>(m) ? m : static_cast<size_t>(std::max(c, 0.0));
+          }
+        }
+        total += k_node;
+      }
+      if (total < count) return true;
+      for (size_t d = 0; d < dims.size(); ++d)
+        for (size_t l = 0; l < levels[d].size(); ++l)
+          if (room[d][l] < levels[d][l].second) return true;
+      return false;
+    }
+  };
+  static GangNeed GangNeedOf(const PriorityQueue<Task*>& heap) {
+    GangNeed need;
+    std::vector<const Task*> tasks;
+    for (PriorityQueue<Task*> copy = heap; !copy.Empty();) tasks.push_back(copy.Pop());
+    need.count = tasks.size();
+    uint32_t scalars = 0;
+    for (const Task* t : tasks) scalars |= t->init_resreq().scalar_mask();
+    need.dims = {kCpu, kMemory};
+    ForEachBit(scalars, [&](ResourceId id) { need.dims.push_back(id); });
+    for (ResourceId id : need.dims) {
+      std::vector<double> v;
+      for (const Task* t : tasks) {
+        const double x = t->init_resreq().values[id];
+        if (!(x >= 0)) need.usable = false;
+        v.push_back(x);
+      }
+      std::sort(v.begin(), v.end());
+      std::vector<double> prefix{0.0};
+      for (double x : v) prefix.push_back(prefix.back() + x);
+      std::vector<std::pair<double, size_t>> levels;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] > 0 && (i == 0 || v[i] != v[i - 1])) levels.push_back({v[i], v.size() - i});
+      need.levels.push_back(std::move(levels));
+      need.sorted.push_back(std::move(v));
+      need.prefix.push_back(std::move(prefix));
+    }
+    return need;
+  }
+
   // T3 best first. Trying every HyperNode of a gradient costs a dry run of the whole gang per
   // candidate (about 300 leaves at 10k nodes). Where a candidate's score is known before its dry
   // run, the candidates are tried best score first (the first of equals first) and the first
@@ -498,11 +578,13 @@ class AllocateRun {
   //     (it shows every dry run), and every candidate has at most NumNodesToFind nodes, so
   //     each search examines all of them and leaves the rotation at start (r % n): the rotation
   //     each dry run of the full search would start from is computed, not lived through.
-  // What the full search leaves behind is restored: the rotation, and the fit errors (and failed
-  // roles) of the gradient's last dry run, which is run again when it was not the last one run.
-  // The tasks' job_allocated_hyper_node are set as the full search leaves them from the dry runs
-  // made; the candidates skipped come after a solution, whose placement takes every one of the
-  // job's tasks out of Pending, where nothing reads that field again. Returns false when the
+  // A candidate whose nodes cannot hold the gang (GangNeed) is passed over without a dry run:
+  // it is no solution. What the full search leaves behind is restored: the rotation, and the fit
+  // errors (and failed roles) of the gradient's last dry run, which is run again when it was not
+  // the last one run. The tasks' job_allocated_hyper_node are set as the full search leaves them
+  // from the dry runs made; when no candidate holds the gang, every one is run, and otherwise the
+  // candidates not run come with a solution, whose placement takes every one of the job's tasks
+  // out of Pending, where nothing reads that field again. Returns false when the
   // conditions do not hold (or a dry run scores otherwise than predicted): the caller then tries
   // every HyperNode; `best` is the solution, if any.
   bool SearchBestFirst(Job* job, const JobSheet& sheet, const std::vector<HyperNode*>& gradient,
@@ -563,13 +645,23 @@ class AllocateRun {
       return DryRunJob(job, sheet, gradient[i], snapshot);
     };
     bool predicted = true;
+    GangNeed need = GangNeedOf(sheet.tasks.begin()->second);
+    std::vector<size_t> skipped;  // cannot hold the gang: run only if no candidate holds it
     for (size_t i : order) {
+      if (need.CannotHoldIn(*gradient[i])) {
+        skipped.push_back(i);
+        continue;
+      }
       std::optional<Solution> sol = run(i);
       if (!sol) continue;
       predicted = sol->score == scores[i];
       if (predicted) best = std::move(sol);
       break;
     }
+    // No solution: the full search's dry runs leave their fit errors, trail entries and task
+    // fields, so the skipped ones are made too (they are no solution, as predicted).
+    if (predicted && !best)
+      for (size_t i : skipped) run(i);
     if (predicted && last_run != n - 1) {
       // The fit errors the full search leaves are its last dry run's; its trail entry is not
       // wanted twice.
