@@ -88,6 +88,16 @@ bool KubernetesCluster::Ours(const std::string& scheduler_name) const {
 
 namespace {
 
+// Whether `r` (a decoded object) holds a value; if not, the error is counted and logged (under
+// st.mu) and the caller skips the object.
+template <typename R>
+bool DecodedOrSkipped(KubernetesCluster::State& st, const std::string& resource, const R& r) {
+  if (r) return true;
+  ++st.stats.decode_errors;
+  spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
+  return false;
+}
+
 // Wires a reflector to a store: `decode` turns an object into (key, value) or an Error, which is
 // logged and counted, and the object skipped.
 template <typename T, typename Decode>
@@ -101,11 +111,7 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
   h.list_item = [&st, &store, decode, resource](const json& obj) {
     auto r = decode(obj);
     std::lock_guard lock(st.mu);
-    if (!r) {
-      ++st.stats.decode_errors;
-      spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
-      return;
-    }
+    if (!DecodedOrSkipped(st, resource, r)) return;
     store.staging[r->first] = std::move(r->second);
   };
   h.end_list = [&st, &store, on_change] {
@@ -126,11 +132,7 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     }
     auto r = decode(obj);
     std::lock_guard lock(st.mu);
-    if (!r) {
-      ++st.stats.decode_errors;
-      spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
-      return;
-    }
+    if (!DecodedOrSkipped(st, resource, r)) return;
     auto& slot = store.items[r->first];
     slot = std::move(r->second);
     if (on_change) on_change(r->first, &slot);
@@ -151,6 +153,18 @@ Result<std::pair<std::string, T>> DecodeKeyed(const json& o) {
   auto r = Decode(o, &m);
   return Keyed(std::move(r), m);
 }
+
+// A decoder for objects whose decoded form carries its own key (`Key` reads it).
+template <typename T, Result<T> (*Decode)(const json&), std::string (*Key)(const T&)>
+Result<std::pair<std::string, T>> DecodeSelfKeyed(const json& o) {
+  auto r = Decode(o);
+  if (!r) return r.error();
+  std::string key = Key(*r);
+  return std::pair<std::string, T>(std::move(key), std::move(*r));
+}
+std::string PodKey(const DecodedPod& p) { return p.spec.Key(); }            // namespace/name
+std::string PodGroupKey(const DecodedPodGroup& g) { return g.spec.Uid(); }  // as the loader keys it
+std::string NamespaceKey(const DecodedNamespace& n) { return n.meta.name; }
 
 }  // namespace
 
@@ -184,15 +198,8 @@ void KubernetesCluster::Start() {
         st.unschedulable_written.erase(u);
   };
   add("pods", "/api/v1/pods",
-      StoreHandler<DecodedPod>(
-          st, st.pods, "pods",
-          [](const json& o) -> Result<std::pair<std::string, DecodedPod>> {
-            auto r = DecodePod(o);
-            if (!r) return r.error();
-            std::string key = r->spec.Key();
-            return std::pair<std::string, DecodedPod>(key, std::move(*r));
-          },
-          on_pod));
+      StoreHandler<DecodedPod>(st, st.pods, "pods",
+                               DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod));
   add("nodes", "/api/v1/nodes",
       StoreHandler<NodeSpec>(st, st.nodes, "nodes", DecodeKeyed<NodeSpec, DecodeNode>));
   auto on_pg = [&st](const std::string& key, const DecodedPodGroup* g) {
@@ -204,15 +211,9 @@ void KubernetesCluster::Start() {
       st.pg_overlay.erase(it);
   };
   add("podgroups", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
-      StoreHandler<DecodedPodGroup>(
-          st, st.pod_groups, "podgroups",
-          [](const json& o) -> Result<std::pair<std::string, DecodedPodGroup>> {
-            auto r = DecodePodGroup(o);
-            if (!r) return r.error();
-            std::string key = r->spec.Uid();
-            return std::pair<std::string, DecodedPodGroup>(key, std::move(*r));
-          },
-          on_pg));
+      StoreHandler<DecodedPodGroup>(st, st.pod_groups, "podgroups",
+                                    DecodeSelfKeyed<DecodedPodGroup, DecodePodGroup, PodGroupKey>,
+                                    on_pg));
   add("queues", "/apis/scheduling.volcano.sh/v1beta1/queues",
       StoreHandler<QueueSpec>(st, st.queues, "queues", DecodeKeyed<QueueSpec, DecodeQueue>));
   add("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -227,12 +228,7 @@ void KubernetesCluster::Start() {
   add("namespaces", "/api/v1/namespaces",
       StoreHandler<DecodedNamespace>(
           st, st.namespaces, "namespaces",
-          [](const json& o) -> Result<std::pair<std::string, DecodedNamespace>> {
-            auto r = DecodeNamespace(o);
-            if (!r) return r.error();
-            std::string key = r->meta.name;
-            return std::pair<std::string, DecodedNamespace>(key, std::move(*r));
-          }));
+          DecodeSelfKeyed<DecodedNamespace, DecodeNamespace, NamespaceKey>));
   // Volcano's topology CRDs (its cache lists both): a cluster that has not installed them
   // simply has none, so their reflectors are optional (a 404 is an empty list).
   auto add_optional = [&](std::string resource, std::string path, ReflectorHandler h) {

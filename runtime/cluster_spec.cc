@@ -27,15 +27,6 @@ const std::string* AnnotationOrLabel(const StringMap& annotations, const StringM
   return nullptr;
 }
 
-// Go's strconv.ParseBool.
-std::optional<bool> ParseGoBool(std::string_view t) {
-  for (std::string_view s : {"1", "t", "T", "TRUE", "true", "True"})
-    if (t == s) return true;
-  for (std::string_view s : {"0", "f", "F", "FALSE", "false", "False"})
-    if (t == s) return false;
-  return std::nullopt;
-}
-
 // Plugins Volcano registers (volcano-semantics.md §1.2): a conf naming one Kiln has no policy for
 // gets its own message, as an action Kiln lacks does.
 }  // namespace
@@ -426,7 +417,7 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
     }
     // PodGroup preemptable: annotation then label, default false (§3.2).
     if (const std::string* v = AnnotationOrLabel(gs.annotations, gs.labels, kPreemptableKey))
-      j.preemptable = ParseGoBool(*v).value_or(false);
+      j.preemptable = yaml::ParseGoBool(*v).value_or(false);
     j.network_topology = gs.network_topology;
     j.sub_group_policy = gs.sub_group_policy;
   }
@@ -469,7 +460,7 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
       if (auto p = yaml::ParseIntText(it->second)) t.priority = *p;
     t.preemption_policy = ps.preemption_policy.value_or(PreemptionPolicy::PreemptLowerPriority);
     if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kPreemptableKey))
-      t.preemptable = ParseGoBool(*v).value_or(true);
+      t.preemptable = yaml::ParseGoBool(*v).value_or(true);
     t.deleting = ps.deleting;
     t.nominated_node_name = ps.nominated_node;
     t.creation_time = ps.creation_time;

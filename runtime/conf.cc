@@ -75,15 +75,6 @@ std::vector<std::string_view> KnownActionNames() {
   return names;
 }
 
-// Go's strconv.ParseBool, which Volcano's Arguments.GetBool applies to string values.
-std::optional<bool> ParseGoBool(std::string_view t) {
-  for (std::string_view s : {"1", "t", "T", "TRUE", "true", "True"})
-    if (t == s) return true;
-  for (std::string_view s : {"0", "f", "F", "FALSE", "false", "False"})
-    if (t == s) return false;
-  return std::nullopt;
-}
-
 // Checks one action name; `at` is the node holding the whole `actions` string and `column` the
 // 1-based column of this name inside the source line (0 when unknown).
 Status CheckActionName(const Reader& r, const YAML::Node& at, std::string_view name, int column) {
@@ -371,7 +362,7 @@ Status ParseConfigurations(const Reader& r, const YAML::Node& node, SchedulerCon
           // Arguments.GetBool accepts a bool or a string strconv.ParseBool understands.
           std::optional<bool> b;
           if (kv.second.IsScalar()) {
-            b = yaml::IsQuoted(kv.second) ? ParseGoBool(kv.second.Scalar())
+            b = yaml::IsQuoted(kv.second) ? yaml::ParseGoBool(kv.second.Scalar())
                                           : yaml::ParseBoolText(kv.second.Scalar());
           }
           if (!b)

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "runtime/actions/action.h"
+#include "runtime/elapsed.h"
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
@@ -18,12 +19,6 @@
 namespace kiln {
 
 namespace {
-
-int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
-}
 
 bool IsVolcanoPluginName(std::string_view name) {
   static constexpr std::string_view kNames[] = {

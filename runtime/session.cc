@@ -8,22 +8,13 @@
 
 #include <chrono>
 
+#include "runtime/elapsed.h"
 #include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
 #include "runtime/session.h"
 #include "runtime/session_dispatch.h"
 
 namespace kiln {
-
-namespace {
-
-int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Lifecycle

@@ -122,6 +122,14 @@ std::string KindName(const Node& node) {
   }
 }
 
+std::optional<bool> ParseGoBool(std::string_view t) {
+  for (std::string_view s : {"1", "t", "T", "TRUE", "true", "True"})
+    if (t == s) return true;
+  for (std::string_view s : {"0", "f", "F", "FALSE", "false", "False"})
+    if (t == s) return false;
+  return std::nullopt;
+}
+
 std::optional<bool> ParseBoolText(std::string_view t) {
   static const std::vector<std::string_view> yes = {"true", "True", "TRUE", "yes", "Yes", "YES",
                                                     "y",    "Y",    "on",   "On",  "ON"};

@@ -88,6 +88,9 @@ class Reader {
 // Parses YAML booleans as Go's yaml.v2 does for plain scalars (true/false/yes/no/on/off in
 // their usual spellings), so Volcano confs load unchanged. nullopt when `text` is not one.
 std::optional<bool> ParseBoolText(std::string_view text);
+// Go's strconv.ParseBool (1/t/T/TRUE/true/True and their false twins), which Volcano applies to
+// string values: Arguments.GetBool, and the preemptable annotation and label.
+std::optional<bool> ParseGoBool(std::string_view text);
 // A plain integer (decimal, optional sign); nullopt otherwise or on overflow.
 std::optional<int64_t> ParseIntText(std::string_view text);
 // A plain decimal/float number; nullopt otherwise.

@@ -1,7 +1,7 @@
 #pragma once
 // Seeded random clusters for randomized testing: nodes with varied allocatable (some tainted),
 // queues with weights, PodGroups (gangs) at three priorities, some already running, and their
-// pods. The randomized-session invariants test (tests/unit/random_sessions_test.cc) and
+// pods. The randomized-session invariants test (tests/unit/simulator/random_sessions_test.cc) and
 // `kiln test --compare` (differential testing of a policy against a reference) share it.
 //
 // A RandomCluster is kept as plain structs, not YAML, so a failing one can be shrunk (remove

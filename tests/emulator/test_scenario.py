@@ -4,6 +4,7 @@
 The kiln binary is $KILN (ctest sets it), else build/kiln of the checkout.
 """
 
+import concurrent.futures
 import glob
 import json
 import os
@@ -121,10 +122,14 @@ class Scenario(unittest.TestCase):
                        glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.yaml")))
         self.assertGreater(len(files), 20)
         opts = kube_emulator.make_parser().parse_args(["--history", "1000000"])
-        for f in files:
+        # One kiln process per scenario, a few at a time: the exports are most of the test's time.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            exported = list(pool.map(lambda f: export(f, "--format", "json", capture_output=True,
+                                                      text=True), files))
+        for f, p in zip(files, exported):
             with self.subTest(scenario=os.path.relpath(f, ROOT)):
-                out = export(f, "--format", "json", check=True, capture_output=True, text=True).stdout
-                objs = json.loads(out)["items"]
+                self.assertEqual(p.returncode, 0, p.stderr)
+                objs = json.loads(p.stdout)["items"]
                 api = kube_emulator.Api(opts)
                 for o in json.loads(json.dumps(objs)):
                     api.load(o)

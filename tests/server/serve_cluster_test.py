@@ -7,12 +7,9 @@ import base64
 import datetime
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -22,12 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
+from serve_util import ServeProcess, kiln_from_argv  # noqa: E402
 
-# argv[1]: the kiln binary (ctest passes it); the rest goes to unittest.
-if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
-    KILN = os.path.abspath(sys.argv.pop(1))
-else:
-    KILN = os.environ.get("KILN", os.path.join(ROOT, "build", "kiln"))
+KILN = kiln_from_argv(ROOT)  # argv[1] when ctest passes it; the rest goes to unittest
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl"
 TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
 
@@ -52,37 +46,11 @@ def simulate(scenario, cycles=1):
     return json.loads(r.stdout)
 
 
-class Serve:
+class Serve(ServeProcess):
     """One `kiln serve` process against an emulator."""
 
-    def __init__(self, emu, conf, *extra, period="1s", kubeconfig=None, env=None):
-        self.log = []
-        self.proc = subprocess.Popen(
-            [KILN, "serve", "--kubeconfig", kubeconfig or emu.kubeconfig, "--conf", conf, "--listen", "127.0.0.1:0",
-             "--schedule-period", period, "-v", "2", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-
-    def text(self):
-        return "".join(self.log)
-
-    def sessions(self):
-        return sum(1 for l in self.log if re.search(r"session \d+ \(generation", l))
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                return self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("kiln serve did not stop:\n" + self.text())
-        return self.proc.returncode
+    def __init__(self, emu, conf, *extra, **kw):
+        super().__init__(KILN, emu, conf, *extra, **kw)
 
 
 def kubeconfig_with_token(emu, token, path):

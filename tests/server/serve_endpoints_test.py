@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from serve_util import fail, get, metric, start_serve, wait_for
+from serve_util import fail, get, metric, start_serve, wait_for, write
 
 KILN, SRC = sys.argv[1], sys.argv[2]
 SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
@@ -38,13 +38,6 @@ CONF_BROKEN = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeordr\n")
 # tests/cli/simulate/data/runaway: every node_order call runs past the loop budget.
 CONF_RUNAWAY = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: runaway\n")
 RUNAWAY_DIR = os.path.join(SRC, "tests/cli/simulate/data/runaway")
-
-
-def write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, path)
 
 
 tmp = tempfile.mkdtemp(prefix="kiln-serve-test-")

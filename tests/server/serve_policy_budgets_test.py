@@ -9,11 +9,9 @@ Run with Debian's python3 (PyYAML): serve_policy_budgets_test.py KILN
 """
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.request
@@ -24,11 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
+from serve_util import ServeProcess, kiln_from_argv, write  # noqa: E402
 
-if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
-    KILN = os.path.abspath(sys.argv.pop(1))
-else:
-    KILN = os.environ.get("KILN", os.path.join(ROOT, "build", "kiln"))
+KILN = kiln_from_argv(ROOT)
 
 STATE_HOG = os.path.join(ROOT, "tests/cli/simulate/data/state-hog/keep.policy")
 SCAN = os.path.join(ROOT, "tests/cli/simulate/data/scan/scan.policy")
@@ -58,12 +54,6 @@ def with_plugin(entry):
     return CONF.replace("  - name: priority\n", "  - name: priority\n" + entry, 1)
 
 
-def write(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
-
-
 def scenario(path):
     """One 8-cpu node and six gangs of three 1-cpu pods: two gangs stay pending, so every session
     orders jobs (job_order runs)."""
@@ -78,19 +68,10 @@ def scenario(path):
         yaml.safe_dump(doc, f)
 
 
-class Serve:
+class Serve(ServeProcess):
     def __init__(self, emu, conf, *extra):
-        self.log = []
-        self.proc = subprocess.Popen(
-            [KILN, "serve", "--kubeconfig", emu.kubeconfig, "--conf", conf, "--listen",
-             "127.0.0.1:0", "--schedule-period", "300ms", "-v", "2", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
+        super().__init__(KILN, emu, conf, *extra, period="300ms")
         self.port = wait_until(self._port, timeout=60, what="the listen line")
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
 
     def _port(self):
         for line in list(self.log):
@@ -101,12 +82,6 @@ class Serve:
             raise AssertionError("kiln serve exited early:\n" + self.text())
         return None
 
-    def text(self):
-        return "".join(self.log)
-
-    def sessions(self):
-        return sum(1 for l in self.log if re.search(r"session \d+ \(generation", l))
-
     def faults(self, kind, plugin):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
             text = r.read().decode()
@@ -115,17 +90,6 @@ class Serve:
                              r'([0-9.e+]+)$' % (kind, plugin), text, re.M):
             total += float(m.group(1))
         return total
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("kiln serve did not stop:\n" + self.text())
-        return self.proc.returncode
 
 
 class PolicyBudgets(unittest.TestCase):

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from serve_util import fail, get, start_serve, wait_for
+from serve_util import fail, get, start_serve, wait_for, write
 
 KILN, SRC, CASE = (sys.argv + ["", "", ""])[1:4]
 SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
@@ -39,13 +39,6 @@ tiers:
   - name: nodeorder
 """
 CONF_B = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
-
-
-def write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, path)
 
 
 def rss_kb(pid):

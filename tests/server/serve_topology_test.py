@@ -17,11 +17,9 @@ Run with Debian's python3 (PyYAML): serve_topology_test.py KILN [TestCase.test_n
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -31,11 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import KUBECTL_VERSIONS, Emulator, kubectl_path, wait_until  # noqa: E402
+from serve_util import ServeProcess, kiln_from_argv  # noqa: E402
 
-if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
-    KILN = os.path.abspath(sys.argv.pop(1))
-else:
-    KILN = os.environ.get("KILN", os.path.join(ROOT, "build", "kiln"))
+KILN = kiln_from_argv(ROOT)
 
 # Six 4-cpu nodes. Leaves s0 = {n0, n1} and s1 = {n2, n3} are nearly full (n0 and n2 have 2 cpu
 # free, n1 and n3 one); n4 and n5 are empty but each is a leaf of its own (s2, s3); the spine
@@ -118,35 +114,9 @@ def numatopology(name, allocatable="0-3", reserved="1"):
                      "cpuDetail": {str(c): {"numa": c // 2, "socket": 0, "core": c} for c in range(4)}}}
 
 
-class Serve:
+class Serve(ServeProcess):
     def __init__(self, emu, conf):
-        self.log = []
-        self.proc = subprocess.Popen(
-            [KILN, "serve", "--kubeconfig", emu.kubeconfig, "--conf", conf, "--listen", "127.0.0.1:0",
-             "--schedule-period", "500ms", "-v", "2"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-
-    def text(self):
-        return "".join(self.log)
-
-    def sessions(self):
-        return sum(1 for l in self.log if re.search(r"session \d+ \(generation", l))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("kiln serve did not stop:\n" + self.text())
-        return self.proc.returncode
+        super().__init__(KILN, emu, conf, period="500ms")
 
 
 class Topology(unittest.TestCase):

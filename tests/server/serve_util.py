@@ -1,6 +1,9 @@
 """Helpers shared by the `kiln serve` process tests (stdlib only): HTTP GET on the endpoints,
-reading a metric, waiting for a condition, and starting `kiln serve` with its log captured."""
+reading a metric, waiting for a condition, starting `kiln serve` with its log captured, finding
+the kiln binary, and one `kiln serve` process against the API-server emulator."""
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -59,3 +62,53 @@ def start_serve(args):
         return None
 
     return proc, log, wait_for(port_from_log, "the listen line")
+
+
+def write(path, text):
+    """Writes `text` to `path` whole (aside, then renamed over it), as editors and ConfigMap
+    updates do: kiln serve's watcher never reads half a file."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def kiln_from_argv(root):
+    """The kiln binary: argv[1] when it names a file (ctest passes it; it is taken off argv, so the
+    rest goes to unittest), else $KILN, else build/kiln of the checkout at `root`."""
+    if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
+        return os.path.abspath(sys.argv.pop(1))
+    return os.environ.get("KILN", os.path.join(root, "build", "kiln"))
+
+
+class ServeProcess:
+    """One `kiln serve` process against an emulator (tests/emulator/emulator_fixture.py), its
+    stderr kept line by line as it arrives."""
+
+    def __init__(self, kiln, emu, conf, *extra, period="1s", kubeconfig=None, env=None):
+        self.log = []
+        self.proc = subprocess.Popen(
+            [kiln, "serve", "--kubeconfig", kubeconfig or emu.kubeconfig, "--conf", conf, "--listen",
+             "127.0.0.1:0", "--schedule-period", period, "-v", "2", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def text(self):
+        return "".join(self.log)
+
+    def sessions(self):
+        return sum(1 for l in self.log if re.search(r"session \d+ \(generation", l))
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("kiln serve did not stop:\n" + self.text())
+        return self.proc.returncode

@@ -103,9 +103,10 @@ def json_patch(doc, ops):
         raise bad_request("json patch must be a list of operations")
     doc = deep(doc)
 
-    def parent(parts):
+    def walk(parts, depth):
+        """The value `depth` steps down `parts`; a missing step names the whole path."""
         cur = doc
-        for p in parts[:-1]:
+        for p in parts[:depth]:
             if isinstance(cur, list):
                 cur = cur[int(p)]
             elif isinstance(cur, dict) and p in cur:
@@ -114,16 +115,11 @@ def json_patch(doc, ops):
                 raise ApiError(422, "Invalid", f"doc is missing path: /{'/'.join(parts)}")
         return cur
 
+    def parent(parts):
+        return walk(parts, len(parts) - 1)
+
     def get(parts):
-        cur = doc
-        for p in parts:
-            if isinstance(cur, list):
-                cur = cur[int(p)]
-            elif isinstance(cur, dict) and p in cur:
-                cur = cur[p]
-            else:
-                raise ApiError(422, "Invalid", f"doc is missing path: /{'/'.join(parts)}")
-        return cur
+        return walk(parts, len(parts))
 
     def add(parts, value):
         nonlocal doc

@@ -6,7 +6,7 @@
 
 #include "runtime/actions/helpers.h"
 #include "runtime/statement.h"
-#include "tests/unit/actions_test_util.h"
+#include "tests/unit/runtime/actions_test_util.h"
 
 namespace kiln {
 namespace {

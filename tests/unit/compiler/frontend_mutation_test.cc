@@ -5,7 +5,7 @@
 #include <random>
 
 #include "compiler/builtin_policies.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {

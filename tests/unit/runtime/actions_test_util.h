@@ -30,15 +30,7 @@ namespace kiln::actions_testing {
 
 using EP = ExtensionPoint;
 
-// cpu in milli-cores, memory in bytes, extra scalars by name.
-inline Resource Res(double cpu, double mem,
-                    std::vector<std::pair<std::string, double>> scalars = {}) {
-  Resource r;
-  r.Set(kCpu, cpu);
-  r.Set(kMemory, mem);
-  for (auto& [name, v] : scalars) r.Set(*ResourceRegistry::Intern(name), v);
-  return r;
-}
+using ::kiln::testing::Res;  // cpu in milli-cores, memory in bytes, extra scalars by name
 
 // Node allocatable with room for plenty of pods (every task requests a hidden pods: 1).
 inline Resource NodeRes(double cpu, double mem = 16384) { return Res(cpu, mem, {{"pods", 110}}); }

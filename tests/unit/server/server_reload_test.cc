@@ -18,6 +18,7 @@
 #include "server/policy_set.h"
 #include "server/scheduler_loop.h"
 #include "simulator/scenario.h"
+#include "tests/unit/temp_dir.h"
 #include "simulator/simulator.h"
 #include "tests/unit/source_dir.h"
 
@@ -59,31 +60,8 @@ tiers:
   - name: nodeorder
 )";
 
-void Write(const fs::path& path, std::string_view text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-  }
-  fs::rename(tmp, path);  // as editors and ConfigMap updates do: the new file appears whole
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("kiln-reload-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  static inline int counter_ = 0;
-};
+using ::kiln::testing::TempDir;
+using ::kiln::testing::WriteFileWhole;
 
 // Every snapshot is the scenario as written, so each session makes the same first decision and
 // only the configuration can change it.
@@ -136,7 +114,7 @@ struct Fixture {
 
   explicit Fixture(std::string_view initial = kBinpackConf) {
     fs::create_directories(policies);
-    Write(conf, initial);
+    WriteFileWhole(conf, initial);
     PolicySources sources;
     sources.conf_file = conf.string();
     sources.policy_dirs = {policies.string()};
@@ -159,7 +137,7 @@ TEST(ServerReloadTest, RewrittenConfDecidesDifferentlyFromTheNextSession) {
   EXPECT_EQ(f.Session(), "n1");  // binpack: the fuller node
   EXPECT_EQ(f.reloader->Current()->generation, 1u);
 
-  Write(f.conf, kNodeorderConf);
+  WriteFileWhole(f.conf, kNodeorderConf);
   ReloadOutcome o = f.reloader->Reload();
   ASSERT_EQ(o.kind, ReloadOutcome::Kind::kOk) << (o.error ? o.error->Format() : "");
   EXPECT_EQ(o.generation, 2u);
@@ -204,8 +182,8 @@ TEST(ServerReloadTest, EachKindOfBrokenConfIsRejectedWholeWithFileAndLine) {
     SCOPED_TRACE(c.name);
     Fixture f;
     ASSERT_EQ(f.Session(), "n1");
-    if (!c.policy_file.empty()) Write(f.policies / c.policy_file, c.policy_text);
-    Write(f.conf, c.conf);
+    if (!c.policy_file.empty()) WriteFileWhole(f.policies / c.policy_file, c.policy_text);
+    WriteFileWhole(f.conf, c.conf);
     ReloadOutcome o = f.reloader->Reload();
     ASSERT_EQ(o.kind, ReloadOutcome::Kind::kRejected);
     ASSERT_TRUE(o.error.has_value());
@@ -226,7 +204,7 @@ TEST(ServerReloadTest, EachKindOfBrokenConfIsRejectedWholeWithFileAndLine) {
     EXPECT_NE(text.find("kiln_config_reloads_total{result=\"rejected\"} 1"), std::string::npos)
         << text;
     if (!c.policy_file.empty()) fs::remove(f.policies / c.policy_file);
-    Write(f.conf, kNodeorderConf);
+    WriteFileWhole(f.conf, kNodeorderConf);
     EXPECT_EQ(f.reloader->Reload().kind, ReloadOutcome::Kind::kOk);
     EXPECT_EQ(f.Session(), "n2");
   }
@@ -239,12 +217,12 @@ TEST(ServerReloadTest, UserPolicyEditedInItsDirectoryIsRecompiled) {
            std::string(node) + "\" ? 100.0 : 0.0;\n}\n";
   };
   Fixture f;
-  Write(f.policies / "prefer.policy", prefer("n1"));
-  Write(f.conf, "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: prefer\n");
+  WriteFileWhole(f.policies / "prefer.policy", prefer("n1"));
+  WriteFileWhole(f.conf, "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: prefer\n");
   ReloadOutcome o = f.reloader->Reload();
   ASSERT_EQ(o.kind, ReloadOutcome::Kind::kOk) << (o.error ? o.error->Format() : "");
   EXPECT_EQ(f.Session(), "n1");
-  Write(f.policies / "prefer.policy", prefer("n2"));
+  WriteFileWhole(f.policies / "prefer.policy", prefer("n2"));
   o = f.reloader->Reload();
   ASSERT_EQ(o.kind, ReloadOutcome::Kind::kOk) << (o.error ? o.error->Format() : "");
   EXPECT_EQ(o.generation, 3u);
@@ -257,10 +235,10 @@ TEST(ServerReloadTest, WatcherSeesAnEditAndCoalescesABurst) {
   ASSERT_TRUE(watcher.Start().ok());
   // Ten writes in quick succession: one reload (maybe two if the machine stalls > 200 ms).
   for (int i = 0; i < 10; ++i) {
-    Write(f.conf, i % 2 == 0 ? kNodeorderConf : kBinpackConf);
+    WriteFileWhole(f.conf, i % 2 == 0 ? kNodeorderConf : kBinpackConf);
     std::this_thread::sleep_for(5ms);
   }
-  Write(f.conf, kNodeorderConf);
+  WriteFileWhole(f.conf, kNodeorderConf);
   ASSERT_TRUE(watcher.WaitIdle(10s));
   EXPECT_GE(watcher.callbacks(), 1u);
   EXPECT_LE(watcher.callbacks(), 3u);
@@ -275,7 +253,7 @@ TEST(ServerReloadTest, ConfigMapDataSymlinkSwapIsPickedUp) {
   TempDir mount;
   fs::path m = mount.path();
   fs::create_directories(m / "..2024_01");
-  Write(m / "..2024_01" / "scheduler.conf", kBinpackConf);
+  WriteFileWhole(m / "..2024_01" / "scheduler.conf", kBinpackConf);
   fs::create_directory_symlink("..2024_01", m / "..data");
   fs::create_symlink("..data/scheduler.conf", m / "scheduler.conf");
 
@@ -292,7 +270,7 @@ TEST(ServerReloadTest, ConfigMapDataSymlinkSwapIsPickedUp) {
   ConfigWatcher watcher(reloader.WatchDirectories(), [&] { reloader.Reload(); }, 200ms);
   ASSERT_TRUE(watcher.Start().ok());
   fs::create_directories(m / "..2024_02");
-  Write(m / "..2024_02" / "scheduler.conf", kNodeorderConf);
+  WriteFileWhole(m / "..2024_02" / "scheduler.conf", kNodeorderConf);
   fs::create_directory_symlink("..2024_02", m / "..data_tmp");
   fs::rename(m / "..data_tmp", m / "..data");
   fs::remove_all(m / "..2024_01");
@@ -354,7 +332,7 @@ TEST(ServerLoopTest, ASessionKeepsTheConfigurationItOpenedWith) {
   std::atomic<bool> swapped{false};
   std::thread reloader([&] {
     std::this_thread::sleep_for(100ms);  // while the session is in its snapshot
-    Write(f.conf, kNodeorderConf);
+    WriteFileWhole(f.conf, kNodeorderConf);
     swapped = f.reloader->Reload().kind == ReloadOutcome::Kind::kOk;
   });
   std::string first = f.Session();
@@ -393,7 +371,7 @@ TEST(ServerLoopTest, SessionTimeWithAndWithoutAConcurrentReload) {
   std::thread reloader([&] {
     for (int i = 0; !stop; ++i) {
       // Distinct texts (a comment changes the hash) so each one is really loaded.
-      Write(f.conf, *conf_text + "# " + std::to_string(i) + "\n");
+      WriteFileWhole(f.conf, *conf_text + "# " + std::to_string(i) + "\n");
       if (f.reloader->Reload().kind == ReloadOutcome::Kind::kOk) ++reloads;
     }
   });

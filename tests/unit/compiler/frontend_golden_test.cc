@@ -1,7 +1,7 @@
 // Golden tests: tests/diagnostics/*.policy against their .expected diagnostics, and
 // tests/ast/*.policy against their typed AST dumps (.ast). Each case names the error it is about
 // in its first comment; the expected file pins message, line and column.
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "kubernetes/decode.h"
 #include "kubernetes/encode.h"
-#include "tests/unit/cluster_spec_dump.h"
+#include "tests/unit/kubernetes/cluster_spec_dump.h"
 #include "kubernetes/kubeconfig.h"
 #include "runtime/quantity.h"
 #include "simulator/scenario.h"

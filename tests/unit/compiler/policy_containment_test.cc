@@ -18,6 +18,7 @@
 #include "runtime/abi.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
+#include "tests/unit/temp_dir.h"
 
 namespace kiln {
 namespace {
@@ -30,23 +31,7 @@ double ProcessorSecondsSince(std::clock_t start) {
   return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
 }
 
-class PolicyDir {
- public:
-  PolicyDir() {
-    static int n = 0;
-    path_ = fs::temp_directory_path() /
-            ("kiln_containment_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(path_);
-  }
-  ~PolicyDir() { fs::remove_all(path_); }
-  void Write(const std::string& file, const std::string& text) {
-    std::ofstream(path_ / file) << text;
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using ::kiln::testing::PolicyDir;
 
 // Restores the process-wide limits a test changes.
 struct LimitsGuard {

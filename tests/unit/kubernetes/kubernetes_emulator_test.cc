@@ -26,7 +26,7 @@
 #include "runtime/scheduler.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
-#include "tests/unit/cluster_spec_dump.h"
+#include "tests/unit/kubernetes/cluster_spec_dump.h"
 #include "tests/unit/source_dir.h"
 
 extern char** environ;

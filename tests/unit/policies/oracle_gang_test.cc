@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/oracles/gang_oracle.h"
-#include "tests/unit/oracle_test_util.h"
+#include "tests/unit/policies/oracle_test_util.h"
 
 namespace kiln::oracles {
 namespace {

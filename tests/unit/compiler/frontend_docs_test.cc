@@ -2,7 +2,7 @@
 // table is exactly the one generated from kExtensionPoints.
 #include "compiler/sema/doc_tables.h"
 #include "compiler/sema/handler_types.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "compiler/builtin_policies.h"
 #include "compiler/parse/parser.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {

@@ -15,29 +15,14 @@
 #include "compiler/host/policy_provider.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
+#include "tests/unit/temp_dir.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-class PolicyDir {
- public:
-  PolicyDir() {
-    static int n = 0;
-    path_ = fs::temp_directory_path() / ("kiln_host_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(n++));
-    fs::create_directories(path_);
-  }
-  ~PolicyDir() { fs::remove_all(path_); }
-  void Write(const std::string& file, const std::string& text) {
-    std::ofstream(path_ / file) << text;
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using ::kiln::testing::PolicyDir;
 
 constexpr const char* kWeighted = R"(policy weighted;
 record Strategy {

@@ -20,7 +20,7 @@
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
-#include "tests/unit/actions_test_util.h"
+#include "tests/unit/runtime/actions_test_util.h"
 
 namespace kiln {
 namespace {

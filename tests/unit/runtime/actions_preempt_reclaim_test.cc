@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "tests/unit/actions_test_util.h"
+#include "tests/unit/runtime/actions_test_util.h"
 
 namespace kiln {
 namespace {

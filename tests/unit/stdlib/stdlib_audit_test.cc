@@ -446,7 +446,7 @@ TEST(StdlibAudit, EveryLibraryFunctionHasACaseAndNamesAreUnambiguous) {
   std::set<std::string_view> names;
   for (const stdlib::Function& f : stdlib::Functions()) {
     EXPECT_TRUE(cased.count(f.name)) << "stdlib function `" << f.name
-                                     << "` has no case in tests/unit/stdlib_audit_test.cc";
+                                     << "` has no case in tests/unit/stdlib/stdlib_audit_test.cc";
     // Calls are resolved by name before their types are known: one row per name.
     EXPECT_TRUE(names.insert(f.name).second) << "two stdlib rows named " << f.name;
     for (std::string_view g : stdlib::kGenericBuiltins)

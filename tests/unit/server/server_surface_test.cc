@@ -26,6 +26,7 @@
 #include "server/server.h"
 #include "runtime/yaml_doc.h"
 #include "simulator/scenario.h"
+#include "tests/unit/temp_dir.h"
 
 namespace kiln::server {
 namespace {
@@ -38,31 +39,8 @@ constexpr std::string_view kConfA = "actions: \"enqueue, allocate\"\ntiers:\n- p
 constexpr std::string_view kConfB = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: binpack\n";
 constexpr std::string_view kConfC = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: drf\n";
 
-void Write(const fs::path& path, std::string_view text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-  }
-  fs::rename(tmp, path);
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("kiln-surface-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  static inline int counter_ = 0;
-};
+using ::kiln::testing::TempDir;
+using ::kiln::testing::WriteFileWhole;
 
 // Generous: the loads compile real policies, and CI runs tests side by side on few cores.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 60s) {
@@ -122,7 +100,7 @@ std::string ConfText(const PolicySet& set) {
 TEST(BoundedFileTest, RegularFilesAreReadAndEverythingElseIsRefusedAtOnce) {
   TempDir dir;
   fs::path ok = dir.path() / "ok.txt";
-  Write(ok, "hello");
+  WriteFileWhole(ok, "hello");
   auto text = ReadBoundedFile(ok.string(), 16, "test file");
   ASSERT_TRUE(text.ok()) << text.error().Format();
   EXPECT_EQ(*text, "hello");
@@ -146,7 +124,7 @@ TEST(BoundedFileTest, RegularFilesAreReadAndEverythingElseIsRefusedAtOnce) {
   EXPECT_NE(r.error().message.find("a directory"), std::string::npos);
 
   fs::path big = dir.path() / "big";
-  Write(big, std::string(17, 'x'));
+  WriteFileWhole(big, std::string(17, 'x'));
   r = ReadBoundedFile(big.string(), 16, "pack");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("it is 17 bytes, more than the 16 bytes allowed"),
@@ -165,7 +143,7 @@ TEST(BoundedFileTest, RegularFilesAreReadAndEverythingElseIsRefusedAtOnce) {
 TEST(SurfaceReloadTest, FifoRenamedOverTheConfIsRejectedAndTheWatcherGoesOn) {
   TempDir dir;
   fs::path conf = dir.path() / "scheduler.conf";
-  Write(conf, kConfA);
+  WriteFileWhole(conf, kConfA);
   PolicySources sources;
   sources.conf_file = conf.string();
   PolicyReloader reloader(sources, CompiledProviderFactory());
@@ -194,7 +172,7 @@ TEST(SurfaceReloadTest, FifoRenamedOverTheConfIsRejectedAndTheWatcherGoesOn) {
   EXPECT_EQ(reloader.Current()->generation, 1u);
   EXPECT_EQ(ConfText(*reloader.Current()), "gang");
 
-  Write(conf, kConfB);
+  WriteFileWhole(conf, kConfB);
   ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }));
   EXPECT_EQ(ConfText(*reloader.Current()), "binpack");
   auto start = Clock::now();
@@ -210,7 +188,7 @@ TEST(SurfaceReloadTest, WritesToOtherFilesInTheWatchedDirectoryAreIgnored) {
   fs::path conf = dir.path() / "scheduler.conf";
   fs::path policies = dir.path() / "policies";
   fs::create_directories(policies);
-  Write(conf, kConfA);
+  WriteFileWhole(conf, kConfA);
   PolicySources sources;
   sources.conf_file = conf.string();
   sources.policy_dirs = {policies.string()};
@@ -226,17 +204,17 @@ TEST(SurfaceReloadTest, WritesToOtherFilesInTheWatchedDirectoryAreIgnored) {
       log.flush();
     }
   }
-  Write(policies / "notes.txt", "not a policy");
+  WriteFileWhole(policies / "notes.txt", "not a policy");
   std::this_thread::sleep_for(300ms);
   EXPECT_TRUE(watcher->WaitIdle(5s));
   EXPECT_EQ(watcher->callbacks(), 0u);
   EXPECT_GT(watcher->ignored_events(), 0u);  // inotify merges repeated identical events
 
   // The files it reads still count: the conf, a policy, a ConfigMap's `..data` swap.
-  Write(conf, kConfB);
+  WriteFileWhole(conf, kConfB);
   ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }));
   ASSERT_TRUE(WaitFor([&] { return watcher->callbacks() == 1; }));
-  Write(policies / "mine.policy", "policy mine;\n");
+  WriteFileWhole(policies / "mine.policy", "policy mine;\n");
   ASSERT_TRUE(WaitFor([&] { return watcher->callbacks() == 2; }));
 
   EXPECT_TRUE(reloader.IsRelevant(dir.path().string(), "scheduler.conf"));
@@ -255,7 +233,7 @@ TEST(SurfaceReloadTest, WritesToOtherFilesInTheWatchedDirectoryAreIgnored) {
 TEST(SurfaceReloadTest, ANewerChangeSupersedesASlowCompileInFlight) {
   TempDir dir;
   fs::path conf = dir.path() / "scheduler.conf";
-  Write(conf, kConfA);
+  WriteFileWhole(conf, kConfA);
   PolicySources sources;
   sources.conf_file = conf.string();
   SlowCompiles slow;
@@ -270,10 +248,10 @@ TEST(SurfaceReloadTest, ANewerChangeSupersedesASlowCompileInFlight) {
   auto watcher = WatchAndReload(reloader, 50ms);
   ASSERT_TRUE(watcher->Start().ok());
 
-  Write(conf, kConfB);
+  WriteFileWhole(conf, kConfB);
   ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
   auto start = Clock::now();
-  Write(conf, kConfC);
+  WriteFileWhole(conf, kConfC);
   ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }));
   EXPECT_LT(SecondsSince(start), 5.0);
   EXPECT_EQ(ConfText(*reloader.Current()), "drf");
@@ -292,7 +270,7 @@ TEST(SurfaceReloadTest, ANewerChangeSupersedesASlowCompileInFlight) {
 TEST(SurfaceReloadTest, AtMostOneAbandonedCompileRunsAtATime) {
   TempDir dir;
   fs::path conf = dir.path() / "scheduler.conf";
-  Write(conf, kConfA);
+  WriteFileWhole(conf, kConfA);
   PolicySources sources;
   sources.conf_file = conf.string();
   SlowCompiles slow;
@@ -303,11 +281,11 @@ TEST(SurfaceReloadTest, AtMostOneAbandonedCompileRunsAtATime) {
   auto watcher = WatchAndReload(reloader, 50ms);
   ASSERT_TRUE(watcher->Start().ok());
 
-  Write(conf, kConfB);
+  WriteFileWhole(conf, kConfB);
   ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
-  Write(conf, kConfC);  // abandons the first, starts the second (also slow)
+  WriteFileWhole(conf, kConfC);  // abandons the first, starts the second (also slow)
   ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 2; }));
-  Write(conf, kConfA);  // must wait: one abandoned compile still runs
+  WriteFileWhole(conf, kConfA);  // must wait: one abandoned compile still runs
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(PolicyReloader::LoadsInFlight(), 2);
   EXPECT_EQ(slow.state->calls.load(), 3);
@@ -327,7 +305,7 @@ TEST(SurfaceReloadTest, AtMostOneAbandonedCompileRunsAtATime) {
 TEST(SurfaceReloadTest, StopDuringASlowCompileReturnsPromptly) {
   TempDir dir;
   fs::path conf = dir.path() / "scheduler.conf";
-  Write(conf, kConfA);
+  WriteFileWhole(conf, kConfA);
   PolicySources sources;
   sources.conf_file = conf.string();
   SlowCompiles slow;
@@ -337,7 +315,7 @@ TEST(SurfaceReloadTest, StopDuringASlowCompileReturnsPromptly) {
   ASSERT_TRUE(reloader.LoadInitial().ok());
   auto watcher = WatchAndReload(reloader, 50ms);
   ASSERT_TRUE(watcher->Start().ok());
-  Write(conf, kConfB);
+  WriteFileWhole(conf, kConfB);
   ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
   auto start = Clock::now();
   watcher->Stop();
@@ -392,7 +370,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using kiln::server::SecondsSince;
-using kiln::server::TempDir;
+using ::kiln::testing::TempDir;
 using Clock = std::chrono::steady_clock;
 
 std::string Kubeconfig(std::string_view server, std::string_view user_extra = "") {

@@ -19,7 +19,7 @@
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/jit/object_cache.h"
-#include "tests/unit/compile_cache_test_util.h"
+#include "tests/unit/compiler/compile_cache_test_util.h"
 #include "tests/unit/jit_test_util.h"
 
 namespace kiln {

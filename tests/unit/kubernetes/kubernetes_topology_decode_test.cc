@@ -11,7 +11,7 @@
 #include "kubernetes/decode.h"
 #include "kubernetes/encode.h"
 #include "runtime/cluster_spec.h"
-#include "tests/unit/cluster_spec_dump.h"
+#include "tests/unit/kubernetes/cluster_spec_dump.h"
 #include "tests/unit/scenario_test_util.h"
 
 namespace kiln::kube {

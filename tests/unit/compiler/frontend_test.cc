@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "compiler/builtin_policies.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/actions/action.h"
-#include "tests/unit/actions_test_util.h"
+#include "tests/unit/runtime/actions_test_util.h"
 
 namespace kiln {
 namespace {

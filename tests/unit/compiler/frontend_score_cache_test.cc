@@ -1,7 +1,7 @@
 // The analyze-score-cache pass: which node_order handlers are proved pure functions of a few task
 // fields and of the node (their scores may be cached), and for the others, which reason it gives.
 #include "compiler/builtin_policies.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln::testing {
 namespace {
