@@ -141,6 +141,9 @@ std::string FormatTable(const SimulationResult& result) {
     }
   }
   if (result.trace) out += FormatTraceSummary(result.summary);
+  // The scenario's direct extension-point calls with what each answered, as `expect.calls`
+  // would hold them.
+  if (!result.calls.empty()) out += FormatCallsBlock(result.calls);
   return out;
 }
 
