@@ -20,7 +20,7 @@
 #include "simulator/simulator.h"
 #include "stdlib/runtime_support.h"
 #include "tests/unit/core_test_util.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 
 namespace kiln {
 namespace {

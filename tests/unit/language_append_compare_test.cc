@@ -7,7 +7,7 @@
 
 #include "compiler/sema/signature.h"
 #include "compiler/types.h"
-#include "tests/unit/frontend_test_util.h"
+#include "tests/unit/compiler/frontend_test_util.h"
 #include "tests/unit/jit_test_util.h"
 
 namespace kiln {

@@ -7,7 +7,7 @@
 
 #include "kubernetes/scenario_writer.h"
 #include "simulator/scenario.h"
-#include "tests/unit/cluster_spec_dump.h"
+#include "tests/unit/kubernetes/cluster_spec_dump.h"
 #include "tests/unit/source_dir.h"
 
 namespace kiln::kube {
