@@ -8,7 +8,7 @@
 // instead emits tier-0 code at once (O0 and FastISel, ~9× cheaper, slower code) and compiles the
 // same module at O2 on a background thread; sessions that open after that pick up the O2 code,
 // and only the O2 object is written to the compile cache. Both tiers come from one lowered
-// module, so they decide the same (tests/unit/jit_tiers_test.cc).
+// module, so they decide the same (tests/unit/compiler/jit_tiers_test.cc).
 
 #include <cstdint>
 #include <optional>

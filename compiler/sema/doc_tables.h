@@ -1,7 +1,7 @@
 #pragma once
 // Markdown tables for docs/language.md generated from the single sources of truth (view fields
-// from runtime/abi.h, the standard library tables); tests/unit/frontend_docs_test.cc checks the
-// document contains exactly these.
+// from runtime/abi.h, the standard library tables); tests/unit/compiler/frontend_docs_test.cc
+// checks the document contains exactly these.
 
 #include <string>
 
