@@ -2,6 +2,8 @@
 // unplacing tasks on nodes (keeping HyperNodes' used sums current), bind and evict dispatch, and
 // the PodGroup conditions, fit errors and pod annotations a session records.
 
+#include <cassert>
+
 #include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
 #include "runtime/session.h"
