@@ -303,6 +303,10 @@ const Type* Checker::CheckInner(ast::Expr* e, const Type* expected) {
         const Type* got = Check(x.get(), elem);
         if (!elem) {
           elem = got;
+        } else if (want && got->IsNumeric() && want->IsNumeric() && !Assignable(got, want)) {
+          // Unify would widen to float; an element of a declared list<int> must not narrow.
+          ctx_.diags.Error(x->range, fmt::format("list element has type `{}`, expected `{}`",
+                                                 got->Name(), want->Name()));
         } else if (const Type* u = Unify(elem, got)) {
           elem = want ? want : u;
         } else {
