@@ -29,6 +29,18 @@ CONFS = {
     "+binpack": "default-binpack.conf",
     "plugin-free": "plugin-free.conf",
 }
+# The plain C++ loop (scale_limit_bench.cc) doing the same work as each conf: a session is
+# divided by the limit with its own scorer, never by a cheaper one.
+LIMIT_OF = {
+    "default": "C++ limit",
+    "+binpack": "C++ limit +binpack",
+    "plugin-free": "C++ limit, fit only",
+}
+LIMIT_BENCHMARK = {
+    "C++ limit": "BM_SampledLimit",
+    "C++ limit +binpack": "BM_SampledLimitBinpack",
+    "C++ limit, fit only": "BM_SampledLimitFit",
+}
 
 
 def parse_timings(text):
@@ -117,7 +129,9 @@ def scale_matrix(args):
                 print(f"  {nodes}x{pods} {conf}: baseline session {fmt_ms(b['session'])}",
                       file=sys.stderr, flush=True)
         if args.bench:
-            results["C++ limit"] = sampled_limit(args, scenario)
+            for conf in args.confs.split(","):
+                name = LIMIT_OF[conf]
+                results[name] = sampled_limit(args, scenario, LIMIT_BENCHMARK[name])
         rows.append(((nodes, pods), results, baseline))
     return rows
 
@@ -173,18 +187,19 @@ def print_topology(row):
     print()
 
 
-def sampled_limit(args, scenario):
-    """BM_SampledLimit (scale_limit_bench.cc): the same pending pods placed by plain one-thread
-    C++ (fit + least-allocated over Volcano's node sample), as a session-shaped row."""
+def sampled_limit(args, scenario, benchmark):
+    """A BM_SampledLimit* (scale_limit_bench.cc): the same pending pods placed by plain one-thread
+    C++ over dense arrays (fit, and the conf's scorer, over Volcano's node sample), as a
+    session-shaped row."""
     env = dict(os.environ, KILN_BENCH_SCENARIO=scenario)
-    proc = subprocess.run([args.bench, "--benchmark_filter=BM_SampledLimit$",
+    proc = subprocess.run([args.bench, f"--benchmark_filter={benchmark}$",
                            "--benchmark_format=json", "--benchmark_min_time=0.01"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if proc.returncode != 0:
-        sys.exit(f"kiln_bench BM_SampledLimit failed:\n{proc.stderr}")
+        sys.exit(f"kiln_bench {benchmark} failed:\n{proc.stderr}")
     b = json.loads(proc.stdout)["benchmarks"][0]
     if b.get("error_occurred"):
-        sys.exit(f"BM_SampledLimit: {b.get('error_message')}")
+        sys.exit(f"{benchmark}: {b.get('error_message')}")
     ms = to_ns(b) / 1e6
     return {"pending": "–", "binds": int(b["binds"]), "load": 0, "compile": 0, "open": 0,
             "actions": {"allocate": ms}, "session": ms, "output": 0, "rss_mib": 0}
@@ -193,16 +208,16 @@ def sampled_limit(args, scenario):
 def print_scale(rows):
     print("### Scale matrix (`kiln simulate --timings`, first session; best of the repeats)\n")
     print("| cluster | conf | pending | binds | load | compile | open | allocate | session "
-          "| pods/s | output | peak RSS | session / plugin-free | session / C++ limit |")
+          "| pods/s | output | peak RSS | session / plugin-free | session / its C++ limit |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (nodes, pods), results, _ in rows:
         base = results.get("plugin-free")
-        limit = results.get("C++ limit")
         for conf, t in results.items():
+            limit = results.get(LIMIT_OF.get(conf, ""))
             pods_s = t["binds"] / (t["session"] / 1000) if t["session"] > 0 else 0
             ratio = f"{t['session'] / base['session']:.2f}×" if base and base["session"] else "–"
             to_limit = f"{t['session'] / limit['session']:.1f}×" if limit and limit["session"] else "–"
-            if conf == "C++ limit":
+            if conf in LIMIT_BENCHMARK:
                 ratio = to_limit = "–"
             print(f"| {nodes // 1000}k × {pods // 1000}k | {conf} | {t['pending']} | {t['binds']} "
                   f"| {fmt_ms(t['load'])} | {fmt_ms(t['compile'])} | {fmt_ms(t['open'])} "
@@ -279,9 +294,9 @@ def check(rows):
     for (nodes, pods), results, _ in rows:
         for conf, t in results.items():
             where = f"{nodes}x{pods} {conf}"
-            if not 0 < t["binds"] <= (pods if conf == "C++ limit" else t["pending"]):
+            if not 0 < t["binds"] <= (pods if conf in LIMIT_BENCHMARK else t["pending"]):
                 problems.append(f"{where}: {t['binds']} binds of {t['pending']} pending")
-            if conf == "C++ limit":
+            if conf in LIMIT_BENCHMARK:
                 continue
             for phase in ("load", "compile", "session", "rss_mib"):
                 if not t.get(phase, 0) > 0:
