@@ -55,6 +55,9 @@ struct TestOptions {
   uint64_t seed = 1;
   int cases = 100;
   std::string out_dir;
+  bool rich = false;                   // --rich
+  bool gpus = false;                   // --gpus
+  std::vector<std::string> arguments;  // --arg KEY=VALUE
 };
 
 // ---- running cases ----
@@ -437,6 +440,37 @@ int RunTests(const TestOptions& opts) {
 
 // ---- --compare ----
 
+// What the random clusters of a comparison can contain, said beside its verdict: a SAME holds for
+// this space and nothing wider.
+std::string SampledSpace(const std::string& ref, const RandomClusterOptions& gen,
+                         const std::vector<std::pair<std::string, std::string>>& arguments) {
+  std::string out = gen.rich
+                        ? "clusters of up to 8 nodes (three in ten up to 48, one in ten up to "
+                          "300), 1-8 cpu and 1-16 GiB each, some tainted, in three zones; up to "
+                          "8 queues; up to 500 PodGroups of up to 12 pods at three priorities, "
+                          "some running, with tolerations, zone affinity, pod anti-affinity, "
+                          "non-preemptable pods and PDBs"
+                        : fmt::format("clusters of 1-{} nodes, 1-8 cpu and 1-16 GiB each, some "
+                                      "tainted; 1-{} queues; 1-{} PodGroups of up to {} pods at "
+                                      "three priorities, some running (--rich: zones, affinity, "
+                                      "tolerations, PDBs, larger clusters)",
+                                      gen.max_nodes, gen.max_queues, gen.max_groups,
+                                      gen.max_group_size);
+  out += gen.gpus ? "; resources cpu, memory, nvidia.com/gpu"
+                  : "; resources cpu and memory only (--gpus: nvidia.com/gpu too)";
+  if (arguments.empty()) {
+    out += fmt::format("; {}'s arguments at their defaults (--arg KEY=VALUE sets them)", ref);
+  } else {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : arguments) parts.push_back(k + "=" + v);
+    out += fmt::format("; {}'s arguments {}", ref, fmt::join(parts, ", "));
+  }
+  out += fmt::format("; {} confs (Volcano's default set with binpack; with preempt and reclaim; "
+                     "allocate and backfill without gang), {} added where missing",
+                     gen.confs.size(), ref);
+  return out;
+}
+
 int RunCompare(const TestOptions& opts) {
   if (opts.paths.size() != 1) {
     return BadInput(
@@ -481,8 +515,19 @@ int RunCompare(const TestOptions& opts) {
                 {}});
     }
   }
+  std::vector<std::pair<std::string, std::string>> arguments;
+  for (const std::string& a : opts.arguments) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return BadInput(Error{fmt::format("--arg `{}`: expected KEY=VALUE", a), {}});
+    }
+    arguments.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+  }
   RandomClusterOptions gen;
-  gen.confs = ConfsWithPlugin(ref);
+  gen.rich = opts.rich;
+  gen.gpus = opts.gpus;
+  gen.confs = ConfsWithPlugin(ref, arguments);
+  const std::string space = "space: " + SampledSpace(ref, gen, arguments) + "\n";
   std::optional<Error> run_error;
   auto differences = [&](const RandomCluster& c) -> std::vector<std::string> {
     std::string yaml = RenderScenario(c, "compare");
@@ -537,6 +582,7 @@ int RunCompare(const TestOptions& opts) {
         "shrunk from {} objects to {} ({} candidates tried, {} kept)\n",
         candidate, ref, i, seed, original, small.size(), stats.attempts, stats.accepted);
     for (const std::string& d : diffs) out += "  " + d + "\n";
+    out += space;
     if (opts.out_dir.empty()) {
       out += "scenario:\n" + scenario;
     } else {
@@ -560,7 +606,7 @@ int RunCompare(const TestOptions& opts) {
     out += fmt::format(
         " in {:.0f} ms",
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-  std::fputs((out + "\n").c_str(), stdout);
+  std::fputs((out + "\n" + space).c_str(), stdout);
   return kExitOk;
 }
 
@@ -588,6 +634,18 @@ void AddTestCommand(CLI::App& app) {
       ->needs(compare);
   cmd->add_option("--out", opts->out_dir,
                   "--compare: directory to write the shrunk scenario to (default: print it)")
+      ->needs(compare);
+  cmd->add_flag("--rich", opts->rich,
+                "--compare: richer clusters (zones, affinity, tolerations, PDBs, non-preemptable "
+                "pods, a tenth with hundreds of nodes)")
+      ->needs(compare);
+  cmd->add_flag("--gpus", opts->gpus,
+                "--compare: GPUs (nvidia.com/gpu) on about half of the nodes and in a third of "
+                "the pods' requests")
+      ->needs(compare);
+  cmd->add_option("--arg", opts->arguments,
+                  "--compare: KEY=VALUE, an argument given to the reference and the candidate "
+                  "alike (repeatable); default: the plugin's defaults")
       ->needs(compare);
   cmd->callback(
       [opts] { EndCommand(opts->compare.empty() ? RunTests(*opts) : RunCompare(*opts)); });

@@ -128,6 +128,28 @@ void AddRichFeatures(RandomCluster& c, uint64_t seed) {
     c.pdbs.push_back({fmt::format("pdb{}", i), fmt::format("app{}", i), pick(0, 3), pick(0, 2)});
 }
 
+// GPUs on nodes and in pods' requests, from their own stream. A running pod asks for GPUs only
+// when its node has them left, so the snapshot stays a state a cluster can be in.
+void AddGpus(RandomCluster& c, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0xc2b2ae3d27d4eb4fULL);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::map<std::string, int> free;
+  for (auto& n : c.nodes) {
+    if (pick(0, 1) == 0) n.gpus = pick(1, 8);
+    free[n.name] = n.gpus;
+  }
+  for (auto& p : c.pods) {
+    if (pick(0, 2) != 0) continue;
+    int want = pick(1, 4);
+    if (!p.node.empty()) {
+      int& left = free[p.node];
+      if (left < want) continue;
+      left -= want;
+    }
+    p.gpus = want;
+  }
+}
+
 }  // namespace
 
 RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& options) {
@@ -200,6 +222,7 @@ RandomCluster GenerateRandomCluster(uint64_t seed, const RandomClusterOptions& o
   // A group of which no pod found room is still "running" by its phase; the snapshot's gang
   // rules treat it like any other Running PodGroup.
   if (options.rich) AddRichFeatures(c, seed);
+  if (options.gpus) AddGpus(c, seed);
   return c;
 }
 
@@ -232,8 +255,9 @@ std::string RenderScenario(const RandomCluster& c, const std::string& name,
   for (const auto& q : c.queues) y += fmt::format("  - {{name: {}, weight: {}}}\n", q.name, q.weight);
   y += c.nodes.empty() ? "  nodes: []\n" : "  nodes:\n";
   for (const auto& n : c.nodes) {
-    y += fmt::format("  - {{name: {}, allocatable: {{cpu: \"{}m\", memory: {}Mi, pods: \"110\"}}",
-                     n.name, n.cpu_milli, n.memory_mi);
+    y += fmt::format("  - {{name: {}, allocatable: {{cpu: \"{}m\", memory: {}Mi, pods: \"110\"{}}}",
+                     n.name, n.cpu_milli, n.memory_mi,
+                     n.gpus > 0 ? fmt::format(", nvidia.com/gpu: \"{}\"", n.gpus) : "");
     if (n.tainted) y += ", taints: [{key: dedicated, value: x, effect: NoSchedule}]";
     if (!n.zone.empty())
       y += fmt::format(", labels: {{topology.kubernetes.io/zone: {}, kubernetes.io/hostname: {}}}",
@@ -252,8 +276,9 @@ std::string RenderScenario(const RandomCluster& c, const std::string& name,
   for (const auto& p : c.pods) {
     y += fmt::format(
         "  - {{name: {}, namespace: c1, group: {}, priorityClassName: {}, requests: {{cpu: "
-        "\"{}m\", memory: {}Mi}}",
-        p.name, p.group, PriorityClass(priority[p.group]), p.cpu_milli, p.memory_mi);
+        "\"{}m\", memory: {}Mi{}}}",
+        p.name, p.group, PriorityClass(priority[p.group]), p.cpu_milli, p.memory_mi,
+        p.gpus > 0 ? fmt::format(", nvidia.com/gpu: \"{}\"", p.gpus) : "");
     if (!p.node.empty()) y += fmt::format(", phase: Running, node: {}", p.node);
     if (!p.app.empty()) y += fmt::format(", labels: {{app: {}}}", p.app);
     if (!p.preemptable) y += ", annotations: {volcano.sh/preemptable: \"false\"}";
@@ -293,8 +318,11 @@ std::string RenderScenario(const RandomCluster& c, const std::string& name,
 bool IsConsistent(const RandomCluster& c) {
   std::set<std::string> queues;
   for (const auto& q : c.queues) queues.insert(q.name);
-  std::map<std::string, std::pair<int64_t, int64_t>> free;
-  for (const auto& n : c.nodes) free[n.name] = {n.cpu_milli, n.memory_mi};
+  struct Free {
+    int64_t cpu, memory, gpus;
+  };
+  std::map<std::string, Free> free;
+  for (const auto& n : c.nodes) free[n.name] = {n.cpu_milli, n.memory_mi, n.gpus};
   std::map<std::string, int> members;
   for (const auto& g : c.groups) {
     if (!queues.count(g.queue)) return false;
@@ -307,9 +335,10 @@ bool IsConsistent(const RandomCluster& c) {
     if (p.node.empty()) continue;
     auto n = free.find(p.node);
     if (n == free.end()) return false;
-    n->second.first -= p.cpu_milli;
-    n->second.second -= p.memory_mi;
-    if (n->second.first < 0 || n->second.second < 0) return false;
+    n->second.cpu -= p.cpu_milli;
+    n->second.memory -= p.memory_mi;
+    n->second.gpus -= p.gpus;
+    if (n->second.cpu < 0 || n->second.memory < 0 || n->second.gpus < 0) return false;
   }
   for (const auto& g : c.groups)
     if (g.min_member < 1 || g.min_member > members[g.name]) return false;

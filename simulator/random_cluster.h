@@ -20,6 +20,7 @@ struct RandomNode {
   int64_t cpu_milli = 0, memory_mi = 0;
   bool tainted = false;  // dedicated=x:NoSchedule, which only pods with `tolerates` tolerate
   std::string zone;      // label topology.kubernetes.io/zone ("" = none; rich clusters only)
+  int gpus = 0;          // allocatable nvidia.com/gpu (clusters with GPUs only)
 };
 struct RandomQueue {
   std::string name;
@@ -42,6 +43,7 @@ struct RandomPod {
   bool anti_affinity = false;  // required pod anti-affinity to its own app, per hostname
   bool preemptable = true;     // annotation volcano.sh/preemptable: "false" when not
   bool never_preempts = false;  // preemptionPolicy: Never
+  int gpus = 0;                 // requested nvidia.com/gpu (clusters with GPUs only)
 };
 struct RandomPdb {
   std::string name, app;  // selects the pods labelled app=<app>
@@ -74,6 +76,10 @@ struct RandomClusterOptions {
   // plain generator draws for a seed does not change with this option's existence: the rich
   // features come from a second random stream.
   bool rich = false;
+  // GPUs: an extended resource, nvidia.com/gpu, on about half of the nodes (1-8 each) and
+  // requested by about a third of the pods (1-4 each). Drawn from a stream of their own, like the
+  // rich features, so the other draws of a seed do not change with it.
+  bool gpus = false;
 };
 
 // Volcano's default plugin set; preemption and reclaim; no gang (tasks place one by one).

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <regex>
 
 #include "runtime/yaml_util.h"
 #include "simulator/scenario.h"
@@ -162,13 +163,44 @@ namespace {
 
 std::string PluginLine(const std::string& name) { return fmt::format("  - name: {}\n", name); }
 
+// `text` as a YAML scalar: numbers and booleans as they are (so an int argument reads as one),
+// anything else double-quoted with its quotes, backslashes and control characters escaped.
+std::string YamlScalar(const std::string& text) {
+  static const std::regex plain(R"(-?[0-9]+(\.[0-9]+)?|true|false)");
+  if (std::regex_match(text, plain)) return text;
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
-std::vector<std::string> ConfsWithPlugin(const std::string& plugin) {
+std::vector<std::string> ConfsWithPlugin(
+    const std::string& plugin, const std::vector<std::pair<std::string, std::string>>& arguments) {
+  std::string block;
+  if (!arguments.empty()) {
+    block = "    arguments:\n";
+    for (const auto& [key, value] : arguments)
+      block += fmt::format("      {}: {}\n", YamlScalar(key), YamlScalar(value));
+  }
   std::vector<std::string> out;
   for (std::string conf : DefaultRandomConfs()) {
     // The last tier is the last list in the conf: appending a plugin line extends it.
-    if (conf.find(PluginLine(plugin)) == std::string::npos) conf += PluginLine(plugin);
+    size_t at = conf.find(PluginLine(plugin));
+    if (at == std::string::npos) {
+      conf += PluginLine(plugin) + block;
+    } else {
+      conf.insert(at + PluginLine(plugin).size(), block);
+    }
     out.push_back(std::move(conf));
   }
   return out;

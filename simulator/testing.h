@@ -104,8 +104,9 @@ std::vector<PluginCoverage> MergeCoverage(const std::vector<const SessionResult*
 // ---- differential testing (kiln test --compare) ----
 
 // The random confs of DefaultRandomConfs() with `plugin` in each (appended to the last tier of
-// a conf that lacks it).
-std::vector<std::string> ConfsWithPlugin(const std::string& plugin);
+// a conf that lacks it), its entry given `arguments` (none: the plugin's defaults).
+std::vector<std::string> ConfsWithPlugin(
+    const std::string& plugin, const std::vector<std::pair<std::string, std::string>>& arguments = {});
 // `conf` with the plugin entry `from` renamed `to`.
 std::string ReplacePlugin(const std::string& conf, const std::string& from, const std::string& to);
 
