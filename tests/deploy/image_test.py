@@ -98,7 +98,11 @@ def build_image(build_dir, out):
 
 
 def built_pair(build_dir):
-    cache = os.path.join(build_dir, "image-test", input_key(build_dir))
+    key = input_key(build_dir)
+    cache = os.path.join(build_dir, "image-test", key)
+    for old in glob.glob(os.path.join(build_dir, "image-test", "*")):
+        if os.path.basename(old) != key:
+            shutil.rmtree(old)  # images of earlier inputs: 200 MB each, never reused
     a, b = os.path.join(cache, "a"), os.path.join(cache, "b")
     for out in (a, b):
         if os.path.exists(os.path.join(out, "kiln-oci.digest")):
