@@ -50,6 +50,14 @@ RESOURCES = [
              ["status"]),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     Resource("events.k8s.io", "v1", "events", "Event", True),
+    # What deploy/ (kustomize) creates, stored only (no controllers act on them): tests apply the
+    # rendered base with kubectl and read it back.
+    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+    Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"], ["status", "scale"],
+             categories=["all"]),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
     Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True,
              ["pg", "podgroup-v1beta1"], crd=True),
     Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False,
