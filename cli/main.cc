@@ -1,4 +1,4 @@
-// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache.
+// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache, lsp.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddPackCommand(app);
   kiln::cli::AddWarmCacheCommand(app);
   kiln::cli::AddSnapshotCommand(app);
+  kiln::cli::AddLspCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
