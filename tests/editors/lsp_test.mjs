@@ -5,7 +5,7 @@
 // process gets raw bytes: malformed JSON and an unknown method are answered with errors.
 // Usage: node lsp_test.mjs KILN REPO_ROOT
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -262,6 +262,34 @@ try {
     err = e;
   }
   check(err && err.code === -32602, "malformed params: InvalidParams", err?.code);
+
+  // ---- every word of every shipped policy: hover and definition answer (or say null), and
+  // completion at every line's end; any error or a dead server fails.
+  {
+    const policyDir = path.join(root, "policies");
+    let words = 0, hovered = 0, defined = 0;
+    for (const f of readdirSync(policyDir).filter((f) => f.endsWith(".policy"))) {
+      const p = path.join(policyDir, f);
+      const text = readFileSync(p, "utf8");
+      const u = pathToFileURL(p).href;
+      conn.sendNotification("textDocument/didOpen", { textDocument: { uri: u, languageId: "kiln-policy", version: 1, text } });
+      const lines = text.split("\n");
+      for (let l = 0; l < lines.length; ++l) {
+        if (lines[l].trimStart().startsWith("//")) continue;
+        for (const m of lines[l].matchAll(/[A-Za-z_]\w*/g)) {
+          const position = { line: l, character: m.index };
+          if (await conn.sendRequest("textDocument/hover", { textDocument: { uri: u }, position })) ++hovered;
+          if (await conn.sendRequest("textDocument/definition", { textDocument: { uri: u }, position })) ++defined;
+          ++words;
+        }
+        await conn.sendRequest("textDocument/completion",
+                               { textDocument: { uri: u }, position: { line: l, character: lines[l].length } });
+      }
+      conn.sendNotification("textDocument/didClose", { textDocument: { uri: u } });
+    }
+    check(words > 10000 && hovered > words / 2 && defined > words / 4,
+          `every word of the shipped policies: ${words} words, ${hovered} hovers, ${defined} definitions`);
+  }
 
   // ---- shutdown, exit
   const down = await conn.sendRequest("shutdown");
