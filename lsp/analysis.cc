@@ -99,6 +99,13 @@ struct Analysis::Index {
   };
   std::vector<At> exprs;
   std::vector<std::pair<ast::Local*, const ast::Decl*>> locals;
+  std::vector<const ast::TypeRef*> types;  // every written type, its arguments too
+
+  void AddType(const ast::TypeRef* t) {
+    if (!t) return;
+    types.push_back(t);
+    for (const auto& a : t->args) AddType(&a);
+  }
 };
 
 Analysis::~Analysis() = default;
@@ -135,18 +142,36 @@ void Analysis::BuildIndex() {
     if (e) index_->exprs.push_back({e, owner});
   };
   w.on_declare = [&](ast::Local* l) { index_->locals.emplace_back(l, owner); };
+  w.on_stmt = [&](ast::Stmt* st) {
+    if (auto* l = ast::As<ast::Let>(st)) index_->AddType(l->declared.get());
+  };
   for (auto& d : result_.policy->decls) {
     owner = d.get();
-    if (auto* c = ast::As<ast::ConstDecl>(d.get())) w.Expr(c->value.get());
-    if (auto* a = ast::As<ast::ArgDecl>(d.get())) w.Expr(a->default_value.get());
-    if (auto* s = ast::As<ast::StateDecl>(d.get())) w.Expr(s->init.get());
+    if (auto* c = ast::As<ast::ConstDecl>(d.get())) {
+      index_->AddType(c->declared.get());
+      w.Expr(c->value.get());
+    }
+    if (auto* a = ast::As<ast::ArgDecl>(d.get())) {
+      index_->AddType(&a->declared);
+      w.Expr(a->default_value.get());
+    }
+    if (auto* s = ast::As<ast::StateDecl>(d.get())) {
+      index_->AddType(&s->declared);
+      w.Expr(s->init.get());
+    }
     if (auto* r = ast::As<ast::RecordDecl>(d.get()))
-      for (auto& f : r->fields) w.Expr(f.default_value.get());
+      for (auto& f : r->fields) {
+        index_->AddType(&f.declared);
+        w.Expr(f.default_value.get());
+      }
     ast::Callable* c = ast::As<ast::FnDecl>(d.get());
     if (!c) c = ast::As<ast::HandlerDecl>(d.get());
     if (c) {
-      for (auto& p : c->params)
+      for (auto& p : c->params) {
         if (p.local) index_->locals.emplace_back(p.local.get(), owner);
+        index_->AddType(&p.declared);
+      }
+      index_->AddType(c->result.get());
       w.Body(c->body.get());
     }
   }
@@ -197,6 +222,7 @@ std::optional<Hover> Analysis::HoverAt(SourcePos pos) const {
       return Hover{local->range,
                    Code(fmt::format("({}) {}: {}", local->is_mutable ? "var" : "let", local->name,
                                     TypeName(local->type)))};
+  if (const ast::TypeRef* t = TypeAt(pos)) return Hover{t->range, TypeHover(t)};
   // The innermost expression under the cursor.
   const ast::Expr* best = nullptr;
   for (const auto& at : index_->exprs)
@@ -263,8 +289,42 @@ std::optional<Hover> Analysis::HoverAt(SourcePos pos) const {
   return Hover{best->range, Code(TypeName(best->type))};
 }
 
+const ast::TypeRef* Analysis::TypeAt(SourcePos pos) const {
+  const ast::TypeRef* best = nullptr;
+  for (const ast::TypeRef* t : index_->types)
+    if (Contains(t->range, pos) && (!best || Extent(t->range) < Extent(best->range))) best = t;
+  return best;
+}
+
+std::string Analysis::TypeHover(const ast::TypeRef* t) const {
+  const Type* type = t->resolved;
+  if (type && type->Is(TypeKind::Optional) && type->elem) type = type->elem;
+  std::string name = t->resolved ? t->resolved->Name() : t->name;
+  if (type && type->Is(TypeKind::Record) && type->record) {
+    std::string fields;
+    for (const auto& f : type->record->fields)
+      fields += fmt::format("  {}: {};\n", f.name, TypeName(f.declared.resolved));
+    return Code(fmt::format("record {} {{\n{}}}", type->record->name, fields));
+  }
+  std::string_view view = type ? sema::ViewName(type) : std::string_view();
+  if (!view.empty()) {
+    std::string fields;
+    for (const auto& f : sema::ViewFields())
+      if (f.owner == view) fields += (fields.empty() ? "`" : ", `") + std::string(f.name) + "`";
+    return WithDoc(fmt::format("type {}", name),
+                   fmt::format("A read-only view of the cluster. Fields: {}.", fields));
+  }
+  return Code(fmt::format("type {}", name));
+}
+
 std::optional<SourceRange> Analysis::DefinitionAt(SourcePos pos) const {
   if (!result_.policy) return std::nullopt;
+  if (const ast::TypeRef* t = TypeAt(pos)) {
+    const Type* type = t->resolved;
+    if (type && type->Is(TypeKind::Optional) && type->elem) type = type->elem;
+    if (type && type->Is(TypeKind::Record) && type->record) return type->record->name_range;
+    return std::nullopt;
+  }
   const ast::Expr* best = nullptr;
   for (const auto& at : index_->exprs)
     if (Contains(at.expr->range, pos) && (!best || Extent(at.expr->range) < Extent(best->range)))

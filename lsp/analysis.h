@@ -72,6 +72,8 @@ class Analysis {
   Analysis() = default;
   struct Index;  // every expression and local with its callable, built once after the front end
   void BuildIndex();
+  const ast::TypeRef* TypeAt(SourcePos pos) const;  // the innermost written type at `pos`
+  std::string TypeHover(const ast::TypeRef* t) const;
 
   SourceFile source_;
   FrontendResult result_;

@@ -151,6 +151,12 @@ try {
   check(JSON.stringify(d) === JSON.stringify(lineCol("let request =", "request")), "definition: let", d);
   d = await defAt(posOf(binpack, "let capacity = node.allocatable", "node"));
   check(JSON.stringify(d) === JSON.stringify(lineCol("on node_order(", "node:")), "definition: parameter", d);
+  h = await hoverText(uri, posOf(binpack, "state weighted: list<Weighted>", "Weighted"));
+  check(h.includes("record Weighted {") && h.includes("id: int;"), "hover: a record type lists its fields", h);
+  h = await hoverText(uri, posOf(binpack, "on node_order(", "Node"));
+  check(h.includes("type Node") && h.includes("`allocatable`"), "hover: a view type lists its fields", h);
+  d = await defAt(posOf(binpack, "state weighted: list<Weighted>", "Weighted"));
+  check(JSON.stringify(d) === JSON.stringify(lineCol("record Weighted", "Weighted")), "definition: record type", d);
   d = await defAt(posOf(binpack, "let w = r.weight", "weight"));
   check(JSON.stringify(d) === JSON.stringify(lineCol("weight: int = 0;", "weight")), "definition: record field", d);
 
