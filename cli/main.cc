@@ -1,4 +1,4 @@
-// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache, lsp.
+// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddPolicyLimitOptions(app);
   kiln::cli::AddSimulateCommand(app);
   kiln::cli::AddCheckCommand(app);
+  kiln::cli::AddLspCommand(app);  // the editors' view of check
   kiln::cli::AddCompileCommand(app);
   kiln::cli::AddExportManifestsCommand(app);
   kiln::cli::AddServeCommand(app);
@@ -39,7 +40,6 @@ int main(int argc, char** argv) {
   kiln::cli::AddPackCommand(app);
   kiln::cli::AddWarmCacheCommand(app);
   kiln::cli::AddSnapshotCommand(app);
-  kiln::cli::AddLspCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
