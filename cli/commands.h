@@ -21,5 +21,6 @@ void AddExplainCommand(CLI::App& app);   // explain_command.cc
 void AddTestCommand(CLI::App& app);      // test_command.cc
 void AddPackCommand(CLI::App& app);      // pack_command.cc
 void AddWarmCacheCommand(CLI::App& app);  // warm_cache_command.cc
+void AddLspCommand(CLI::App& app);       // lsp_command.cc
 
 }  // namespace kiln::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddPolicyLimitOptions(app);
   kiln::cli::AddSimulateCommand(app);
   kiln::cli::AddCheckCommand(app);
+  kiln::cli::AddLspCommand(app);  // the editors' view of check
   kiln::cli::AddCompileCommand(app);
   kiln::cli::AddExportManifestsCommand(app);
   kiln::cli::AddServeCommand(app);
