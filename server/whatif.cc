@@ -309,12 +309,16 @@ Status CheckNoCollision(const ClusterSpec& cluster, const WhatIfObjects& objects
 
 struct Explained {
   SessionResult result;
-  Explanation explanation;
+  Explanation explanation;                  // when recorded
   std::vector<std::string> enqueue_voters;  // plugins with a job_enqueueable handler
+  int queue_position = 0;                   // of `job`, when given
 };
 
+// One session on `cluster`. With `record`, the explanation of `pods` as the actions decided them
+// (and of every job and queue); `job`: the job whose place in its queue's order is wanted.
 Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string> pods,
-                               const PolicySet& set, TimeNs now) {
+                               const PolicySet& set, TimeNs now, bool record,
+                               const std::string& job = {}) {
   auto built = BuildCluster(cluster);
   if (!built) return built.error();
   // An empty set would record every pod: a key no pod has records none.
@@ -322,21 +326,32 @@ Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string>
   ExplainRecorder recorder(std::move(pods));
   Explained out;
   SessionHooks hooks;
-  hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
+  if (record) hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
   hooks.before_close = [&](Session& ssn) {
-    recorder.Finish(ssn);
-    ssn.set_explain(nullptr);
+    if (record) {
+      recorder.Finish(ssn);
+      ssn.set_explain(nullptr);
+    }
     for (const Session::HandlerUse& u : ssn.HandlerCoverage())
       if (u.point == ExtensionPoint::JobEnqueueable &&
           std::find(out.enqueue_voters.begin(), out.enqueue_voters.end(), u.plugin) ==
               out.enqueue_voters.end())
         out.enqueue_voters.push_back(u.plugin);
+    // The job's place among its queue's jobs in the session's job order (as explain's `order`).
+    const Job* mine = nullptr;
+    for (const Job* j : ssn.cluster().jobs())
+      if (j->uid == job) mine = j;
+    if (mine != nullptr) {
+      out.queue_position = 1;
+      for (const Job* j : ssn.cluster().jobs())
+        if (j != mine && j->queue == mine->queue && ssn.JobLess(j, mine)) ++out.queue_position;
+    }
   };
   auto result = RunSession(std::move(*built), set.conf, set.registry, now, 0, &hooks);
   if (!result) return result.error();
-  recorder.ApplyResults(*result);
+  if (record) recorder.ApplyResults(*result);
   out.result = std::move(*result);
-  out.explanation = std::move(recorder.explanation());
+  if (record) out.explanation = std::move(recorder.explanation());
   return out;
 }
 
@@ -358,9 +373,11 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
   a.job = objects.group ? objects.group->Uid()
                         : (first_added < cluster.pods.size() ? cluster.pods[first_added].JobUid()
                                                              : std::string());
-  auto ran = RunExplained(cluster, added, set, now);
+  // The session as the scheduler would run it, unobserved but for the job's queue position.
+  auto ran = RunExplained(cluster, {}, set, now, /*record=*/false, a.job);
   if (!ran) return ran.error();
   a.session = std::move(ran->result);
+  a.queue_position = ran->queue_position;
   const SessionResult& r = a.session;
 
   for (const std::string& pod : added) {
@@ -394,19 +411,17 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
     a.admitted = true;
   }
 
-  // Position among the queue's jobs in the session's job order.
-  const JobExplain* mine = nullptr;
-  for (const JobExplain& j : ran->explanation.jobs)
-    if (j.uid == a.job) mine = &j;
-  if (mine != nullptr) {
-    a.queue_position = 1;
-    for (const JobExplain& j : ran->explanation.jobs)
-      if (j.queue == mine->queue && j.order < mine->order) ++a.queue_position;
-  }
-
-  // Each added pod not placed: why.
+  // Each added pod not placed: why. Pods placed need no explanation: only when some were not is the session run again (it
+  // decides the same) with the actions' answers for those pods recorded.
+  std::set<std::string> unplaced;
+  for (const std::string& pod : added)
+    if (!a.placements.count(pod) && !a.pipelined.count(pod)) unplaced.insert(pod);
   std::map<std::string, std::vector<WhatIfReason>> explained;
-  for (const TaskExplain& t : ran->explanation.tasks) explained[t.key] = ReasonsOf(t);
+  if (a.admitted && !unplaced.empty()) {
+    auto again = RunExplained(cluster, unplaced, set, now, /*record=*/true);
+    if (!again) return again.error();
+    for (const TaskExplain& t : again->explanation.tasks) explained[t.key] = ReasonsOf(t);
+  }
   for (const std::string& pod : added) {
     if (a.placements.count(pod) || a.pipelined.count(pod)) continue;
     std::vector<WhatIfReason>& out = a.reasons[pod];
@@ -426,7 +441,7 @@ Result<Explanation> ExplainOffPath(ClusterSpec cluster, const std::set<std::stri
   CompleteOptions complete;
   complete.now = now;
   CompleteCluster(cluster, complete);
-  auto ran = RunExplained(cluster, pods, set, now);
+  auto ran = RunExplained(cluster, pods, set, now, /*record=*/true);
   if (!ran) return ran.error();
   return std::move(ran->explanation);
 }
