@@ -85,9 +85,12 @@ std::string WhatIfJson(const WhatIfAnswer& a);
 // and PodGroup conditions are left for CompleteCluster to make afresh.
 void NormaliseLikeScenario(ClusterSpec& cluster);
 
-// Runs the what-if on `cluster` (a snapshot, normalised) at `now`: adds `objects`, runs one session
-// with `set`, answers. Errors: the objects collide with the cluster's (a pod or PodGroup that
-// already exists), or the session could not run.
+// Runs the what-if on `cluster` (a snapshot, normalised) at `now`: adds `objects`, runs the session
+// with `set`, answers. Only when some of the pods are left unplaced is the same session run again
+// with those pods' explanation recorded (their reasons); only when the job is not admitted is
+// each enqueue voter asked alone (an enqueue-only session each) to name who refused it. Errors:
+// the objects collide with the cluster's (a pod or PodGroup that already exists), or the session
+// could not run.
 Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects,
                                const PolicySet& set, TimeNs now);
 
@@ -116,7 +119,8 @@ class OffPathRunner {
   Reply Explain(std::string_view kind, std::string_view name);
 
   // Prometheus text: kiln_whatif_requests_total{endpoint,outcome}, kiln_whatif_policy_faults_total,
-  // kiln_whatif_session_seconds_{sum,count}.
+  // kiln_whatif_session_seconds_{sum,count} (the sessions and the answer) and
+  // kiln_whatif_snapshot_seconds_{sum,count} (the snapshot copy, under the binding's lock).
   std::string MetricsText() const;
   const WhatIfLimits& limits() const { return limits_; }
 
@@ -139,6 +143,10 @@ class OffPathRunner {
   uint64_t faults_ = 0;
   double session_seconds_ = 0;
   uint64_t sessions_ = 0;
+  double snapshot_seconds_ = 0;
+  uint64_t snapshots_ = 0;
+
+  ClusterSpec TakeSnapshot(TimeNs now);
 };
 
 }  // namespace kiln::server
