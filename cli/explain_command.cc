@@ -641,4 +641,16 @@ void AddExplainCommand(CLI::App& app) {
   cmd->callback([opts] { EndCommand(RunExplain(*opts)); });
 }
 
+std::string ExplainJsonText(const std::string& scenario, const Explanation& e) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  if (f == nullptr) return "{}\n";
+  WriteExplainJson(f, scenario, e);
+  std::fclose(f);
+  std::string out(buf, len);
+  std::free(buf);
+  return out;
+}
+
 }  // namespace kiln::cli

@@ -1,4 +1,5 @@
-// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache.
+// The kiln command: simulate, check, compile, serve, explain, test, pack, warm-cache, snapshot,
+// whatif.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   kiln::cli::AddPackCommand(app);
   kiln::cli::AddWarmCacheCommand(app);
   kiln::cli::AddSnapshotCommand(app);
+  kiln::cli::AddWhatIfCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -185,6 +185,7 @@ int RunServe(const ServeFlags& f) {
   options.http_limits.max_request_bytes = static_cast<size_t>(request_bytes->Value());
   options.dry_run = f.dry_run;
   server::ServeHooks hooks;
+  hooks.explain_json = [](const Explanation& e) { return ExplainJsonText("kiln serve", e); };
 
   if (!f.scenario.empty()) {
     if (f.leader_elect)

@@ -32,6 +32,10 @@ class BoundedStream : public httplib::Stream {
     read_left_ = max_bytes;
   }
   bool HasBuffered() const { return pos_ < len_; }
+  // Raises the request's byte budget to `max_bytes` in all (what was read already counts).
+  void WidenBudget(size_t max_bytes, size_t used_so_far) {
+    read_left_ = max_bytes > used_so_far ? max_bytes - used_so_far : 0;
+  }
 
   bool is_readable() const override { return HasBuffered() || Wait(POLLIN); }
   bool is_writable() const override { return Wait(POLLOUT); }
@@ -115,6 +119,8 @@ class BoundedStream : public httplib::Stream {
 
 // Set on the accepting thread while it refuses a connection (CountingPool::enqueue).
 thread_local bool t_refuse = false;
+// The stream the worker thread is answering on (so the routing can widen a POST's budget).
+thread_local BoundedStream* t_stream = nullptr;
 
 // cpp-httplib's server with the limits applied per connection (its per-recv timeouts and
 // unlimited header count are not enough on their own).
@@ -123,7 +129,7 @@ class LimitedServer : public httplib::Server {
   explicit LimitedServer(const HttpLimits& limits) : limits_(limits) {
     new_task_queue = [this] { return new CountingPool(*this); };
     set_keep_alive_max_count(static_cast<size_t>(std::max(1, limits_.keep_alive_requests)));
-    set_payload_max_length(limits_.max_request_bytes);
+    set_payload_max_length(std::max(limits_.max_request_bytes, limits_.max_whatif_bytes));
     auto secs = [](std::chrono::milliseconds d) {
       return std::max<time_t>(1, static_cast<time_t>((d.count() + 999) / 1000));
     };
@@ -190,7 +196,9 @@ class LimitedServer : public httplib::Server {
         }
         strm.StartRequest(Clock::now() + limits_.request_timeout, limits_.max_request_bytes);
         bool connection_closed = false;
+        t_stream = &strm;
         ret = process_request(strm, i + 1 == count, connection_closed, nullptr);
+        t_stream = nullptr;
         if (!ret || connection_closed) break;
       }
     }
@@ -207,9 +215,10 @@ class LimitedServer : public httplib::Server {
 }  // namespace
 
 struct HttpEndpoints::Impl {
-  explicit Impl(const HttpLimits& limits) : server(limits) {}
+  explicit Impl(const HttpLimits& limits) : server(limits), limits_(limits) {}
   HttpHandlers handlers;
   LimitedServer server;
+  HttpLimits limits_;
 };
 
 HttpEndpoints::HttpEndpoints(HttpHandlers handlers, HttpLimits limits)
@@ -239,11 +248,30 @@ Status HttpEndpoints::Start(const std::string& listen) {
 
   httplib::Server& s = impl_->server;
   HttpHandlers& h = impl_->handlers;
-  // Only GET and HEAD are served: anything else is answered before its body is read.
-  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+  const HttpLimits& limits_ = impl_->limits_;
+  // Only GET and HEAD are served, and POST on /whatif: anything else is answered before its body
+  // is read. A POST /whatif may send up to max_whatif_bytes in all (its headers were read within
+  // max_request_bytes already); the routing reads its body after this handler.
+  const HttpLimits limits = limits_;
+  s.set_pre_routing_handler([limits](const httplib::Request& req, httplib::Response& res) {
+    bool whatif = req.path == "/whatif";
+    if (!whatif && (req.method == "GET" || req.method == "HEAD"))
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (whatif && req.method == "POST") {
+      size_t length = req.get_header_value<uint64_t>("Content-Length");
+      if (length > limits.max_whatif_bytes) {
+        res.status = 413;
+        res.set_header("Connection", "close");
+        res.set_content(fmt::format("{{\"error\":\"the body has {} bytes; at most {} are read\"}}\n",
+                                    length, limits.max_whatif_bytes),
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (t_stream != nullptr) t_stream->WidenBudget(limits.max_whatif_bytes, 0);
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     res.status = 405;
-    res.set_header("Allow", "GET, HEAD");
+    res.set_header("Allow", whatif ? "POST" : "GET, HEAD");
     res.set_header("Connection", "close");
     res.set_content("method not allowed\n", "text/plain");
     return httplib::Server::HandlerResponse::Handled;
@@ -275,6 +303,31 @@ Status HttpEndpoints::Start(const std::string& listen) {
     res.set_content(std::move(*yaml), "application/yaml");
   });
 
+  auto reply = [](httplib::Response& res, HttpReply r) {
+    res.status = r.status;
+    if (r.retry_after_s > 0) res.set_header("Retry-After", std::to_string(r.retry_after_s));
+    res.set_content(std::move(r.body), r.content_type);
+  };
+  s.Post("/whatif", [&h, reply](const httplib::Request& req, httplib::Response& res) {
+    if (!h.whatif) {
+      reply(res, {404, "{\"error\":\"no what-if here: kiln serve runs without a cluster snapshot\"}\n"});
+      return;
+    }
+    reply(res, h.whatif(req.body, req.get_header_value("Content-Type")));
+  });
+  s.Get("/explain", [&h, reply](const httplib::Request& req, httplib::Response& res) {
+    if (!h.explain) {
+      reply(res, {404, "{\"error\":\"no explanations here: kiln serve runs without a cluster snapshot\"}\n"});
+      return;
+    }
+    bool pod = req.has_param("pod"), group = req.has_param("podgroup");
+    if (pod == group) {
+      reply(res, {400, "{\"error\":\"give exactly one of ?pod=namespace/name and ?podgroup=namespace/name\"}\n"});
+      return;
+    }
+    reply(res, h.explain(pod ? "pod" : "podgroup", req.get_param_value(pod ? "pod" : "podgroup")));
+  });
+
   if (port == 0) {
     port = s.bind_to_any_port(host.c_str());
     if (port < 0) return Error{fmt::format("--listen {}: cannot bind", listen), {}};
@@ -284,7 +337,7 @@ Status HttpEndpoints::Start(const std::string& listen) {
   impl_->server.WidenBacklog();
   port_ = port;
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
-  spdlog::info("serving /metrics /healthz /readyz /config /snapshot on {}:{}", host, port_);
+  spdlog::info("serving /metrics /healthz /readyz /config /snapshot /explain /whatif on {}:{}", host, port_);
   return Status::Ok();
 }
 

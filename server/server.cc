@@ -17,6 +17,7 @@
 #include "server/leader_election.h"
 #include "server/metrics.h"
 #include "server/scheduler_loop.h"
+#include "server/whatif.h"
 
 namespace kiln::server {
 
@@ -146,10 +147,26 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   auto leading = [&] { return elector == nullptr || elector->IsLeader(); };
 
   std::function<TimeNs()> session_clock = options.clock ? options.clock : WallClockNs;
+  // POST /whatif and GET /explain: sessions off the scheduling path (server/whatif.h).
+  std::unique_ptr<OffPathRunner> offpath;
+  if (hooks.snapshot_spec && !options.listen.empty()) {
+    OffPathRunner::Deps deps;
+    deps.sources = options.sources;
+    deps.factory = CompiledProviderFactory();
+    deps.live = [&reloader] { return reloader.Current(); };
+    deps.snapshot = hooks.snapshot_spec;
+    deps.clock = session_clock;
+    deps.explain_json = hooks.explain_json;
+    WhatIfLimits limits;
+    limits.max_body_bytes = options.http_limits.max_whatif_bytes;
+    offpath = std::make_unique<OffPathRunner>(std::move(deps), limits);
+  }
   std::unique_ptr<HttpEndpoints> http;
   if (!options.listen.empty()) {
     HttpHandlers handlers;
-    handlers.metrics = [&metrics] { return metrics.Serialize(); };
+    handlers.metrics = [&metrics, &offpath] {
+      return metrics.Serialize() + (offpath ? offpath->MetricsText() : std::string());
+    };
     handlers.ready = [&](std::string* reason) {
       bool synced = !hooks.caches_synced || hooks.caches_synced();
       if (!synced) {
@@ -167,6 +184,14 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
         std::shared_ptr<const PolicySet> set = reloader.Current();
         return SnapshotYaml(hooks.snapshot_spec(now), *set, now);
       };
+    if (offpath) {
+      handlers.whatif = [&offpath](std::string_view body, std::string_view type) {
+        return offpath->WhatIf(body, type);
+      };
+      handlers.explain = [&offpath](std::string_view kind, std::string_view name) {
+        return offpath->Explain(kind, name);
+      };
+    }
     http = std::make_unique<HttpEndpoints>(handlers, options.http_limits);
     if (Status s = http->Start(options.listen); !s) {
       spdlog::error("{}", s.error().Format());

@@ -18,6 +18,9 @@
 #include "server/http_endpoints.h"
 #include "server/policy_set.h"
 
+namespace kiln {
+struct Explanation;
+}
 namespace kiln::kube {
 class LeaseStore;
 }
@@ -59,6 +62,9 @@ struct ServeHooks {
   // The cluster's objects as the next session at `now` would see them (CompleteCluster's
   // output), for GET /snapshot; unset: the binding has none to give.
   std::function<ClusterSpec(TimeNs now)> snapshot_spec;
+  // `kiln explain -o json`'s document for an explanation, for GET /explain (which also needs
+  // snapshot_spec); unset: GET /explain answers 404. POST /whatif needs only snapshot_spec.
+  std::function<std::string(const Explanation&)> explain_json;
 };
 
 // Runs until SIGTERM/SIGINT (or `stop` becomes true, polled each period, for tests). Returns the

@@ -1,0 +1,633 @@
+#include "server/whatif.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <unordered_set>
+
+#include "kubernetes/decode.h"
+#include "runtime/scheduler.h"
+#include "runtime/session.h"
+#include "runtime/yaml_util.h"
+
+namespace kiln::server {
+
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// ---- the request body -----------------------------------------------------------------------
+
+// A YAML document as the JSON the API server would take for it (what kubectl sends): quoted
+// scalars are strings, plain ones null, booleans (YAML 1.1 spellings, as sigs.k8s.io/yaml reads
+// them), integers and floats when they read as such, strings otherwise. Quantities such as `500m`
+// stay strings; the decoders read numbers and strings alike.
+Json YamlToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : n) out.push_back(YamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : n) out[kv.first.Scalar()] = YamlToJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (yaml::IsQuoted(n)) return s;
+      if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+      if (auto b = yaml::ParseBoolText(s)) return *b;
+      if (auto i = yaml::ParseIntText(s)) return *i;
+      if (auto d = yaml::ParseFloatText(s)) return *d;
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::vector<Json>> ReadDocuments(std::string_view body, bool json) {
+  std::vector<Json> docs;
+  if (json) {
+    try {
+      docs.push_back(Json::parse(body));
+    } catch (const Json::parse_error& e) {
+      return Error{fmt::format("the body is not JSON: {}", e.what()), {"request body", 0, 0}};
+    }
+    return docs;
+  }
+  try {
+    for (const YAML::Node& d : YAML::LoadAll(std::string(body))) {
+      if (!d.IsNull()) docs.push_back(YamlToJson(d));
+    }
+  } catch (const YAML::Exception& e) {
+    return Error{fmt::format("the body is not YAML: {}", e.msg),
+                 {"request body", e.mark.line + 1, e.mark.column + 1}};
+  }
+  return docs;
+}
+
+std::string Describe(const Json& obj, size_t index) {
+  std::string kind = obj.is_object() && obj.contains("kind") && obj["kind"].is_string()
+                         ? obj["kind"].get<std::string>()
+                         : std::string("?");
+  std::string name;
+  if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object()) {
+    const Json& m = obj["metadata"];
+    if (m.contains("name") && m["name"].is_string()) name = m["name"].get<std::string>();
+    if (m.contains("namespace") && m["namespace"].is_string())
+      name = m["namespace"].get<std::string>() + "/" + name;
+  }
+  return fmt::format("object {} ({}{})", index + 1, kind, name.empty() ? "" : " " + name);
+}
+
+// ---- the session ------------------------------------------------------------------------------
+
+// Which plugins refused `job` at enqueue. The session's vote combines every plugin's; each plugin
+// that registered a job_enqueueable handler is asked alone (the others' enqueue flags off) in a
+// session that runs enqueue only: those that still keep the job out are the ones that refused it.
+// Only run for a job that was not admitted, so an admitted job costs nothing more.
+std::vector<std::string> RefusingPlugins(const ClusterSpec& cluster, const PolicySet& set,
+                                         TimeNs now, const std::string& job,
+                                         const std::vector<std::string>& voters) {
+  std::vector<std::string> out;
+  const auto flag = static_cast<size_t>(PluginFlag::enableJobEnqueued);
+  for (const std::string& voter : voters) {
+    // A fresh parse of the same text (a SchedulerConf is not copied: its arguments are recursive).
+    auto parsed = ParseSchedulerConf(set.conf_text, set.conf.source_file);
+    if (!parsed) continue;
+    SchedulerConf conf = std::move(*parsed);
+    conf.actions = {"enqueue"};
+    for (Tier& t : conf.tiers)
+      for (PluginOption& p : t.plugins)
+        if (p.name != voter) p.flags[flag] = false;
+    auto built = BuildCluster(cluster);
+    if (!built) continue;
+    auto r = RunSession(std::move(*built), conf, set.registry, now, 0);
+    if (!r) continue;
+    auto phase = r->pod_group_phases.find(job);
+    if (phase != r->pod_group_phases.end() && phase->second == "Pending") out.push_back(voter);
+  }
+  return out;
+}
+
+std::string JoinResources(const std::vector<std::string>& dims) {
+  return fmt::format("{}", fmt::join(dims, ", "));
+}
+
+// The reasons the explanation of one pod gives: its pre-predicate, the action's note, then each
+// distinct node rejection once, with how many nodes gave it.
+std::vector<WhatIfReason> ReasonsOf(const TaskExplain& t) {
+  std::vector<WhatIfReason> out;
+  if (t.pre_predicate)
+    out.push_back({"", fmt::format("{}: {}", t.pre_predicate->plugin, t.pre_predicate->reason)});
+  if (!t.note.empty()) out.push_back({"", t.note});
+  std::vector<std::pair<std::string, int>> seen;
+  auto add = [&](const std::string& text) {
+    for (auto& [s, n] : seen)
+      if (s == text) {
+        ++n;
+        return;
+      }
+    seen.emplace_back(text, 1);
+  };
+  for (const NodeExplain& n : t.nodes) {
+    if (n.code != StatusCode::Success) add(n.reason);
+    else if (n.fits == "none") add("Insufficient " + JoinResources(n.insufficient));
+  }
+  for (const auto& [text, n] : seen)
+    out.push_back({"", fmt::format("{} ({} node{})", text, n, n == 1 ? "" : "s")});
+  return out;
+}
+
+}  // namespace
+
+// ---- parsing --------------------------------------------------------------------------------
+
+Result<WhatIfObjects> ParseWhatIfObjects(std::string_view body, bool json,
+                                         const WhatIfLimits& limits) {
+  if (body.size() > limits.max_body_bytes)
+    return Error{fmt::format("the body has {} bytes; at most {} are read", body.size(),
+                             limits.max_body_bytes),
+                 {}};
+  auto docs = ReadDocuments(body, json);
+  if (!docs) return docs.error();
+  std::vector<Json> items;
+  for (Json& d : *docs) {
+    if (d.is_array()) {
+      for (Json& i : d) items.push_back(std::move(i));
+    } else if (d.is_object() && d.value("kind", "") == "List") {
+      if (!d.contains("items") || !d["items"].is_array())
+        return Error{"a `kind: List` needs an `items` list", {"request body", 0, 0}};
+      for (Json& i : d["items"]) items.push_back(std::move(i));
+    } else {
+      items.push_back(std::move(d));
+    }
+  }
+  WhatIfObjects out;
+  std::set<std::string> keys;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Json& obj = items[i];
+    std::string where = Describe(obj, i);
+    if (!obj.is_object())
+      return Error{fmt::format("{}: an object was expected, got {}", where, obj.type_name()), {}};
+    std::string kind = obj.contains("kind") && obj["kind"].is_string() ? obj["kind"].get<std::string>() : "";
+    try {
+      if (kind == "PodGroup") {
+        if (out.group)
+          return Error{fmt::format("{}: one PodGroup per what-if (the request already has {})",
+                                   where, out.group->Uid()),
+                       {}};
+        auto g = kube::DecodePodGroup(obj);
+        if (!g) return Error{fmt::format("{}: {}", where, g.error().message), {}};
+        out.group = std::move(g->spec);
+      } else if (kind == "Pod") {
+        auto p = kube::DecodePod(obj);
+        if (!p) return Error{fmt::format("{}: {}", where, p.error().message), {}};
+        PodSpec pod = std::move(p->spec);
+        if (!pod.node.empty())
+          return Error{fmt::format("{}: spec.nodeName is set (`{}`): a what-if places new pods",
+                                   where, pod.node),
+                       {}};
+        if (pod.phase != PodPhase::Pending)
+          return Error{fmt::format("{}: status.phase is {}: a what-if places Pending pods", where,
+                                   ToString(pod.phase)),
+                       {}};
+        // The question is what this scheduler would do with the pod.
+        pod.scheduler_name = std::string(kDefaultSchedulerName);
+        if (!keys.insert(pod.Key()).second)
+          return Error{fmt::format("{}: pod {} is given twice", where, pod.Key()), {}};
+        out.pods.push_back(std::move(pod));
+        if (out.pods.size() > limits.max_pods)
+          return Error{fmt::format("more than {} pods in one what-if", limits.max_pods), {}};
+      } else {
+        return Error{fmt::format("{}: kind `{}` is not read by a what-if (Pod and PodGroup are)",
+                                 where, kind.empty() ? "(none)" : kind),
+                     {}};
+      }
+    } catch (const std::exception& e) {
+      return Error{fmt::format("{}: {}", where, e.what()), {}};
+    }
+  }
+  if (!out.group && out.pods.empty())
+    return Error{"nothing to add: the body has no Pod or PodGroup", {}};
+  if (out.group) {
+    for (const PodSpec& p : out.pods) {
+      if (p.group.empty())
+        return Error{fmt::format("pod {} names no PodGroup (annotation {}) while the request has "
+                                 "PodGroup {}",
+                                 p.Key(), kube::kGroupNameAnnotation, out.group->Uid()),
+                     {}};
+      if (p.JobUid() != out.group->Uid())
+        return Error{fmt::format("pod {} belongs to PodGroup {}, not to the request's {}", p.Key(),
+                                 p.JobUid(), out.group->Uid()),
+                     {}};
+    }
+  }
+  return out;
+}
+
+// ---- answers --------------------------------------------------------------------------------
+
+std::string WhatIfJson(const WhatIfAnswer& a) {
+  OrderedJson j;
+  j["admitted"] = a.admitted;
+  j["admission"] = OrderedJson{{"plugin", a.admission_plugin},
+                               {"code", a.admission_code},
+                               {"message", a.admission_message}};
+  j["placements"] = OrderedJson::object();
+  for (const auto& [pod, node] : a.placements) j["placements"][pod] = node;
+  j["pipelined"] = OrderedJson::object();
+  for (const auto& [pod, node] : a.pipelined) j["pipelined"][pod] = node;
+  j["evictions"] = a.evictions;
+  j["queuePosition"] = a.queue_position;
+  j["reasons"] = OrderedJson::object();
+  for (const auto& [pod, reasons] : a.reasons) {
+    OrderedJson list = OrderedJson::array();
+    for (const WhatIfReason& r : reasons)
+      list.push_back(OrderedJson{{"code", r.code}, {"message", r.message}});
+    j["reasons"][pod] = std::move(list);
+  }
+  j["job"] = a.job;
+  return j.dump(2) + "\n";
+}
+
+void NormaliseLikeScenario(ClusterSpec& cluster) {
+  std::unordered_set<std::string> implicit;
+  for (const PodGroupSpec& g : cluster.pod_groups)
+    if (g.implicit) implicit.insert(g.Uid());
+  std::erase_if(cluster.pod_groups, [](const PodGroupSpec& g) { return g.implicit; });
+  for (PodGroupSpec& g : cluster.pod_groups) g.conditions.clear();
+  std::erase_if(cluster.queues, [](const QueueSpec& q) { return q.implicit; });
+  for (PodSpec& p : cluster.pods) {
+    if (p.foreign) continue;
+    p.scheduler_name = std::string(kDefaultSchedulerName);
+    if (implicit.count(p.JobUid())) p.group.clear();
+  }
+}
+
+namespace {
+
+Status CheckNoCollision(const ClusterSpec& cluster, const WhatIfObjects& objects) {
+  std::unordered_set<std::string> pods;
+  for (const PodSpec& p : cluster.pods) pods.insert(p.Key());
+  for (const PodSpec& p : objects.pods)
+    if (pods.count(p.Key()))
+      return Error{fmt::format("pod {} already exists in the cluster: a what-if adds new pods "
+                               "(rename it)",
+                               p.Key()),
+                   {}};
+  if (objects.group)
+    for (const PodGroupSpec& g : cluster.pod_groups)
+      if (g.Uid() == objects.group->Uid())
+        return Error{fmt::format("PodGroup {} already exists in the cluster: a what-if adds a new "
+                                 "one (rename it, or send only pods that name the existing one)",
+                                 g.Uid()),
+                     {}};
+  if (!objects.group) {
+    std::unordered_set<std::string> groups;
+    for (const PodGroupSpec& g : cluster.pod_groups) groups.insert(g.Uid());
+    for (const PodSpec& p : objects.pods)
+      if (!p.group.empty() && !groups.count(p.JobUid()))
+        return Error{fmt::format("pod {} names PodGroup {}, which neither the cluster nor the "
+                                 "request has",
+                                 p.Key(), p.JobUid()),
+                     {}};
+  }
+  return Status::Ok();
+}
+
+struct Explained {
+  SessionResult result;
+  Explanation explanation;                  // when recorded
+  std::vector<std::string> enqueue_voters;  // plugins with a job_enqueueable handler
+  int queue_position = 0;                   // of `job`, when given
+};
+
+// One session on `cluster`. With `record`, the explanation of `pods` as the actions decided them
+// (and of every job and queue); `job`: the job whose place in its queue's order is wanted.
+Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string> pods,
+                               const PolicySet& set, TimeNs now, bool record,
+                               const std::string& job = {}) {
+  auto built = BuildCluster(cluster);
+  if (!built) return built.error();
+  // An empty set would record every pod: a key no pod has records none.
+  if (pods.empty()) pods.insert(std::string(1, '\0'));
+  ExplainRecorder recorder(std::move(pods));
+  Explained out;
+  SessionHooks hooks;
+  if (record) hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
+  hooks.before_close = [&](Session& ssn) {
+    if (record) {
+      recorder.Finish(ssn);
+      ssn.set_explain(nullptr);
+    }
+    for (const Session::HandlerUse& u : ssn.HandlerCoverage())
+      if (u.point == ExtensionPoint::JobEnqueueable &&
+          std::find(out.enqueue_voters.begin(), out.enqueue_voters.end(), u.plugin) ==
+              out.enqueue_voters.end())
+        out.enqueue_voters.push_back(u.plugin);
+    // The job's place among its queue's jobs in the session's job order (as explain's `order`).
+    const Job* mine = nullptr;
+    for (const Job* j : ssn.cluster().jobs())
+      if (j->uid == job) mine = j;
+    if (mine != nullptr) {
+      out.queue_position = 1;
+      for (const Job* j : ssn.cluster().jobs())
+        if (j != mine && j->queue == mine->queue && ssn.JobLess(j, mine)) ++out.queue_position;
+    }
+  };
+  auto result = RunSession(std::move(*built), set.conf, set.registry, now, 0, &hooks);
+  if (!result) return result.error();
+  if (record) recorder.ApplyResults(*result);
+  out.result = std::move(*result);
+  if (record) out.explanation = std::move(recorder.explanation());
+  return out;
+}
+
+}  // namespace
+
+Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects,
+                               const PolicySet& set, TimeNs now) {
+  if (Status s = CheckNoCollision(cluster, objects); !s) return s.error();
+  const size_t first_added = cluster.pods.size();
+  if (objects.group) cluster.pod_groups.push_back(*objects.group);
+  for (const PodSpec& p : objects.pods) cluster.pods.push_back(p);
+  CompleteOptions complete;
+  complete.now = now;
+  std::vector<ClusterWarning> warnings = CompleteCluster(cluster, complete);
+
+  WhatIfAnswer a;
+  std::set<std::string> added;
+  for (size_t i = first_added; i < cluster.pods.size(); ++i) added.insert(cluster.pods[i].Key());
+  a.job = objects.group ? objects.group->Uid()
+                        : (first_added < cluster.pods.size() ? cluster.pods[first_added].JobUid()
+                                                             : std::string());
+  // The session as the scheduler would run it, unobserved but for the job's queue position.
+  auto ran = RunExplained(cluster, {}, set, now, /*record=*/false, a.job);
+  if (!ran) return ran.error();
+  a.session = std::move(ran->result);
+  a.queue_position = ran->queue_position;
+  const SessionResult& r = a.session;
+
+  for (const std::string& pod : added) {
+    if (auto b = r.binds.find(pod); b != r.binds.end()) a.placements[pod] = b->second;
+    if (auto p = r.pipelined.find(pod); p != r.pipelined.end()) a.pipelined[pod] = p->second;
+  }
+  a.evictions.assign(r.evictions.begin(), r.evictions.end());
+
+  // Admission: the job left Pending (enqueue let it in), or it is not scheduled at all.
+  auto phase = r.pod_group_phases.find(a.job);
+  if (phase == r.pod_group_phases.end()) {
+    a.admitted = false;
+    a.admission_message = fmt::format("PodGroup {} is not scheduled", a.job);
+    for (const ClusterWarning& w : warnings)
+      if (w.message.find(a.job) != std::string::npos) {
+        a.admission_message = w.message;
+        break;
+      }
+  } else if (phase->second == "Pending") {
+    a.admitted = false;
+    std::vector<std::string> refusing =
+        RefusingPlugins(cluster, set, now, a.job, ran->enqueue_voters);
+    a.admission_plugin = fmt::format("{}", fmt::join(refusing, ","));
+    a.admission_message =
+        refusing.empty()
+            ? std::string("enqueue did not admit the PodGroup (the plugins' votes together "
+                          "rejected it; none rejects it alone)")
+            : fmt::format("{} rejected the PodGroup at enqueue (job_enqueueable): it stays Pending",
+                          fmt::join(refusing, " and "));
+  } else {
+    a.admitted = true;
+  }
+
+  // Each added pod not placed: why. Pods placed need no explanation: only when some were not is the session run again (it
+  // decides the same) with the actions' answers for those pods recorded.
+  std::set<std::string> unplaced;
+  for (const std::string& pod : added)
+    if (!a.placements.count(pod) && !a.pipelined.count(pod)) unplaced.insert(pod);
+  std::map<std::string, std::vector<WhatIfReason>> explained;
+  if (a.admitted && !unplaced.empty()) {
+    auto again = RunExplained(cluster, unplaced, set, now, /*record=*/true);
+    if (!again) return again.error();
+    for (const TaskExplain& t : again->explanation.tasks) explained[t.key] = ReasonsOf(t);
+  }
+  for (const std::string& pod : added) {
+    if (a.placements.count(pod) || a.pipelined.count(pod)) continue;
+    std::vector<WhatIfReason>& out = a.reasons[pod];
+    // Not admitted: that is the reason; what gang says of a job allocate never saw follows.
+    if (!a.admitted) out.push_back({a.admission_code, "not admitted: " + a.admission_message});
+    if (auto u = r.unschedulable.find(pod); u != r.unschedulable.end())
+      out.push_back({"", u->second});
+    if (auto e = explained.find(pod); e != explained.end())
+      for (WhatIfReason& w : e->second) out.push_back(std::move(w));
+    if (out.empty()) out.push_back({"", "no action considered the pod in this session"});
+  }
+  return a;
+}
+
+Result<Explanation> ExplainOffPath(ClusterSpec cluster, const std::set<std::string>& pods,
+                                   const PolicySet& set, TimeNs now) {
+  CompleteOptions complete;
+  complete.now = now;
+  CompleteCluster(cluster, complete);
+  auto ran = RunExplained(cluster, pods, set, now, /*record=*/true);
+  if (!ran) return ran.error();
+  return std::move(ran->explanation);
+}
+
+// ---- the serve side ---------------------------------------------------------------------------
+
+OffPathRunner::OffPathRunner(Deps deps, WhatIfLimits limits)
+    : deps_(std::move(deps)), limits_(limits) {
+  // Off-path sessions keep no state across sessions: never the live store.
+  deps_.sources.kept_state = nullptr;
+}
+
+Result<std::shared_ptr<const PolicySet>> OffPathRunner::Policies() {
+  std::shared_ptr<const PolicySet> live = deps_.live ? deps_.live() : nullptr;
+  if (!live) return Error{"no configuration is loaded yet", {}};
+  std::lock_guard<std::mutex> lock(set_mu_);
+  if (set_ && set_generation_ == live->generation) return set_;
+  auto built = LoadPolicySet(deps_.sources, deps_.factory, live->generation);
+  if (!built)
+    return Error{fmt::format("the configuration cannot be built for an off-path session: {}",
+                             built.error().Format()),
+                 {}};
+  if ((*built)->hash != live->hash)
+    return Error{fmt::format("the policy files changed since the live configuration (generation "
+                             "{}, sha256:{}) was loaded; they now hash to sha256:{}. The "
+                             "scheduler has not taken the change yet: retry after its reload",
+                             live->generation, live->hash.substr(0, 12),
+                             (*built)->hash.substr(0, 12)),
+                 {}};
+  set_ = *built;
+  set_generation_ = live->generation;
+  return set_;
+}
+
+namespace {
+
+OffPathRunner::Reply JsonError(int status, const std::string& message, int retry_after = 0) {
+  OffPathRunner::Reply r;
+  r.status = status;
+  r.body = OrderedJson{{"error", message}}.dump() + "\n";
+  r.retry_after_s = retry_after;
+  return r;
+}
+
+std::string Outcome(int status) {
+  switch (status) {
+    case 200: return "ok";
+    case 400: case 413: case 415: return "bad_input";
+    case 404: return "not_found";
+    case 429: return "busy";
+    case 503: return "unavailable";
+    default: return "error";
+  }
+}
+
+}  // namespace
+
+OffPathRunner::Reply OffPathRunner::Count(std::string_view endpoint, Reply r) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  ++requests_[{std::string(endpoint), Outcome(r.status)}];
+  return r;
+}
+
+OffPathRunner::Reply OffPathRunner::WhatIf(std::string_view body, std::string_view content_type) {
+  std::string type(content_type.substr(0, content_type.find(';')));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+  bool json = type == "application/json";
+  bool yaml = type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml";
+  if (!json && !yaml)
+    return Count("whatif", JsonError(415, fmt::format("Content-Type `{}`: send application/yaml "
+                                                      "or application/json",
+                                                      type)));
+  if (body.size() > limits_.max_body_bytes)
+    return Count("whatif", JsonError(413, fmt::format("the body has {} bytes; at most {} are read",
+                                                      body.size(), limits_.max_body_bytes)));
+  auto objects = ParseWhatIfObjects(body, json, limits_);
+  if (!objects) return Count("whatif", JsonError(400, objects.error().Format()));
+
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (!busy.owns_lock())
+    return Count("whatif", JsonError(429, "another what-if or explain session is running", 1));
+  auto set = Policies();
+  if (!set) return Count("whatif", JsonError(503, set.error().message, 5));
+  if (!deps_.snapshot) return Count("whatif", JsonError(404, "no snapshot: this server has no cluster to ask"));
+  TimeNs now = deps_.clock();
+  ClusterSpec cluster = TakeSnapshot(now);  // the only moment the binding's lock is held
+  NormaliseLikeScenario(cluster);
+  if (Status s = CheckNoCollision(cluster, *objects); !s)
+    return Count("whatif", JsonError(400, s.error().message));
+  auto start = std::chrono::steady_clock::now();
+  auto answer = RunWhatIf(std::move(cluster), *objects, **set, now);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!answer) return Count("whatif", JsonError(500, answer.error().Format()));
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    faults_ += answer->session.faults.size();
+    session_seconds_ += secs;
+    ++sessions_;
+  }
+  Reply r;
+  r.body = WhatIfJson(*answer);
+  return Count("whatif", std::move(r));
+}
+
+OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_view name) {
+  if (name.find('/') == std::string_view::npos)
+    return Count("explain", JsonError(400, fmt::format("`{}` must be namespace/name", name)));
+  if (!deps_.explain_json)
+    return Count("explain", JsonError(404, "explanations are not available on this server"));
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (!busy.owns_lock())
+    return Count("explain", JsonError(429, "another what-if or explain session is running", 1));
+  auto set = Policies();
+  if (!set) return Count("explain", JsonError(503, set.error().message, 5));
+  if (!deps_.snapshot) return Count("explain", JsonError(404, "no snapshot: this server has no cluster to ask"));
+  TimeNs now = deps_.clock();
+  ClusterSpec cluster = TakeSnapshot(now);
+  // Found in the snapshot as the session sees it (CompleteCluster's: one-pod groups included).
+  std::set<std::string> pods;
+  std::string job, queue;
+  if (kind == "pod") {
+    for (const PodSpec& p : cluster.pods)
+      if (p.Key() == name && !p.foreign) {
+        pods.insert(p.Key());
+        job = p.JobUid();
+      }
+    if (pods.empty())
+      return Count("explain", JsonError(404, fmt::format("no pod {} of this scheduler", name)));
+  } else {
+    for (const PodGroupSpec& g : cluster.pod_groups)
+      if (g.Uid() == name) job = g.Uid();
+    if (job.empty())
+      return Count("explain", JsonError(404, fmt::format("no PodGroup {}", name)));
+    for (const PodSpec& p : cluster.pods)
+      if (!p.foreign && p.JobUid() == job) pods.insert(p.Key());
+  }
+  NormaliseLikeScenario(cluster);
+  auto start = std::chrono::steady_clock::now();
+  auto e = ExplainOffPath(std::move(cluster), pods, **set, now);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!e) return Count("explain", JsonError(500, e.error().Format()));
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    session_seconds_ += secs;
+    ++sessions_;
+  }
+  // Only the job asked about and its queue: the others are another question.
+  std::erase_if(e->jobs, [&](const JobExplain& j) { return j.uid != job; });
+  if (!e->jobs.empty()) queue = e->jobs.front().queue;
+  std::erase_if(e->queues, [&](const QueueExplain& q) { return q.name != queue; });
+  Reply r;
+  r.body = deps_.explain_json(*e);
+  return Count("explain", std::move(r));
+}
+
+ClusterSpec OffPathRunner::TakeSnapshot(TimeNs now) {
+  auto start = std::chrono::steady_clock::now();
+  ClusterSpec cluster = deps_.snapshot(now);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  snapshot_seconds_ += secs;
+  ++snapshots_;
+  return cluster;
+}
+
+std::string OffPathRunner::MetricsText() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  std::string out =
+      "# HELP kiln_whatif_requests_total Off-path requests (POST /whatif, GET /explain) by "
+      "outcome.\n# TYPE kiln_whatif_requests_total counter\n";
+  for (const auto& [key, n] : requests_)
+    out += fmt::format("kiln_whatif_requests_total{{endpoint=\"{}\",outcome=\"{}\"}} {}\n",
+                       key.first, key.second, n);
+  out += fmt::format(
+      "# HELP kiln_whatif_policy_faults_total Policy faults in off-path sessions (not counted with "
+      "the live ones).\n# TYPE kiln_whatif_policy_faults_total counter\n"
+      "kiln_whatif_policy_faults_total {}\n"
+      "# HELP kiln_whatif_session_seconds Time spent in off-path sessions.\n"
+      "# TYPE kiln_whatif_session_seconds summary\n"
+      "kiln_whatif_session_seconds_sum {}\nkiln_whatif_session_seconds_count {}\n"
+      "# HELP kiln_whatif_snapshot_seconds Time spent copying the cluster for off-path sessions.\n"
+      "# TYPE kiln_whatif_snapshot_seconds summary\n"
+      "kiln_whatif_snapshot_seconds_sum {}\nkiln_whatif_snapshot_seconds_count {}\n",
+      faults_, session_seconds_, sessions_, snapshot_seconds_, snapshots_);
+  return out;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,159 @@
+// What one `POST /whatif` costs the server (server/whatif.h) at 1000 nodes and 10,000 pods: the
+// snapshot copy and its normalisation, then the off-path session with the job added (explained
+// for the job's pods) and the answer's JSON. The HTTP round trip and the body's parsing are left
+// out (scripts/bench-serve measures the whole request against a live kiln serve).
+//
+// The cluster: NODES nodes of 32 cpu / 128Gi, PODS one-cpu pods in gangs of 10, all Running and
+// spread evenly (a settled cluster, the common case), in 4 queues; the job asked about is 10 pods
+// of 1 cpu with minResources. Volcano's default conf.
+//   BM_WhatIf/1000/10000              the target (< 100 ms)
+//   BM_WhatIfSnapshotCopy/1000/10000  of which the snapshot copy and normalisation
+//   BM_WhatIfSessionOnly/1000/10000   the session alone, without the explanation
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <string>
+
+#include "runtime/quantity.h"
+#include "runtime/scheduler.h"
+#include "server/policy_set.h"
+#include "server/whatif.h"
+
+namespace kiln::bench {
+namespace {
+
+ClusterSpec SettledCluster(int nodes, int pods) {
+  ClusterSpec c;
+  for (int q = 0; q < 4; ++q) {
+    QueueSpec queue;
+    queue.name = "q" + std::to_string(q);
+    c.queues.push_back(queue);
+  }
+  for (int i = 0; i < nodes; ++i) {
+    NodeSpec n;
+    n.name = fmt::format("node-{:04d}", i);
+    n.allocatable.Set(kCpu, 32000);
+    n.allocatable.Set(kMemory, 128.0 * 1024 * 1024 * 1024);
+    n.allocatable.Set(kPods, 110);
+    n.capacity = n.allocatable;
+    c.nodes.push_back(std::move(n));
+  }
+  const int gang = 10;
+  for (int j = 0; j < pods / gang; ++j) {
+    PodGroupSpec g;
+    g.name = fmt::format("job-{:05d}", j);
+    g.namespace_ = "bench";
+    g.queue = "q" + std::to_string(j % 4);
+    g.min_member = gang;
+    g.phase = PodGroupPhase::Running;
+    c.pod_groups.push_back(g);
+    for (int k = 0; k < gang; ++k) {
+      PodSpec p;
+      p.name = fmt::format("{}-{}", g.name, k);
+      p.namespace_ = "bench";
+      p.group = g.name;
+      p.requests.Set(kCpu, 1000);
+      p.requests.Set(kMemory, 1024.0 * 1024 * 1024);
+      p.phase = PodPhase::Running;
+      p.node = fmt::format("node-{:04d}", (j * gang + k) % nodes);
+      c.pods.push_back(std::move(p));
+    }
+  }
+  CompleteOptions complete;
+  complete.now = 1'700'000'000'000'000'000;
+  CompleteCluster(c, complete);
+  return c;
+}
+
+server::WhatIfObjects TheJob() {
+  server::WhatIfObjects o;
+  PodGroupSpec g;
+  g.name = "asked";
+  g.namespace_ = "bench";
+  g.queue = "q1";
+  g.min_member = 10;
+  Resource min;
+  min.Set(kCpu, 10000);
+  min.Set(kMemory, 10.0 * 1024 * 1024 * 1024);
+  g.min_resources = min;
+  o.group = g;
+  for (int k = 0; k < 10; ++k) {
+    PodSpec p;
+    p.name = fmt::format("asked-{}", k);
+    p.namespace_ = "bench";
+    p.group = "asked";
+    p.requests.Set(kCpu, 1000);
+    p.requests.Set(kMemory, 1024.0 * 1024 * 1024);
+    o.pods.push_back(std::move(p));
+  }
+  return o;
+}
+
+void BM_WhatIf(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int pods = static_cast<int>(state.range(1));
+  server::PolicySources sources;  // Volcano's default conf, the built-in policies
+  auto set = server::LoadPolicySet(sources, server::CompiledProviderFactory(), 1);
+  if (!set) {
+    state.SkipWithError(set.error().Format().c_str());
+    return;
+  }
+  const ClusterSpec live = SettledCluster(nodes, pods);
+  const server::WhatIfObjects job = TheJob();
+  const TimeNs now = 1'700'000'000'000'000'000;
+  size_t placed = 0;
+  for (auto _ : state) {
+    ClusterSpec copy = live;  // what hooks.snapshot_spec hands over
+    server::NormaliseLikeScenario(copy);
+    auto answer = server::RunWhatIf(std::move(copy), job, **set, now);
+    if (!answer) {
+      state.SkipWithError(answer.error().Format().c_str());
+      return;
+    }
+    std::string json = server::WhatIfJson(*answer);
+    benchmark::DoNotOptimize(json);
+    placed = answer->placements.size();
+  }
+  state.counters["placed"] = static_cast<double>(placed);
+}
+BENCHMARK(BM_WhatIf)->Args({1000, 10000})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The part of BM_WhatIf spent before the session: the snapshot copy and its normalisation.
+void BM_WhatIfSnapshotCopy(benchmark::State& state) {
+  const ClusterSpec live =
+      SettledCluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    ClusterSpec copy = live;
+    server::NormaliseLikeScenario(copy);
+    benchmark::DoNotOptimize(copy);
+  }
+}
+BENCHMARK(BM_WhatIfSnapshotCopy)->Args({1000, 10000})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same session as BM_WhatIf's, with the job added, without the explanation the answer is
+// made from (what the session alone costs).
+void BM_WhatIfSessionOnly(benchmark::State& state) {
+  server::PolicySources sources;
+  auto set = server::LoadPolicySet(sources, server::CompiledProviderFactory(), 1);
+  if (!set) {
+    state.SkipWithError(set.error().Format().c_str());
+    return;
+  }
+  ClusterSpec live =
+      SettledCluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const server::WhatIfObjects job = TheJob();
+  live.pod_groups.push_back(*job.group);
+  for (const PodSpec& p : job.pods) live.pods.push_back(p);
+  CompleteOptions complete;
+  complete.now = 1'700'000'000'000'000'000;
+  CompleteCluster(live, complete);
+  for (auto _ : state) {
+    auto built = BuildCluster(live);
+    auto r = RunSession(std::move(*built), (*set)->conf, (*set)->registry, complete.now, 0);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_WhatIfSessionOnly)->Args({1000, 10000})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace kiln::bench
