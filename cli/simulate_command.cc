@@ -137,7 +137,7 @@ struct RunTimings {
 int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationNs period) {
   // Reload results go to the log, which must not mix with the decisions on stdout.
   server::ConfigureLogging(0);
-  server::PolicySources sources{opts.policy.sources, opts.policy.conf_file};
+  server::PolicySources sources{opts.policy.sources, opts.policy.conf_file, {}};
   server::PolicyReloader reloader(sources, server::CompiledProviderFactory());
   if (Status s = reloader.LoadInitial(); !s) return BadInput(s.error());
   std::unique_ptr<server::ConfigWatcher> watcher_owner =

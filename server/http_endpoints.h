@@ -30,6 +30,9 @@ struct HttpHandlers {
   std::function<std::string()> config_json;  // the active configuration
   // The cluster as scenario YAML; unset or nullopt (with the reason set): 404.
   std::function<std::optional<std::string>(std::string* reason)> snapshot_yaml;
+  // GET /shadow: the shadow candidate's state and differing decisions (server/shadow.h), JSON;
+  // unset or nullopt (with the reason set): 404.
+  std::function<std::optional<std::string>(std::string* reason)> shadow_json;
 };
 
 struct HttpLimits {
