@@ -209,6 +209,22 @@ class Shadow(unittest.TestCase):
 
         self.run_serve(body)
 
+    def test_pack_candidate_runs_with_its_own_conf(self):
+        """A pack directory as the candidate: its `conf` and its policies, the live conf's
+        plugins untouched (the live conf names none of the pack's)."""
+        self.cand = os.path.join(ROOT, "examples", "packs", "team-fairness")
+
+        def body(serve):
+            wait_until(lambda: serve.m("kiln_shadow_sessions_total") >= 2, timeout=60,
+                       what="shadow sessions of the pack")
+            st = serve.shadow()
+            self.assertTrue(st["active"])
+            self.assertTrue(st["packs"][0].startswith("team-fairness 1.0.0"), st["packs"])
+            self.assertIn(os.path.join(self.cand, "scheduler.conf"), st["sources"])
+            self.assertEqual(serve.m("kiln_config_generation"), 1)
+
+        self.run_serve(body)
+
     def test_runaway_candidate_is_contained(self):
         with open(SCAN) as f:
             write(os.path.join(self.policies, "scan.policy"), f.read())
