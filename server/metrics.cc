@@ -142,6 +142,11 @@ struct ServerMetrics::Impl {
                       "Time of one shadow session (building its snapshot, the session, the "
                       "comparison), on the shadow's thread")
           .Add({}, Exponential(0.001, 2, 15));
+  Histogram& shadow_loop_cost =
+      HistogramFamily(r, "kiln_shadow_loop_cost_seconds",
+                      "Time the loop's thread spent handing one session to the shadow (copying "
+                      "the cluster's objects and the decisions); the rest runs on the shadow's thread")
+          .Add({}, Exponential(0.0001, 2, 15));
   Family<Counter>& shadow_reloads = CounterFamily(
       r, "kiln_shadow_config_reloads_total", "Shadow candidate load attempts, by result");
   Gauge& shadow_generation = GaugeFamily(r, "kiln_shadow_config_generation",
@@ -289,6 +294,8 @@ void ServerMetrics::ObserveShadowReload(const ReloadOutcome& outcome, const Poli
     impl_->shadow_reloads.Add({{"result", "abandoned"}}).Increment();
   if (active != nullptr) impl_->shadow_generation.Set(static_cast<double>(active->generation));
 }
+
+void ServerMetrics::ObserveShadowLoopCost(double seconds) { impl_->shadow_loop_cost.Observe(seconds); }
 
 void ServerMetrics::SetShadowActive(bool active) { impl_->shadow_active.Set(active ? 1 : 0); }
 

@@ -47,6 +47,9 @@ class ServerMetrics {
   void CountShadowSkipped(std::string_view reason);
   void ObserveShadowReload(const ReloadOutcome& outcome, const PolicySet* active);
   void SetShadowActive(bool active);
+  // What mirroring one session cost the loop's thread: copying the cluster's objects after the
+  // snapshot and the decisions after the session.
+  void ObserveShadowLoopCost(double seconds);
 
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;

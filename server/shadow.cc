@@ -263,16 +263,20 @@ bool ShadowRunner::Wants() {
 }
 
 void ShadowRunner::Offer(std::shared_ptr<const ClusterSpec> spec,
-                         std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now) {
+                         std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now,
+                         std::chrono::nanoseconds cost) {
   std::lock_guard<std::mutex> lock(mu_);
   offered_.emplace();
+  offered_->loop_cost = cost;
   offered_->spec = std::move(spec);
   offered_->nominated = std::move(nominated_hyper_nodes);
   offered_->now = now;
 }
 
 void ShadowRunner::LiveDone(const SessionResult* live) {
+  auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const PolicySet> set = live != nullptr ? live_.Current() : nullptr;
+  std::chrono::nanoseconds cost{0};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!offered_) return;
@@ -289,8 +293,12 @@ void ShadowRunner::LiveDone(const SessionResult* live) {
     job_ = std::move(offered_);
     offered_.reset();
     busy_ = true;
+    cost = job_->loop_cost;
   }
   cv_.notify_all();
+  if (metrics_)
+    metrics_->ObserveShadowLoopCost(
+        std::chrono::duration<double>(cost + (std::chrono::steady_clock::now() - start)).count());
 }
 
 void ShadowRunner::ThreadMain() {
@@ -500,8 +508,12 @@ Result<Cluster> ShadowTapBinding::Snapshot(TimeNs now) {
   // copy (it may be read by whoever owns it).
   nominated_hyper_nodes = inner_.nominated_hyper_nodes;
   auto cluster = inner_.Snapshot(now);
-  if (cluster && shadow_.Wants())
-    shadow_.Offer(std::make_shared<const ClusterSpec>(spec_at_(now)), nominated_hyper_nodes, now);
+  auto start = std::chrono::steady_clock::now();
+  if (cluster && shadow_.Wants()) {
+    auto spec = std::make_shared<const ClusterSpec>(spec_at_(now));
+    shadow_.Offer(std::move(spec), nominated_hyper_nodes, now,
+                  std::chrono::steady_clock::now() - start);
+  }
   return cluster;
 }
 

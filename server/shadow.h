@@ -96,6 +96,7 @@ struct ShadowJob {
   SessionDecisions live;
   uint64_t live_generation = 0;  // the live configuration the session ran on
   std::string live_hash;
+  std::chrono::nanoseconds loop_cost{0};  // what handing it over cost the loop's thread
 };
 struct ShadowEntry {
   int index = 0;
@@ -139,8 +140,10 @@ class ShadowRunner {
   // session counts this one as skipped.
   bool Wants();
   // Loop thread, after Wants(): the cluster as the live session sees it.
+  // `cost`: the loop's time spent taking the copy (counted with LiveDone's).
   void Offer(std::shared_ptr<const ClusterSpec> spec,
-             std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now);
+             std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now,
+             std::chrono::nanoseconds cost);
   // Loop thread, after the live session: what it decided. Starts the shadow session when a
   // snapshot was offered for this session; drops the offer when the live session failed.
   void LiveDone(const SessionResult* live);
