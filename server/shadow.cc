@@ -273,6 +273,11 @@ void ShadowRunner::Offer(std::shared_ptr<const ClusterSpec> spec,
   offered_->now = now;
 }
 
+void ShadowRunner::AddLoopCost(std::chrono::nanoseconds cost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (offered_) offered_->loop_cost += cost;
+}
+
 void ShadowRunner::LiveDone(const SessionResult* live) {
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const PolicySet> set = live != nullptr ? live_.Current() : nullptr;
@@ -503,23 +508,77 @@ bool ShadowRunner::WaitIdle(std::chrono::milliseconds timeout) {
   return cv_.wait_for(lock, timeout, [this] { return !busy_; });
 }
 
+ShadowTapBinding::ShadowTapBinding(ClusterBinding& inner, ShadowRunner& shadow,
+                                   std::function<ClusterSpec(TimeNs)> spec_at)
+    : inner_(inner), shadow_(shadow), spec_at_(std::move(spec_at)) {
+  copier_ = std::thread([this] { CopierMain(); });
+}
+
+ShadowTapBinding::~ShadowTapBinding() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  copier_.join();
+}
+
+int64_t ShadowTapBinding::late_copies() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return late_;
+}
+
 Result<Cluster> ShadowTapBinding::Snapshot(TimeNs now) {
   // RunCycle reads and writes the tap's nominations; the inner binding keeps the authoritative
   // copy (it may be read by whoever owns it).
   nominated_hyper_nodes = inner_.nominated_hyper_nodes;
   auto cluster = inner_.Snapshot(now);
-  auto start = std::chrono::steady_clock::now();
   if (cluster && shadow_.Wants()) {
-    auto spec = std::make_shared<const ClusterSpec>(spec_at_(now));
-    shadow_.Offer(std::move(spec), nominated_hyper_nodes, now,
-                  std::chrono::steady_clock::now() - start);
+    std::unique_lock<std::mutex> lock(mu_);
+    // The previous session failed before Apply: let its copy end before asking for this one.
+    cv_.wait(lock, [this] { return state_ != CopyState::kCopying; });
+    state_ = CopyState::kRequested;
+    copy_now_ = now;
+    copy_nominated_ = nominated_hyper_nodes;
+    cv_.notify_all();
   }
   return cluster;
 }
 
 void ShadowTapBinding::Apply(const SessionResult& r) {
+  auto start = std::chrono::steady_clock::now();
+  bool waited = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (state_ == CopyState::kRequested) {
+      // Not started yet: it would see this session's decisions. This session goes unmirrored.
+      state_ = CopyState::kIdle;
+      ++late_;
+    } else if (state_ == CopyState::kCopying) {
+      waited = true;
+      cv_.wait(lock, [this] { return state_ != CopyState::kCopying; });
+    }
+  }
+  if (waited) shadow_.AddLoopCost(std::chrono::steady_clock::now() - start);
   inner_.nominated_hyper_nodes = nominated_hyper_nodes;
   inner_.Apply(r);
+}
+
+void ShadowTapBinding::CopierMain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || state_ == CopyState::kRequested; });
+    if (stop_) return;
+    state_ = CopyState::kCopying;
+    TimeNs now = copy_now_;
+    std::map<std::string, std::string> nominated = copy_nominated_;
+    lock.unlock();
+    auto spec = std::make_shared<const ClusterSpec>(spec_at_(now));
+    shadow_.Offer(std::move(spec), std::move(nominated), now, std::chrono::nanoseconds(0));
+    lock.lock();
+    state_ = CopyState::kIdle;
+    cv_.notify_all();
+  }
 }
 
 }  // namespace kiln::server

@@ -4,10 +4,10 @@
 // what a new pack or conf would do to its cluster before it decides for real.
 //
 // Off the scheduling path, always:
-//   1. the loop thread, right after the live snapshot, copies the cluster's objects (the
-//      ClusterSpec GET /snapshot serves, the same state at the same session time) only when
-//      the shadow thread is idle; when it is still busy with the previous session, this session
-//      is skipped and counted, and the loop pays nothing more;
+//   1. right after the live snapshot, when the shadow thread is idle, ShadowTapBinding's copier
+//      thread copies the cluster's objects (the ClusterSpec GET /snapshot serves, the same state
+//      at the same session time) while the live session runs; when the shadow is still busy with
+//      the previous session, this session is skipped and counted, and the loop pays nothing more;
 //   2. after the live session, the loop hands over what it decided (binds, evictions, pipelined
 //      pods): a copy of three maps;
 //   3. the shadow thread (nice 10) builds the snapshot into a session model, runs the candidate's
@@ -139,11 +139,13 @@ class ShadowRunner {
   // candidate is loaded and the shadow thread idle). A candidate still busy with the previous
   // session counts this one as skipped.
   bool Wants();
-  // Loop thread, after Wants(): the cluster as the live session sees it.
-  // `cost`: the loop's time spent taking the copy (counted with LiveDone's).
+  // After Wants() (ShadowTapBinding's copier thread): the cluster as the live session sees it.
+  // `cost`: the loop's time spent on it so far (counted with LiveDone's).
   void Offer(std::shared_ptr<const ClusterSpec> spec,
              std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now,
              std::chrono::nanoseconds cost);
+  // Loop thread: time it spent for the offered copy (waiting for it to end).
+  void AddLoopCost(std::chrono::nanoseconds cost);
   // Loop thread, after the live session: what it decided. Starts the shadow session when a
   // snapshot was offered for this session; drops the offer when the live session failed.
   void LiveDone(const SessionResult* live);
@@ -203,21 +205,42 @@ class ShadowRunner {
 };
 
 // The binding a live session runs against while a shadow is configured: the live binding
-// itself, plus the shadow's copy of each snapshot taken right after it (on the loop thread, the
-// state the live session decides on). `spec_at` gives the cluster's objects as the snapshot just
-// taken at `now` saw them (ServeHooks::session_spec).
+// itself, plus the shadow's copy of each snapshot. The copy is taken on a thread of the tap's own
+// (normal priority: it must finish before the live session does), while the live session runs:
+// between the live snapshot and the live session's Apply nothing the loop owns changes the
+// cluster, so the copy is the state the live session decides on (informer events landing in
+// between aside, as for any two reads of a cache). Apply waits for a copy in progress to end
+// (the copy takes a fraction of a session) and cancels one not yet started, so the copy never
+// sees this session's own decisions. `spec_at` gives the cluster's objects at `now`
+// (ServeHooks::session_spec).
 class ShadowTapBinding : public ClusterBinding {
  public:
   ShadowTapBinding(ClusterBinding& inner, ShadowRunner& shadow,
-                   std::function<ClusterSpec(TimeNs)> spec_at)
-      : inner_(inner), shadow_(shadow), spec_at_(std::move(spec_at)) {}
+                   std::function<ClusterSpec(TimeNs)> spec_at);
+  ~ShadowTapBinding() override;
+  ShadowTapBinding(const ShadowTapBinding&) = delete;
+  ShadowTapBinding& operator=(const ShadowTapBinding&) = delete;
   Result<Cluster> Snapshot(TimeNs now) override;
   void Apply(const SessionResult& r) override;
 
+  // Copies cancelled because the live session finished first (tests).
+  int64_t late_copies() const;
+
  private:
+  enum class CopyState { kIdle, kRequested, kCopying };
+  void CopierMain();
+
   ClusterBinding& inner_;
   ShadowRunner& shadow_;
   std::function<ClusterSpec(TimeNs)> spec_at_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  CopyState state_ = CopyState::kIdle;
+  TimeNs copy_now_ = 0;
+  std::map<std::string, std::string> copy_nominated_;
+  bool stop_ = false;
+  int64_t late_ = 0;
+  std::thread copier_;
 };
 
 }  // namespace kiln::server
