@@ -132,7 +132,8 @@ struct ServerMetrics::Impl {
   Family<Counter>& shadow_skipped = CounterFamily(
       r, "kiln_shadow_sessions_skipped_total",
       "Live sessions the shadow candidate did not mirror, by reason (busy: the previous shadow "
-      "session still ran; error: the shadow session failed)");
+      "session still ran; late: the copy of the cluster had not started when the live session "
+      "ended; error: the shadow session failed)");
   Family<Counter>& shadow_faults = CounterFamily(
       r, "kiln_shadow_policy_faults_total",
       "The shadow candidate's policy faults, by plugin, handler and kind (never counted in "
@@ -171,7 +172,8 @@ ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {
     impl_->shadow_reloads.Add({{"result", result}});
   }
   for (const char* kind : {"bind", "evict", "pipeline"}) impl_->shadow_differ.Add({{"kind", kind}});
-  for (const char* reason : {"busy", "error"}) impl_->shadow_skipped.Add({{"reason", reason}});
+  for (const char* reason : {"busy", "late", "error"})
+    impl_->shadow_skipped.Add({{"reason", reason}});
 }
 
 ServerMetrics::~ServerMetrics() = default;

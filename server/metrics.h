@@ -43,7 +43,8 @@ class ServerMetrics {
   // and the candidate's policy faults.
   void ObserveShadowSession(const SessionResult& shadow, double seconds, const ShadowDiffer& differ);
   // A live session the candidate did not run: "busy" (the previous shadow session still ran),
-  // "error" (the shadow session failed), "stale" (the live configuration's files changed).
+  // "late" (the copy of the cluster had not started when the live session ended), "error" (the
+  // shadow session failed).
   void CountShadowSkipped(std::string_view reason);
   void ObserveShadowReload(const ReloadOutcome& outcome, const PolicySet* active);
   void SetShadowActive(bool active);

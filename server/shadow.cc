@@ -273,6 +273,12 @@ void ShadowRunner::Offer(std::shared_ptr<const ClusterSpec> spec,
   offered_->now = now;
 }
 
+void ShadowRunner::CountLate() {
+  if (metrics_) metrics_->CountShadowSkipped("late");
+  std::lock_guard<std::mutex> lock(mu_);
+  ++skipped_late_;
+}
+
 void ShadowRunner::AddLoopCost(std::chrono::nanoseconds cost) {
   std::lock_guard<std::mutex> lock(mu_);
   if (offered_) offered_->loop_cost += cost;
@@ -481,7 +487,7 @@ std::string ShadowRunner::StatusJson() const {
   if (!load_error_.empty()) j["loadError"] = load_error_;
   if (live) j["liveGeneration"] = live->generation;
   j["sessions"] = sessions_.load();
-  j["skipped"] = Json{{"busy", skipped_busy_}, {"error", skipped_error_}};
+  j["skipped"] = Json{{"busy", skipped_busy_}, {"late", skipped_late_}, {"error", skipped_error_}};
   if (!last_error_.empty()) j["lastError"] = last_error_;
   j["differ"] = Json{{"bind", differ_bind_}, {"evict", differ_evict_}, {"pipeline", differ_pipeline_}};
   j["logCapacity"] = options_.log_capacity;
@@ -554,6 +560,7 @@ void ShadowTapBinding::Apply(const SessionResult& r) {
       // Not started yet: it would see this session's decisions. This session goes unmirrored.
       state_ = CopyState::kIdle;
       ++late_;
+      shadow_.CountLate();
     } else if (state_ == CopyState::kCopying) {
       waited = true;
       cv_.wait(lock, [this] { return state_ != CopyState::kCopying; });

@@ -144,6 +144,8 @@ class ShadowRunner {
   void Offer(std::shared_ptr<const ClusterSpec> spec,
              std::map<std::string, std::string> nominated_hyper_nodes, TimeNs now,
              std::chrono::nanoseconds cost);
+  // Loop thread: the copy for this session had not started when the session ended.
+  void CountLate();
   // Loop thread: time it spent for the offered copy (waiting for it to end).
   void AddLoopCost(std::chrono::nanoseconds cost);
   // Loop thread, after the live session: what it decided. Starts the shadow session when a
@@ -198,7 +200,7 @@ class ShadowRunner {
   std::deque<ShadowEntry> log_;
   std::string load_error_;   // the candidate's last load error ("" after a good load)
   std::string last_error_;   // the last shadow session's error
-  int64_t skipped_busy_ = 0, skipped_error_ = 0;
+  int64_t skipped_busy_ = 0, skipped_late_ = 0, skipped_error_ = 0;
   int64_t differ_bind_ = 0, differ_evict_ = 0, differ_pipeline_ = 0;
   std::atomic<int64_t> sessions_{0};
   std::thread thread_;
