@@ -398,7 +398,8 @@ constexpr const char* kScript = R"JS(
 
 }  // namespace
 
-Result<std::string> FormatReportHtml(const SimulationResult& result, const ClusterSpec& cluster) {
+// Chart.js from Debian's libjs-chart.js, checked so that it can be inlined in a <script>.
+static Result<std::string> ReadChartJs() {
   auto chartjs = ReadTextFile(KILN_CHARTJS_PATH);
   if (!chartjs)
     return Error{fmt::format("--report needs Chart.js at {} (Debian package libjs-chart.js; "
@@ -409,6 +410,12 @@ Result<std::string> FormatReportHtml(const SimulationResult& result, const Clust
   if (chartjs->find("</script") != std::string::npos)
     return Error{fmt::format("{} contains `</script`; it cannot be inlined", KILN_CHARTJS_PATH),
                  SourceLocation{}};
+  return std::move(*chartjs);
+}
+
+Result<std::string> FormatReportHtml(const SimulationResult& result, const ClusterSpec& cluster) {
+  auto chartjs = ReadChartJs();
+  if (!chartjs) return chartjs.error();
   std::string page;
   page.reserve(chartjs->size() + 65536);
   page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
@@ -438,6 +445,148 @@ Result<std::string> FormatReportHtml(const SimulationResult& result, const Clust
   page += ScriptSafeJson(ReportData(result, cluster));
   page += "</script>\n<script>";
   page += kScript;
+  page += "</script>\n</body></html>\n";
+  return page;
+}
+
+// The comparison page: built like the run report (the data as JSON in a script element, every
+// element from it through textContent), two sides A and B drawn solid and dashed.
+constexpr const char* kCompareScript = R"JS(
+(function () {
+  'use strict';
+  var errors = [];
+  function fail(msg) {
+    errors.push(String(msg));
+    var e = document.getElementById('kiln-errors');
+    if (e) e.textContent = errors.join('\n');
+  }
+  window.addEventListener('error', function (ev) { fail(ev.message); });
+  var D = JSON.parse(document.getElementById('kiln-data').textContent);
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function pct(x) { return x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%'; }
+  function num(x) { return x === null || x === undefined ? '—' : (Math.round(x * 10) / 10).toString(); }
+  var palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
+  var charts = [];
+  document.getElementById('title').textContent = 'Kiln compare-conf: ' + D.scenario;
+  var sides = [['A', D.a], ['B', D.b]];
+  var sum = document.getElementById('summary');
+  function row(tbody, cells) {
+    var tr = el('tr');
+    cells.forEach(function (c) { tr.appendChild(el('td', c)); });
+    tbody.appendChild(tr);
+  }
+  row(sum, ['', 'A', 'B']);
+  row(sum, ['configuration', D.a.conf, D.b.conf]);
+  ['sessions', 'binds', 'evictions', 'pipelined', 'pendingAtEnd'].forEach(function (k) {
+    row(sum, [k, D.a[k], D.b[k]]);
+  });
+  Object.keys(D.a.utilisation).forEach(function (r) {
+    row(sum, ['mean utilisation ' + r, pct(D.a.utilisation[r]), pct(D.b.utilisation[r])]);
+  });
+  Object.keys(D.a.fragmentation).forEach(function (r) {
+    row(sum, ['mean fragmentation ' + r, pct(D.a.fragmentation[r]), pct(D.b.fragmentation[r])]);
+  });
+  var qt = document.getElementById('queue-table');
+  var queues = {};
+  sides.forEach(function (s) { Object.keys(s[1].waiting).forEach(function (q) { queues[q] = 1; }); });
+  Object.keys(queues).sort().forEach(function (q) {
+    var a = D.a.waiting[q] || {}, b = D.b.waiting[q] || {};
+    row(qt, [q, a.jobs, num(a.meanSeconds), num(a.p95Seconds), b.jobs, num(b.meanSeconds), num(b.p95Seconds)]);
+  });
+  var t0 = D.a.series.length ? D.a.series[0].time : 0;
+  function points(series, f) {
+    return series.map(function (p) { return {x: (p.time - t0) / 6e10, y: f(p)}; });
+  }
+  function card(title) {
+    var c = el('div', null, 'card');
+    c.appendChild(el('h3', title));
+    var canvas = document.createElement('canvas');
+    canvas.width = 560; canvas.height = 260;
+    c.appendChild(canvas);
+    document.getElementById('charts').appendChild(c);
+    return canvas;
+  }
+  function lineChart(title, datasets, yTitle) {
+    charts.push(new Chart(card(title), {
+      type: 'line', data: {datasets: datasets},
+      options: {animation: false, responsive: false,
+                elements: {point: {radius: 0}, line: {borderWidth: 1.5}},
+                scales: {x: {type: 'linear', title: {display: true, text: 'minutes'}},
+                         y: {beginAtZero: true, title: {display: true, text: yTitle}}},
+                plugins: {legend: {position: 'bottom'}}}
+    }));
+  }
+  function perResource(field) {
+    var out = [], i = 0;
+    var resources = D.a.series.length ? Object.keys(D.a.series[0][field] || {}) : [];
+    resources.forEach(function (r) {
+      sides.forEach(function (s, k) {
+        out.push({label: s[0] + ' ' + r, stepped: true, fill: false,
+                  borderColor: palette[i % palette.length], borderDash: k ? [6, 4] : [],
+                  data: points(s[1].series, function (p) { return p[field] ? p[field][r] : null; })});
+      });
+      i++;
+    });
+    return out;
+  }
+  lineChart('Utilisation (A solid, B dashed)', perResource('utilisation'), 'share');
+  lineChart('Fragmentation (A solid, B dashed)', perResource('fragmentation'), 'share');
+  lineChart('Pending pods', sides.map(function (s, k) {
+    return {label: s[0], stepped: true, fill: false, borderColor: palette[k], borderDash: k ? [6, 4] : [],
+            data: points(s[1].series, function (p) { return p.pending; })};
+  }), 'pods');
+  var dt = document.getElementById('diff-table');
+  D.differences.slice(0, 500).forEach(function (d) { row(dt, [d.after, d.pod, d.kind, d.a, d.b]); });
+  document.getElementById('diff-count').textContent = D.differences.length + ' decisions differ' +
+      (D.differences.length > 500 ? ' (the first 500 shown)' : '');
+
+  var canvases = document.querySelectorAll('canvas'), painted = 0;
+  canvases.forEach(function (c) {
+    var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) { painted++; break; }
+  });
+  var marker = document.getElementById('kiln-rendered');
+  marker.setAttribute('data-charts', String(charts.length));
+  marker.setAttribute('data-canvases', String(canvases.length));
+  marker.setAttribute('data-painted', String(painted));
+  marker.setAttribute('data-errors', String(errors.length));
+  marker.setAttribute('data-done', 'yes');
+})();
+)JS";
+
+Result<std::string> FormatCompareReportHtml(const std::string& comparison_json) {
+  auto chartjs = ReadChartJs();
+  if (!chartjs) return chartjs.error();
+  Json data = Json::parse(comparison_json);
+  std::string page;
+  page.reserve(chartjs->size() + 65536);
+  page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  page += "<title>Kiln compare-conf</title>\n<style>";
+  page += kStyle;
+  page += "</style>\n<script>\n";
+  page += *chartjs;
+  page += "\n</script>\n</head><body>\n";
+  page += R"(<h1 id="title"></h1>
+<div id="kiln-errors"></div>
+<div class="card"><table class="summary"><tbody id="summary"></tbody></table></div>
+<h2>Waiting time per queue (seconds)</h2>
+<table><thead><tr><th>queue</th><th>A jobs started</th><th>A mean</th><th>A p95</th><th>B jobs started</th><th>B mean</th><th>B p95</th></tr></thead><tbody id="queue-table"></tbody></table>
+<h2>Over time</h2>
+<div class="grid" id="charts"></div>
+<h2>Decisions that differ</h2>
+<p id="diff-count"></p>
+<table><thead><tr><th>after</th><th>pod</th><th>kind</th><th>A</th><th>B</th></tr></thead><tbody id="diff-table"></tbody></table>
+<div id="kiln-rendered" hidden></div>
+)";
+  page += "<script id=\"kiln-data\" type=\"application/json\">";
+  page += ScriptSafeJson(data);
+  page += "</script>\n<script>";
+  page += kCompareScript;
   page += "</script>\n</body></html>\n";
   return page;
 }

@@ -14,4 +14,9 @@ namespace kiln::cli {
 // totals shares are measured against). Error when Chart.js cannot be read.
 Result<std::string> FormatReportHtml(const SimulationResult& result, const ClusterSpec& cluster);
 
+// `kiln simulate --compare-conf A B --report FILE.html`: the comparison (cli/compare_conf.cc's
+// JSON document, as text) as one page: utilisation, fragmentation and pending pods over time for
+// both sides, waiting per queue, and the decisions that differ.
+Result<std::string> FormatCompareReportHtml(const std::string& comparison_json);
+
 }  // namespace kiln::cli

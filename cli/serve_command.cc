@@ -1,5 +1,6 @@
 // `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
 //             [--policy-dir D]... [--packs DIR [--trust PUB.pem]...] [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
+//             [--shadow PACK_OR_CONF]
 //             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
 //
 // The long-running scheduler (server/server.h): one session per period against a cluster, with
@@ -57,6 +58,7 @@ struct ServeFlags {
   bool dry_run = false;
   bool evict_with_eviction_api = false;
   bool no_snapshot = false;
+  std::string shadow;
   int verbosity = 0;
 };
 
@@ -112,6 +114,7 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
   hooks.caches_synced = [&cluster] { return cluster.HasSynced(); };
   if (!f.no_snapshot)
     hooks.snapshot_spec = [&cluster](TimeNs now) { return cluster.SnapshotSpec(now); };
+  hooks.session_spec = [&cluster](TimeNs now) { return cluster.SnapshotSpec(now); };
   hooks.flush = [&cluster](std::chrono::nanoseconds grace) {
     cluster.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(grace));
   };
@@ -160,7 +163,7 @@ int RunServe(const ServeFlags& f) {
     return BadInput(Error{"--conf is required (the scheduler.conf to run)", {}});
 
   server::ServeOptions options;
-  options.sources = {f.policy.sources, f.policy.conf_file};
+  options.sources = {f.policy.sources, f.policy.conf_file, {}};
   options.schedule_period = std::chrono::nanoseconds(*period);
   options.listen = f.listen;
   if (f.http_max_connections < 1 || f.http_max_connections > 1024)
@@ -184,6 +187,7 @@ int RunServe(const ServeFlags& f) {
               {}});
   options.http_limits.max_request_bytes = static_cast<size_t>(request_bytes->Value());
   options.dry_run = f.dry_run;
+  options.shadow = f.shadow;
   server::ServeHooks hooks;
   hooks.explain_json = [](const Explanation& e) { return ExplainJsonText("kiln serve", e); };
 
@@ -202,6 +206,10 @@ int RunServe(const ServeFlags& f) {
                           .count();
     };
     SimulatedCluster cluster(std::move(*spec));
+    // The shadow's copy, on the loop thread right after the snapshot: the simulated cluster's
+    // objects as that snapshot built them (GET /snapshot stays unserved: the HTTP thread may not
+    // read the simulated cluster while the loop advances it).
+    hooks.session_spec = [&cluster](TimeNs) { return cluster.state().cluster; };
     return server::Serve(cluster, options, hooks);
   }
   return ServeKubernetes(f, options, hooks);
@@ -243,6 +251,10 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--dry-run", f->dry_run, "decide and log, never write to the cluster");
   cmd->add_flag("--no-snapshot", f->no_snapshot,
                 "do not serve GET /snapshot (the cluster's objects as a scenario)");
+  cmd->add_option("--shadow", f->shadow,
+                  "a candidate scheduler.conf, .kpack or pack directory that decides beside the "
+                  "live configuration on every session and writes nothing (GET /shadow, "
+                  "kiln_shadow_* metrics); watched: create, replace or delete it live");
   cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
                 "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");

@@ -2,10 +2,14 @@
 //                     [--policy-dir DIR]... [--allow-builtin-override] [--compile-cache DIR]
 //                     [--pack NAME.kpack]... [--trust PUB.pem]... [--watch] [--until T]
 //                     [--every-period] [--report FILE.html]`
+// `kiln simulate --compare-conf A B FILE [--cycles N | --until T] [--report diff.html]`
 //
 // --until T (an RFC 3339 time, or a Go duration after the scenario's `now`) and --cycles N > 1
 // replay the scenario as a trace (simulator/simulator.h): arrivals, completions, per-session
 // metrics and a summary; --report writes the run as an HTML page (report_html.h).
+//
+// --compare-conf runs two configurations (scheduler.conf, .kpack or pack directory each) on the
+// same scenario and prints what differs (cli/compare_conf.h).
 //
 // --watch runs the cycles in real time, one per --period, with `kiln serve`'s live reload
 // (server/): the conf and policy directories are watched, and a change that compiles is in effect
@@ -25,6 +29,7 @@
 
 #include "cli/errors.h"
 #include "cli/commands.h"
+#include "cli/compare_conf.h"
 #include "cli/output_format.h"
 #include "cli/shared_options.h"
 #include "cli/report_html.h"
@@ -67,6 +72,7 @@ struct SimulateOptions {
   bool period_given = false;
   bool timings = false;
   bool check_invariants = false;
+  std::vector<std::string> compare_conf;  // --compare-conf A B
 };
 
 using Clock = std::chrono::steady_clock;
@@ -137,7 +143,7 @@ struct RunTimings {
 int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationNs period) {
   // Reload results go to the log, which must not mix with the decisions on stdout.
   server::ConfigureLogging(0);
-  server::PolicySources sources{opts.policy.sources, opts.policy.conf_file};
+  server::PolicySources sources{opts.policy.sources, opts.policy.conf_file, {}};
   server::PolicyReloader reloader(sources, server::CompiledProviderFactory());
   if (Status s = reloader.LoadInitial(); !s) return BadInput(s.error());
   std::unique_ptr<server::ConfigWatcher> watcher_owner =
@@ -175,6 +181,23 @@ int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationN
 }
 
 int RunSimulate(const SimulateOptions& opts) {
+  if (!opts.compare_conf.empty()) {
+    if (opts.check || opts.watch)
+      return BadInput(Error{"--compare-conf does not go with --check or --watch", {}});
+    CompareConfOptions c;
+    c.a = opts.compare_conf[0];
+    c.b = opts.compare_conf[1];
+    c.scenario = opts.file;
+    c.policy = opts.policy;
+    c.cycles = opts.cycles;
+    c.cycles_given = opts.cycles_given;
+    c.period = opts.period;
+    c.period_given = opts.period_given;
+    c.until = opts.until;
+    c.output = opts.output;
+    c.report = opts.report;
+    return RunCompareConf(c);
+  }
   if (opts.output != "table" && opts.output != "json") {
     return BadInput(
         Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
@@ -327,6 +350,12 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_flag("--every-period", opts->every_period,
                 "run a session every period even when it provably decides nothing (slower; the "
                 "decisions are the same)");
+  cmd->add_option("--compare-conf", opts->compare_conf,
+                  "run two configurations A B (each a scheduler.conf, .kpack or pack directory) on "
+                  "the scenario and print what differs: decisions, waiting per queue, utilisation "
+                  "and fragmentation")
+      ->expected(2)
+      ->allow_extra_args(false);
   cmd->add_option("--report", opts->report,
                   "write the multi-cycle run as a self-contained HTML page to FILE");
   cmd->add_option("--report-explain", opts->report_explain,

@@ -327,6 +327,16 @@ Status HttpEndpoints::Start(const std::string& listen) {
     }
     reply(res, h.explain(pod ? "pod" : "podgroup", req.get_param_value(pod ? "pod" : "podgroup")));
   });
+  s.Get("/shadow", [&h](const httplib::Request&, httplib::Response& res) {
+    std::string reason = "no shadow: kiln serve runs without --shadow";
+    std::optional<std::string> json = h.shadow_json ? h.shadow_json(&reason) : std::nullopt;
+    if (!json) {
+      res.status = 404;
+      res.set_content(reason + "\n", "text/plain");
+      return;
+    }
+    res.set_content(std::move(*json), "application/json");
+  });
 
   if (port == 0) {
     port = s.bind_to_any_port(host.c_str());
@@ -337,7 +347,7 @@ Status HttpEndpoints::Start(const std::string& listen) {
   impl_->server.WidenBacklog();
   port_ = port;
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
-  spdlog::info("serving /metrics /healthz /readyz /config /snapshot /explain /whatif on {}:{}", host, port_);
+  spdlog::info("serving /metrics /healthz /readyz /config /snapshot /explain /whatif /shadow on {}:{}", host, port_);
   return Status::Ok();
 }
 

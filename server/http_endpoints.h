@@ -45,6 +45,9 @@ struct HttpHandlers {
   // unset: 404.
   std::function<HttpReply(std::string_view body, std::string_view content_type)> whatif;
   std::function<HttpReply(std::string_view kind, std::string_view name)> explain;
+  // GET /shadow: the shadow candidate's state and differing decisions (server/shadow.h), JSON;
+  // unset or nullopt (with the reason set): 404.
+  std::function<std::optional<std::string>(std::string* reason)> shadow_json;
 };
 
 struct HttpLimits {

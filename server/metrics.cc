@@ -119,6 +119,44 @@ struct ServerMetrics::Impl {
                       .Add({});
   Counter& sessions = CounterFamily(r, "kiln_sessions_total", "Scheduling sessions run").Add({});
 
+  // The shadow candidate's (server/shadow.h).
+  Counter& shadow_sessions =
+      CounterFamily(r, "kiln_shadow_sessions_total",
+                    "Sessions the shadow candidate ran on a live session's snapshot")
+          .Add({});
+  Family<Counter>& shadow_differ = CounterFamily(
+      r, "kiln_shadow_decisions_differ_total",
+      "Pods the shadow candidate decided otherwise than the live session, by kind (bind: bound "
+      "elsewhere or only on one side; evict: evicted on one side only; pipeline: pipelined "
+      "elsewhere or only on one side)");
+  Family<Counter>& shadow_skipped = CounterFamily(
+      r, "kiln_shadow_sessions_skipped_total",
+      "Live sessions the shadow candidate did not mirror, by reason (busy: the previous shadow "
+      "session still ran; late: the copy of the cluster had not started when the live session "
+      "ended; error: the shadow session failed)");
+  Family<Counter>& shadow_faults = CounterFamily(
+      r, "kiln_shadow_policy_faults_total",
+      "The shadow candidate's policy faults, by plugin, handler and kind (never counted in "
+      "kiln_policy_faults_total)");
+  Histogram& shadow_duration =
+      HistogramFamily(r, "kiln_shadow_session_duration_seconds",
+                      "Time of one shadow session (building its snapshot, the session, the "
+                      "comparison), on the shadow's thread")
+          .Add({}, Exponential(0.001, 2, 15));
+  Histogram& shadow_loop_cost =
+      HistogramFamily(r, "kiln_shadow_loop_cost_seconds",
+                      "Time the loop's thread spent handing one session to the shadow (copying "
+                      "the cluster's objects and the decisions); the rest runs on the shadow's thread")
+          .Add({}, Exponential(0.0001, 2, 15));
+  Family<Counter>& shadow_reloads = CounterFamily(
+      r, "kiln_shadow_config_reloads_total", "Shadow candidate load attempts, by result");
+  Gauge& shadow_generation = GaugeFamily(r, "kiln_shadow_config_generation",
+                                         "Generation of the shadow candidate's configuration")
+                                 .Add({});
+  Gauge& shadow_active = GaugeFamily(r, "kiln_shadow_active",
+                                     "1 while a shadow candidate is loaded and mirrors sessions")
+                             .Add({});
+
   std::mutex mu;  // the maps below (families themselves are thread-safe)
   std::map<std::string, Gauge*> unschedulable_jobs;
   std::set<std::string> queues;
@@ -129,8 +167,13 @@ ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {
   // failure.
   for (const char* result : {"scheduled", "unschedulable", "error"})
     impl_->attempts.Add({{"result", result}});
-  for (const char* result : {"ok", "rejected", "abandoned"})
+  for (const char* result : {"ok", "rejected", "abandoned"}) {
     impl_->reloads.Add({{"result", result}});
+    impl_->shadow_reloads.Add({{"result", result}});
+  }
+  for (const char* kind : {"bind", "evict", "pipeline"}) impl_->shadow_differ.Add({{"kind", kind}});
+  for (const char* reason : {"busy", "late", "error"})
+    impl_->shadow_skipped.Add({{"reason", reason}});
 }
 
 ServerMetrics::~ServerMetrics() = default;
@@ -225,6 +268,38 @@ void ServerMetrics::CountRelists(std::string_view resource, int64_t n) {
 }
 
 void ServerMetrics::SetLeader(bool leader) { impl_->leader.Set(leader ? 1 : 0); }
+
+void ServerMetrics::ObserveShadowSession(const SessionResult& shadow, double seconds,
+                                         const ShadowDiffer& differ) {
+  Impl& m = *impl_;
+  m.shadow_sessions.Increment();
+  m.shadow_duration.Observe(seconds);
+  m.shadow_differ.Add({{"kind", "bind"}}).Increment(static_cast<double>(differ.bind));
+  m.shadow_differ.Add({{"kind", "evict"}}).Increment(static_cast<double>(differ.evict));
+  m.shadow_differ.Add({{"kind", "pipeline"}}).Increment(static_cast<double>(differ.pipeline));
+  for (const PolicyFaultPoint& f : shadow.fault_points)
+    m.shadow_faults.Add({{"plugin", f.plugin}, {"point", f.point}, {"kind", f.kind}}).Increment();
+}
+
+void ServerMetrics::CountShadowSkipped(std::string_view reason) {
+  impl_->shadow_skipped.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void ServerMetrics::ObserveShadowReload(const ReloadOutcome& outcome, const PolicySet* active) {
+  // Unlike the live configuration's, the candidate's first load counts too: it happens after
+  // serving started, and an operator watching a rollout wants to see it fail.
+  if (outcome.kind == ReloadOutcome::Kind::kOk)
+    impl_->shadow_reloads.Add({{"result", "ok"}}).Increment();
+  else if (outcome.kind == ReloadOutcome::Kind::kRejected)
+    impl_->shadow_reloads.Add({{"result", "rejected"}}).Increment();
+  else if (outcome.kind == ReloadOutcome::Kind::kAbandoned)
+    impl_->shadow_reloads.Add({{"result", "abandoned"}}).Increment();
+  if (active != nullptr) impl_->shadow_generation.Set(static_cast<double>(active->generation));
+}
+
+void ServerMetrics::ObserveShadowLoopCost(double seconds) { impl_->shadow_loop_cost.Observe(seconds); }
+
+void ServerMetrics::SetShadowActive(bool active) { impl_->shadow_active.Set(active ? 1 : 0); }
 
 std::string ServerMetrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(impl_->registry->Collect());

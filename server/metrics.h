@@ -34,6 +34,24 @@ class ServerMetrics {
   void CountRelists(std::string_view resource, int64_t n = 1);
   void SetLeader(bool leader);
 
+  // The shadow candidate (server/shadow.h), in families of its own (kiln_shadow_*): nothing a
+  // shadow does moves the live families above.
+  struct ShadowDiffer {
+    int64_t bind = 0, evict = 0, pipeline = 0;
+  };
+  // A shadow session that ran: how long it took, what differed from the live session it mirrored
+  // and the candidate's policy faults.
+  void ObserveShadowSession(const SessionResult& shadow, double seconds, const ShadowDiffer& differ);
+  // A live session the candidate did not run: "busy" (the previous shadow session still ran),
+  // "late" (the copy of the cluster had not started when the live session ended), "error" (the
+  // shadow session failed).
+  void CountShadowSkipped(std::string_view reason);
+  void ObserveShadowReload(const ReloadOutcome& outcome, const PolicySet* active);
+  void SetShadowActive(bool active);
+  // What mirroring one session cost the loop's thread: copying the cluster's objects after the
+  // snapshot and the decisions after the session.
+  void ObserveShadowLoopCost(double seconds);
+
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 

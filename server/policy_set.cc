@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 // keys and the packs (a .kpack's bytes; a pack directory's manifest and files).
 struct SourceTexts {
   std::string conf_text;
+  std::string conf_name;  // where the conf's errors point
   std::vector<std::pair<std::string, std::string>> files;  // path → text, conf first
   std::vector<Result<packs::Pack>> packs;  // read (and safety-checked), not yet verified
   std::string hash;
@@ -56,9 +57,13 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
     auto text = ReadBoundedFile(sources.conf_file, kMaxConfBytes, "scheduler.conf");
     if (!text) return text.error();
     out.conf_text = *text;
+    out.conf_name = sources.conf_file;
     out.files.emplace_back(sources.conf_file, std::move(*text));
+  } else if (!sources.conf_from_pack.empty()) {
+    // Read below with the pack's files (which the hash covers already).
   } else {
     out.conf_text = std::string(DefaultSchedulerConfText());
+    out.conf_name = "<default scheduler.conf>";
     out.files.emplace_back("<default scheduler.conf>", out.conf_text);
   }
   for (const std::string& dir : sources.policy_dirs) {
@@ -104,6 +109,26 @@ Result<SourceTexts> ReadSources(const PolicySources& sources) {
       out.files.emplace_back(path, std::move(*bytes));
     }
   }
+  if (sources.conf_file.empty() && !sources.conf_from_pack.empty()) {
+    const packs::Pack* from = nullptr;
+    for (const auto& p : out.packs)
+      if (p && p->source == sources.conf_from_pack) from = &*p;
+    if (from == nullptr) {
+      // The pack could not be read: its own error says why.
+      for (const auto& p : out.packs)
+        if (!p) return p.error();
+      return Error{fmt::format("{}: the pack was not read", sources.conf_from_pack),
+                   SourceLocation{sources.conf_from_pack}};
+    }
+    auto conf = from->files.find(from->manifest.conf);
+    if (from->manifest.conf.empty() || conf == from->files.end())
+      return Error{fmt::format("{}: the pack has no `conf` (a scheduler.conf using its policies); "
+                               "give a scheduler.conf instead, or add one to the pack",
+                               sources.conf_from_pack),
+                   SourceLocation{sources.conf_from_pack}};
+    out.conf_text = conf->second;
+    out.conf_name = from->Where(from->manifest.conf);
+  }
   out.hash = Sha256Hex(out.files);
   return out;
 }
@@ -126,8 +151,7 @@ Result<std::shared_ptr<const PolicySet>> LoadPolicySet(const PolicySources& sour
                                                        uint64_t generation) {
   auto texts = ReadSources(sources);
   if (!texts) return texts.error();
-  std::string conf_name = sources.conf_file.empty() ? "<default scheduler.conf>" : sources.conf_file;
-  auto conf = ParseSchedulerConf(texts->conf_text, conf_name);
+  auto conf = ParseSchedulerConf(texts->conf_text, texts->conf_name);
   if (!conf) return conf.error();
   // Every pack verified (digests, signature, trust, language version): one that fails rejects
   // the whole configuration.

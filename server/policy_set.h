@@ -31,6 +31,10 @@ namespace kiln::server {
 // Where a configuration comes from: the conf, and where its plugins come from (packs/provider.h).
 struct PolicySources : packs::ProviderSources {
   std::string conf_file;  // scheduler.conf; empty: Volcano's default conf
+  // With conf_file empty: the conf is the `conf` of this pack (one of pack_files), read with the
+  // pack's bytes (a shadow candidate given as a pack, server/shadow.h). A pack without a conf is
+  // an error.
+  std::string conf_from_pack;
 };
 
 // Makes the provider a set resolves its plugin names through. The default compiles policies

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "kubernetes/encode.h"
@@ -18,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/scheduler_loop.h"
 #include "server/whatif.h"
+#include "server/shadow.h"
 
 namespace kiln::server {
 
@@ -161,6 +163,21 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
     limits.max_body_bytes = options.http_limits.max_whatif_bytes;
     offpath = std::make_unique<OffPathRunner>(std::move(deps), limits);
   }
+  std::unique_ptr<ShadowRunner> shadow;
+  std::function<ClusterSpec(TimeNs)> session_spec =
+      hooks.session_spec ? hooks.session_spec : hooks.snapshot_spec;
+  if (!options.shadow.empty()) {
+    if (!session_spec) {
+      spdlog::error("--shadow: this cluster gives no copy of its state to run a shadow on");
+      return 2;
+    }
+    ShadowOptions shadow_options;
+    shadow_options.path = options.shadow;
+    shadow_options.live_sources = options.sources;
+    shadow_options.reload_quiet = options.reload_quiet;
+    shadow = std::make_unique<ShadowRunner>(shadow_options, CompiledProviderFactory(), reloader,
+                                            &metrics);
+  }
   std::unique_ptr<HttpEndpoints> http;
   if (!options.listen.empty()) {
     HttpHandlers handlers;
@@ -192,6 +209,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
         return offpath->Explain(kind, name);
       };
     }
+    if (shadow)
+      handlers.shadow_json = [&shadow](std::string*) -> std::optional<std::string> {
+        return shadow->StatusJson();
+      };
     http = std::make_unique<HttpEndpoints>(handlers, options.http_limits);
     if (Status s = http->Start(options.listen); !s) {
       spdlog::error("{}", s.error().Format());
@@ -204,6 +225,12 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   if (Status s = watcher.Start(); !s) {
     spdlog::error("config watcher: {}", s.error().Format());
     return 2;
+  }
+  if (shadow) {
+    if (Status s = shadow->Start(); !s) {
+      spdlog::error("--shadow {}: {}", options.shadow, s.error().Format());
+      return 2;
+    }
   }
 
   // Leadership: the elector renews on its own thread; a second thread follows IsLeader(), which
@@ -232,7 +259,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   }
 
   DryRunBinding dry(cluster);
-  ClusterBinding& binding = options.dry_run ? static_cast<ClusterBinding&>(dry) : cluster;
+  ClusterBinding& live_binding = options.dry_run ? static_cast<ClusterBinding&>(dry) : cluster;
+  std::optional<ShadowTapBinding> tap;
+  if (shadow) tap.emplace(live_binding, *shadow, session_spec);
+  ClusterBinding& binding = tap ? static_cast<ClusterBinding&>(*tap) : live_binding;
   LoopOptions loop_options;
   loop_options.period = options.schedule_period;
   loop_options.clock = session_clock;
@@ -241,8 +271,11 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
     return synced && leading();
   };
   SchedulerLoop loop(binding, reloader, &metrics, loop_options);
-  if (hooks.on_session)
-    loop.SetObserver([&](const SessionResult& r, const PolicySet&) { hooks.on_session(r); });
+  if (hooks.on_session || shadow)
+    loop.SetObserver([&](const SessionResult& r, const PolicySet&) {
+      if (shadow) shadow->LiveDone(&r);
+      if (hooks.on_session) hooks.on_session(r);
+    });
   running_loop = &loop;
   if (signalled) loop.Stop();
 
@@ -268,6 +301,7 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   finished = true;
   if (stopper.joinable()) stopper.join();
 
+  if (shadow) shadow->Stop();
   watcher.Stop();
   if (hooks.flush) hooks.flush(options.shutdown_grace);
   if (elector) {

@@ -42,6 +42,9 @@ struct ServeOptions {
   // The session clock; default: the wall clock.
   std::function<TimeNs()> clock;
   std::chrono::milliseconds reload_quiet{200};
+  // --shadow: a candidate scheduler.conf, .kpack or pack directory that decides beside the live
+  // configuration on every session's snapshot and writes nothing (server/shadow.h); empty: none.
+  std::string shadow;
 };
 
 // What the cluster side tells the server, all optional.
@@ -65,6 +68,10 @@ struct ServeHooks {
   // `kiln explain -o json`'s document for an explanation, for GET /explain (which also needs
   // snapshot_spec); unset: GET /explain answers 404. POST /whatif needs only snapshot_spec.
   std::function<std::string(const Explanation&)> explain_json;
+  // The cluster's objects as the snapshot the loop just took at `now` saw them, called on the
+  // loop thread right after it (the shadow's copy of the live session's state); unset:
+  // snapshot_spec.
+  std::function<ClusterSpec(TimeNs now)> session_spec;
 };
 
 // Runs until SIGTERM/SIGINT (or `stop` becomes true, polled each period, for tests). Returns the

@@ -10,7 +10,9 @@
     both in the --report page's data;
   * `--report` on a scenario whose names try to break out of the page: the page is rendered by
     headless Chromium, which must run its script to the end with no error and paint every chart
-    canvas; no name from the scenario may end a script element.
+    canvas; no name from the scenario may end a script element;
+  * `--compare-conf A B --report` (spread against binpack on one trace): the comparison page is
+    rendered by headless Chromium the same way, with its three charts painted.
 """
 import json
 import os
@@ -107,6 +109,35 @@ class Trace(unittest.TestCase):
         self.assertIn('"gangTiers":{"1":[1,1,1,1,1,1],"2":[1,1,1,1,1,1]}', page)
         self.assertIn("waitingByTopology", page)
         self.assertIn("Gangs by the tier they span", page)
+
+    def chromium_dom(self, page):
+        profile = os.path.join(self.tmp, "profile-" + os.path.basename(page))
+        r = run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
+                 f"--user-data-dir={profile}", "--virtual-time-budget=10000",
+                 "--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + page], timeout=400)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        m = re.search(r'<div id="kiln-rendered"([^>]*)>', r.stdout)
+        self.assertIsNotNone(m, "the page's script did not finish:\n" + r.stderr[-2000:])
+        self.assertNotRegex(r.stderr, r"Uncaught|CONSOLE\(\d+\)\].*[Ee]rror")
+        return r.stdout, dict(re.findall(r'data-([a-z]+)="([^"]*)"', m.group(1)))
+
+    def test_compare_report_renders_in_chromium(self):
+        data = os.path.join(SOURCE, "tests/cli/simulate/data/compare")
+        page = os.path.join(self.tmp, "compare.html")
+        r = run([KILN, "simulate", "--compare-conf", os.path.join(data, "spread.conf"),
+                 os.path.join(data, "binpack.conf"), os.path.join(data, "trace.yaml"),
+                 "--until", "10m", "--period", "30s", "--report", page])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        self.assertEqual(len(re.findall(r"<script\b", html)), 3)
+        self.assertNotRegex(html, r"https?://[^\s\"']*\.(js|css)")
+        dom, attrs = self.chromium_dom(page)
+        self.assertEqual(attrs.get("done"), "yes", attrs)
+        self.assertEqual(attrs.get("errors"), "0", attrs)
+        self.assertEqual(attrs.get("charts"), "3", attrs)
+        self.assertEqual(attrs.get("painted"), "3", attrs)
+        self.assertIn("c1/wide-0", dom)  # a differing decision in the table
 
     def test_report_renders_in_chromium(self):
         scenario = os.path.join(SOURCE, "tests/report/data/hostile-names.yaml")

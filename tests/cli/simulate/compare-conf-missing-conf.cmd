@@ -1,0 +1,1 @@
+simulate --compare-conf tests/cli/simulate/data/compare/spread.conf tests/cli/simulate/data/compare/nosuch.conf tests/cli/simulate/data/compare/trace.yaml

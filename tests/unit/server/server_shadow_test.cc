@@ -1,0 +1,239 @@
+// The shadow candidate (server/shadow.h): the decisions compared pod by pod, where a candidate's
+// configuration comes from, and the live loop and the shadow running at once (the loop on its
+// thread with a short period, the shadow on its own, /shadow read from a third).
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "runtime/cluster_spec.h"
+#include "server/metrics.h"
+#include "server/policy_set.h"
+#include "server/scheduler_loop.h"
+#include "server/shadow.h"
+#include "simulator/scenario.h"
+#include "simulator/simulator.h"
+#include "tests/unit/temp_dir.h"
+
+namespace kiln::server {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ::kiln::testing::TempDir;
+using ::kiln::testing::WriteFileWhole;
+
+// n1 already runs a 2-cpu pod: nodeorder's leastrequested puts p1 on the emptier n2, binpack on
+// the fuller n1.
+constexpr std::string_view kScenario = R"(name: shadow
+cluster:
+  nodes:
+  - name: n2
+    allocatable: {cpu: "4", memory: 8Gi}
+  - name: n1
+    allocatable: {cpu: "4", memory: 8Gi}
+  podGroups:
+  - {name: busy, namespace: c1, minMember: 1, phase: Running}
+  - {name: pg1, namespace: c1, minMember: 1}
+  pods:
+  - {name: r1, namespace: c1, group: busy, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
+  - {name: p1, namespace: c1, group: pg1, requests: {cpu: "1", memory: 1Gi}}
+)";
+
+constexpr std::string_view kSpreadConf = R"(actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: predicates
+  - name: nodeorder
+)";
+
+constexpr std::string_view kBinpackConf = R"(actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: predicates
+  - name: nodeorder
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+)";
+
+// Every snapshot is the scenario as written (nothing is applied), so every session decides the
+// same and only the configuration changes what.
+class FixedBinding : public ClusterBinding {
+ public:
+  FixedBinding() {
+    auto spec = ParseScenario(kScenario, "shadow.yaml");
+    EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.error().Format());
+    if (spec.ok()) spec_ = std::move(*spec);
+  }
+  Result<Cluster> Snapshot(TimeNs now) override { return SimulatedCluster(spec_).Snapshot(now); }
+  void Apply(const SessionResult&) override { ++applied; }
+  ClusterSpec Spec(TimeNs) const { return spec_.cluster; }
+  std::atomic<int> applied{0};
+
+ private:
+  ScenarioSpec spec_;
+};
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 60s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(ShadowCompareTest, EachKindOfDifferenceIsOneEntryPerPod) {
+  SessionDecisions live, shadow;
+  live.binds = {{"a/same", "n1"}, {"a/moved", "n1"}, {"a/live-only", "n2"}};
+  shadow.binds = {{"a/same", "n1"}, {"a/moved", "n2"}, {"a/shadow-only", "n3"}};
+  live.evictions = {"a/victim", "a/both"};
+  shadow.evictions = {"a/both"};
+  shadow.pipelined = {{"a/piped", "n4"}};
+  auto diffs = CompareDecisions(live, shadow);
+  std::vector<std::string> got;
+  for (const ShadowDiff& d : diffs) got.push_back(d.pod + " " + d.kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"a/live-only bind", "a/moved bind", "a/piped pipeline",
+                                           "a/shadow-only bind", "a/victim evict"}));
+  EXPECT_EQ(diffs[1].live.bind_node, "n1");
+  EXPECT_EQ(diffs[1].shadow.bind_node, "n2");
+  EXPECT_TRUE(CompareDecisions(live, live).empty());
+}
+
+TEST(ShadowSourcesTest, AConfKeepsTheLivePluginSourcesAPackBringsItsOwnConf) {
+  PolicySources live;
+  live.conf_file = "/etc/kiln/scheduler.conf";
+  live.policy_dirs = {"/etc/kiln/policies"};
+  live.packs_dir = "/etc/kiln/packs";
+  live.trust_keys = {"/etc/kiln/team.pub"};
+  PolicySources conf = ShadowSources("/etc/kiln/candidate.conf", live);
+  EXPECT_EQ(conf.conf_file, "/etc/kiln/candidate.conf");
+  EXPECT_EQ(conf.policy_dirs, live.policy_dirs);
+  EXPECT_EQ(conf.packs_dir, live.packs_dir);
+  EXPECT_TRUE(conf.conf_from_pack.empty());
+  PolicySources pack = ShadowSources("/tmp/team-fairness-1.0.1.kpack", live);
+  EXPECT_TRUE(pack.conf_file.empty());
+  EXPECT_EQ(pack.conf_from_pack, "/tmp/team-fairness-1.0.1.kpack");
+  EXPECT_EQ(pack.pack_files, std::vector<std::string>{"/tmp/team-fairness-1.0.1.kpack"});
+  EXPECT_TRUE(pack.packs_dir.empty());  // the candidate replaces a live pack of its name
+  EXPECT_EQ(pack.trust_keys, live.trust_keys);
+}
+
+struct Rig {
+  TempDir dir;
+  fs::path live_conf = dir.path() / "live" / "scheduler.conf";
+  fs::path candidate = dir.path() / "candidate" / "scheduler.conf";
+  FixedBinding binding;
+  ServerMetrics metrics;
+  std::unique_ptr<PolicyReloader> reloader;
+  std::unique_ptr<ShadowRunner> shadow;
+  std::unique_ptr<ShadowTapBinding> tap;
+  std::unique_ptr<SchedulerLoop> loop;
+  std::thread loop_thread;
+
+  explicit Rig(std::optional<std::string_view> candidate_conf) {
+    fs::create_directories(live_conf.parent_path());
+    fs::create_directories(candidate.parent_path());
+    WriteFileWhole(live_conf, kSpreadConf);
+    if (candidate_conf) WriteFileWhole(candidate, *candidate_conf);
+    PolicySources sources;
+    sources.conf_file = live_conf.string();
+    reloader = std::make_unique<PolicyReloader>(sources, CompiledProviderFactory());
+    Status s = reloader->LoadInitial();
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().Format());
+    ShadowOptions options;
+    options.path = candidate.string();
+    options.live_sources = sources;
+    options.reload_quiet = 50ms;
+    shadow = std::make_unique<ShadowRunner>(options, CompiledProviderFactory(), *reloader, &metrics);
+    Status started = shadow->Start();
+    EXPECT_TRUE(started.ok()) << (started.ok() ? "" : started.error().Format());
+    tap = std::make_unique<ShadowTapBinding>(binding, *shadow,
+                                             [this](TimeNs now) { return binding.Spec(now); });
+    LoopOptions lo;
+    lo.period = 10ms;
+    loop = std::make_unique<SchedulerLoop>(*tap, *reloader, &metrics, lo);
+    loop->SetObserver([this](const SessionResult& r, const PolicySet&) { shadow->LiveDone(&r); });
+    loop_thread = std::thread([this] { loop->Run(); });
+  }
+  ~Rig() {
+    loop->Stop();
+    loop_thread.join();
+    shadow->Stop();
+  }
+  nlohmann::json State() { return nlohmann::json::parse(shadow->StatusJson()); }
+};
+
+TEST(ShadowRunnerTest, ABinpackCandidateDiffersWhileTheLiveLoopRuns) {
+  Rig rig(kBinpackConf);
+  // /shadow is read from this thread while the loop and the shadow run on theirs.
+  ASSERT_TRUE(WaitFor([&] { return rig.State()["decisions"].size() >= 2; }))
+      << rig.shadow->StatusJson();
+  nlohmann::json st = rig.State();
+  EXPECT_TRUE(st["active"].get<bool>());
+  const nlohmann::json& d = st["decisions"][0];
+  EXPECT_EQ(d["pod"], "c1/p1");
+  EXPECT_EQ(d["kind"], "bind");
+  EXPECT_EQ(d["live"]["bind"], "n2");    // spread: the emptier node
+  EXPECT_EQ(d["shadow"]["bind"], "n1");  // binpack: the fuller one
+  ASSERT_FALSE(d["liveExplain"].is_null()) << d.dump(2);
+  ASSERT_FALSE(d["shadowExplain"].is_null()) << d.dump(2);
+  EXPECT_EQ(d["liveExplain"]["result"]["bound"], "n2") << d.dump(2);
+  EXPECT_EQ(d["shadowExplain"]["result"]["bound"], "n1") << d.dump(2);
+  // Both chosen nodes are in each side's explanation, with their scores.
+  EXPECT_TRUE(d["shadowExplain"]["nodes"].contains("n2")) << d.dump(2);
+  EXPECT_GT(d["shadowExplain"]["nodes"]["n1"]["scores"]["binpack"].get<double>(), 0) << d.dump(2);
+  std::string metrics = rig.metrics.Serialize();
+  EXPECT_EQ(metrics.find("kiln_shadow_decisions_differ_total{kind=\"bind\"} 0\n"),
+            std::string::npos)
+      << metrics;
+  // The live side decided as its own conf says, every session.
+  EXPECT_GT(rig.binding.applied.load(), 0);
+}
+
+TEST(ShadowRunnerTest, AnIdenticalCandidateNeverDiffers) {
+  Rig rig(kSpreadConf);
+  ASSERT_TRUE(WaitFor([&] { return rig.shadow->sessions() >= 5; })) << rig.shadow->StatusJson();
+  nlohmann::json st = rig.State();
+  EXPECT_TRUE(st["decisions"].empty()) << st.dump(2);
+  EXPECT_EQ(st["differ"]["bind"], 0);
+  std::string metrics = rig.metrics.Serialize();
+  EXPECT_NE(metrics.find("kiln_shadow_decisions_differ_total{kind=\"bind\"} 0\n"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST(ShadowRunnerTest, TheCandidateIsAddedAndRemovedWithItsFile) {
+  Rig rig(std::nullopt);
+  nlohmann::json st = rig.State();
+  EXPECT_FALSE(st["active"].get<bool>());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(rig.shadow->sessions(), 0);
+  WriteFileWhole(rig.candidate, kBinpackConf);
+  ASSERT_TRUE(WaitFor([&] { return rig.shadow->sessions() >= 2; })) << rig.shadow->StatusJson();
+  fs::remove(rig.candidate);
+  ASSERT_TRUE(WaitFor([&] { return !rig.State()["active"].get<bool>(); }))
+      << rig.shadow->StatusJson();
+  ASSERT_TRUE(rig.shadow->WaitIdle(10s));
+  int64_t n = rig.shadow->sessions();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(rig.shadow->sessions(), n);
+  // A candidate that does not load is reported; the live loop goes on.
+  WriteFileWhole(rig.candidate, "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: nosuchplugin\n");
+  EXPECT_NE(rig.State()["loadError"].get<std::string>().find("does not exist"), std::string::npos);
+  ASSERT_TRUE(WaitFor([&] {
+    nlohmann::json st = rig.State();
+    return st.contains("loadError") &&
+           st["loadError"].get<std::string>().find("nosuchplugin") != std::string::npos;
+  })) << rig.shadow->StatusJson();
+  EXPECT_FALSE(rig.State()["active"].get<bool>());  // never the removed candidate
+  int live = rig.binding.applied.load();
+  ASSERT_TRUE(WaitFor([&] { return rig.binding.applied.load() >= live + 3; }));
+}
+
+}  // namespace
+}  // namespace kiln::server
