@@ -70,15 +70,27 @@ std::string Num(double x) {
   return fmt::format("{:.4g}", x);
 }
 
+// " [CodeA, CodeB]" after a reason text, for people: the codes docs/reasons.md lists.
+std::string CodesSuffix(const std::vector<std::string>& codes) {
+  if (codes.empty()) return "";
+  return fmt::format(" [{}]", fmt::join(codes, ", "));
+}
+std::string CodeSuffix(const std::string& code) { return code.empty() ? "" : " [" + code + "]"; }
+
 // ---- JSON -----------------------------------------------------------------------------------
 
 Json NodeJson(const NodeExplain& n) {
   Json j;
   j["status"] = std::string(ToString(n.code));
   j["reason"] = n.reason;
+  // The stable codes of the reasons (docs/reasons.md); "code" is the status, kept as it was.
+  if (!n.codes.empty()) j["reasonCodes"] = n.codes;
   Json preds = Json::array();
-  for (const PluginAnswer& a : n.predicates)
-    preds.push_back(Json{{"plugin", a.plugin}, {"code", std::string(ToString(a.code))}, {"reason", a.reason}});
+  for (const PluginAnswer& a : n.predicates) {
+    Json p{{"plugin", a.plugin}, {"code", std::string(ToString(a.code))}, {"reason", a.reason}};
+    if (!a.codes.empty()) p["reasonCodes"] = a.codes;
+    preds.push_back(std::move(p));
+  }
   j["predicates"] = std::move(preds);
   if (n.scored) {
     Json scores = Json::object();
@@ -93,7 +105,10 @@ Json NodeJson(const NodeExplain& n) {
   }
   // Kiln extensions: the action's own resource check.
   j["fits"] = n.fits;
-  if (!n.insufficient.empty()) j["insufficient"] = n.insufficient;
+  if (!n.insufficient.empty()) {
+    j["insufficient"] = n.insufficient;
+    j["insufficientCode"] = "InsufficientResource";
+  }
   return j;
 }
 
@@ -101,12 +116,17 @@ Json TaskJson(const TaskExplain& t) {
   Json j;
   if (!t.action.empty()) j["action"] = t.action;
   if (!t.result_kind.empty()) j["result"] = Json{{t.result_kind, t.result_value}};
+  if (!t.result_codes.empty()) j["resultReasonCodes"] = t.result_codes;
   j["job"] = t.job;
   if (!t.note.empty()) j["note"] = t.note;
-  if (t.pre_predicate)
+  if (!t.note_code.empty()) j["noteCode"] = t.note_code;
+  if (t.pre_predicate) {
     j["prePredicate"] = Json{{"plugin", t.pre_predicate->plugin},
                              {"code", std::string(ToString(t.pre_predicate->code))},
                              {"reason", t.pre_predicate->reason}};
+    if (!t.pre_predicate->codes.empty())
+      j["prePredicate"]["reasonCodes"] = t.pre_predicate->codes;
+  }
   // Node names are distinct: appending keeps a pod on many nodes linear.
   j["nodes"] = ObjectOfDistinctKeys(t.nodes, [](const NodeExplain& n) {
     return std::pair(n.node, NodeJson(n));
@@ -128,6 +148,7 @@ Json TopologyJson(const TopologyExplain& t) {
     if (!h.within.empty()) e["within"] = h.within;
     e["outcome"] = h.outcome;
     if (!h.reason.empty()) e["reason"] = h.reason;
+    if (!h.reason_code.empty()) e["reasonCode"] = h.reason_code;
     if (h.score) e["score"] = *h.score;
     tries.push_back(std::move(e));
   }
@@ -148,7 +169,7 @@ std::vector<std::string> TopologyLines(const TopologyExplain& t) {
                                 : ", allocated HyperNode " + t.allocated_hyper_node));
   for (const HyperNodeTry& h : t.tries) {
     std::string what = h.outcome;
-    if (!h.reason.empty()) what += ": " + h.reason;
+    if (!h.reason.empty()) what += ": " + h.reason + CodeSuffix(h.reason_code);
     if (h.score) what += fmt::format(" (score {})", Num(*h.score));
     out.push_back(fmt::format("{}tier {}  {}  {}",
                               h.level == "job" ? "" : "  sub-job in " + h.within + ": ", h.tier,
@@ -166,6 +187,7 @@ Json GangEvictionJson(const GangEvictionExplain& g) {
            {"tier", d.tier},
            {"outcome", d.outcome}};
     if (!d.reason.empty()) e["reason"] = d.reason;
+    if (!d.reason_code.empty()) e["reasonCode"] = d.reason_code;
     if (!d.detail.empty()) e["detail"] = d.detail;
     if (!d.bundles.empty()) e["bundles"] = d.bundles;
     if (!d.victims.empty()) e["victims"] = d.victims;
@@ -191,6 +213,7 @@ std::vector<std::string> GangEvictionLines(const GangEvictionExplain& g) {
     std::string what = d.outcome;
     if (!d.reason.empty()) what += ": " + d.reason;
     if (!d.detail.empty()) what += " (" + d.detail + ")";
+    what += CodeSuffix(d.reason_code);
     out.push_back(fmt::format("domain {}  {}", name, what));
     for (const std::string& b : d.bundles) out.push_back("  bundle " + b);
     if (!d.victims.empty()) out.push_back(fmt::format("  victims {}", fmt::join(d.victims, ", ")));
@@ -221,7 +244,15 @@ void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explana
   Json jobs = Json::object();
   for (const JobExplain& j : e.jobs) {
     Json o{{"queue", j.queue}, {"ready", j.ready}, {"pipelined", j.pipelined}, {"valid", j.valid}};
-    if (!j.valid) o["invalidReason"] = j.invalid_reason;
+    if (!j.valid) {
+      o["invalidReason"] = j.invalid_reason;
+      o["invalidReasonCode"] = j.invalid_code;
+    }
+    if (j.admission)
+      o["admission"] = Json{{"admitted", false},
+                            {"plugin", j.admission->plugin},
+                            {"code", j.admission->code},
+                            {"message", j.admission->message}};
     o["starving"] = j.starving;
     o["order"] = j.order;
     o["phase"] = j.phase;
@@ -278,13 +309,14 @@ PodView ViewOf(const TaskExplain& t) {
           who = a.plugin;
           break;
         }
-      reject(fmt::format("{}{}: {}", ToString(n.code), who.empty() ? "" : " (" + who + ")",
-                         n.reason.empty() ? "(no reason given)" : n.reason),
+      reject(fmt::format("{}{}: {}{}", ToString(n.code), who.empty() ? "" : " (" + who + ")",
+                         n.reason.empty() ? "(no reason given)" : n.reason, CodesSuffix(n.codes)),
              n.node);
       continue;
     }
     if (n.fits == "none") {
-      reject(fmt::format("Insufficient {}", fmt::join(n.insufficient, ", ")), n.node);
+      reject(fmt::format("Insufficient {} [InsufficientResource]", fmt::join(n.insufficient, ", ")),
+             n.node);
       continue;
     }
     for (const auto& [p, s] : n.scores) add_plugin(v.score_plugins, p);
@@ -307,9 +339,16 @@ double ScoreOf(const std::vector<std::pair<std::string, double>>& scores, const 
   return 0;
 }
 
+// Why enqueue left the PodGroup Pending, for people.
+std::string AdmissionText(const AdmissionRefusal& a) {
+  return fmt::format("not admitted by enqueue: {} refused it: {} [{}]",
+                     a.plugin.empty() ? "(no plugin)" : a.plugin, a.message, a.code);
+}
+
 std::string ResultText(const TaskExplain& t) {
   if (t.result_kind.empty()) return "";
-  if (t.result_kind == "unschedulable") return "unschedulable: " + t.result_value;
+  if (t.result_kind == "unschedulable")
+    return "unschedulable: " + t.result_value + CodesSuffix(t.result_codes);
   return t.result_kind + " on " + t.result_value;
 }
 
@@ -345,14 +384,17 @@ std::string FormatExplainTable(const std::string& scenario, const Explanation& e
       const char* colour = t.result_kind == "bound" ? "32" : t.result_kind == "pipelined" ? "33" : "31";
       out += "  result: " + style(colour, ResultText(t)) + "\n";
     }
-    if (!t.note.empty()) out += fmt::format("  note: {}\n", t.note);
+    if (!t.note.empty()) out += fmt::format("  note: {}{}\n", t.note, CodeSuffix(t.note_code));
     if (t.pre_predicate)
-      out += "  " + style("31", fmt::format("pre_predicate ({}): {}: {}", t.pre_predicate->plugin,
+      out += "  " + style("31", fmt::format("pre_predicate ({}): {}: {}{}", t.pre_predicate->plugin,
                                             ToString(t.pre_predicate->code),
-                                            t.pre_predicate->reason)) +
+                                            t.pre_predicate->reason,
+                                            CodesSuffix(t.pre_predicate->codes))) +
              "\n";
     if (!v.ranked.empty()) {
-      std::vector<std::string> header{"node", "total", "nodeOrder"};
+      // "sum of scores" is the node_order sum (JSON `nodeOrder`); the columns after it are each
+      // plugin's own score, the nodeorder plugin's among them.
+      std::vector<std::string> header{"node", "total", "sum of scores"};
       for (const auto& p : v.score_plugins) header.push_back(p);
       for (const auto& p : v.batch_plugins) header.push_back(p + " (batch)");
       header.push_back("fits");
@@ -404,10 +446,14 @@ std::string FormatExplainTable(const std::string& scenario, const Explanation& e
   }
   if (!e.jobs.empty()) {
     out += "\n" + style("1", "jobs") + "\n";
-    for (const JobExplain& j : e.jobs)
+    for (const JobExplain& j : e.jobs) {
       out += fmt::format("  {}  queue {}  order {}  phase {}  ready {}  pipelined {}  valid {}{}  starving {}\n",
                          j.uid, j.queue, j.order, j.phase, j.ready, j.pipelined, j.valid,
-                         j.valid ? "" : " (" + j.invalid_reason + ")", j.starving);
+                         j.valid ? "" : " (" + j.invalid_reason + CodeSuffix(j.invalid_code) + ")",
+                         j.starving);
+      if (j.admission)
+        out += "    " + style("31", AdmissionText(*j.admission)) + "\n";
+    }
     for (const JobExplain& j : e.jobs) {
       if (!j.topology) continue;
       out += "\n" + style("1", "HyperNodes tried for " + j.uid) + "\n";
@@ -489,13 +535,14 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
                        t.action.empty() ? "" : fmt::format(" — {}", Esc(t.action)));
     if (!t.result_kind.empty())
       out += fmt::format("<p class=\"{}\">{}</p>\n", t.result_kind, Esc(ResultText(t)));
-    if (!t.note.empty()) out += fmt::format("<p>{}</p>\n", Esc(t.note));
+    if (!t.note.empty())
+      out += fmt::format("<p>{}</p>\n", Esc(t.note + CodeSuffix(t.note_code)));
     if (t.pre_predicate)
       out += fmt::format("<p class=\"unschedulable\">pre_predicate ({}): {}: {}</p>\n",
                          Esc(t.pre_predicate->plugin), ToString(t.pre_predicate->code),
-                         Esc(t.pre_predicate->reason));
+                         Esc(t.pre_predicate->reason + CodesSuffix(t.pre_predicate->codes)));
     if (!v.ranked.empty()) {
-      out += "<table><tr><th>node</th><th>total</th><th>nodeOrder</th>";
+      out += "<table><tr><th>node</th><th>total</th><th>sum of scores</th>";
       for (const auto& p : v.score_plugins) out += "<th>" + Esc(p) + "</th>";
       for (const auto& p : v.batch_plugins) out += "<th>" + Esc(p) + " (batch)</th>";
       out += "<th>fits</th></tr>\n";
@@ -535,7 +582,12 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
                          "<td>{}</td><td>{}</td></tr>\n",
                          Esc(j.uid), Esc(j.queue), j.order, Esc(j.phase), j.ready, j.pipelined,
                          j.valid ? "true" : Esc("false: " + j.invalid_reason), j.starving);
-    out += "</table></section>\n";
+    out += "</table>";
+    for (const JobExplain& j : e.jobs)
+      if (j.admission)
+        out += fmt::format("\n<p class=\"unschedulable\">{}: {}</p>", Esc(j.uid),
+                           Esc(AdmissionText(*j.admission)));
+    out += "</section>\n";
     for (const JobExplain& j : e.jobs) {
       if (!j.topology) continue;
       const TopologyExplain& t = *j.topology;
@@ -547,7 +599,8 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
         out += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                            "<td>{}</td><td>{}</td></tr>\n",
                            Esc(h.outcome), Esc(h.level), Esc(h.within), h.tier, Esc(h.hyper_node),
-                           Esc(h.outcome), Esc(h.reason), h.score ? Num(*h.score) : "");
+                           Esc(h.outcome), Esc(h.reason + CodeSuffix(h.reason_code)),
+                           h.score ? Num(*h.score) : "");
       out += "</table></section>\n";
     }
     for (const JobExplain& j : e.jobs) {

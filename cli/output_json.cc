@@ -115,6 +115,16 @@ std::string FormatJson(const SimulationResult& result) {
     j["pipelined"] = ObjectOfDistinctKeys(s.pipelined, same);
     j["podGroupPhases"] = ObjectOfDistinctKeys(s.pod_group_phases, same);
     j["unschedulable"] = ObjectOfDistinctKeys(s.unschedulable, same);
+    // Kiln extension (docs/reasons.md): each unschedulable reason's stable codes, and the
+    // PodGroups enqueue refused with who refused them and why; only where there are some.
+    if (!s.unschedulable_codes.empty())
+      j["unschedulableCodes"] = ObjectOfDistinctKeys(s.unschedulable_codes, same);
+    if (!s.admission_refusals.empty())
+      j["admissionRefusals"] = ObjectOfDistinctKeys(s.admission_refusals, [](const auto& kv) {
+        return std::pair(kv.first, Json{{"plugin", kv.second.plugin},
+                                        {"code", kv.second.code},
+                                        {"message", kv.second.message}});
+      });
     // The contract's topology extension: only where a job was placed under a HyperNode.
     if (!s.allocated_hyper_nodes.empty())
       j["allocatedHyperNodes"] = ObjectOfDistinctKeys(s.allocated_hyper_nodes, same);

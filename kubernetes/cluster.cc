@@ -568,6 +568,11 @@ void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
     PodGroupStatusUpdate u;
     u.phase = ParsePodGroupPhase(phase_text).value_or(PodGroupPhase::Pending);
     if (auto c = result.conditions.find(uid); c != result.conditions.end()) u.conditions = c->second;
+    // A refused PodGroup's stable code where Volcano writes no reason of its own (docs/reasons.md).
+    auto refused = result.admission_refusals.find(uid);
+    SetAdmissionCondition(u.conditions,
+                          refused != result.admission_refusals.end() ? &refused->second : nullptr,
+                          result.time, fmt::format("session-{}", result.index));
     std::string ns, name;  // captured by the write below
     std::tie(ns, name) = SplitKey(uid);
     {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "runtime/fit_error.h"
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -63,7 +64,9 @@ CallValue StatusValue(const std::optional<PluginStatus>& st) {
     return v;
   }
   v.code = std::string(ToString(st->code));
-  for (size_t i = 0; i < st->reasons.size(); ++i) v.text += (i ? ", " : "") + st->reasons[i];
+  // The texts only: the codes (reason_codes.h) are not part of a call's result.
+  for (size_t i = 0; i < st->reasons.size(); ++i)
+    v.text += (i ? ", " : "") + ReasonText(st->reasons[i]);
   return v;
 }
 CallValue TaskNames(const std::vector<Task*>& tasks) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/model.h"
+#include "runtime/reason_codes.h"
 #include "runtime/status.h"
 
 namespace kiln {
@@ -30,6 +31,10 @@ struct SessionResult {
   std::map<std::string, std::string> pipelined;        // pod key → node
   std::map<std::string, std::string> pod_group_phases; // job <ns>/<podgroup> → phase
   std::map<std::string, std::string> unschedulable;    // pod key → reason
+  // The stable codes (docs/reasons.md) of each unschedulable pod's reason, pod key → codes.
+  std::map<std::string, std::vector<std::string>> unschedulable_codes;
+  // PodGroups enqueue left Pending this session: job uid → the plugin that refused, code, message.
+  std::map<std::string, AdmissionRefusal> admission_refusals;
   // Jobs with a network topology: the HyperNode each is placed under at session close (Volcano's
   // JobInfo.AllocatedHyperNode; runtime/hyper_node.h), job uid → HyperNode name.
   std::map<std::string, std::string> allocated_hyper_nodes;

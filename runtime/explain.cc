@@ -18,14 +18,41 @@ namespace kiln {
 
 namespace {
 
+// The texts, without their codes (reason_codes.h), as Volcano's Status.Message() joins them.
 std::string JoinReasons(const std::vector<std::string>& reasons) {
   std::string out;
-  for (size_t i = 0; i < reasons.size(); ++i) out += (i ? ", " : "") + reasons[i];
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    if (i) out += ", ";
+    out += SplitCodedReason(reasons[i]).text;
+  }
   return out;
 }
 
 PluginAnswer AnswerOf(const PluginStatus& st) {
-  return PluginAnswer{st.plugin, st.code, JoinReasons(st.reasons)};
+  return PluginAnswer{st.plugin, st.code, JoinReasons(st.reasons), CodesOf(st)};
+}
+
+// A list of codes stored as one string (the compact form keeps strings once).
+std::string JoinCodes(const std::vector<std::string>& codes) {
+  std::string out;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    if (i) out += kReasonCodeMark;
+    out += codes[i];
+  }
+  return out;
+}
+
+std::vector<std::string> SplitCodes(const std::string& joined) {
+  std::vector<std::string> out;
+  if (joined.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = joined.find(kReasonCodeMark, start);
+    out.push_back(joined.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -51,6 +78,7 @@ TaskExplain ExplainTask(const Session& ssn, const Task* t) {
     if (std::optional<FitError> e = ssn.PredicateFn(t, n)) {
       ne.code = e->statuses.front().code;
       ne.reason = JoinReasons(e->statuses.front().reasons);
+      ne.codes = CodesOf(e->statuses.front());
     }
     ResourceIdList insufficient;
     if (t->init_resreq().LessEqual(n->idle, DimensionDefault::Zero)) {
@@ -143,6 +171,7 @@ void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
     if (std::optional<ValidateResult> v = ssn.JobValid(j)) {
       je.valid = false;
       je.invalid_reason = fmt::format("{}: {}", v->plugin, v->reason);
+      je.invalid_code = v->reason;  // Volcano's reasons are stable codes already
       if (!v->message.empty()) je.invalid_reason += ": " + v->message;
     }
     je.starving = ssn.JobStarving(j);
@@ -183,11 +212,12 @@ Explanation ExplainAtOpen(Session& ssn, const std::set<std::string>& pods) {
 }
 
 void ExplainRecorder::Record(const Session& ssn, std::string_view action, const Task* t,
-                             std::string_view note) {
+                             std::string_view note, std::string_view note_code) {
   if (!pods_.empty() && !pods_.count(t->Key())) return;
   TaskExplain te = ExplainTask(ssn, t);
   te.action = std::string(action);
   te.note = std::string(note);
+  te.note_code = std::string(note_code);
   auto [it, inserted] = position_.try_emplace(te.key, explanation_.tasks.size());
   if (!inserted) {
     explanation_.tasks.Replace(it->second, te);
@@ -200,6 +230,8 @@ void ExplainRecorder::Finish(Session& ssn) {
   ExplainJobsAndQueues(ssn, explanation_);
   for (JobExplain& j : explanation_.jobs)
     if (auto it = gang_eviction_.find(j.uid); it != gang_eviction_.end()) j.gang_eviction = it->second;
+  for (JobExplain& j : explanation_.jobs)
+    if (auto it = admission_.find(j.uid); it != admission_.end()) j.admission = it->second;
   for (JobExplain& j : explanation_.jobs) {
     auto it = topology_.find(j.uid);
     if (it == topology_.end()) continue;
@@ -220,7 +252,10 @@ void ExplainRecorder::ApplyResults(const SessionResult& result) {
       tasks.SetResult(i, "pipelined", p->second);
     } else {
       auto u = result.unschedulable.find(key);
-      tasks.SetResult(i, "unschedulable", u != result.unschedulable.end() ? u->second : "");
+      auto c = result.unschedulable_codes.find(key);
+      tasks.SetResult(i, "unschedulable", u != result.unschedulable.end() ? u->second : "",
+                      c != result.unschedulable_codes.end() ? c->second
+                                                            : std::vector<std::string>{});
     }
   }
 }
@@ -257,12 +292,14 @@ ExplainedTasks::Task ExplainedTasks::Compact(const TaskExplain& t) {
   out.job = s.Intern(t.job);
   out.action = s.Intern(t.action);
   out.note = s.Intern(t.note);
+  out.note_code = s.Intern(t.note_code);
   out.result_kind = s.Intern(t.result_kind);
   out.result_value = s.Intern(t.result_value);
+  out.result_codes = s.Intern(JoinCodes(t.result_codes));
   if (t.pre_predicate) {
     out.has_pre = true;
     out.pre = Pred{s.Intern(t.pre_predicate->plugin), s.Intern(t.pre_predicate->reason),
-                   t.pre_predicate->code};
+                   s.Intern(JoinCodes(t.pre_predicate->codes)), t.pre_predicate->code};
   }
   out.rows.reserve(t.nodes.size());
   for (const NodeExplain& n : t.nodes) {
@@ -271,6 +308,7 @@ ExplainedTasks::Task ExplainedTasks::Compact(const TaskExplain& t) {
     r.total = n.total;
     r.node = s.Intern(n.node);
     r.reason = s.Intern(n.reason);
+    r.codes = s.Intern(JoinCodes(n.codes));
     r.fits = s.Intern(n.fits);
     r.score_error = s.Intern(n.score_error);
     for (const std::string& dim : n.insufficient)
@@ -281,7 +319,8 @@ ExplainedTasks::Task ExplainedTasks::Compact(const TaskExplain& t) {
     r.code = n.code;
     r.scored = n.scored;
     for (const PluginAnswer& a : n.predicates)
-      out.preds.push_back(Pred{s.Intern(a.plugin), s.Intern(a.reason), a.code});
+      out.preds.push_back(
+          Pred{s.Intern(a.plugin), s.Intern(a.reason), s.Intern(JoinCodes(a.codes)), a.code});
     for (const auto& [plugin, v] : n.scores) out.scores.push_back(Score{v, s.Intern(plugin)});
     for (const auto& [plugin, v] : n.batch_scores) out.scores.push_back(Score{v, s.Intern(plugin)});
     out.rows.push_back(r);
@@ -297,9 +336,11 @@ void ExplainedTasks::Replace(size_t i, const TaskExplain& t) { tasks_[i] = Compa
 
 const std::string& ExplainedTasks::key(size_t i) const { return strings_->at(tasks_[i].key); }
 
-void ExplainedTasks::SetResult(size_t i, std::string_view kind, std::string_view value) {
+void ExplainedTasks::SetResult(size_t i, std::string_view kind, std::string_view value,
+                               const std::vector<std::string>& codes) {
   tasks_[i].result_kind = strings_->Intern(kind);
   tasks_[i].result_value = strings_->Intern(value);
+  tasks_[i].result_codes = strings_->Intern(JoinCodes(codes));
 }
 
 TaskExplain ExplainedTasks::operator[](size_t i) const {
@@ -310,9 +351,13 @@ TaskExplain ExplainedTasks::operator[](size_t i) const {
   t.job = s.at(c.job);
   t.action = s.at(c.action);
   t.note = s.at(c.note);
+  t.note_code = s.at(c.note_code);
   t.result_kind = s.at(c.result_kind);
   t.result_value = s.at(c.result_value);
-  if (c.has_pre) t.pre_predicate = PluginAnswer{s.at(c.pre.plugin), c.pre.code, s.at(c.pre.reason)};
+  t.result_codes = SplitCodes(s.at(c.result_codes));
+  if (c.has_pre)
+    t.pre_predicate = PluginAnswer{s.at(c.pre.plugin), c.pre.code, s.at(c.pre.reason),
+                                   SplitCodes(s.at(c.pre.codes))};
   t.nodes.resize(c.rows.size());
   size_t p = 0, k = 0;
   for (size_t r = 0; r < c.rows.size(); ++r) {
@@ -321,6 +366,7 @@ TaskExplain ExplainedTasks::operator[](size_t i) const {
     n.node = s.at(row.node);
     n.code = row.code;
     n.reason = s.at(row.reason);
+    n.codes = SplitCodes(s.at(row.codes));
     n.fits = s.at(row.fits);
     n.score_error = s.at(row.score_error);
     ForEachBit(row.insufficient,
@@ -330,7 +376,8 @@ TaskExplain ExplainedTasks::operator[](size_t i) const {
     n.total = row.total;
     for (uint16_t j = 0; j < row.preds; ++j, ++p)
       n.predicates.push_back(PluginAnswer{s.at(c.preds[p].plugin), c.preds[p].code,
-                                          s.at(c.preds[p].reason)});
+                                          s.at(c.preds[p].reason),
+                                          SplitCodes(s.at(c.preds[p].codes))});
     for (uint16_t j = 0; j < row.scores; ++j, ++k)
       n.scores.emplace_back(s.at(c.scores[k].plugin), c.scores[k].value);
     for (uint16_t j = 0; j < row.batch; ++j, ++k)

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "runtime/fit_error.h"
+#include "runtime/reason_codes.h"
 #include "runtime/resource.h"
 
 namespace kiln {
@@ -45,12 +46,14 @@ struct PluginAnswer {
   std::string plugin;
   StatusCode code = StatusCode::Success;
   std::string reason;  // the reasons joined by ", " (Volcano's Status.Message())
+  std::vector<std::string> codes;  // each reason's stable code (reason_codes.h), in order
 };
 
 struct NodeExplain {
   std::string node;
   StatusCode code = StatusCode::Success;  // the session's combined status
   std::string reason;
+  std::vector<std::string> codes;  // the combined reasons' codes, in order
   std::vector<PluginAnswer> predicates;
   // The allocate action's own resource check, made before the predicates: "idle" (the pod fits
   // the node's idle resources: it would be bound), "futureIdle" (it fits once releasing pods are
@@ -71,12 +74,15 @@ struct TaskExplain {
   std::string job;     // job uid ("" for none)
   std::string action;  // the action that recorded it ("" at open)
   std::string note;    // why the action gave up without trying nodes, when it did
+  std::string note_code;  // the note's stable code
   std::optional<PluginAnswer> pre_predicate;  // the failing pre_predicate, when one failed
   std::vector<NodeExplain> nodes;             // in node order
   // What the session finally did with the pod (recorded mode): "bound", "pipelined" or
   // "unschedulable", and the node or the FitError text.
   std::string result_kind;
   std::string result_value;
+  // For "unschedulable": the codes of the reasons the FitError text counts (reason_codes.h).
+  std::vector<std::string> result_codes;
 };
 
 // A figure a policy shows for a queue (the `show` standard-library functions).
@@ -109,6 +115,7 @@ struct HyperNodeTry {
   // keep it), "outside the domain the job already runs in" (the gradient did not keep it), or
   // "gang not satisfiable inside it" (the dry run could not make the job ready or pipelined).
   std::string reason;
+  std::string reason_code;  // the reason's stable code (docs/reasons.md)
   std::optional<double> score;  // hyper_node_order's score (subJob) / the Σ of the sub-job
                                 // scores (job), for "chosen" and "solution"
 };
@@ -134,6 +141,7 @@ struct EvictionDomainTry {
   // cover the need" (even every bundle with the domain's idle and releasing resources), or
   // "gang not placeable" (no plan placed the gang after evicting, `detail` says which part).
   std::string reason;
+  std::string reason_code;  // the reason's stable code (docs/reasons.md)
   std::string detail;
   // The bundles the domain offered, in the order they were added: "<job> safe|whole: pods".
   std::vector<std::string> bundles;
@@ -158,6 +166,9 @@ struct JobExplain {
   bool pipelined = false;
   bool valid = true;
   std::string invalid_reason;  // "plugin: reason: message" when not valid
+  std::string invalid_code;    // the validation's reason (Volcano's own stable reasons)
+  // Why enqueue left the PodGroup Pending this session (recorded mode; its vote's refusal).
+  std::optional<AdmissionRefusal> admission;
   bool starving = false;
   std::string phase;  // at the moment it was explained
   std::optional<TopologyExplain> topology;  // when allocate searched HyperNodes for the job
@@ -181,7 +192,8 @@ class ExplainedTasks {
   void Replace(size_t i, const TaskExplain& t);
   TaskExplain operator[](size_t i) const;  // expanded
   const std::string& key(size_t i) const;
-  void SetResult(size_t i, std::string_view kind, std::string_view value);
+  void SetResult(size_t i, std::string_view kind, std::string_view value,
+                 const std::vector<std::string>& codes = {});
   // Bytes held (for measurements).
   size_t MemoryBytes() const;
 
@@ -214,6 +226,7 @@ class ExplainedTasks {
   struct Pred {
     uint32_t plugin;
     uint32_t reason;
+    uint32_t codes;  // the codes joined by kReasonCodeMark
     StatusCode code;
   };
   struct Score {
@@ -225,6 +238,7 @@ class ExplainedTasks {
     double total;
     uint32_t node;
     uint32_t reason;
+    uint32_t codes;
     uint32_t fits;
     uint32_t score_error;
     uint32_t insufficient;  // bit per ResourceId
@@ -235,7 +249,7 @@ class ExplainedTasks {
     bool scored;
   };
   struct Task {
-    uint32_t key, job, action, note, result_kind, result_value;
+    uint32_t key, job, action, note, note_code, result_kind, result_value, result_codes;
     bool has_pre = false;
     Pred pre{};
     std::vector<Row> rows;
@@ -282,7 +296,7 @@ class ExplainRecorder {
   // An action is about to place `t` (or has given it up): evaluate it now. A later record of the
   // same pod replaces the earlier one (the last consideration decided its fate).
   void Record(const Session& ssn, std::string_view action, const Task* t,
-              std::string_view note = {});
+              std::string_view note = {}, std::string_view note_code = {});
   // allocate's HyperNode search for the job `uid`; a later search of the same job replaces it.
   void RecordTopology(const std::string& uid, TopologyExplain t) {
     topology_[uid] = std::move(t);
@@ -290,6 +304,10 @@ class ExplainRecorder {
   // gangpreempt's or gangreclaim's attempt for the job `uid`; a later one replaces it.
   void RecordGangEviction(const std::string& uid, GangEvictionExplain g) {
     gang_eviction_[uid] = std::move(g);
+  }
+  // enqueue refused the job `uid` this session; a later refusal replaces it.
+  void RecordAdmission(const std::string& uid, AdmissionRefusal r) {
+    admission_[uid] = std::move(r);
   }
   // Jobs and queues as the actions left them; call before the session closes.
   void Finish(Session& ssn);
@@ -308,6 +326,7 @@ class ExplainRecorder {
   std::unordered_map<std::string, size_t> position_;  // pod key → index in explanation_.tasks
   std::map<std::string, TopologyExplain> topology_;    // job uid → its HyperNode search
   std::map<std::string, GangEvictionExplain> gang_eviction_;  // job uid → its gang eviction
+  std::map<std::string, AdmissionRefusal> admission_;  // job uid → enqueue's refusal
   std::vector<std::pair<std::string, std::vector<Figure>>>* sink_ = nullptr;
 };
 

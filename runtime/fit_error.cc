@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "runtime/reason_codes.h"
+
 namespace kiln {
 
 std::string_view ToString(StatusCode c) {
@@ -38,7 +40,7 @@ FitError::FitError(std::string task, std::string node, StatusCode code, std::str
 std::vector<std::string> FitError::Reasons() const {
   std::vector<std::string> out;
   for (const auto& s : statuses)
-    for (const auto& r : s.reasons) out.push_back(r);
+    for (const auto& r : s.reasons) out.push_back(ReasonText(r));  // codes stay out of texts
   return out;
 }
 
@@ -73,7 +75,7 @@ bool FitErrors::HasUnresolvable(std::string_view node_name) const {
 }
 
 std::string FitErrors::Message() const {
-  if (errors_.empty()) return error_;
+  if (errors_.empty()) return ReasonText(error_);
   // Kubernetes counts each distinct reason once per node.
   std::map<std::string, int> histogram;
   for (const auto& e : errors_) {
@@ -91,7 +93,7 @@ std::string FitErrors::Message() const {
   for (auto& [count, reason] : sorted) parts.push_back(fmt::format("{} {}", count, reason));
   int total = total_nodes_ >= 0 ? total_nodes_ : static_cast<int>(errors_.size());
   std::string head =
-      error_.empty() ? fmt::format("0/{} nodes are available", total) : error_;
+      error_.empty() ? fmt::format("0/{} nodes are available", total) : ReasonText(error_);
   std::string message = fmt::format("{}: {}.", head, fmt::join(parts, ", "));
   // Volcano names the HyperNode a job with a network topology was tried in.
   if (!hyper_node_.empty()) return fmt::format("In hyperNode {}: {}", hyper_node_, message);

@@ -1,9 +1,12 @@
 #pragma once
 // PodGroup status comparisons shared by the cluster bindings.
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/model.h"
+#include "runtime/reason_codes.h"
 
 namespace kiln {
 
@@ -17,6 +20,45 @@ inline bool SameConditions(const std::vector<PodGroupCondition>& a,
         a[i].message != b[i].message)
       return false;
   return true;
+}
+
+// Kiln's addition to the conditions a binding writes (docs/reasons.md, "PodGroup conditions"): a
+// PodGroup enqueue refused gets an `Unschedulable` condition whose reason is the refusal's stable
+// code, where Volcano writes none of its own: Volcano's gang writes `NotEnoughResources` for a
+// PodGroup with pods, and nothing for one without. A Volcano condition is never replaced; Kiln's
+// own (known by its message) is replaced by the next refusal and dropped once the PodGroup is
+// admitted.
+inline constexpr std::string_view kAdmissionConditionPrefix = "enqueue did not admit the PodGroup: ";
+
+inline void SetAdmissionCondition(std::vector<PodGroupCondition>& conditions,
+                                  const AdmissionRefusal* refusal, TimeNs now,
+                                  const std::string& transition_id) {
+  auto ours = [](const PodGroupCondition& c) {
+    return c.type == "Unschedulable" && c.message.starts_with(kAdmissionConditionPrefix);
+  };
+  bool volcano_unschedulable = false;
+  for (const PodGroupCondition& c : conditions)
+    volcano_unschedulable |= c.type == "Unschedulable" && !ours(c);
+  if (refusal == nullptr || volcano_unschedulable) {
+    std::erase_if(conditions, ours);
+    return;
+  }
+  PodGroupCondition c;
+  c.type = "Unschedulable";
+  c.status = "True";
+  c.transition_id = transition_id;
+  c.last_transition_time = now;
+  c.reason = refusal->code;
+  c.message = std::string(kAdmissionConditionPrefix) +
+              (refusal->plugin.empty() ? std::string() : refusal->plugin + ": ") + refusal->message;
+  for (PodGroupCondition& old : conditions) {
+    if (!ours(old)) continue;
+    // The same refusal keeps its transition time, so an unchanged status is not written again.
+    if (old.reason == c.reason && old.message == c.message) return;
+    old = std::move(c);
+    return;
+  }
+  conditions.push_back(std::move(c));
 }
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
 #include "runtime/invariants.h"
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 #include "runtime/yaml_util.h"
 
@@ -89,6 +90,7 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   for (const Queue* q : ssn.cluster().queues())
     if (std::optional<Resource> r = ShownDeserved(ssn, q)) deserved.emplace(q, *r);
   if (hooks != nullptr && hooks->after_open) hooks->after_open(ssn);
+  AdmissionSink admissions(&result.admission_refusals);  // enqueue's refusals, this thread
   for (const std::string& name : conf.actions) {
     const Action* action = FindAction(name);
     assert(action != nullptr);  // checked by ResolvePlugins
@@ -120,7 +122,10 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
     result.pipelined[p.task->Key()] = p.node->name;
     if (p.task->eviction_occurred) result.nominated[p.task->Key()] = p.node->name;
   }
-  for (const auto& [task, reason] : d.unschedulable) result.unschedulable[task->Key()] = reason;
+  for (const auto& [task, reason] : d.unschedulable) {
+    result.unschedulable[task->Key()] = reason;
+    result.unschedulable_codes[task->Key()] = UnschedulableCodes(*task);
+  }
   if (const HyperNodeTree* tree = ssn.cluster().hyper_nodes()) {
     for (const Job* job : ssn.cluster().jobs())
       if (job->HasNetworkTopology() && job->allocated_hyper_node != nullptr)

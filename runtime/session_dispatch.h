@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 
 // Where a Status/Validation handler writes its reasons.
@@ -190,7 +191,7 @@ std::optional<PluginStatus> Session::CombineFirstError(A... args) const {
     int32_t code = Fn<P>(r.fn)(r.ctx, args..., &out);
     if (scope.faulted()) {
       st.code = StatusCode::Error;
-      st.reasons = {fmt::format("plugin {} failed", plugins_[r.slot].name)};
+      st.reasons = {CodedReason("PluginFailed", fmt::format("plugin {} failed", plugins_[r.slot].name))};
       st.plugin = plugins_[r.slot].name;
       return st;
     }
@@ -251,9 +252,20 @@ bool Session::CombineVote(A... args) const {
       const auto& r = hs[i];
       if (plugin_disabled(r.slot)) continue;
       CallScope scope(this, r.slot, P);
+      // Enqueue reports who refused a PodGroup and what it said (reject_with, reason_codes.h);
+      // the other votes are asked far more often and nobody reads their refusals.
+      constexpr bool kSaysWhy = P == ExtensionPoint::JobEnqueueable;
+      if constexpr (kSaysWhy) ClearStatedVoteReason();
       int32_t v = Fn<P>(r.fn)(r.ctx, args...);
       if (scope.faulted()) continue;
-      if (v < 0) return false;
+      if (v < 0) {
+        if constexpr (kSaysWhy) {
+          AdmissionRefusal refusal = TakeStatedVoteReason();
+          refusal.plugin = plugins_[r.slot].name;
+          SetLastVoteRefusal(std::move(refusal));
+        }
+        return false;
+      }
       if (v > 0) permitted = true;
     }
     if (permitted) return true;

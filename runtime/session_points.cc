@@ -433,7 +433,7 @@ std::vector<PluginStatus> Session::PredicateEach(const Task* t, const Node* n) c
     st.plugin = plugins_[r.slot].name;
     if (scope.faulted()) {
       st.code = StatusCode::Error;
-      st.reasons = {fmt::format("plugin {} failed", st.plugin)};
+      st.reasons = {CodedReason("PluginFailed", fmt::format("plugin {} failed", st.plugin))};
     } else {
       st.code = code >= 0 && code <= 5 ? static_cast<StatusCode>(code) : StatusCode::Error;
       if (st.code == StatusCode::Success) st.reasons.clear();

@@ -16,13 +16,25 @@ namespace kiln {
 
 namespace {
 
-const char* ReasonText(uint8_t r) {
+const char* TryReasonText(uint8_t r) {
   switch (r) {
     case 1: return "tier above highestTierAllowed";
     case 2: return "not enough resources";
     case 3: return "outside the domain the job already runs in";
     case 4: return "gang not satisfiable inside it";
     case 5: return "nominated by gang eviction";
+  }
+  return "";
+}
+
+// The stable code of each reason above (docs/reasons.md).
+const char* TryReasonCode(uint8_t r) {
+  switch (r) {
+    case 1: return "TopologyTierNotAllowed";
+    case 2: return "TopologyInsufficientResource";
+    case 3: return "TopologyOutsideDomain";
+    case 4: return "TopologyGangNotSatisfiable";
+    case 5: return "TopologyNominated";
   }
   return "";
 }
@@ -132,7 +144,7 @@ std::string TopologyTrail::Summary(const Job* job) const {
   out += "no HyperNode could hold the gang: ";
   for (size_t g = 0; g < groups.size(); ++g)
     out += fmt::format("{}{} ({})", g ? "; " : "", fmt::join(groups[g].second, ", "),
-                       ReasonText(groups[g].first));
+                       TryReasonText(groups[g].first));
   return out;
 }
 
@@ -155,16 +167,21 @@ void TopologyTrail::End(Job* job, bool placed) {
         case Outcome::Kept: h.outcome = "notTried"; break;
         case Outcome::Rejected:
           h.outcome = "rejected";
-          h.reason = ReasonText(static_cast<uint8_t>(e.reason));
+          h.reason = TryReasonText(static_cast<uint8_t>(e.reason));
+          h.reason_code = TryReasonCode(static_cast<uint8_t>(e.reason));
           break;
         case Outcome::NoSolution:
           h.outcome = "rejected";
-          h.reason = ReasonText(4);
+          h.reason = TryReasonText(4);
+          h.reason_code = TryReasonCode(4);
           break;
         case Outcome::Solution: h.outcome = "solution"; break;
         case Outcome::Chosen:
           h.outcome = "chosen";
-          if (e.reason == Reason::Nominated) h.reason = ReasonText(5);
+          if (e.reason == Reason::Nominated) {
+            h.reason = TryReasonText(5);
+            h.reason_code = TryReasonCode(5);
+          }
           break;
       }
       if (e.scored) h.score = e.score;

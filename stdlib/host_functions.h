@@ -32,6 +32,13 @@ void kiln_host_set_pod_annotation(void* ctx, const kiln::Task* task, const char*
                                   size_t key_len, const char* value, size_t value_len);
 void kiln_host_remove_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
                                      size_t key_len);
+// stdlib `coded(code, text)`: the text marked with its reason code (runtime/reason_codes.h),
+// built in the call arena.
+KStr kiln_host_coded(const char* code, size_t code_len, const char* text, size_t text_len);
+// stdlib `reject_with(code, message)`: -1 (reject), with the code and message kept for the vote's
+// dispatcher (runtime/reason_codes.h).
+int32_t kiln_host_reject_with(void* ctx, const char* code, size_t code_len, const char* message,
+                              size_t message_len);
 // stdlib `to_upper`: ASCII upper case, built in the call arena.
 KStr kiln_host_to_upper(const char* s, size_t s_size);
 // set_fit_error(job, message): the job's JobFitErrors (Session::SetJobFitError).

@@ -170,6 +170,10 @@ const Function kFunctions[] = {
     {"results", "fit_skip", "", "(string) -> Fit", INTRINSIC(FitSkip), "fit status Skip (5)"},
     {"results", "combine", "", "(Fit, Fit) -> Fit", INTRINSIC(Combine),
      "fits if both fit; otherwise the reasons of both, in order, with the more severe code"},
+    {"results", "coded", "", "(string, string) -> string", HOST(kiln_host_coded),
+     "coded(code, text): a reason text that carries its stable code (docs/reasons.md), for "
+     "unschedulable/unresolvable/fit_error: explain, whatif and the PodGroup condition show the "
+     "code, every text output shows the text alone"},
     {"results", "invalid", "", "(string, string) -> Validation", INTRINSIC(Invalid),
      "an invalid job: reason, message"},
     {"results", "victims", "", "(list<Task>) -> Victims", INTRINSIC(Victims),
@@ -201,6 +205,10 @@ const Function kFunctions[] = {
     {"session", "show_number", "", "(string, float)", SESSION(kiln_host_show_number),
      "show_number(name, x): in a show_queue handler, a number `kiln explain` prints for the "
      "queue (a share, a weight)"},
+
+    {"session", "reject_with", "", "(string, string) -> Vote", SESSION(kiln_host_reject_with),
+     "reject_with(code, message): `reject`, saying why (docs/reasons.md): in job_enqueueable, "
+     "explain and the session's result name the plugin, the code and the message"},
 
     {"session", "victim_order", "", "(Task, list<Task>) -> list<Task>",
      SESSION(kiln_host_victim_order),

@@ -1,6 +1,7 @@
 #include "compiler/host/host_symbols.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_set>
 
 #include "compiler/codegen/policy_context.h"
@@ -8,6 +9,7 @@
 #include "runtime/actions/helpers.h"
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 #include "stdlib/library.h"
 
@@ -222,6 +224,35 @@ void kiln_host_show_resource(void* ctx, const char* name, size_t name_len,
 
 void kiln_host_show_number(void* ctx, const char* name, size_t name_len, double x) {
   ShowFigure(ctx, name, name_len, x);
+}
+
+KStr kiln_host_coded(const char* code, size_t code_len, const char* text, size_t text_len) {
+  if (!kiln::ChargeHostWork(static_cast<int64_t>(code_len + text_len))) return KStr{"", 0};
+  try {
+    std::string coded = kiln::CodedReason(std::string_view(code ? code : "", code ? code_len : 0),
+                                          std::string_view(text ? text : "", text ? text_len : 0));
+    char* bytes = static_cast<char*>(kiln_rt_alloc(static_cast<int64_t>(coded.size()) + 1));
+    if (!bytes) return KStr{"", 0};
+    std::memcpy(bytes, coded.data(), coded.size());
+    return KStr{bytes, coded.size()};
+  } catch (const std::exception& e) {
+    std::string msg = std::string("coded: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+    return KStr{"", 0};
+  }
+}
+
+int32_t kiln_host_reject_with(void* /*ctx*/, const char* code, size_t code_len,
+                              const char* message, size_t message_len) {
+  if (!kiln::ChargeHostWork(static_cast<int64_t>(code_len + message_len))) return -1;
+  try {
+    kiln::StateVoteReason(std::string(code ? code : "", code ? code_len : 0),
+                          std::string(message ? message : "", message ? message_len : 0));
+  } catch (const std::exception& e) {
+    std::string msg = std::string("reject_with: ") + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+  return -1;
 }
 
 void kiln_host_mark_selected(const void* const* candidates, int64_t n, const void* const* chosen,

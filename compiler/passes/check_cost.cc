@@ -639,6 +639,7 @@ class CostEstimator {
     if (f == "split") return Mul(Constant(2), str(0));
     if (f == "json_quote") return Mul(Constant(2), str(0));
     if (f == "to_upper") return str(0);
+    if (f == "coded" || f == "reject_with") return Add(str(0), str(1));
     if (f == "set_pod_annotation") return Add(str(1), str(2));
     if (f.starts_with("json_") || f.starts_with("parse_json_")) return Mul(Constant(8), str(0));
     if (f == "http_post") return str(1);

@@ -241,17 +241,21 @@ class AllocateRun {
       // 3a.
       if (!ssn_.Allocatable(job->queue, t)) {
         if (ExplainRecorder* r = ssn_.explain())
-          r->Record(ssn_, "allocate", t, "the queue cannot take the task (allocatable)");
+          r->Record(ssn_, "allocate", t, "the queue cannot take the task (allocatable)",
+                    "QueueNotAllocatable");
         continue;
       }
       // 3b.
       if (RoleFailedBefore(job, sub, t)) {
         FitErrors errors;
-        errors.SetError(fmt::format("Task {} with role spec {} has already predicated failed, skip",
-                                    t->name, t->role));
+        errors.SetError(CodedReason(
+            "RoleAlreadyFailed",
+            fmt::format("Task {} with role spec {} has already predicated failed, skip", t->name,
+                        t->role)));
         RecordFitErrors(job, t, std::move(errors));
         if (ExplainRecorder* r = ssn_.explain())
-          r->Record(ssn_, "allocate", t, "a task of the same role already failed its predicates");
+          r->Record(ssn_, "allocate", t, "a task of the same role already failed its predicates",
+                    "RoleAlreadyFailed");
         continue;
       }
       // 3c.
@@ -291,7 +295,8 @@ class AllocateRun {
       Node* best = actions::BestNodeOfSearch(ssn_, t, found, pool_);
       if (best == nullptr) {
         if (ExplainRecorder* r = ssn_.explain())
-          r->Record(ssn_, "allocate", t, "no node scored high enough to be selected");
+          r->Record(ssn_, "allocate", t, "no node scored high enough to be selected",
+                    "NoNodeSelected");
         continue;
       }
       // 3f.

@@ -104,7 +104,8 @@ class Backfill final : public Action {
             spdlog::error("backfill: allocating task {} on node {} failed: {}", t->Key(),
                           node->name, s.error().message);
             FitErrors errors;
-            errors.Add(FitError(t->uid, node->name, StatusCode::Error, s.error().message));
+            errors.Add(FitError(t->uid, node->name, StatusCode::Error,
+                                CodedReason("PredicateError", s.error().message)));
             ssn.RecordFitErrors(t, std::move(errors));
           }
         }

@@ -8,13 +8,16 @@
 //      (JobOrderFn). No JobValid check here (Volcano has none).
 //   2. Pop the best queue; a queue without pending jobs is dropped. Pop its best job and admit it
 //      when its PodGroup has no minResources or JobEnqueueable permits: JobEnqueued, phase
-//      Inqueue. A rejected job simply waits for the next cycle. Push the queue back, so queues
-//      take turns by their (updated) order.
+//      Inqueue. A rejected job simply waits for the next cycle; who refused it and why (the
+//      vote's refusal, reason_codes.h) goes to the session's result and to explain. Push the queue
+//      back, so queues take turns by their (updated) order.
 
 #include <unordered_map>
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/priority_queue.h"
+#include "runtime/explain.h"
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -46,12 +49,28 @@ class Enqueue final : public Action {
       auto& jobs = jobs_by_queue.at(queue);
       if (jobs.Empty()) continue;
       Job* job = jobs.Pop();
+      SetLastVoteRefusal({});
       if (!job->has_min_resources || ssn.JobEnqueueable(job)) {
         ssn.JobEnqueued(job);
         job->phase = PodGroupPhase::Inqueue;
+      } else {
+        Refused(ssn, job);
       }
       queues.Push(queue);
     }
+  }
+
+ private:
+  static void Refused(Session& ssn, const Job* job) {
+    AdmissionRefusal refusal = LastVoteRefusal();
+    // A bare `reject` says nothing; every plugin abstaining (a fallback that refuses) names none.
+    if (refusal.code.empty()) refusal.code = "EnqueueRejected";
+    if (refusal.message.empty())
+      refusal.message = refusal.plugin.empty()
+                            ? std::string("no plugin permitted the PodGroup")
+                            : refusal.plugin + " refused the PodGroup";
+    NoteAdmissionRefusal(job->uid, refusal);
+    if (ExplainRecorder* r = ssn.explain()) r->RecordAdmission(job->uid, std::move(refusal));
   }
 };
 

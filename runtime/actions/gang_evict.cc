@@ -266,17 +266,19 @@ class GangEvictRun {
         tried->tier = domain != nullptr ? domain->tier : 0;
         tried->outcome = "rejected";
       }
-      auto reject = [tried](std::string reason) {
-        if (tried != nullptr) tried->reason = std::move(reason);
+      auto reject = [tried](std::string reason, const char* code) {
+        if (tried == nullptr) return;
+        tried->reason = std::move(reason);
+        tried->reason_code = code;
       };
       std::span<Node* const> nodes = DomainNodes(domain);
       if (nodes.empty()) {
-        reject("no nodes");
+        reject("no nodes", "EvictionNoNodes");
         continue;
       }
       std::vector<Bundle> bundles = SelectBundles(job, need, nodes);
       if (bundles.empty()) {
-        reject("no victims");
+        reject("no victims", "EvictionNoVictims");
         continue;
       }
       Resource idle;
@@ -304,9 +306,9 @@ class GangEvictRun {
         }
       }
       if (!covered) {
-        reject("victims cannot cover the need");
+        reject("victims cannot cover the need", "EvictionVictimsInsufficient");
       } else {
-        reject("gang not placeable");
+        reject("gang not placeable", "EvictionGangNotPlaceable");
         if (tried != nullptr && !unplaced_.empty())
           tried->detail = unplaced_;
       }

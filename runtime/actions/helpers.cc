@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "runtime/reason_codes.h"
 #include "runtime/session.h"
 
 namespace kiln::actions {
@@ -381,7 +382,7 @@ FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
     for (size_t i = 0; i < parts.size(); ++i)
       message += fmt::format("{}{} {}", i ? ", " : "", parts[i].first, parts[i].second);
     message += ".";
-    errors.SetError(std::move(message));
+    errors.SetError(CodedReason("InsufficientResource", message));
     return errors;
   }
   for (size_t i = 0; i < rejections.size(); ++i) {
@@ -391,8 +392,9 @@ FitErrors BuildFitErrors(const Task* t, std::span<Node* const> examined,
     } else {
       errors.Add(
           FitError(t->uid, examined[i]->name, StatusCode::Unschedulable,
-                   fmt::format("Insufficient {}",
-                               ResourceNames::Name(static_cast<ResourceId>(r.insufficient)))));
+                   CodedReason("InsufficientResource",
+                               fmt::format("Insufficient {}", ResourceNames::Name(static_cast<
+                                                                  ResourceId>(r.insufficient))))));
     }
   }
   return errors;

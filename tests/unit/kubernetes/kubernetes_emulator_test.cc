@@ -631,6 +631,36 @@ TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {
   cluster.Stop();
 }
 
+// docs/reasons.md "PodGroup conditions": a PodGroup enqueue refused, with no condition of
+// Volcano's, gets Unschedulable with the refusal's code as its reason.
+TEST(KubernetesEmulator, RefusedPodGroupGetsItsReasonCodeWhereVolcanoWritesNone) {
+  Emulator emu;
+  ASSERT_TRUE(emu.Start(Manifests()));
+  KubernetesCluster cluster(emu.client(), FastOptions());
+  cluster.Start();
+  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SessionResult s;
+  s.index = 3;
+  s.pod_group_phases["ns/g"] = "Pending";
+  s.admission_refusals["ns/g"] = AdmissionRefusal{
+      "proportion", "QueueOverCapability", "queue resource quota insufficient: insufficient cpu"};
+  cluster.Apply(s);
+  ASSERT_TRUE(cluster.WaitForWrites(10s));
+  auto pg = emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
+  ASSERT_TRUE(pg.ok() && pg->ok());
+  json g = json::parse(pg->body);
+  ASSERT_EQ(g["status"]["conditions"].size(), 1u) << g["status"].dump();
+  const json& c = g["status"]["conditions"][0];
+  EXPECT_EQ(c["type"], "Unschedulable");
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "QueueOverCapability");
+  EXPECT_EQ(c["message"],
+            "enqueue did not admit the PodGroup: proportion: queue resource quota insufficient: "
+            "insufficient cpu");
+  EXPECT_EQ(c["transitionID"], "session-3");
+  cluster.Stop();
+}
+
 TEST(KubernetesEmulator, DisabledWritesWriteNothing) {
   Emulator emu;
   ASSERT_TRUE(emu.Start(Manifests()));

@@ -209,6 +209,7 @@ const std::vector<Case>& Cases() {
       {"fit_wait", {R"("r")"}, R"(? got.code == 4 and got.reason == "r")"},
       {"fit_skip", {R"("r")"}, R"(? got.code == 5 and got.reason == "r")"},
       {"combine", {R"(unschedulable("a"))", R"(unresolvable("b"))"}, "? got.code == 3"},
+      {"coded", {R"("C")", R"("text")"}, R"(? ends_with(got, "text") and contains(got, "C") and got != "Ctext")"},
       {"invalid", {R"("r")", R"("m")"}, ""},
       {"victims", {"[task]"}, ""},
       {"abstain_victims", {}, ""},
@@ -223,6 +224,7 @@ const std::vector<Case>& Cases() {
       {"show", {R"("x")", "resource{cpu: 1}"}, "", false},
       {"show_number", {R"("x")", "1.5"}, "", false},
       {"victim_order", {"task", "[task]"}, "", false},
+      {"reject_with", {R"("C")", R"("m")"}, "", false},
       // http (the network: compiled only)
       {"http_post", {R"("http://127.0.0.1:9/")", R"("{}")", "1s"}, "", false},
   };

@@ -1,0 +1,1 @@
+explain tests/cli/explain/data/empty-podgroup.yaml --output table
