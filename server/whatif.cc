@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -127,26 +132,37 @@ std::string JoinResources(const std::vector<std::string>& dims) {
 
 // The reasons the explanation of one pod gives: its pre-predicate, the action's note, then each
 // distinct node rejection once, with how many nodes gave it.
+// A reason's stable code (docs/reasons.md): the first of the codes its texts carry.
+std::string FirstCode(const std::vector<std::string>& codes) {
+  return codes.empty() || codes.front().empty() ? "Unspecified" : codes.front();
+}
+
 std::vector<WhatIfReason> ReasonsOf(const TaskExplain& t) {
   std::vector<WhatIfReason> out;
   if (t.pre_predicate)
-    out.push_back({"", fmt::format("{}: {}", t.pre_predicate->plugin, t.pre_predicate->reason)});
-  if (!t.note.empty()) out.push_back({"", t.note});
-  std::vector<std::pair<std::string, int>> seen;
-  auto add = [&](const std::string& text) {
-    for (auto& [s, n] : seen)
-      if (s == text) {
-        ++n;
+    out.push_back({FirstCode(t.pre_predicate->codes),
+                   fmt::format("{}: {}", t.pre_predicate->plugin, t.pre_predicate->reason)});
+  if (!t.note.empty()) out.push_back({t.note_code.empty() ? "Unspecified" : t.note_code, t.note});
+  struct Seen {
+    std::string code, text;
+    int nodes;
+  };
+  std::vector<Seen> seen;
+  auto add = [&](const std::string& code, const std::string& text) {
+    for (Seen& s : seen)
+      if (s.text == text) {
+        ++s.nodes;
         return;
       }
-    seen.emplace_back(text, 1);
+    seen.push_back({code, text, 1});
   };
   for (const NodeExplain& n : t.nodes) {
-    if (n.code != StatusCode::Success) add(n.reason);
-    else if (n.fits == "none") add("Insufficient " + JoinResources(n.insufficient));
+    if (n.code != StatusCode::Success) add(FirstCode(n.codes), n.reason);
+    else if (n.fits == "none")
+      add("InsufficientResource", "Insufficient " + JoinResources(n.insufficient));
   }
-  for (const auto& [text, n] : seen)
-    out.push_back({"", fmt::format("{} ({} node{})", text, n, n == 1 ? "" : "s")});
+  for (const Seen& s : seen)
+    out.push_back({s.code, fmt::format("{} ({} node{})", s.text, s.nodes, s.nodes == 1 ? "" : "s")});
   return out;
 }
 
@@ -390,6 +406,7 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
   auto phase = r.pod_group_phases.find(a.job);
   if (phase == r.pod_group_phases.end()) {
     a.admitted = false;
+    a.admission_code = "Unspecified";
     a.admission_message = fmt::format("PodGroup {} is not scheduled", a.job);
     for (const ClusterWarning& w : warnings)
       if (w.message.find(a.job) != std::string::npos) {
@@ -398,6 +415,11 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
       }
   } else if (phase->second == "Pending") {
     a.admitted = false;
+    // The session's own record of the refusal (the first plugin whose vote rejected it, with the
+    // code and message it gave); the probe below names every plugin that refuses it alone.
+    if (auto refusal = r.admission_refusals.find(a.job); refusal != r.admission_refusals.end())
+      a.admission_code = refusal->second.code;
+    if (a.admission_code.empty()) a.admission_code = "EnqueueRejected";
     std::vector<std::string> refusing =
         RefusingPlugins(cluster, set, now, a.job, ran->enqueue_voters);
     a.admission_plugin = fmt::format("{}", fmt::join(refusing, ","));
@@ -407,6 +429,9 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
                           "rejected it; none rejects it alone)")
             : fmt::format("{} rejected the PodGroup at enqueue (job_enqueueable): it stays Pending",
                           fmt::join(refusing, " and "));
+    if (auto refusal = r.admission_refusals.find(a.job);
+        refusal != r.admission_refusals.end() && !refusal->second.message.empty())
+      a.admission_message += fmt::format(" ({}: {})", refusal->second.plugin, refusal->second.message);
   } else {
     a.admitted = true;
   }
@@ -427,11 +452,14 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
     std::vector<WhatIfReason>& out = a.reasons[pod];
     // Not admitted: that is the reason; what gang says of a job allocate never saw follows.
     if (!a.admitted) out.push_back({a.admission_code, "not admitted: " + a.admission_message});
-    if (auto u = r.unschedulable.find(pod); u != r.unschedulable.end())
-      out.push_back({"", u->second});
+    if (auto u = r.unschedulable.find(pod); u != r.unschedulable.end()) {
+      auto codes = r.unschedulable_codes.find(pod);
+      out.push_back({codes == r.unschedulable_codes.end() ? "Unspecified" : FirstCode(codes->second),
+                     u->second});
+    }
     if (auto e = explained.find(pod); e != explained.end())
       for (WhatIfReason& w : e->second) out.push_back(std::move(w));
-    if (out.empty()) out.push_back({"", "no action considered the pod in this session"});
+    if (out.empty()) out.push_back({"Unspecified", "no action considered the pod in this session"});
   }
   return a;
 }
@@ -448,8 +476,43 @@ Result<Explanation> ExplainOffPath(ClusterSpec cluster, const std::set<std::stri
 
 // ---- the serve side ---------------------------------------------------------------------------
 
+struct OffPathRunner::Stats {
+  prometheus::Registry registry;
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter()
+          .Name("kiln_whatif_requests_total")
+          .Help("Off-path requests (POST /whatif, GET /explain) by outcome.")
+          .Register(registry);
+  prometheus::Counter& faults =
+      prometheus::BuildCounter()
+          .Name("kiln_whatif_policy_faults_total")
+          .Help("Policy faults in off-path sessions (not counted with the live ones).")
+          .Register(registry)
+          .Add({});
+  // 5 ms to about 20 s, doubling.
+  static prometheus::Histogram::BucketBoundaries Buckets() {
+    prometheus::Histogram::BucketBoundaries b;
+    for (double v = 0.005; v < 25; v *= 2) b.push_back(v);
+    return b;
+  }
+  prometheus::Histogram& session_seconds =
+      prometheus::BuildHistogram()
+          .Name("kiln_whatif_session_seconds")
+          .Help("Time spent in off-path sessions and their answers.")
+          .Register(registry)
+          .Add({}, Buckets());
+  prometheus::Histogram& snapshot_seconds =
+      prometheus::BuildHistogram()
+          .Name("kiln_whatif_snapshot_seconds")
+          .Help("Time spent copying the cluster for off-path sessions.")
+          .Register(registry)
+          .Add({}, Buckets());
+};
+
+OffPathRunner::~OffPathRunner() = default;
+
 OffPathRunner::OffPathRunner(Deps deps, WhatIfLimits limits)
-    : deps_(std::move(deps)), limits_(limits) {
+    : deps_(std::move(deps)), limits_(limits), stats_(std::make_unique<Stats>()) {
   // Off-path sessions keep no state across sessions: never the live store.
   deps_.sources.kept_state = nullptr;
 }
@@ -500,8 +563,8 @@ std::string Outcome(int status) {
 }  // namespace
 
 OffPathRunner::Reply OffPathRunner::Count(std::string_view endpoint, Reply r) {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  ++requests_[{std::string(endpoint), Outcome(r.status)}];
+  stats_->requests.Add({{"endpoint", std::string(endpoint)}, {"outcome", Outcome(r.status)}})
+      .Increment();
   return r;
 }
 
@@ -536,12 +599,8 @@ OffPathRunner::Reply OffPathRunner::WhatIf(std::string_view body, std::string_vi
   auto answer = RunWhatIf(std::move(cluster), *objects, **set, now);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!answer) return Count("whatif", JsonError(500, answer.error().Format()));
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    faults_ += answer->session.faults.size();
-    session_seconds_ += secs;
-    ++sessions_;
-  }
+  stats_->faults.Increment(static_cast<double>(answer->session.faults.size()));
+  stats_->session_seconds.Observe(secs);
   Reply r;
   r.body = WhatIfJson(*answer);
   return Count("whatif", std::move(r));
@@ -584,11 +643,7 @@ OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_v
   auto e = ExplainOffPath(std::move(cluster), pods, **set, now);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!e) return Count("explain", JsonError(500, e.error().Format()));
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    session_seconds_ += secs;
-    ++sessions_;
-  }
+  stats_->session_seconds.Observe(secs);
   // Only the job asked about and its queue: the others are another question.
   std::erase_if(e->jobs, [&](const JobExplain& j) { return j.uid != job; });
   if (!e->jobs.empty()) queue = e->jobs.front().queue;
@@ -602,32 +657,12 @@ ClusterSpec OffPathRunner::TakeSnapshot(TimeNs now) {
   auto start = std::chrono::steady_clock::now();
   ClusterSpec cluster = deps_.snapshot(now);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  snapshot_seconds_ += secs;
-  ++snapshots_;
+  stats_->snapshot_seconds.Observe(secs);
   return cluster;
 }
 
 std::string OffPathRunner::MetricsText() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  std::string out =
-      "# HELP kiln_whatif_requests_total Off-path requests (POST /whatif, GET /explain) by "
-      "outcome.\n# TYPE kiln_whatif_requests_total counter\n";
-  for (const auto& [key, n] : requests_)
-    out += fmt::format("kiln_whatif_requests_total{{endpoint=\"{}\",outcome=\"{}\"}} {}\n",
-                       key.first, key.second, n);
-  out += fmt::format(
-      "# HELP kiln_whatif_policy_faults_total Policy faults in off-path sessions (not counted with "
-      "the live ones).\n# TYPE kiln_whatif_policy_faults_total counter\n"
-      "kiln_whatif_policy_faults_total {}\n"
-      "# HELP kiln_whatif_session_seconds Time spent in off-path sessions.\n"
-      "# TYPE kiln_whatif_session_seconds summary\n"
-      "kiln_whatif_session_seconds_sum {}\nkiln_whatif_session_seconds_count {}\n"
-      "# HELP kiln_whatif_snapshot_seconds Time spent copying the cluster for off-path sessions.\n"
-      "# TYPE kiln_whatif_snapshot_seconds summary\n"
-      "kiln_whatif_snapshot_seconds_sum {}\nkiln_whatif_snapshot_seconds_count {}\n",
-      faults_, session_seconds_, sessions_, snapshot_seconds_, snapshots_);
-  return out;
+  return prometheus::TextSerializer().Serialize(stats_->registry.Collect());
 }
 
 }  // namespace kiln::server

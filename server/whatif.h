@@ -113,14 +113,15 @@ class OffPathRunner {
     std::function<std::string(const Explanation&)> explain_json;
   };
   explicit OffPathRunner(Deps deps, WhatIfLimits limits = {});
+  ~OffPathRunner();
 
   Reply WhatIf(std::string_view body, std::string_view content_type);
   // kind "pod" or "podgroup"; name "<ns>/<name>".
   Reply Explain(std::string_view kind, std::string_view name);
 
   // Prometheus text: kiln_whatif_requests_total{endpoint,outcome}, kiln_whatif_policy_faults_total,
-  // kiln_whatif_session_seconds_{sum,count} (the sessions and the answer) and
-  // kiln_whatif_snapshot_seconds_{sum,count} (the snapshot copy, under the binding's lock).
+  // kiln_whatif_session_seconds (histogram: the sessions and the answer) and
+  // kiln_whatif_snapshot_seconds (histogram: the snapshot copy, under the binding's lock).
   std::string MetricsText() const;
   const WhatIfLimits& limits() const { return limits_; }
 
@@ -138,13 +139,9 @@ class OffPathRunner {
   std::shared_ptr<const PolicySet> set_;
   uint64_t set_generation_ = 0;
 
-  mutable std::mutex stats_mu_;
-  std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (endpoint, outcome)
-  uint64_t faults_ = 0;
-  double session_seconds_ = 0;
-  uint64_t sessions_ = 0;
-  double snapshot_seconds_ = 0;
-  uint64_t snapshots_ = 0;
+  // kiln_whatif_* in a registry of their own (prometheus-cpp), apart from the live families.
+  struct Stats;
+  std::unique_ptr<Stats> stats_;
 
   ClusterSpec TakeSnapshot(TimeNs now);
 };
