@@ -212,10 +212,13 @@ class WhatIf(unittest.TestCase):
         self.assertFalse(got["admitted"])
         self.assertIn("overcommit", got["admission"]["plugin"].split(","), got)
         self.assertIn("enqueue", got["admission"]["message"])
+        # overcommit's stable code (docs/reasons.md), not a text to parse.
+        self.assertEqual(got["admission"]["code"], "EnqueueRejectedOvercommit", got)
         self.assertEqual(got["placements"], {})
         for pod in ("research/whatif-big-0", "research/whatif-big-1"):
             self.assertIn(pod, got["reasons"])
             self.assertIn("not admitted", got["reasons"][pod][0]["message"])
+            self.assertEqual(got["reasons"][pod][0]["code"], "EnqueueRejectedOvercommit")
 
     def test_a_job_that_fits_no_node_says_why(self):
         got = self.assert_equal_to_simulate(NO_NODE)
@@ -226,6 +229,10 @@ class WhatIf(unittest.TestCase):
         self.assertIn("node(s) didn't match Pod's node affinity/selector", text)
         for r in reasons:
             self.assertEqual(set(r), {"code", "message"})
+        codes = {r["code"] for r in reasons}
+        self.assertIn("NodeAffinityMismatch", codes, reasons)
+        self.assertNotIn("", codes)
+        self.assertNotIn("Unspecified", codes, reasons)
 
     def test_kiln_whatif_prints_json_and_a_table(self):
         path = os.path.join(self.tmp.name, "job.yaml")
