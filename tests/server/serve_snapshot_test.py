@@ -15,11 +15,9 @@ Run with Debian's python3 (PyYAML): serve_snapshot_test.py KILN [TestCase.test_n
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 
 import yaml
@@ -28,11 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
+from serve_util import DryRunServe, kiln_from_argv  # noqa: E402
 
-if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
-    KILN = os.path.abspath(sys.argv.pop(1))
-else:
-    KILN = os.environ.get("KILN", os.path.join(ROOT, "build", "kiln"))
+KILN = kiln_from_argv(ROOT)
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl"
 SCENARIOS = [os.path.join(ROOT, "examples", "scenarios", name)
              for name in ("training-cluster.yaml", "topology-cluster.yaml")]
@@ -43,29 +39,11 @@ EVICT = re.compile(r"dry-run: would evict (\S+)")
 NOMINATE = re.compile(r"dry-run: would nominate (\S+) for (\S+)")
 
 
-class Serve:
+class Serve(DryRunServe):
     """One `kiln serve --dry-run` process; its log split into sessions."""
 
     def __init__(self, args):
-        self.log = []
-        self.port = None
-        self.proc = subprocess.Popen([KILN, "serve", "--listen", "127.0.0.1:0", "--dry-run", "-v", "2", *args],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        wait_until(lambda: self.port is not None or self.proc.poll() is not None, timeout=60,
-                   what="the listen line")
-        if self.port is None:
-            raise AssertionError("kiln serve exited:\n" + self.text())
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m and self.port is None:
-                self.port = int(m.group(1))
-
-    def text(self):
-        return "".join(self.log)
+        super().__init__(KILN, args)
 
     def sessions(self):
         """Each finished session's decisions, in order (the dry-run lines before its log line)."""
@@ -82,16 +60,6 @@ class Serve:
                 cur = {"binds": {}, "evictions": set(), "pipelined": {}}
         return out
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("kiln serve did not stop:\n" + self.text())
-        return self.proc.returncode
 
 
 def scenario_conf(scenario, out):

@@ -112,3 +112,28 @@ class ServeProcess:
                 self.proc.wait()
                 raise AssertionError("kiln serve did not stop:\n" + self.text())
         return self.proc.returncode
+
+
+class DryRunServe(ServeProcess):
+    """One `kiln serve --dry-run` process on `args` (its cluster and conf), listening on a free
+    port: `port` is read off its listen line before the constructor returns."""
+
+    def __init__(self, kiln, args, timeout=60):  # pylint: disable=super-init-not-called
+        self.log = []
+        self.port = None
+        self.proc = subprocess.Popen(
+            [kiln, "serve", "--listen", "127.0.0.1:0", "--dry-run", "-v", "2", *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        wait_for(lambda: self.port is not None or self.proc.poll() is not None, "the listen line",
+                 timeout=timeout)
+        if self.port is None:
+            raise AssertionError("kiln serve exited:\n" + self.text())
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+            if m and self.port is None:
+                self.port = int(m.group(1))
+

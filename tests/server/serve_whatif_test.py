@@ -15,12 +15,10 @@ Run with Debian's python3 (PyYAML): serve_whatif_test.py KILN [TestCase.test_nam
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import urllib.error
 import urllib.request
@@ -32,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 sys.path.insert(0, HERE)
 from emulator_fixture import Emulator, wait_until  # noqa: E402
-from serve_util import kiln_from_argv  # noqa: E402
+from serve_util import DryRunServe, kiln_from_argv  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
 SCENARIO = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
@@ -89,43 +87,12 @@ def http(port, method, path, body=None, ctype=None):
         return e.code, e.read().decode(), dict(e.headers)
 
 
-class Serve:
+class Serve(DryRunServe):
     """One `kiln serve --dry-run` process, its log kept."""
 
     def __init__(self, args):
-        self.log = []
-        self.port = None
-        self.proc = subprocess.Popen([KILN, "serve", "--listen", "127.0.0.1:0", "--dry-run", "-v", "2", *args],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        wait_until(lambda: self.port is not None or self.proc.poll() is not None, timeout=60,
-                   what="the listen line")
-        if self.port is None:
-            raise AssertionError("kiln serve exited:\n" + self.text())
+        super().__init__(KILN, args)
 
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m and self.port is None:
-                self.port = int(m.group(1))
-
-    def text(self):
-        return "".join(self.log)
-
-    def sessions(self):
-        return sum(1 for l in list(self.log) if SESSION.search(l))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("kiln serve did not stop:\n" + self.text())
-        return self.proc.returncode
 
 
 class WhatIf(unittest.TestCase):
