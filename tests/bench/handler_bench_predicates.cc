@@ -1,5 +1,6 @@
 // predicates' pre_predicate and predicate, JIT vs C++ (handler_bench.h).
 
+#include "runtime/reason_codes.h"
 #include "tests/bench/handler_bench.h"
 
 namespace kiln::bench {
@@ -399,9 +400,13 @@ void CheckPredicates(PairSession& p, const std::string& key) {
       auto each = p.session->PredicateEach(t, n);
       if (each.size() != 2) Mismatch(key, "predicate handlers missing");
       const PluginStatus &a = each[0], &b = each[1];
-      if (a.code != b.code || a.reasons != b.reasons)
+      // The policy's reasons carry stable codes (runtime/reason_codes.h); the C++ mirror's do
+      // not: compare the texts, which are Volcano's on both sides.
+      std::vector<std::string> texts;
+      for (const std::string& r : a.reasons) texts.push_back(ReasonText(r));
+      if (a.code != b.code || texts != b.reasons)
         Mismatch(key, fmt::format("predicate({}, {}): jit {} [{}] native {} [{}]", t->uid,
-                                  n->name, static_cast<int>(a.code), fmt::join(a.reasons, "; "),
+                                  n->name, static_cast<int>(a.code), fmt::join(texts, "; "),
                                   static_cast<int>(b.code), fmt::join(b.reasons, "; ")));
       (a.code == StatusCode::Success ? Split().pass : Split().fail)[bt].push_back(n);
       combined |= a.reasons.size() >= 2;
