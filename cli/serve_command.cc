@@ -28,7 +28,7 @@
 #include "cli/errors.h"
 #include "cli/shared_options.h"
 #include "kubernetes/client.h"
-#include "kubernetes/cluster.h"
+#include "kubernetes/kubernetes_cluster.h"
 #include "kubernetes/kubeconfig.h"
 #include "kubernetes/lease.h"
 #include "runtime/quantity.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "packs/archive.h"
 #include "packs/crypto.h"
 #include "packs/manifest.h"

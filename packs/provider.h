@@ -10,7 +10,7 @@
 #include <system_error>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "packs/pack.h"
 #include "runtime/policy_provider.h"
 #include "runtime/status.h"

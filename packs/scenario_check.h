@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "packs/pack.h"
 #include "runtime/policy_provider.h"
 #include "simulator/scenario.h"

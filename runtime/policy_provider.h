@@ -40,8 +40,8 @@ struct PolicyProviderOptions {
 //   Result<std::unique_ptr<PolicyProvider>> MakeCompiledPolicyProvider(
 //       const PolicyProviderOptions& options);   // in namespace kiln
 //
-// declared in `compiler/host/policy_provider.h`; `kiln simulate` uses it as soon as that header
-// exists (until then it runs with no plugins, so a conf naming one fails with "unknown plugin").
+// declared in `compiler/host/compiled_policy_provider.h` (the runtime does not link the compiler;
+// packs/provider.cc makes one for every command and for the server).
 
 // A provider over a fixed registry (C++ test plugins; an empty registry for plugin-free runs).
 class RegistryPolicyProvider : public PolicyProvider {

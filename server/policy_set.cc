@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "compiler/host/kept_state.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "packs/pack.h"
 #include "runtime/file_read.h"
 #include "runtime/scheduler.h"

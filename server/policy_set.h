@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "packs/provider.h"
 #include "runtime/conf.h"
 #include "runtime/plugin.h"

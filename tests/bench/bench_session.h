@@ -262,7 +262,7 @@ inline Cluster BenchCluster() {
 
 // ---- a session with a JIT'd policy and its C++ twin ------------------------------------------
 
-// The compiled plugin as compiler/host/policy_provider.cc builds it for a session, keeping its
+// The compiled plugin as compiler/host/compiled_policy_provider.cc builds it for a session, keeping its
 // context where the benchmark can reach it.
 class JitUnderTest : public Plugin {
  public:

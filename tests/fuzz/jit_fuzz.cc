@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "simulator/scenario.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"

@@ -12,7 +12,7 @@
 
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
 #include "tests/unit/temp_dir.h"

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "compiler/host/compiled_policy.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
 

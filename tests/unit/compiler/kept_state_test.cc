@@ -10,7 +10,7 @@
 
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/kept_state.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
 #include "server/metrics.h"

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "stdlib/runtime_support.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/conf.h"
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"

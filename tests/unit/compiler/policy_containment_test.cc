@@ -13,7 +13,7 @@
 
 #include "stdlib/runtime_support.h"
 #include "compiler/host/compiled_policy.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "compiler/passes/cost.h"
 #include "runtime/abi.h"
 #include "runtime/session.h"

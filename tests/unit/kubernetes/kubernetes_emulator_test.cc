@@ -19,10 +19,10 @@
 
 #include "kubernetes/client.h"
 #include "kubernetes/encode.h"
-#include "kubernetes/cluster.h"
+#include "kubernetes/kubernetes_cluster.h"
 #include "kubernetes/lease.h"
 #include "kubernetes/reflector.h"
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/scheduler.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/conf.h"
 #include "simulator/simulator.h"
 #include "tests/unit/source_dir.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/cluster_spec.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"

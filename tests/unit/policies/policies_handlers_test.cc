@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "simulator/scenario.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <tuple>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/calls.h"
 #include "runtime/explain.h"
 #include "runtime/session.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/thread_pool.h"
 #include "simulator/random_cluster.h"

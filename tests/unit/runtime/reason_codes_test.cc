@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/explain.h"
 #include "runtime/fit_error.h"
 #include "runtime/pod_group_status.h"

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/actions/helpers.h"
 #include "runtime/score_cache.h"
 #include "runtime/thread_pool.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"
 #include "simulator/testing.h"

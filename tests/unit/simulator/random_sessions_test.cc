@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "runtime/invariants.h"
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"

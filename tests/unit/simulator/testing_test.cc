@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "simulator/testing.h"
 
 namespace kiln {

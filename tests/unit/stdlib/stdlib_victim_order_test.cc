@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 #include "simulator/scenario.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"

@@ -1,4 +1,4 @@
-#include "kubernetes/cluster.h"
+#include "kubernetes/kubernetes_cluster.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

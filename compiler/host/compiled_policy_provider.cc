@@ -1,4 +1,4 @@
-#include "compiler/host/policy_provider.h"
+#include "compiler/host/compiled_policy_provider.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
