@@ -17,23 +17,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-from emulator_fixture import Emulator  # noqa: E402
-from promql_names import exposition_names, metric_names  # noqa: E402
-from serve_util import ServeProcess, fail, get, kiln_from_argv, wait_for  # noqa: E402
+from deployed import ROOT, TRAINING
+from emulator_fixture import Emulator
+from promql_names import exposition_names, metric_names
+from serve_util import ServeProcess, fail, get, kiln_from_argv, wait_for
 
 KILN = kiln_from_argv(ROOT)
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "kiln.json")
-TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
 RUNAWAY_DIR = os.path.join(ROOT, "tests", "cli", "simulate", "data", "runaway")
 # Metrics that another change adds; remove an entry once it has landed.
 EXPECTED_FROM = {"kiln_shadow_sessions_total": "#32", "kiln_shadow_decisions_differ_total": "#32"}

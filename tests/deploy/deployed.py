@@ -9,11 +9,17 @@ a temp dir whose paths are then rewritten).
 import json
 import os
 import subprocess
+import sys
+import time
 
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
+TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
+# The deploy tests import this module first: the emulator fixture and serve_util are found then.
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl"
 
 
@@ -103,3 +109,23 @@ def tokenize_bound(emu):
     pods = get_json(emu, "pods", "-n", "research")["items"]
     return sum(1 for p in pods if p["metadata"]["name"].startswith("tokenize-")
                and p["spec"].get("nodeName") == "cpu-1")
+
+
+def serve_until_tokenize_bound(emu, cmd, log_path, timeout, env=None):
+    """Runs `kiln serve` (`cmd`, stderr to `log_path`) until research/tokenize's 3 pods are bound
+    or `timeout` seconds pass, then stops it with SIGTERM: (pods bound, exit code, its stderr)."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline and tokenize_bound(emu) < 3:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        bound = tokenize_bound(emu)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        rc = proc.wait(30)
+    with open(log_path) as f:
+        return bound, rc, f.read()

@@ -32,16 +32,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-import deployed  # noqa: E402
-from emulator_fixture import Emulator  # noqa: E402
-from serve_util import fail  # noqa: E402
+import deployed
+from deployed import ROOT, TRAINING
+from emulator_fixture import Emulator
+from serve_util import fail
 
 MAX_BYTES = 150 * 1024 * 1024
-TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
 SKIP = 77
 
 
@@ -192,23 +188,10 @@ def main():
             shutil.copy(emu.kubeconfig, os.path.join(scratch, "kubeconfig"))
             os.chown(os.path.join(scratch, "kubeconfig"), user["uid"], user["gid"])
             serve_args, serve_env = deployed.serve_command(emu, rootfs, "/tmp/kiln-test/kubeconfig")
-            log_path = os.path.join(tmp, "serve.log")
-            with open(log_path, "w") as log:
-                proc = subprocess.Popen(
-                    chroot_cmd(rootfs, user, {**env, **serve_env}, "/usr/bin/kiln", *serve_args),
-                    stdout=subprocess.DEVNULL, stderr=log)
-            try:
-                deadline = time.time() + 90
-                while time.time() < deadline and deployed.tokenize_bound(emu) < 3:
-                    if proc.poll() is not None:
-                        break
-                    time.sleep(0.5)
-                bound = deployed.tokenize_bound(emu)
-            finally:
-                if proc.poll() is None:
-                    proc.terminate()
-                rc = proc.wait(30)
-            log_text = read(log_path)
+            bound, rc, log_text = deployed.serve_until_tokenize_bound(
+                emu, chroot_cmd(rootfs, user, {**env, **serve_env}, "/usr/bin/kiln", *serve_args),
+                os.path.join(tmp, "serve.log"), 90)
+            log_text = log_text.strip()
             if bound != 3:
                 fail(f"kiln serve from the image: {bound} of research/tokenize's 3 pods on cpu-1\n"
                      f"{' '.join(serve_args)}\n{log_text}")

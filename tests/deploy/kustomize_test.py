@@ -10,20 +10,14 @@ its ConfigMaps' files (as kubelet would mount them), and binds research/tokenize
 """
 import os
 import subprocess
-import sys
 import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-import deployed  # noqa: E402
-from emulator_fixture import Emulator  # noqa: E402
-from serve_util import fail, kiln_from_argv  # noqa: E402
+import deployed
+from deployed import ROOT, TRAINING
+from emulator_fixture import Emulator
+from serve_util import fail, kiln_from_argv
 
 KILN = kiln_from_argv(ROOT)
-TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
 EXPECTED_KINDS = sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
                          "ConfigMap", "Deployment", "NetworkPolicy"])
 IMAGE_UID = 10001  # scripts/image's user
@@ -69,23 +63,8 @@ def main():
 
             root = os.path.join(tmp, "pod")
             args, env = deployed.serve_command(emu, root, emu.kubeconfig, rewrite_paths=True)
-            log_path = os.path.join(tmp, "serve.log")
-            with open(log_path, "w") as log:
-                proc = subprocess.Popen([KILN, *args], stdout=subprocess.DEVNULL, stderr=log,
-                                        env={**os.environ, **env})
-            try:
-                deadline = time.time() + 60
-                while time.time() < deadline and deployed.tokenize_bound(emu) < 3:
-                    if proc.poll() is not None:
-                        break
-                    time.sleep(0.5)
-                bound = deployed.tokenize_bound(emu)
-            finally:
-                if proc.poll() is None:
-                    proc.terminate()
-                rc = proc.wait(30)
-            with open(log_path) as f:
-                log_text = f.read()
+            bound, rc, log_text = deployed.serve_until_tokenize_bound(
+                emu, [KILN, *args], os.path.join(tmp, "serve.log"), 60, env={**os.environ, **env})
             if bound != 3:
                 fail(f"kiln serve {' '.join(args)}: {bound} of research/tokenize's 3 pods on "
                      f"cpu-1\n{log_text}")

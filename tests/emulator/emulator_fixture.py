@@ -151,7 +151,8 @@ class Emulator:
 
 
 class WatchStream:
-    """A raw watch response read line by line (http.client undoes the chunked framing)."""
+    """A raw watch response read line by line (http.client undoes the chunked framing); as a
+    context manager, closed when the block ends."""
 
     def __init__(self, emu, path, timeout):
         self.conn = emu.connection(timeout)
@@ -182,6 +183,12 @@ class WatchStream:
 
     def close(self):
         self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def pod_manifest(name, ns="default", cpu="100m", labels=None, scheduler="volcano", **spec):

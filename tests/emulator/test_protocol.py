@@ -242,8 +242,7 @@ class Protocol(unittest.TestCase):
         self.create_pod("a")
         code, lst, _ = self.emu.get(self.pods)
         rv = lst["metadata"]["resourceVersion"]
-        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5") as w:
             self.assertEqual(w.status, 200)
             self.assertEqual(w.headers.get("Transfer-Encoding"), "chunked")
             self.create_pod("b")
@@ -269,44 +268,33 @@ class Protocol(unittest.TestCase):
             end, _ = w.until(lambda e: False)
             self.assertIsNone(end)
             self.assertLess(time.time() - t0, 6)
-        finally:
-            w.close()
 
     def test_watch_without_resource_version_starts_with_the_state(self):
         self.create_pod("a")
         self.create_pod("b")
-        w = self.emu.watch(f"{self.pods}?watch=true&timeoutSeconds=2&labelSelector=")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=true&timeoutSeconds=2&labelSelector=") as w:
             evs = [w.next(), w.next()]
             self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in evs],
                              [("ADDED", "a"), ("ADDED", "b")])
-        finally:
-            w.close()
 
     def test_watch_list_initial_events_end_bookmark(self):
         self.create_pod("a")
-        w = self.emu.watch(f"{self.pods}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-                           f"&allowWatchBookmarks=true&timeoutSeconds=2")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                            f"&allowWatchBookmarks=true&timeoutSeconds=2") as w:
             first, second = w.next(), w.next()
             self.assertEqual((first["type"], first["object"]["metadata"]["name"]), ("ADDED", "a"))
             self.assertEqual(second["type"], "BOOKMARK")
             self.assertEqual(second["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
-        finally:
-            w.close()
 
     def test_watch_selector_transitions(self):
         self.create_pod("a")
         code, lst, _ = self.emu.get(self.pods)
-        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}"
-                           f"&fieldSelector=spec.nodeName%3D&timeoutSeconds=5")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}"
+                            f"&fieldSelector=spec.nodeName%3D&timeoutSeconds=5") as w:
             self.assertEqual(self.bind("a", "n1")[0], 201)
             ev = w.next()
             # The pod stopped matching spec.nodeName= : the watcher sees it go.
             self.assertEqual((ev["type"], ev["object"]["metadata"]["name"]), ("DELETED", "a"))
-        finally:
-            w.close()
 
     def test_watch_after_compaction_is_410_in_band(self):
         self.create_pod("a")
@@ -315,8 +303,7 @@ class Protocol(unittest.TestCase):
         self.create_pod("b")
         out = self.emu.control("compact", {})
         self.assertGreater(out["compacted"], int(old_rv))
-        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={old_rv}")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&resourceVersion={old_rv}") as w:
             self.assertEqual(w.status, 200)
             ev = w.next()
             self.assertEqual(ev["type"], "ERROR")
@@ -324,16 +311,11 @@ class Protocol(unittest.TestCase):
             self.assertEqual((st["kind"], st["code"], st["reason"]), ("Status", 410, "Expired"))
             self.assertIn("too old resource version", st["message"])
             self.assertIsNone(w.next())
-        finally:
-            w.close()
         # From the compacted revision on, watching works again.
-        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={out['compacted']}&timeoutSeconds=3")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&resourceVersion={out['compacted']}&timeoutSeconds=3") as w:
             self.create_pod("c")
             ev, _ = w.until(lambda e: e["type"] == "ADDED")
             self.assertEqual(ev["object"]["metadata"]["name"], "c")
-        finally:
-            w.close()
 
     def test_restore_goes_back_and_a_watch_from_the_future_is_504(self):
         code, lst, _ = self.emu.get(self.pods)
@@ -366,8 +348,7 @@ class Protocol(unittest.TestCase):
 
     def test_open_watch_survives_compaction(self):
         code, lst, _ = self.emu.get(self.pods)
-        w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}&timeoutSeconds=5")
-        try:
+        with self.emu.watch(f"{self.pods}?watch=1&resourceVersion={lst['metadata']['resourceVersion']}&timeoutSeconds=5") as w:
             self.create_pod("before")  # once its event arrives, the watch is surely open
             self.assertEqual(w.next()["object"]["metadata"]["name"], "before")
             for i in range(3):  # other resources move the revision past the watch's
@@ -376,14 +357,11 @@ class Protocol(unittest.TestCase):
             self.create_pod("after")
             ev = w.next()
             self.assertEqual((ev["type"], ev["object"]["metadata"]["name"]), ("ADDED", "after"))
-        finally:
-            w.close()
 
     def test_drop_watches(self):
         self.create_pod("a")
         for mode in ("close", "reset"):
-            w = self.emu.watch(f"{self.pods}?watch=1&resourceVersion=0")
-            try:
+            with self.emu.watch(f"{self.pods}?watch=1&resourceVersion=0") as w:
                 self.assertEqual(w.next()["type"], "ADDED")  # the watch is open
                 self.assertGreaterEqual(self.emu.control("drop-watches", {"mode": mode})["dropped"], 1)
                 # close: a clean end of the chunked stream; reset: the connection is cut
@@ -393,8 +371,6 @@ class Protocol(unittest.TestCase):
                 else:
                     with self.assertRaises(http.client.IncompleteRead):
                         w.resp.read()
-            finally:
-                w.close()
 
     # ----- binding, eviction, delete
 

@@ -7,23 +7,18 @@
 revocable zone opens and closes on the session clock, and rescheduling moves pods off a hot node
 session after session. Golden scenarios check one session; these check the sequence.
 """
-import json
 import os
-import subprocess
 import sys
 import unittest
+
+from replay_util import simulate_sessions
 
 KILN = SOURCE = None
 
 
 def sessions(name, cycles, period):
-    path = os.path.join(SOURCE, "tests", "replay", "data", name)
-    out = subprocess.run([KILN, "simulate", "--cycles", str(cycles), "--period", period,
-                          "--output", "json", path],
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise AssertionError(f"kiln simulate {name} failed ({out.returncode}):\n{out.stderr}")
-    return json.loads(out.stdout)["sessions"]
+    return simulate_sessions(KILN, os.path.join(SOURCE, "tests", "replay", "data", name), cycles,
+                             "--period", period)
 
 
 class TimePolicies(unittest.TestCase):

@@ -19,25 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
+from serve_fixtures import cluster_inputs  # noqa: E402
 from serve_util import ServeProcess, kiln_from_argv  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)  # argv[1] when ctest passes it; the rest goes to unittest
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl"
 TRAINING = os.path.join(ROOT, "examples", "scenarios", "training-cluster.yaml")
-
-
-def export_manifests(scenario, out):
-    subprocess.run([KILN, "export-manifests", scenario, "-o", out], check=True)
-
-
-def scenario_conf(scenario, out):
-    with open(scenario) as f:
-        conf = yaml.safe_load(f).get("conf")
-    if conf is None:
-        with open(os.path.join(ROOT, "examples", "conf", "volcano-default.conf")) as f:
-            conf = f.read()
-    with open(out, "w") as f:
-        f.write(conf)
 
 
 def simulate(scenario, cycles=1):
@@ -85,10 +72,7 @@ def cluster_state(emu):
 class FirstSession(unittest.TestCase):
     def test_first_session_matches_simulate(self):
         with tempfile.TemporaryDirectory() as tmp:
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(TRAINING, manifests)
-            scenario_conf(TRAINING, conf)
+            manifests, conf = cluster_inputs(KILN, tmp, TRAINING)
             want = simulate(TRAINING)["sessions"][0]
             with Emulator(load=[manifests]) as emu:
                 before = {f'{p["metadata"]["namespace"]}/{p["metadata"]["name"]}': p
@@ -145,10 +129,7 @@ class DeviceAnnotations(unittest.TestCase):
 
     def test_bound_pods_carry_the_device_annotations(self):
         with tempfile.TemporaryDirectory() as tmp:
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(DEVICES, manifests)
-            scenario_conf(DEVICES, conf)
+            manifests, conf = cluster_inputs(KILN, tmp, DEVICES)
             want = simulate(DEVICES)["sessions"][0]
             self.assertTrue(want.get("podAnnotations"), want)
             with Emulator(load=[manifests]) as emu:
@@ -210,10 +191,7 @@ class Converge(unittest.TestCase):
     def test_kubelet_mode_converges_as_simulate_cycles(self):
         cycles = 4
         with tempfile.TemporaryDirectory() as tmp:
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            export_manifests(TRAINING, manifests)
-            scenario_conf(TRAINING, conf)
+            manifests, conf = cluster_inputs(KILN, tmp, TRAINING)
             sim = simulate(TRAINING, cycles=cycles)["sessions"]
             # The simulation settles: its last cycle decides nothing, so later sessions of
             # `kiln serve` must not either.
@@ -315,6 +293,15 @@ class ReloadEvents(unittest.TestCase):
         return [e for e in kubectl_json(emu, "events", "-n", "kube-system")["items"]
                 if e["involvedObject"].get("name") == "kiln-scheduler-0"]
 
+    def rewrite_conf(self, emu, conf, text, reason):
+        """Replaces `conf` with `text` in one rename and waits for the Event `reason`: that event."""
+        with open(conf + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(conf + ".tmp", conf)
+        wait_until(lambda: any(e["reason"] == reason for e in self.events(emu)),
+                   timeout=30, what=f"a {reason} event")
+        return next(e for e in self.events(emu) if e["reason"] == reason)
+
     def test_rejected_and_accepted_reload_events(self):
         with tempfile.TemporaryDirectory() as tmp:
             confdir = os.path.join(tmp, "conf")
@@ -328,24 +315,15 @@ class ReloadEvents(unittest.TestCase):
                 serve = Serve(emu, conf, period="300ms", env=env)
                 try:
                     wait_until(lambda: serve.sessions() >= 1, timeout=60, what="a session")
-                    with open(conf + ".tmp", "w") as f:
-                        f.write(good.replace("gang", "gnag", 1))
-                    os.replace(conf + ".tmp", conf)
-                    wait_until(lambda: any(e["reason"] == "ConfigRejected" for e in self.events(emu)),
-                               timeout=30, what="a ConfigRejected event")
-                    ev = next(e for e in self.events(emu) if e["reason"] == "ConfigRejected")
+                    ev = self.rewrite_conf(emu, conf, good.replace("gang", "gnag", 1), "ConfigRejected")
                     self.assertEqual(ev["type"], "Warning")
                     self.assertEqual(ev["involvedObject"]["kind"], "Pod")
                     self.assertEqual(ev["involvedObject"]["uid"], "0f0e0d0c-0000-4000-8000-000000000001")
                     self.assertIn("generation 1 stays active", ev["message"])
                     self.assertRegex(ev["message"], r"scheduler\.conf:\d+:\d+")
                     self.assertIn("gnag", ev["message"])
-                    with open(conf + ".tmp", "w") as f:
-                        f.write(good.replace("actions:", "# edited\nactions:", 1))
-                    os.replace(conf + ".tmp", conf)
-                    wait_until(lambda: any(e["reason"] == "ConfigReloaded" for e in self.events(emu)),
-                               timeout=30, what="a ConfigReloaded event")
-                    ev = next(e for e in self.events(emu) if e["reason"] == "ConfigReloaded")
+                    ev = self.rewrite_conf(emu, conf, good.replace("actions:", "# edited\nactions:", 1),
+                                           "ConfigReloaded")
                     self.assertEqual(ev["type"], "Normal")
                     self.assertIn("generation 2 is active", ev["message"])
                 finally:
@@ -371,10 +349,7 @@ def small_cluster(tmp, conf_dir=None, **sizes):
     """small_scenario in `tmp` as manifests plus its conf: (pods, groups, manifests, conf)."""
     scenario = os.path.join(tmp, "s.yaml")
     pods, groups = small_scenario(scenario, **sizes)
-    manifests = os.path.join(tmp, "m.yaml")
-    export_manifests(scenario, manifests)
-    conf = os.path.join(conf_dir or tmp, "scheduler.conf")
-    scenario_conf(scenario, conf)
+    manifests, conf = cluster_inputs(KILN, tmp, scenario, conf_dir)
     return pods, groups, manifests, conf
 
 

@@ -15,24 +15,13 @@ import sys
 import tempfile
 import time
 
+from serve_fixtures import volcano_conf
 from serve_util import fail, get, metric, start_serve, wait_for, write
 
 KILN, SRC = sys.argv[1], sys.argv[2]
 SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
 
-CONF_A = """actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+CONF_A = volcano_conf("enqueue, allocate, preempt, reclaim, backfill", overcommit=True)
 CONF_B = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
 CONF_BROKEN = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeordr\n")
 # tests/cli/simulate/data/runaway: every node_order call runs past the loop budget.

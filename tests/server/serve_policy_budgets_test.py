@@ -22,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
-from serve_util import ServeProcess, kiln_from_argv, write  # noqa: E402
+from serve_fixtures import ListeningServe, volcano_conf  # noqa: E402
+from serve_util import kiln_from_argv, write  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
 
@@ -36,18 +37,7 @@ on job_order(l: Job, r: Job) -> int {
 }
 """
 
-CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+CONF = volcano_conf()
 
 
 def with_plugin(entry):
@@ -68,19 +58,9 @@ def scenario(path):
         yaml.safe_dump(doc, f)
 
 
-class Serve(ServeProcess):
+class Serve(ListeningServe):
     def __init__(self, emu, conf, *extra):
         super().__init__(KILN, emu, conf, *extra, period="300ms")
-        self.port = wait_until(self._port, timeout=60, what="the listen line")
-
-    def _port(self):
-        for line in list(self.log):
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m:
-                return int(m.group(1))
-        if self.proc.poll() is not None:
-            raise AssertionError("kiln serve exited early:\n" + self.text())
-        return None
 
     def faults(self, kind, plugin):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:

@@ -27,23 +27,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
-from serve_util import ServeProcess, get, kiln_from_argv, metric, write  # noqa: E402
+from serve_fixtures import ListeningServe, volcano_conf  # noqa: E402
+from serve_util import get, kiln_from_argv, metric, write  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
 SCAN = os.path.join(ROOT, "tests/cli/simulate/data/scan/scan.policy")
 
-SPREAD = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+SPREAD = volcano_conf()
 BINPACK = SPREAD + """  - name: binpack
     arguments:
       binpack.weight: 10
@@ -72,19 +62,9 @@ def scenario(path):
         yaml.safe_dump(doc, f)
 
 
-class Serve(ServeProcess):
+class Serve(ListeningServe):
     def __init__(self, emu, conf, *extra, period="300ms"):
         super().__init__(KILN, emu, conf, "--dry-run", *extra, period=period)
-        self.port = wait_until(self._port, timeout=60, what="the listen line")
-
-    def _port(self):
-        for line in list(self.log):
-            m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if m:
-                return int(m.group(1))
-        if self.proc.poll() is not None:
-            raise AssertionError("kiln serve exited early:\n" + self.text())
-        return None
 
     def metrics(self):
         return get(self.port, "/metrics")[1]

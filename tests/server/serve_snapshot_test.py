@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import Emulator, wait_until  # noqa: E402
+from serve_fixtures import cluster_inputs, scenario_conf  # noqa: E402
 from serve_util import DryRunServe, kiln_from_argv  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
@@ -62,16 +63,6 @@ class Serve(DryRunServe):
 
 
 
-def scenario_conf(scenario, out):
-    with open(scenario) as f:
-        conf = yaml.safe_load(f).get("conf")
-    if conf is None:
-        with open(os.path.join(ROOT, "examples", "conf", "volcano-default.conf")) as f:
-            conf = f.read()
-    with open(out, "w") as f:
-        f.write(conf)
-
-
 def simulate(scenario):
     r = subprocess.run([KILN, "simulate", scenario, "-o", "json"], check=True, capture_output=True, text=True)
     return json.loads(r.stdout)["sessions"][0]
@@ -98,11 +89,8 @@ spec:
 class Snapshot(unittest.TestCase):
     def replay(self, scenario):
         with tempfile.TemporaryDirectory() as tmp:
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
+            manifests, conf = cluster_inputs(KILN, tmp, scenario)
             snap = os.path.join(tmp, "snapshot.yaml")
-            subprocess.run([KILN, "export-manifests", scenario, "-o", manifests], check=True)
-            scenario_conf(scenario, conf)
             with Emulator(load=[manifests]) as emu:
                 serve = Serve(["--kubeconfig", emu.kubeconfig, "--conf", conf, "--schedule-period", "1s"])
                 try:
@@ -138,10 +126,7 @@ class Snapshot(unittest.TestCase):
 
     def test_nothing_secret_in_the_snapshot(self):
         with tempfile.TemporaryDirectory() as tmp:
-            manifests = os.path.join(tmp, "m.yaml")
-            conf = os.path.join(tmp, "scheduler.conf")
-            subprocess.run([KILN, "export-manifests", SCENARIOS[0], "-o", manifests], check=True)
-            scenario_conf(SCENARIOS[0], conf)
+            manifests, conf = cluster_inputs(KILN, tmp, SCENARIOS[0])
             with Emulator(load=[manifests]) as emu:
                 kubectl(emu, "apply", "-f", "-", stdin=SECRET_POD)
                 applied = json.loads(kubectl(emu, "get", "pod", "web", "-o", "json"))

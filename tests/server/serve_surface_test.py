@@ -25,19 +25,12 @@ import tempfile
 import threading
 import time
 
+from serve_fixtures import scheduler_conf
 from serve_util import fail, get, start_serve, wait_for, write
 
 KILN, SRC, CASE = (sys.argv + ["", "", ""])[1:4]
 SCENARIO = os.path.join(SRC, "examples/scenarios/training-cluster.yaml")
-CONF_A = """actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: nodeorder
-"""
+CONF_A = scheduler_conf("enqueue, allocate", ["priority", "gang"], ["predicates", "nodeorder"])
 CONF_B = CONF_A.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
 
 

@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import unittest
 
@@ -29,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 from emulator_fixture import KUBECTL_VERSIONS, Emulator, kubectl_path, wait_until  # noqa: E402
+from serve_fixtures import scheduler_conf, served_scenario  # noqa: E402
 from serve_util import ServeProcess, kiln_from_argv  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
@@ -42,15 +44,8 @@ KILN = kiln_from_argv(ROOT)
 SCENARIO = """name: serve-topology
 now: "2025-01-01T00:00:00Z"
 conf: |
-  actions: "allocate"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-    - name: predicates
-    - name: network-topology-aware
-    - name: nodeorder
-cluster:
+""" + textwrap.indent(scheduler_conf("allocate", ["priority", "gang", "predicates", "network-topology-aware",
+                                                  "nodeorder"]), "  ") + """cluster:
   queues: [{name: q1, weight: 1}]
   nodes:
   - {name: n0, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
@@ -125,14 +120,7 @@ class Topology(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="serve-topology-")
-        scenario = os.path.join(cls.tmp, "scenario.yaml")
-        with open(scenario, "w") as f:
-            f.write(SCENARIO)
-        cls.conf = os.path.join(cls.tmp, "scheduler.conf")
-        with open(cls.conf, "w") as f:
-            f.write(yaml.safe_load(SCENARIO)["conf"])
-        cls.manifests = os.path.join(cls.tmp, "m.yaml")
-        subprocess.run([KILN, "export-manifests", scenario, "-o", cls.manifests], check=True)
+        cls.conf, cls.manifests = served_scenario(KILN, cls.tmp, SCENARIO)
         # The scenario format has no Numatopologies yet: they are loaded beside the export.
         cls.extra = os.path.join(cls.tmp, "extra.yaml")
         with open(cls.extra, "w") as f:
@@ -289,14 +277,7 @@ class Topology(unittest.TestCase):
 NUMA_SCENARIO = """name: serve-numa
 now: "2025-01-01T00:00:00Z"
 conf: |
-  actions: "allocate"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-    - name: predicates
-    - name: numa-aware
-cluster:
+""" + textwrap.indent(scheduler_conf("allocate", ["priority", "gang", "predicates", "numa-aware"]), "  ") + """cluster:
   queues: [{name: q1, weight: 1}]
   nodes:
   - {name: m0, allocatable: {cpu: "4", memory: 16Gi}}
@@ -328,14 +309,7 @@ class Numa(unittest.TestCase):
     def test_guaranteed_pod_lands_where_its_numa_cells_fit(self):
         tmp = tempfile.mkdtemp(prefix="serve-numa-")
         try:
-            scenario = os.path.join(tmp, "scenario.yaml")
-            with open(scenario, "w") as f:
-                f.write(NUMA_SCENARIO)
-            conf = os.path.join(tmp, "scheduler.conf")
-            with open(conf, "w") as f:
-                f.write(yaml.safe_load(NUMA_SCENARIO)["conf"])
-            manifests = os.path.join(tmp, "m.yaml")
-            subprocess.run([KILN, "export-manifests", scenario, "-o", manifests], check=True)
+            conf, manifests = served_scenario(KILN, tmp, NUMA_SCENARIO)
             extra = os.path.join(tmp, "numa.yaml")
             with open(extra, "w") as f:
                 yaml.safe_dump_all([numatopology("m0", reserved="0"), numatopology("m1", allocatable="1,3", reserved="0")], f)

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for tests that read scenario text: parse it and expect success, or expect an error.
 
+#include <string>
 #include <string_view>
 
 #include <gtest/gtest.h>
@@ -9,8 +10,8 @@
 
 namespace kiln::testing {
 
-inline ScenarioSpec MustParse(std::string_view text) {
-  auto r = ParseScenario(text, "s.yaml");
+inline ScenarioSpec MustParse(std::string_view text, std::string file = "s.yaml") {
+  auto r = ParseScenario(text, std::move(file));
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
   return r.ok() ? std::move(*r) : ScenarioSpec{};
 }

@@ -17,22 +17,18 @@ each pod on its own nominated node, train-0 on s1-n4 and train-1 on s1-n3. The u
 have put train-0 on s1-n3: inside s1 both nodes are idle and score alike, and the first one wins.
 low-0 then takes the only idle node left, s0-n2.
 """
-import json
 import os
-import subprocess
 import sys
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay"))
+from replay_util import simulate_sessions  # noqa: E402
 
 KILN = SOURCE = None
 
 
 def sessions(name, cycles):
-    path = os.path.join(SOURCE, "tests", "scenarios", "topology", name)
-    out = subprocess.run([KILN, "simulate", "--cycles", str(cycles), "--output", "json", path],
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise AssertionError(f"kiln simulate {name} failed ({out.returncode}):\n{out.stderr}")
-    return json.loads(out.stdout)["sessions"]
+    return simulate_sessions(KILN, os.path.join(SOURCE, "tests", "scenarios", "topology", name), cycles)
 
 
 class Nomination(unittest.TestCase):

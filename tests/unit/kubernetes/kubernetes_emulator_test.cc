@@ -211,6 +211,84 @@ const PodSpec* FindPod(const ClusterSpec& c, std::string_view key) {
   return nullptr;
 }
 
+// An emulator loaded with the manifests, and a KubernetesCluster synced to it (stopped first at
+// the end).
+struct SyncedCluster {
+  Emulator emu;
+  std::unique_ptr<KubernetesCluster> cluster;
+
+  // False (with a test failure) when the emulator does not start or the cache does not sync.
+  bool Start(const json& manifests = Manifests(), KubernetesClusterOptions options = FastOptions(),
+             std::vector<std::string> extra = {}) {
+    if (!emu.Start(manifests, std::move(extra))) return false;
+    cluster = std::make_unique<KubernetesCluster>(emu.client(), options);
+    cluster->Start();
+    if (cluster->WaitForSync(10s)) return true;
+    ADD_FAILURE() << "the cluster did not sync";
+    return false;
+  }
+  // Applies a session's decisions; true once they are written.
+  bool Apply(const SessionResult& s) {
+    cluster->Apply(s);
+    return cluster->WaitForWrites(10s);
+  }
+  ~SyncedCluster() {
+    if (cluster) cluster->Stop();
+  }
+};
+
+// A session that binds one pod.
+SessionResult BindOne(const std::string& pod, const std::string& node) {
+  SessionResult s;
+  s.binds[pod] = node;
+  s.bind_order = {pod};
+  return s;
+}
+
+// A reflector's options for tests: it retries after 20 ms.
+ReflectorOptions QuickRetry() {
+  ReflectorOptions o;
+  o.initial_backoff = 20ms;
+  return o;
+}
+
+// The pod names a reflector's handler has seen: the last list, then the events since.
+class PodNames {
+ public:
+  ReflectorHandler Handler() {
+    ReflectorHandler h;
+    h.begin_list = [this] {
+      std::lock_guard l(mu_);
+      staging_.clear();
+    };
+    h.list_item = [this](const json& o) {
+      std::lock_guard l(mu_);
+      staging_.insert(o["metadata"]["name"].get<std::string>());
+    };
+    h.end_list = [this] {
+      std::lock_guard l(mu_);
+      names_ = staging_;
+    };
+    h.event = [this](std::string_view type, const json& o) {
+      std::lock_guard l(mu_);
+      if (type == "DELETED")
+        names_.erase(o["metadata"]["name"].get<std::string>());
+      else
+        names_.insert(o["metadata"]["name"].get<std::string>());
+    };
+    return h;
+  }
+  std::set<std::string> Get() {
+    std::lock_guard l(mu_);
+    return names_;
+  }
+  bool Has(const std::string& name) { return Get().count(name) > 0; }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> names_, staging_;
+};
+
 // The whole path `kiln serve` takes: a scenario exported as YAML manifests, loaded by the API
 // server, listed by the reflectors, snapshotted by the cache: the same ClusterSpec the scenario
 // loader gives `kiln simulate`.
@@ -303,31 +381,29 @@ TEST(KubernetesEmulator, ClientListsInPagesOverTls) {
 }
 
 TEST(KubernetesEmulator, ClusterSyncsAndFollowsTheWatch) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  ClusterSpec c = cluster.SnapshotSpec(0);
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  ClusterSpec c = k.cluster->SnapshotSpec(0);
   EXPECT_EQ(c.nodes.size(), 2u);
   // Ours: p1, p2, p3, r1; the other scheduler's running pod only holds its node; its pending pod
   // is not ours to schedule and is left out.
   ASSERT_NE(FindPod(c, "ns/other"), nullptr);
   EXPECT_EQ(FindPod(c, "ns/other-pending"), nullptr);
   EXPECT_EQ(c.pods.size(), 5u);
-  auto model = cluster.Snapshot(0);
+  auto model = k.cluster->Snapshot(0);
   ASSERT_TRUE(model.ok()) << model.error().message;
   EXPECT_EQ(model->tasks().size(), 4u);  // p1 p2 p3 r1
   EXPECT_EQ(model->orphan_tasks().size(), 1u);
   EXPECT_EQ(model->FindNode("n2")->used.cpu(), 1000);  // the other scheduler's pod
   EXPECT_EQ(model->FindNode("n1")->used.cpu(), 1000);  // r1
 
-  ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("late").dump())->ok());
-  EXPECT_TRUE(Eventually([&] { return FindPod(cluster.SnapshotSpec(0), "ns/late") != nullptr; }));
-  ASSERT_TRUE(emu.client()->Delete("/api/v1/namespaces/ns/pods/late")->ok());
-  EXPECT_TRUE(Eventually([&] { return FindPod(cluster.SnapshotSpec(0), "ns/late") == nullptr; }));
-  EXPECT_EQ(cluster.stats().relists["pods"], 0);
-  cluster.Stop();
+  ASSERT_TRUE(k.emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("late").dump())->ok());
+  EXPECT_TRUE(
+      Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/late") != nullptr; }));
+  ASSERT_TRUE(k.emu.client()->Delete("/api/v1/namespaces/ns/pods/late")->ok());
+  EXPECT_TRUE(
+      Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/late") == nullptr; }));
+  EXPECT_EQ(k.cluster->stats().relists["pods"], 0);
 }
 
 TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) {
@@ -338,9 +414,7 @@ TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) 
   h.event = [&](std::string_view type, const json&) {
     if (type == "ADDED") ++added;
   };
-  ReflectorOptions o;
-  o.initial_backoff = 20ms;
-  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  Reflector r(emu.client(), "pods", "/api/v1/pods", h, QuickRetry());
   r.Start();
   ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
   for (std::string mode : {"close", "reset"}) {
@@ -364,20 +438,8 @@ TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) 
 TEST(KubernetesEmulator, ReflectorRelistsAfterCompaction) {
   Emulator emu;
   ASSERT_TRUE(emu.Start(Manifests()));
-  std::mutex mu;
-  std::set<std::string> names, staging;
-  ReflectorHandler h;
-  h.begin_list = [&] { std::lock_guard l(mu); staging.clear(); };
-  h.list_item = [&](const json& o) { std::lock_guard l(mu); staging.insert(o["metadata"]["name"].get<std::string>()); };
-  h.end_list = [&] { std::lock_guard l(mu); names = staging; };
-  h.event = [&](std::string_view type, const json& o) {
-    std::lock_guard l(mu);
-    if (type == "DELETED") names.erase(o["metadata"]["name"].get<std::string>());
-    else names.insert(o["metadata"]["name"].get<std::string>());
-  };
-  ReflectorOptions o;
-  o.initial_backoff = 20ms;
-  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  PodNames pods;
+  Reflector r(emu.client(), "pods", "/api/v1/pods", pods.Handler(), QuickRetry());
   r.Start();
   ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
   // While the reflector cannot watch (injected 500s), a pod is created and the history compacted
@@ -390,10 +452,9 @@ TEST(KubernetesEmulator, ReflectorRelistsAfterCompaction) {
   EXPECT_TRUE(Eventually([&] { return r.relists() == 1; }));
   // The relisted store is complete, and the watch resumes from the new list.
   ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("fresh").dump())->ok());
-  EXPECT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("fresh") > 0; }));
-  std::lock_guard l(mu);
-  EXPECT_EQ(names.size(), 8u);  // six loaded, `missed` (from the relist) and `fresh`
-  EXPECT_EQ(names.count("missed"), 1u);
+  EXPECT_TRUE(Eventually([&] { return pods.Has("fresh"); }));
+  EXPECT_EQ(pods.Get().size(), 8u);  // six loaded, `missed` (from the relist) and `fresh`
+  EXPECT_EQ(pods.Get().count("missed"), 1u);
   r.Stop();
 }
 
@@ -405,42 +466,27 @@ TEST(KubernetesEmulator, ReflectorRelistsAfterCompaction) {
 TEST(KubernetesEmulator, ReflectorRelistsWhenResourceVersionsGoBackwards) {
   Emulator emu;
   ASSERT_TRUE(emu.Start(Manifests(), {"--too-large-wait", "0.5"}));
-  std::mutex mu;
-  std::set<std::string> names, staging;
-  ReflectorHandler h;
-  h.begin_list = [&] { std::lock_guard l(mu); staging.clear(); };
-  h.list_item = [&](const json& o) { std::lock_guard l(mu); staging.insert(o["metadata"]["name"].get<std::string>()); };
-  h.end_list = [&] { std::lock_guard l(mu); names = staging; };
-  h.event = [&](std::string_view type, const json& o) {
-    std::lock_guard l(mu);
-    if (type == "DELETED") names.erase(o["metadata"]["name"].get<std::string>());
-    else names.insert(o["metadata"]["name"].get<std::string>());
-  };
-  ReflectorOptions o;
-  o.initial_backoff = 20ms;
-  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  PodNames pods;
+  Reflector r(emu.client(), "pods", "/api/v1/pods", pods.Handler(), QuickRetry());
   r.Start();
   ASSERT_TRUE(Eventually([&] { return r.HasSynced() && r.watches() >= 1; }));
   int backup = json::parse(emu.client()->Get("/emulator/revision")->body)["revision"].get<int>();
   for (std::string name : {"lost-1", "lost-2", "lost-3"})
     ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod(name).dump())->ok());
-  ASSERT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("lost-3") > 0; }));
+  ASSERT_TRUE(Eventually([&] { return pods.Has("lost-3"); }));
   std::string before = r.last_resource_version();
   EXPECT_EQ(before, std::to_string(backup + 3));
 
   emu.Control("restore", {{"revision", backup}});
   ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("after-restore").dump())->ok());
   EXPECT_TRUE(Eventually([&] { return r.relists() == 1; }));
-  EXPECT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("after-restore") > 0; }));
-  {
-    std::lock_guard l(mu);
-    EXPECT_EQ(names.size(), 7u);  // six loaded and `after-restore`
-    EXPECT_EQ(names.count("lost-1"), 0u);
-  }
+  EXPECT_TRUE(Eventually([&] { return pods.Has("after-restore"); }));
+  EXPECT_EQ(pods.Get().size(), 7u);  // six loaded and `after-restore`
+  EXPECT_EQ(pods.Get().count("lost-1"), 0u);
   EXPECT_EQ(r.last_resource_version(), std::to_string(backup + 1));
   // The watch resumes from the relisted version and follows new writes.
   ASSERT_TRUE(emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("fresh").dump())->ok());
-  EXPECT_TRUE(Eventually([&] { std::lock_guard l(mu); return names.count("fresh") > 0; }));
+  EXPECT_TRUE(Eventually([&] { return pods.Has("fresh"); }));
   EXPECT_EQ(r.relists(), 1);
   r.Stop();
 }
@@ -450,9 +496,7 @@ TEST(KubernetesEmulator, ReflectorBacksOffOnServerErrorsAndRecovers) {
   ASSERT_TRUE(emu.Start(Manifests()));
   emu.Control("faults", {{"verb", "list"}, {"resource", "pods"}, {"count", 3}, {"code", 500}});
   ReflectorHandler h;
-  ReflectorOptions o;
-  o.initial_backoff = 20ms;
-  Reflector r(emu.client(), "pods", "/api/v1/pods", h, o);
+  Reflector r(emu.client(), "pods", "/api/v1/pods", h, QuickRetry());
   r.Start();
   EXPECT_TRUE(Eventually([&] { return r.HasSynced(); }));
   EXPECT_EQ(emu.Stats()["requests"]["list pods"].get<int>(), 4);
@@ -460,99 +504,71 @@ TEST(KubernetesEmulator, ReflectorBacksOffOnServerErrorsAndRecovers) {
 }
 
 TEST(KubernetesEmulator, BindAssumesAtOnceAndNeverBindsTwice) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  SessionResult s;
-  s.binds["ns/p1"] = "n1";
-  s.bind_order = {"ns/p1"};
-  cluster.Apply(s);
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  SessionResult s = BindOne("ns/p1", "n1");
+  k.cluster->Apply(s);
   // The session after this one sees p1 on n1 whether or not the bind has landed.
-  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p1")->node, "n1");
-  cluster.Apply(s);  // a second decision for the same pod (e.g. a stale session) is dropped
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_TRUE(Eventually([&] { return emu.GetPod("p1")["spec"].value("nodeName", "") == "n1"; }));
-  EXPECT_EQ(emu.Count("binds", "ns/p1"), 1);
-  EXPECT_EQ(emu.Count("bindsOk", "ns/p1"), 1);
-  EXPECT_TRUE(Eventually([&] { return emu.Count("events", "ns/p1") == 1; }));  // Scheduled
-  EXPECT_EQ(cluster.stats().binds_ok, 1);
-  cluster.Stop();
+  EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->node, "n1");
+  ASSERT_TRUE(k.Apply(s));  // a second decision for the same pod (e.g. a stale session) is dropped
+  EXPECT_TRUE(Eventually([&] { return k.emu.GetPod("p1")["spec"].value("nodeName", "") == "n1"; }));
+  EXPECT_EQ(k.emu.Count("binds", "ns/p1"), 1);
+  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p1"), 1);
+  EXPECT_TRUE(Eventually([&] { return k.emu.Count("events", "ns/p1") == 1; }));  // Scheduled
+  EXPECT_EQ(k.cluster->stats().binds_ok, 1);
 }
 
 TEST(KubernetesEmulator, BindConflictReReadsThePod) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
   // Another scheduler wins the race for p2: it is on n2 when our bind arrives.
-  emu.Control("bind-conflict", {{"namespace", "ns"}, {"name", "p2"}, {"count", 1}, {"node", "n2"}});
-  SessionResult s;
-  s.binds["ns/p2"] = "n1";
-  s.bind_order = {"ns/p2"};
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(cluster.stats().binds_conflict, 1);
-  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p2")->node, "n2");  // the truth, not our guess
-  cluster.Apply(s);  // a later session that still wants it: nothing to do, it is bound
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("binds", "ns/p2"), 1);
-  EXPECT_EQ(emu.Count("bindsOk", "ns/p2"), 0);
-  cluster.Stop();
+  k.emu.Control("bind-conflict",
+                {{"namespace", "ns"}, {"name", "p2"}, {"count", 1}, {"node", "n2"}});
+  SessionResult s = BindOne("ns/p2", "n1");
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.cluster->stats().binds_conflict, 1);
+  EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p2")->node, "n2");  // the truth, not our guess
+  ASSERT_TRUE(k.Apply(s));  // a later session that still wants it: nothing to do, it is bound
+  EXPECT_EQ(k.emu.Count("binds", "ns/p2"), 1);
+  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p2"), 0);
 }
 
 TEST(KubernetesEmulator, BindServerErrorKeepsThePodPendingAndRetriesAfterBackoff) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  emu.Control("faults", {{"verb", "create"}, {"resource", "pods/binding"}, {"count", 1}, {"code", 503}});
-  SessionResult s;
-  s.binds["ns/p3"] = "n1";
-  s.bind_order = {"ns/p3"};
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(cluster.stats().binds_retry, 1);
-  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p3")->node, "");  // pending again, not lost
-  cluster.Apply(s);  // within the backoff: not sent
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("binds", "ns/p3"), 1);
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  k.emu.Control("faults",
+                {{"verb", "create"}, {"resource", "pods/binding"}, {"count", 1}, {"code", 503}});
+  SessionResult s = BindOne("ns/p3", "n1");
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.cluster->stats().binds_retry, 1);
+  EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p3")->node, "");  // pending again, not lost
+  ASSERT_TRUE(k.Apply(s));  // within the backoff: not sent
+  EXPECT_EQ(k.emu.Count("binds", "ns/p3"), 1);
   std::this_thread::sleep_for(350ms);
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("binds", "ns/p3"), 2);
-  EXPECT_EQ(emu.Count("bindsOk", "ns/p3"), 1);
-  cluster.Stop();
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.emu.Count("binds", "ns/p3"), 2);
+  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p3"), 1);
 }
 
 TEST(KubernetesEmulator, EvictionMarksDisruptionTargetThenDeletesOnce) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
   SessionResult s;
   s.evictions = {"ns/r1"};
-  cluster.Apply(s);
-  EXPECT_TRUE(FindPod(cluster.SnapshotSpec(0), "ns/r1")->deleting);  // Releasing at once
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  json pod = emu.GetPod("r1");
+  k.cluster->Apply(s);
+  EXPECT_TRUE(FindPod(k.cluster->SnapshotSpec(0), "ns/r1")->deleting);  // Releasing at once
+  ASSERT_TRUE(k.Apply(s));
+  json pod = k.emu.GetPod("r1");
   ASSERT_TRUE(pod.is_object());
   EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp"));  // graceful: the kubelet finishes it
   bool marked = false;
   for (const auto& c : pod["status"]["conditions"])
     marked |= c["type"] == "DisruptionTarget" && c["status"] == "True";
   EXPECT_TRUE(marked);
-  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 1);
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 1);
-  EXPECT_EQ(cluster.stats().evictions_ok, 1);
-  cluster.Stop();
+  EXPECT_EQ(k.emu.Count("podDeletes", "ns/r1"), 1);
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.emu.Count("podDeletes", "ns/r1"), 1);
+  EXPECT_EQ(k.cluster->stats().evictions_ok, 1);
 }
 
 TEST(KubernetesEmulator, EvictionApiRefusedByABudgetIsRetriedLater) {
@@ -561,92 +577,79 @@ TEST(KubernetesEmulator, EvictionApiRefusedByABudgetIsRetriedLater) {
   m["items"].push_back({{"apiVersion", "policy/v1"}, {"kind", "PodDisruptionBudget"},
                         {"metadata", {{"name", "keep"}, {"namespace", "ns"}}},
                         {"spec", {{"minAvailable", 2}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}});
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(m));
   KubernetesClusterOptions o = FastOptions();
   o.evict_with_eviction_api = true;
-  KubernetesCluster cluster(emu.client(), o);
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(m, o));
   SessionResult s;
   s.evictions = {"ns/r1"};
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(cluster.stats().evictions_refused, 1);
-  EXPECT_FALSE(FindPod(cluster.SnapshotSpec(0), "ns/r1")->deleting);
-  cluster.Apply(s);  // a later session may try again
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("evictions", "ns/r1"), 2);
-  EXPECT_EQ(emu.Count("evictionsOk", "ns/r1"), 0);
-  cluster.Stop();
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.cluster->stats().evictions_refused, 1);
+  EXPECT_FALSE(FindPod(k.cluster->SnapshotSpec(0), "ns/r1")->deleting);
+  ASSERT_TRUE(k.Apply(s));  // a later session may try again
+  EXPECT_EQ(k.emu.Count("evictions", "ns/r1"), 2);
+  EXPECT_EQ(k.emu.Count("evictionsOk", "ns/r1"), 0);
 }
 
 TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
   SessionResult s;
   s.pod_group_phases["ns/g"] = "Inqueue";
   s.conditions["ns/g"] = {PodGroupCondition{"Unschedulable", "True", "t1", 0, "NotEnoughResources", "3/4 tasks"}};
   s.unschedulable["ns/p1"] = "0/2 nodes are available: 2 Insufficient cpu.";
   s.nominated["ns/p2"] = "n2";
-  cluster.Apply(s);
+  k.cluster->Apply(s);
   // The next session sees the phase it wrote even before the watch brings it back.
   bool seen = false;
-  for (const auto& g : cluster.SnapshotSpec(0).pod_groups)
+  for (const auto& g : k.cluster->SnapshotSpec(0).pod_groups)
     if (g.Uid() == "ns/g") seen = g.phase == PodGroupPhase::Inqueue;
   EXPECT_TRUE(seen);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  auto pg = emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
+  ASSERT_TRUE(k.cluster->WaitForWrites(10s));
+  auto pg = k.emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
   ASSERT_TRUE(pg.ok() && pg->ok());
   json g = json::parse(pg->body);
   EXPECT_EQ(g["status"]["phase"], "Inqueue");
   EXPECT_EQ(g["status"]["running"], 1);  // r1 (the other scheduler's pod in the group is no task)
   EXPECT_EQ(g["status"]["conditions"][0]["reason"], "NotEnoughResources");
-  json p1 = emu.GetPod("p1");
+  json p1 = k.emu.GetPod("p1");
   bool unschedulable = false;
   for (const auto& c : p1["status"]["conditions"])
     unschedulable |= c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable" &&
                      c["message"] == "0/2 nodes are available: 2 Insufficient cpu.";
   EXPECT_TRUE(unschedulable);
-  EXPECT_EQ(emu.GetPod("p2")["status"]["nominatedNodeName"], "n2");
-  EXPECT_TRUE(Eventually([&] { return emu.Count("events", "ns/p1") == 1; }));  // FailedScheduling
+  EXPECT_EQ(k.emu.GetPod("p2")["status"]["nominatedNodeName"], "n2");
+  EXPECT_TRUE(Eventually([&] { return k.emu.Count("events", "ns/p1") == 1; }));  // FailedScheduling
   // Let the watch catch up, then decide the same again (a new transitionID, same content).
   EXPECT_TRUE(Eventually([&] {
-    ClusterSpec c = cluster.SnapshotSpec(0);
+    ClusterSpec c = k.cluster->SnapshotSpec(0);
     return FindPod(c, "ns/p2")->nominated_node == "n2";
   }));
   std::this_thread::sleep_for(300ms);
-  int pg_writes = emu.Count("podGroupWrites", "ns/g");
-  int pod_writes = emu.Count("podStatusWrites", "ns/p1") + emu.Count("podStatusWrites", "ns/p2");
+  int pg_writes = k.emu.Count("podGroupWrites", "ns/g");
+  int pod_writes =
+      k.emu.Count("podStatusWrites", "ns/p1") + k.emu.Count("podStatusWrites", "ns/p2");
   s.conditions["ns/g"][0].transition_id = "t2";
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("podGroupWrites", "ns/g"), pg_writes);
-  EXPECT_EQ(emu.Count("podStatusWrites", "ns/p1") + emu.Count("podStatusWrites", "ns/p2"), pod_writes);
-  EXPECT_EQ(emu.Count("events", "ns/p1"), 1);
-  EXPECT_GT(cluster.stats().status_writes_skipped, 0);
-  cluster.Stop();
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.emu.Count("podGroupWrites", "ns/g"), pg_writes);
+  EXPECT_EQ(k.emu.Count("podStatusWrites", "ns/p1") + k.emu.Count("podStatusWrites", "ns/p2"),
+            pod_writes);
+  EXPECT_EQ(k.emu.Count("events", "ns/p1"), 1);
+  EXPECT_GT(k.cluster->stats().status_writes_skipped, 0);
 }
 
 // docs/reasons.md "PodGroup conditions": a PodGroup enqueue refused, with no condition of
 // Volcano's, gets Unschedulable with the refusal's code as its reason.
 TEST(KubernetesEmulator, RefusedPodGroupGetsItsReasonCodeWhereVolcanoWritesNone) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
   SessionResult s;
   s.index = 3;
   s.pod_group_phases["ns/g"] = "Pending";
   s.admission_refusals["ns/g"] = AdmissionRefusal{
       "proportion", "QueueOverCapability", "queue resource quota insufficient: insufficient cpu"};
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  auto pg = emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
+  ASSERT_TRUE(k.Apply(s));
+  auto pg = k.emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g");
   ASSERT_TRUE(pg.ok() && pg->ok());
   json g = json::parse(pg->body);
   ASSERT_EQ(g["status"]["conditions"].size(), 1u) << g["status"].dump();
@@ -658,26 +661,18 @@ TEST(KubernetesEmulator, RefusedPodGroupGetsItsReasonCodeWhereVolcanoWritesNone)
             "enqueue did not admit the PodGroup: proportion: queue resource quota insufficient: "
             "insufficient cpu");
   EXPECT_EQ(c["transitionID"], "session-3");
-  cluster.Stop();
 }
 
 TEST(KubernetesEmulator, DisabledWritesWriteNothing) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests()));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  cluster.SetWritesEnabled(false);
-  SessionResult s;
-  s.binds["ns/p1"] = "n1";
-  s.bind_order = {"ns/p1"};
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  k.cluster->SetWritesEnabled(false);
+  SessionResult s = BindOne("ns/p1", "n1");
   s.evictions = {"ns/r1"};
-  cluster.Apply(s);
-  ASSERT_TRUE(cluster.WaitForWrites(10s));
-  EXPECT_EQ(emu.Count("binds", "ns/p1"), 0);
-  EXPECT_EQ(emu.Count("podDeletes", "ns/r1"), 0);
-  EXPECT_EQ(FindPod(cluster.SnapshotSpec(0), "ns/p1")->node, "");
-  cluster.Stop();
+  ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.emu.Count("binds", "ns/p1"), 0);
+  EXPECT_EQ(k.emu.Count("podDeletes", "ns/r1"), 0);
+  EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->node, "");
 }
 
 TEST(KubernetesEmulator, LeaseCreateUpdateWithPreconditions) {
@@ -730,40 +725,38 @@ TEST(KubernetesEmulator, TopologyObjectsAreWatchedIntoTheSnapshot) {
   m["items"].push_back(HyperNodeObject("s0", 1, json::array({NodeMember("n1")})));
   m["items"].push_back(json::parse(R"({"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
       "metadata": {"name": "n1"}, "spec": {"numares": {"cpu": {"allocatable": "0-3", "capacity": 4}}}})"));
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(m));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  ClusterSpec c = cluster.SnapshotSpec(0);
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(m));
+  ClusterSpec c = k.cluster->SnapshotSpec(0);
   ASSERT_EQ(c.hyper_nodes.size(), 1u);
   EXPECT_EQ(c.hyper_nodes[0].members.size(), 1u);
   ASSERT_EQ(c.numatopologies.size(), 1u);
   EXPECT_EQ(c.numatopologies[0].numares.at("cpu").allocatable, (std::set<int64_t>{0, 1, 2, 3}));
-  auto model = cluster.Snapshot(0);
+  auto model = k.cluster->Snapshot(0);
   ASSERT_TRUE(model.ok()) << model.error().message;
   ASSERT_NE(model->hyper_nodes(), nullptr);
   EXPECT_EQ(model->hyper_nodes()->Find("s0")->nodes.size(), 1u);
 
   // The edit: s0 takes n2 as well; a new spine above it; a HyperNode without a tier is skipped.
   const std::string path = "/apis/topology.volcano.sh/v1alpha1/hypernodes";
-  auto got = emu.client()->Get(path + "/s0");
+  auto got = k.emu.client()->Get(path + "/s0");
   ASSERT_TRUE(got.ok() && got->ok());
   json s0 = json::parse(got->body);
   s0["spec"]["members"].push_back(NodeMember("n2"));
-  ASSERT_TRUE(emu.client()->Put(path + "/s0", s0.dump())->ok());
+  ASSERT_TRUE(k.emu.client()->Put(path + "/s0", s0.dump())->ok());
   json child = json::parse(R"({"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}})");
-  ASSERT_TRUE(emu.client()->Post(path, HyperNodeObject("spine", 2, json::array({child})).dump())->ok());
+  ASSERT_TRUE(
+      k.emu.client()->Post(path, HyperNodeObject("spine", 2, json::array({child})).dump())->ok());
   json bad = HyperNodeObject("bad", 1, json::array());
   bad["spec"].erase("tier");
-  ASSERT_TRUE(emu.client()->Post(path, bad.dump())->ok());
+  ASSERT_TRUE(k.emu.client()->Post(path, bad.dump())->ok());
   // In name order: s0 (now two members), spine; `bad` was skipped.
   EXPECT_TRUE(Eventually([&] {
-    ClusterSpec s = cluster.SnapshotSpec(0);
+    ClusterSpec s = k.cluster->SnapshotSpec(0);
     return s.hyper_nodes.size() == 2u && s.hyper_nodes[0].members.size() == 2u && s.hyper_nodes[1].name == "spine";
   }));
-  EXPECT_TRUE(Eventually([&] { return cluster.stats().decode_errors >= 1; }));
-  auto next = cluster.Snapshot(0);
+  EXPECT_TRUE(Eventually([&] { return k.cluster->stats().decode_errors >= 1; }));
+  auto next = k.cluster->Snapshot(0);
   ASSERT_TRUE(next.ok()) << next.error().message;
   const HyperNodeTree* tree = next->hyper_nodes();
   ASSERT_NE(tree, nullptr);
@@ -773,33 +766,29 @@ TEST(KubernetesEmulator, TopologyObjectsAreWatchedIntoTheSnapshot) {
   EXPECT_EQ(tree->Find("s0")->parent, tree->Find("spine"));
   EXPECT_EQ(tree->Find("bad"), nullptr);
   // Deleted: gone from the next snapshot.
-  ASSERT_TRUE(emu.client()->Delete(path + "/spine")->ok());
-  ASSERT_TRUE(emu.client()->Delete("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies/n1")->ok());
+  ASSERT_TRUE(k.emu.client()->Delete(path + "/spine")->ok());
+  ASSERT_TRUE(k.emu.client()->Delete("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies/n1")->ok());
   EXPECT_TRUE(Eventually([&] {
-    ClusterSpec s = cluster.SnapshotSpec(0);
+    ClusterSpec s = k.cluster->SnapshotSpec(0);
     return s.hyper_nodes.size() == 1u && s.numatopologies.empty();
   }));
-  EXPECT_EQ(cluster.stats().relists["hypernodes"], 0);
-  cluster.Stop();
+  EXPECT_EQ(k.cluster->stats().relists["hypernodes"], 0);
 }
 
 // A cluster without Volcano's topology CRDs: their LISTs answer 404, which counts as an empty
 // list, so the cache syncs and sessions run; the other resources are unaffected.
 TEST(KubernetesEmulator, ClusterWithoutTheTopologyCrdsSyncs) {
-  Emulator emu;
-  ASSERT_TRUE(emu.Start(Manifests(), {"--without-crd", "hypernodes.topology.volcano.sh", "--without-crd",
-                                      "numatopologies.nodeinfo.volcano.sh"}));
-  KubernetesCluster cluster(emu.client(), FastOptions());
-  cluster.Start();
-  ASSERT_TRUE(cluster.WaitForSync(10s));
-  ClusterSpec c = cluster.SnapshotSpec(0);
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(Manifests(), FastOptions(),
+                      {"--without-crd", "hypernodes.topology.volcano.sh", "--without-crd",
+                       "numatopologies.nodeinfo.volcano.sh"}));
+  ClusterSpec c = k.cluster->SnapshotSpec(0);
   EXPECT_TRUE(c.hyper_nodes.empty());
   EXPECT_TRUE(c.numatopologies.empty());
   EXPECT_EQ(c.nodes.size(), 2u);
-  EXPECT_GE(emu.Count("requests", "list pods"), 1);
-  auto model = cluster.Snapshot(0);
+  EXPECT_GE(k.emu.Count("requests", "list pods"), 1);
+  auto model = k.cluster->Snapshot(0);
   EXPECT_TRUE(model.ok());
-  cluster.Stop();
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ namespace kiln {
 namespace {
 
 using actions_testing::ActionsTest;
-using actions_testing::AddReason;
 using actions_testing::GangLike;
 using actions_testing::NodeRes;
+using actions_testing::Reject;
 using actions_testing::Res;
 using EP = ExtensionPoint;
 
@@ -26,8 +26,7 @@ class AllocateTest : public ActionsTest {
 TEST_F(AllocateTest, FitsTasksInNodeOrderWhenScoresTie) {
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(2000, 0));
   b.AddTask(j, "j-1", Res(2000, 0));
   b.AddTask(j, "j-2", Res(2000, 0));
@@ -44,24 +43,19 @@ TEST_F(AllocateTest, InsufficientResourceReasonsInKubernetesStyle) {
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
   b.AddNode("tiny", Res(16000, 16384));  // no pods allocatable: fits no task at all
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "big-0", Res(8000, 0));
   Open({});
-  Run("allocate");
-  EXPECT_TRUE(Binds().empty());
-  EXPECT_EQ(Unschedulable("big-0"),
-            "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods.");
+  ExpectNoBind("allocate", "big-0",
+               "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient pods.");
 }
 
 TEST_F(AllocateTest, GangHoldsJobUntilMinAvailableFitsAndDiscards) {
   b.AddNode("n1", NodeRes(2000));
   b.AddNode("n2", NodeRes(2000));
-  Job& gang = b.AddJob("ns", "gang", "default", 3);
-  gang.phase = PodGroupPhase::Inqueue;
+  Job& gang = InqueueJob("gang", "default", 3);
   for (int i = 0; i < 3; ++i) b.AddTask(gang, "gang-" + std::to_string(i), Res(2000, 0));
-  Job& small = b.AddJob("ns", "small", "default", 1);
-  small.phase = PodGroupPhase::Inqueue;
+  Job& small = InqueueJob("small");
   small.creation_time = 5;  // orders after the gang
   b.AddTask(small, "small-0", Res(2000, 0));
   Plugin("gang", GangLike());
@@ -79,16 +73,13 @@ TEST_F(AllocateTest, GangHoldsJobUntilMinAvailableFitsAndDiscards) {
 
 TEST_F(AllocateTest, PipelinesOntoReleasingResourcesWithoutCommitting) {
   b.AddNode("n1", NodeRes(4000));
-  Job& old = b.AddJob("ns", "old", "default", 1);
-  old.phase = PodGroupPhase::Running;
+  Job& old = RunningJob("old");
   b.AddTask(old, "old-0", Res(4000, 0), TaskStatus::Releasing, "n1");
-  Job& j = b.AddJob("ns", "j", "default", 2);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j", "default", 2);
   j.creation_time = 1;
   b.AddTask(j, "j-0", Res(2000, 0));
   b.AddTask(j, "j-1", Res(2000, 0));
-  Job& late = b.AddJob("ns", "late", "default", 1);
-  late.phase = PodGroupPhase::Inqueue;
+  Job& late = InqueueJob("late");
   late.creation_time = 2;
   b.AddTask(late, "late-0", Res(1000, 0));
   Plugin("gang", GangLike());
@@ -108,12 +99,10 @@ TEST_F(AllocateTest, PipelinesOntoReleasingResourcesWithoutCommitting) {
 TEST_F(AllocateTest, IdleNodesArePreferredOverReleasingOnes) {
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
-  Job& old = b.AddJob("ns", "old", "default", 1);
-  old.phase = PodGroupPhase::Running;
+  Job& old = RunningJob("old");
   b.AddTask(old, "old-0", Res(4000, 0), TaskStatus::Releasing, "n1");
   b.AddTask(old, "old-1", Res(2000, 0), TaskStatus::Running, "n2");
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(2000, 0));
   // A score that prefers n1 does not matter: n1 only fits through its future idle.
   Plugin("prefer-n1", [](Session& s, PluginHandle h) {
@@ -129,8 +118,7 @@ TEST_F(AllocateTest, IdleNodesArePreferredOverReleasingOnes) {
 
 TEST_F(AllocateTest, ScoresBestNodeAndNodeOrderTies) {
   for (const char* n : {"n1", "n2", "n3"}) b.AddNode(n, NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   b.AddTask(j, "j-1", Res(1000, 0));
   // NodeOrder + BatchNodeOrder add up: n2 = 10 + 0, n3 = 4 + 6 → tie at 10, node order picks n2.
@@ -151,8 +139,7 @@ TEST_F(AllocateTest, ScoresBestNodeAndNodeOrderTies) {
 
 TEST_F(AllocateTest, BestNodePluginOverridesScores) {
   for (const char* n : {"n1", "n2", "n3"}) b.AddNode(n, NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   Plugin("best", [](Session& s, PluginHandle h) {
     s.On<EP::BestNode>(
@@ -171,8 +158,7 @@ TEST_F(AllocateTest, ScoresAtOrBelowMinusOneSelectNoNode) {
   // Volcano's SelectBestNode starts its running maximum at -1.
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   Plugin("negative", [](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node*, double* score) {
@@ -189,11 +175,9 @@ TEST_F(AllocateTest, ScoresAtOrBelowMinusOneSelectNoNode) {
 TEST_F(AllocateTest, OverusedQueueIsDropped) {
   b.AddQueue("busy");
   b.AddNode("n1", NodeRes(8000));
-  Job& a = b.AddJob("ns", "a", "busy", 1);
-  a.phase = PodGroupPhase::Inqueue;
+  Job& a = InqueueJob("a", "busy");
   b.AddTask(a, "a-0", Res(1000, 0));
-  Job& c = b.AddJob("ns", "c", "default", 1);
-  c.phase = PodGroupPhase::Inqueue;
+  Job& c = InqueueJob("c");
   b.AddTask(c, "c-0", Res(1000, 0));
   Plugin("overused", [](Session& s, PluginHandle h) {
     s.On<EP::Overused>(h, [](const Queue* q) { return q->name == "busy"; });
@@ -206,8 +190,7 @@ TEST_F(AllocateTest, OverusedQueueIsDropped) {
 
 TEST_F(AllocateTest, AllocatableIsAskedPerTask) {
   b.AddNode("n1", NodeRes(8000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   b.AddTask(j, "j-1", Res(3000, 0));
   b.AddTask(j, "j-2", Res(1000, 0));
@@ -222,8 +205,7 @@ TEST_F(AllocateTest, AllocatableIsAskedPerTask) {
 
 TEST_F(AllocateTest, BestEffortTasksAreLeftToBackfill) {
   b.AddNode("n1", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "be-0", Res(0, 0));
   b.AddTask(j, "j-1", Res(1000, 0));
   Open({});
@@ -256,8 +238,7 @@ TEST_F(AllocateTest, PendingPodGroupIsAdmittedWithoutEnqueue) {
 
 TEST_F(AllocateTest, InvalidJobIsSkipped) {
   b.AddNode("n1", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   Plugin("valid", [](Session& s, PluginHandle h) {
     s.On<EP::JobValid>(h, [](const Job*, KStatusOut*) { return false; });
@@ -273,8 +254,7 @@ class PredicateCacheTest : public AllocateTest {
   void Build() {
     b.AddNode("n1", NodeRes(8000));
     b.AddNode("n2", NodeRes(8000));
-    Job& j = b.AddJob("ns", "j", "default", 3);
-    j.phase = PodGroupPhase::Inqueue;
+    Job& j = InqueueJob("j", "default", 3);
     for (int i = 0; i < 3; ++i)
       b.AddTask(j, "w-" + std::to_string(i), Res(1000, 0), TaskStatus::Pending, "", "worker");
     Plugin("gang", GangLike());
@@ -282,8 +262,7 @@ class PredicateCacheTest : public AllocateTest {
       s.On<EP::Predicate>(h, [this](const Task*, const Node* n, KStatusOut* out) -> int32_t {
         calls.fetch_add(1);
         if (n->name != "n1") return 0;
-        AddReason(out, "node(s) didn't match Pod's node affinity/selector");
-        return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+        return Reject(out, "node(s) didn't match Pod's node affinity/selector");
       });
     });
   }
@@ -310,8 +289,7 @@ TEST_F(PredicateCacheTest, CacheCanBeTurnedOff) {
 
 TEST_F(AllocateTest, FailedRoleSkipsItsOtherTasks) {
   b.AddNode("n1", NodeRes(2000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "ps-0", Res(4000, 0), TaskStatus::Pending, "", "ps");
   b.AddTask(j, "ps-1", Res(4000, 0), TaskStatus::Pending, "", "ps");
   b.AddTask(j, "w-0", Res(1000, 0), TaskStatus::Pending, "", "worker");
@@ -327,8 +305,7 @@ TEST_F(AllocateTest, FailedRoleSkipsItsOtherTasks) {
 
 TEST_F(AllocateTest, StopsJobWhenAFailedRoleMissesItsMinimum) {
   b.AddNode("n1", NodeRes(2000));
-  Job& j = b.AddJob("ns", "j", "default", 2);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j", "default", 2);
   j.task_min_available["ps"] = 1;
   j.task_min_available["worker"] = 1;
   j.task_min_available_total = 2;
@@ -348,27 +325,22 @@ TEST_F(AllocateTest, StopsJobWhenAFailedRoleMissesItsMinimum) {
 TEST_F(AllocateTest, PrePredicateFailureRejectsEveryNode) {
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   Plugin("pre", [](Session& s, PluginHandle h) {
     s.On<EP::PrePredicate>(h, [](const Task*, KStatusOut* out) -> int32_t {
-      AddReason(out, "pod has unbound immediate PersistentVolumeClaims");
-      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+      return Reject(out, "pod has unbound immediate PersistentVolumeClaims");
     });
   });
   Open({{"pre"}});
-  Run("allocate");
-  EXPECT_TRUE(Binds().empty());
-  EXPECT_EQ(Unschedulable("j-0"),
-            "0/2 nodes are available: 2 pod has unbound immediate PersistentVolumeClaims.");
+  ExpectNoBind("allocate", "j-0",
+               "0/2 nodes are available: 2 pod has unbound immediate PersistentVolumeClaims.");
 }
 
 TEST_F(AllocateTest, NominatedNodeIsTriedFirst) {
   b.AddNode("n1", NodeRes(4000));
   b.AddNode("n2", NodeRes(4000));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   Task& t = b.AddTask(j, "j-0", Res(1000, 0));
   t.nominated_node_name = "n2";
   Open({});

@@ -9,8 +9,8 @@ namespace kiln {
 namespace {
 
 using actions_testing::ActionsTest;
-using actions_testing::AddReason;
 using actions_testing::NodeRes;
+using actions_testing::Reject;
 using actions_testing::Res;
 using EP = ExtensionPoint;
 
@@ -52,8 +52,7 @@ TEST_F(EnqueueTest, JobEnqueueableVotesDecideJobsWithMinResources) {
   PendingJob("permit", "q1", 1, true);
   PendingJob("reject", "q1", 2, true);
   PendingJob("nominres", "q1", 3, false);
-  Job& running = b.AddJob("ns", "running", "q1", 1);
-  running.phase = PodGroupPhase::Running;
+  Job& running = RunningJob("running", "q1");
   std::vector<std::string> enqueued;
   Plugin("vote", [&](Session& s, PluginHandle h) {
     s.On<EP::JobEnqueueable>(h, [](const Job* j) { return j->name == "permit" ? 1 : -1; });
@@ -104,8 +103,7 @@ class BackfillTest : public ActionsTest {
 };
 
 TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "full-0", Res(1000, 0), TaskStatus::Running, "n1");
   b.AddTask(j, "full-1", Res(1000, 0), TaskStatus::Running, "n2");
   b.AddTask(j, "be-0", Res(0, 0));
@@ -114,8 +112,7 @@ TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
   Plugin("pred", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task* t, const Node* n, KStatusOut* out) -> int32_t {
       if (t->name == "be-1" && n->name == "n1") {
-        AddReason(out, "node(s) had untolerated taint {dedicated: gpu}");
-        return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+        return Reject(out, "node(s) had untolerated taint {dedicated: gpu}");
       }
       return 0;
     });
@@ -128,27 +125,22 @@ TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
 }
 
 TEST_F(BackfillTest, RecordsWhyNoNodeTookABestEffortTask) {
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "be-0", Res(0, 0));
   Plugin("pred", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task*, const Node*, KStatusOut* out) -> int32_t {
-      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
-      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+      return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
   Open({{"pred"}});
-  Run("backfill");
-  EXPECT_TRUE(Binds().empty());
-  EXPECT_EQ(Unschedulable("be-0"),
-            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
+  ExpectNoBind("backfill", "be-0",
+               "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
 }
 
 TEST_F(BackfillTest, SkipsPendingPodGroupsAndInvalidJobs) {
   Job& pending = b.AddJob("ns", "pending", "default", 1);
   b.AddTask(pending, "p-0", Res(0, 0));
-  Job& invalid = b.AddJob("ns", "invalid", "default", 1);
-  invalid.phase = PodGroupPhase::Inqueue;
+  Job& invalid = InqueueJob("invalid");
   b.AddTask(invalid, "i-0", Res(0, 0));
   Plugin("valid", [](Session& s, PluginHandle h) {
     s.On<EP::JobValid>(h, [](const Job* j, KStatusOut*) { return j->name != "invalid"; });
@@ -159,8 +151,7 @@ TEST_F(BackfillTest, SkipsPendingPodGroupsAndInvalidJobs) {
 }
 
 TEST_F(BackfillTest, BindsOnlyOnceTheJobIsReady) {
-  Job& j = b.AddJob("ns", "j", "default", 2);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j", "default", 2);
   b.AddTask(j, "be-0", Res(0, 0));
   b.AddTask(j, "be-1", Res(0, 0));
   Plugin("ready", [](Session& s, PluginHandle h) {
@@ -173,8 +164,7 @@ TEST_F(BackfillTest, BindsOnlyOnceTheJobIsReady) {
 }
 
 TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Inqueue;
+  Job& j = InqueueJob("j");
   b.AddTask(j, "be-0", Res(0, 0));
   std::vector<std::string> events;
   Plugin("events", [&events](Session& s, PluginHandle h) {
@@ -183,8 +173,7 @@ TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
     // be-0 may only run on n2.
     s.On<EP::Predicate>(h, [](const Task*, const Node* n, KStatusOut* out) -> int32_t {
       if (n->name == "n2") return 0;
-      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
-      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+      return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
   Open({{"events"}});
@@ -197,8 +186,7 @@ TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
 }
 
 TEST_F(BackfillTest, ShuffleEvictsTheVictimTasksPluginsName) {
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  j.phase = PodGroupPhase::Running;
+  Job& j = RunningJob("j");
   b.AddTask(j, "r-0", Res(500, 0), TaskStatus::Running, "n1");
   b.AddTask(j, "r-1", Res(500, 0), TaskStatus::Running, "n2");
   Plugin("victims", [](Session& s, PluginHandle h) {

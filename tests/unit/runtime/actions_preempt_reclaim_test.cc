@@ -11,10 +11,10 @@ namespace kiln {
 namespace {
 
 using actions_testing::ActionsTest;
-using actions_testing::AddReason;
 using actions_testing::ByPriority;
 using actions_testing::GangLike;
 using actions_testing::NodeRes;
+using actions_testing::Reject;
 using actions_testing::Res;
 using actions_testing::SelectAll;
 using EP = ExtensionPoint;
@@ -23,14 +23,8 @@ class PreemptTest : public ActionsTest {
  protected:
   void SetUp() override { b.AddQueue("default"); }
 
-  Job& RunningJob(std::string name, std::string queue = "default", int64_t min = 1) {
-    Job& j = b.AddJob("ns", std::move(name), std::move(queue), min);
-    j.phase = PodGroupPhase::Running;
-    return j;
-  }
   Job& WaitingJob(std::string name, std::string queue = "default", int64_t min = 1) {
-    Job& j = b.AddJob("ns", std::move(name), std::move(queue), min);
-    j.phase = PodGroupPhase::Inqueue;
+    Job& j = InqueueJob(std::move(name), std::move(queue), min);
     j.creation_time = 100;  // after the running jobs
     return j;
   }
@@ -45,6 +39,44 @@ class PreemptTest : public ActionsTest {
     tier.insert(tier.end(), more.begin(), more.end());
     Open({tier});
   }
+  // The same, with tasks in priority order (the priority plugin's TaskOrder).
+  void OpenWithPreemptableByPriority() {
+    Plugin("priority", [](Session& s, PluginHandle h) { s.On<EP::TaskOrder>(h, ByPriority); });
+    OpenWithPreemptable({"priority"});
+  }
+  // The preemptor: job hi, waiting with one task hi-0 that asks for `cpu` milli-cores.
+  Task& Preemptor(double cpu) { return b.AddTask(WaitingJob("hi"), "hi-0", Res(cpu, 0)); }
+  // Preemption with a choice: n1 (4 cpu) runs low's va (1 cpu, priority 1) and vb (3 cpu,
+  // priority 2); hi-0 (priority 10) asks for 3 cpu.
+  void BuildTwoVictimsOnOneNode() {
+    b.AddNode("n1", NodeRes(4000));
+    Job& low = RunningJob("low");
+    b.AddTask(low, "va", Res(1000, 0), TaskStatus::Running, "n1").priority = 1;
+    b.AddTask(low, "vb", Res(3000, 0), TaskStatus::Running, "n1").priority = 2;
+    Preemptor(3000).priority = 10;
+  }
+  // n1 and n2 (2 cpu each) run low's on-n1 (priority 5) and on-n2 (priority 1); hi-0 (priority
+  // 10) asks for 2 cpu.
+  void BuildOneVictimPerNode() {
+    b.AddNode("n1", NodeRes(2000));
+    b.AddNode("n2", NodeRes(2000));
+    Job& low = RunningJob("low");
+    b.AddTask(low, "on-n1", Res(2000, 0), TaskStatus::Running, "n1").priority = 5;
+    b.AddTask(low, "on-n2", Res(2000, 0), TaskStatus::Running, "n2").priority = 1;
+    Preemptor(2000).priority = 10;
+  }
+  // A pod-count-like predicate as plugin "podcount": a node running `max` pods or more is
+  // Unschedulable (so it passes for preemption), whatever the resources.
+  void PodCountPredicate(int max) {
+    Plugin("podcount", [max](Session& s, PluginHandle h) {
+      s.On<EP::Predicate>(h, [max](const Task*, const Node* n, KStatusOut* out) -> int32_t {
+        int running = 0;
+        for (const Task* t : n->tasks) running += t->status == TaskStatus::Running;
+        if (running < max) return 0;
+        return Reject(out, "Too many pods", StatusCode::Unschedulable);
+      });
+    });
+  }
 };
 
 TEST_F(PreemptTest, EvictsInReverseTaskOrderUntilThePreemptorFits) {
@@ -52,8 +84,7 @@ TEST_F(PreemptTest, EvictsInReverseTaskOrderUntilThePreemptorFits) {
   Job& low = RunningJob("low");
   for (int i = 0; i < 4; ++i)
     b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(2000, 0));
+  Preemptor(2000);
   OpenWithPreemptable();
   Run("preempt");
   // The task that would be scheduled last goes first; two evictions make room.
@@ -73,10 +104,8 @@ TEST_F(PreemptTest, TaskOrderDecidesWhichVictimGoesFirst) {
     Task& t = b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
     t.priority = priorities[i];
   }
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(2000, 0)).priority = 10;
-  Plugin("priority", [](Session& s, PluginHandle h) { s.On<EP::TaskOrder>(h, ByPriority); });
-  OpenWithPreemptable({"priority"});
+  Preemptor(2000).priority = 10;
+  OpenWithPreemptableByPriority();
   Run("preempt");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-1", "low-3"}));
 }
@@ -87,8 +116,7 @@ TEST_F(PreemptTest, JobThatOrdersLaterLosesItsTasksFirst) {
   b.AddTask(a, "lowA-0", Res(1000, 0), TaskStatus::Running, "n1");
   Job& c = RunningJob("lowB");
   b.AddTask(c, "lowB-0", Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   Plugin("order", [](Session& s, PluginHandle h) {
     s.On<EP::JobOrder>(h, [](const Job* l, const Job* r) {
       static const std::map<std::string, int> rank = {{"hi", 0}, {"lowB", 1}, {"lowA", 2}};
@@ -135,18 +163,9 @@ TEST_F(PreemptTest, PredicatesAreRerunAfterEveryEviction) {
   Job& low = RunningJob("low");
   for (int i = 0; i < 3; ++i)
     b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   // Resources are plentiful; a pod-count-like predicate wants fewer than 2 running pods.
-  Plugin("podcount", [](Session& s, PluginHandle h) {
-    s.On<EP::Predicate>(h, [](const Task*, const Node* n, KStatusOut* out) -> int32_t {
-      int running = 0;
-      for (const Task* t : n->tasks) running += t->status == TaskStatus::Running;
-      if (running < 2) return 0;
-      AddReason(out, "Too many pods");
-      return static_cast<int32_t>(StatusCode::Unschedulable);
-    });
-  });
+  PodCountPredicate(2);
   OpenWithPreemptable({"podcount"});
   Run("preempt");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-2", "low-1"}));
@@ -157,13 +176,11 @@ TEST_F(PreemptTest, UnresolvableNodesAreNotCandidates) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
   b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   Plugin("selector", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task* t, const Node*, KStatusOut* out) -> int32_t {
       if (t->name != "hi-0") return 0;
-      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
-      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+      return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
   OpenWithPreemptable({"selector"});
@@ -177,15 +194,13 @@ TEST_F(PreemptTest, NodesAllocateFoundUnresolvableAreSkipped) {
   b.AddNode("n2", NodeRes(1000));
   Job& low = RunningJob("low");
   b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n2");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   bool allocating = true;
   // During allocate, n1 is Unresolvable for hi-0; afterwards the predicate would accept it.
   Plugin("selector", [&allocating](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [&allocating](const Task*, const Node* n, KStatusOut* out) -> int32_t {
       if (!allocating || n->name != "n1") return 0;
-      AddReason(out, "node(s) didn't match Pod's node affinity/selector");
-      return static_cast<int32_t>(StatusCode::UnschedulableAndUnresolvable);
+      return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
   OpenWithPreemptable({"selector"});
@@ -226,8 +241,7 @@ TEST_F(PreemptTest, PreemptionPolicyNeverDoesNotPreempt) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
   b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0)).preemption_policy = PreemptionPolicy::Never;
+  Preemptor(1000).preemption_policy = PreemptionPolicy::Never;
   OpenWithPreemptable();
   Run("preempt");
   EXPECT_TRUE(Evictions().empty());
@@ -238,8 +252,7 @@ TEST_F(PreemptTest, NonPreemptableTasksAreNeverVictims) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
   b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1").preemptable = false;
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   OpenWithPreemptable();
   Run("preempt");
   EXPECT_TRUE(Evictions().empty());
@@ -250,8 +263,7 @@ TEST_F(PreemptTest, NothingHappensWithoutAStarvingJob) {
   b.AddNode("n1", NodeRes(1000));
   Job& low = RunningJob("low");
   b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(1000, 0));
+  Preemptor(1000);
   Plugin("victims", [](Session& s, PluginHandle h) { s.On<EP::Preemptable>(h, SelectAll); });
   Open({{"victims"}});
   Run("preempt");
@@ -287,27 +299,15 @@ class TopologyAwarePreemptTest : public PreemptTest {
 };
 
 TEST_F(PreemptTest, NormalPreemptEvictsEveryVictimItPops) {
-  b.AddNode("n1", NodeRes(4000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "va", Res(1000, 0), TaskStatus::Running, "n1").priority = 1;
-  b.AddTask(low, "vb", Res(3000, 0), TaskStatus::Running, "n1").priority = 2;
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(3000, 0)).priority = 10;
-  Plugin("priority", [](Session& s, PluginHandle h) { s.On<EP::TaskOrder>(h, ByPriority); });
-  OpenWithPreemptable({"priority"});
+  BuildTwoVictimsOnOneNode();
+  OpenWithPreemptableByPriority();
   Run("preempt");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"va", "vb"}));
 }
 
 TEST_F(TopologyAwarePreemptTest, ReprievesVictimsThePreemptorFitsWithout) {
-  b.AddNode("n1", NodeRes(4000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "va", Res(1000, 0), TaskStatus::Running, "n1").priority = 1;
-  b.AddTask(low, "vb", Res(3000, 0), TaskStatus::Running, "n1").priority = 2;
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(3000, 0)).priority = 10;
-  Plugin("priority", [](Session& s, PluginHandle h) { s.On<EP::TaskOrder>(h, ByPriority); });
-  OpenWithPreemptable({"priority"});
+  BuildTwoVictimsOnOneNode();
+  OpenWithPreemptableByPriority();
   Run("preempt");
   // Dry run removes va then vb; giving va back still leaves room for 3000: only vb goes.
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"vb"}));
@@ -318,13 +318,7 @@ TEST_F(TopologyAwarePreemptTest, ReprievesVictimsThePreemptorFitsWithout) {
 TEST_F(TopologyAwarePreemptTest, PicksTheNodeWithTheLowestPriorityVictims) {
   // Two nodes give clamp(2·10%, 1, 100) = 1 candidate by default; ask for both.
   conf.action_arguments["preempt"].min_candidate_nodes_absolute = 2;
-  b.AddNode("n1", NodeRes(2000));
-  b.AddNode("n2", NodeRes(2000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "on-n1", Res(2000, 0), TaskStatus::Running, "n1").priority = 5;
-  b.AddTask(low, "on-n2", Res(2000, 0), TaskStatus::Running, "n2").priority = 1;
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(2000, 0)).priority = 10;
+  BuildOneVictimPerNode();
   OpenWithPreemptable();
   Run("preempt");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"on-n2"}));
@@ -332,13 +326,7 @@ TEST_F(TopologyAwarePreemptTest, PicksTheNodeWithTheLowestPriorityVictims) {
 }
 
 TEST_F(PreemptTest, NormalPreemptTakesTheFirstNodeInScoreOrder) {
-  b.AddNode("n1", NodeRes(2000));
-  b.AddNode("n2", NodeRes(2000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "on-n1", Res(2000, 0), TaskStatus::Running, "n1").priority = 5;
-  b.AddTask(low, "on-n2", Res(2000, 0), TaskStatus::Running, "n2").priority = 1;
-  Job& hi = WaitingJob("hi");
-  b.AddTask(hi, "hi-0", Res(2000, 0)).priority = 10;
+  BuildOneVictimPerNode();
   OpenWithPreemptable();
   Run("preempt");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"on-n1"}));
@@ -433,15 +421,7 @@ TEST_F(ReclaimTest, DoesNotRerunPredicatesAfterEvicting) {
   Build();
   // A predicate that fails plain-Unschedulable (passes for preemption) while n1 runs any pod:
   // it still fails after r-0 goes (m-0 runs on), but reclaim trusts the resource arithmetic.
-  Plugin("podcount", [](Session& s, PluginHandle h) {
-    s.On<EP::Predicate>(h, [](const Task*, const Node* n, KStatusOut* out) -> int32_t {
-      int running = 0;
-      for (const Task* t : n->tasks) running += t->status == TaskStatus::Running;
-      if (running == 0) return 0;
-      AddReason(out, "Too many pods");
-      return static_cast<int32_t>(StatusCode::Unschedulable);
-    });
-  });
+  PodCountPredicate(1);
   OpenWithPreemptable({"podcount"});
   Run("reclaim");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"r-0"}));

@@ -99,6 +99,18 @@ class ActionsTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
 
+  // A job of namespace ns in the phase it enters the session with.
+  Job& RunningJob(std::string name, std::string queue = "default", int64_t min = 1) {
+    Job& j = b.AddJob("ns", std::move(name), std::move(queue), min);
+    j.phase = PodGroupPhase::Running;
+    return j;
+  }
+  Job& InqueueJob(std::string name, std::string queue = "default", int64_t min = 1) {
+    Job& j = b.AddJob("ns", std::move(name), std::move(queue), min);
+    j.phase = PodGroupPhase::Inqueue;
+    return j;
+  }
+
   Task* T(std::string_view name) { return ssn->cluster().FindTask(std::string("ns-") += name); }
   Job* J(std::string_view name) { return ssn->cluster().FindJob(std::string("ns/") += name); }
   Node* N(std::string_view name) { return ssn->cluster().FindNode(name); }
@@ -121,6 +133,12 @@ class ActionsTest : public ::testing::Test {
       if (t->status == TaskStatus::Pipelined)
         out.push_back(t->name + "@" + (t->node ? t->node->name : std::string("?")));
     return out;
+  }
+  // Runs `action`: it binds nothing, and `task` stays pending with the reason `why`.
+  void ExpectNoBind(std::string_view action, std::string_view task, std::string_view why) {
+    Run(action);
+    EXPECT_TRUE(Binds().empty());
+    EXPECT_EQ(Unschedulable(task), why);
   }
   // The reason Close() records for a task that stayed pending ("" when none).
   std::string Unschedulable(std::string_view task_name) {
@@ -162,6 +180,13 @@ inline int32_t ByPriority(const Task* l, const Task* r) {
 
 inline void AddReason(KStatusOut* out, std::string_view reason) {
   kiln_status_add_reason(out, reason.data(), reason.size());
+}
+
+// A predicate's answer that turns the task away with `reason`.
+inline int32_t Reject(KStatusOut* out, std::string_view reason,
+                      StatusCode code = StatusCode::UnschedulableAndUnresolvable) {
+  AddReason(out, reason);
+  return static_cast<int32_t>(code);
 }
 
 }  // namespace kiln::actions_testing

@@ -18,6 +18,14 @@ Error MustFail(std::string_view text) {
   return r.ok() ? Error{} : r.error();
 }
 
+// Parsing `text` fails with `message`, at `line` when one is given.
+void ExpectFailure(std::string_view text, std::string_view message, int line = 0) {
+  SCOPED_TRACE(text);
+  Error e = MustFail(text);
+  EXPECT_EQ(e.message, message);
+  if (line > 0) EXPECT_EQ(e.where.line, line);
+}
+
 TEST(ConfTest, DefaultConfParsesWithLoaderDefaults) {
   SchedulerConf conf = MustParse(DefaultSchedulerConfText());
   EXPECT_EQ(conf.actions, (std::vector<std::string>{"enqueue", "allocate", "backfill"}));
@@ -192,22 +200,17 @@ tiers:
 }
 
 TEST(ConfTest, PluginEntryShapeErrors) {
-  Error no_name = MustFail("tiers:\n- plugins:\n  - enableJobOrder: true\n");
-  EXPECT_EQ(no_name.message, "plugin entry has no `name`");
-  EXPECT_EQ(no_name.where.line, 3);
-  Error bare = MustFail("tiers:\n- plugins:\n  - gang\n");
-  EXPECT_EQ(bare.message, "a plugin entry must be a map with a `name`, got `gang`");
-  Error args = MustFail("tiers:\n- plugins:\n  - name: gang\n    arguments: [1]\n");
-  EXPECT_EQ(args.message, "`arguments` of plugin `gang` must be a map, got a list");
-  EXPECT_EQ(args.where.line, 4);
-  Error tier_key = MustFail("tiers:\n- plugin:\n  - name: gang\n");
-  EXPECT_EQ(tier_key.message, "unknown key `plugin` in tier; did you mean `plugins`?");
-  Error dup = MustFail("tiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n");
-  EXPECT_EQ(dup.message, "plugin `gang` is listed twice (first at line 3)");
-  EXPECT_EQ(dup.where.line, 5);
-  Error dup_key = MustFail("tiers:\n- plugins:\n  - name: gang\n    name: drf\n");
-  EXPECT_EQ(dup_key.message, "duplicate key `name` in plugin entry (first at line 3)");
-  EXPECT_EQ(dup_key.where.line, 4);
+  ExpectFailure("tiers:\n- plugins:\n  - enableJobOrder: true\n", "plugin entry has no `name`", 3);
+  ExpectFailure("tiers:\n- plugins:\n  - gang\n",
+                "a plugin entry must be a map with a `name`, got `gang`");
+  ExpectFailure("tiers:\n- plugins:\n  - name: gang\n    arguments: [1]\n",
+                "`arguments` of plugin `gang` must be a map, got a list", 4);
+  ExpectFailure("tiers:\n- plugin:\n  - name: gang\n",
+                "unknown key `plugin` in tier; did you mean `plugins`?");
+  ExpectFailure("tiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: gang\n",
+                "plugin `gang` is listed twice (first at line 3)", 5);
+  ExpectFailure("tiers:\n- plugins:\n  - name: gang\n    name: drf\n",
+                "duplicate key `name` in plugin entry (first at line 3)", 4);
 }
 
 TEST(ConfTest, BadActionArguments) {
@@ -232,26 +235,25 @@ configurations:
             "`1.5`");
   EXPECT_EQ(type.where.line, 5);
   EXPECT_EQ(type.where.column, 32);
-  Error enqueue = MustFail("configurations:\n- name: enqueue\n  arguments: {maxDomains: 2}\n");
-  EXPECT_EQ(enqueue.message,
-            "unknown argument `maxDomains` for action `enqueue`; it takes no arguments");
+  ExpectFailure("configurations:\n- name: enqueue\n  arguments: {maxDomains: 2}\n",
+                "unknown argument `maxDomains` for action `enqueue`; it takes no arguments");
   Error action = MustFail("configurations:\n- name: alocate\n");
   EXPECT_EQ(action.message, "configuration for unknown action `alocate`; did you mean `allocate`?");
   EXPECT_EQ(action.where.line, 2);
 }
 
 TEST(ConfTest, HierarchicalDrfConflictsWithProportion) {
-  Error e = MustFail(R"(actions: "allocate"
+  ExpectFailure(
+      R"(actions: "allocate"
 tiers:
 - plugins:
   - name: drf
     enableHierarchy: true
   - name: proportion
-)");
-  EXPECT_EQ(e.message,
-            "proportion and drf with hierarchy enabled conflicts: drf has `enableHierarchy: true` "
-            "and proportion is in the same tier (line 6)");
-  EXPECT_EQ(e.where.line, 4);
+)",
+      "proportion and drf with hierarchy enabled conflicts: drf has `enableHierarchy: true` "
+      "and proportion is in the same tier (line 6)",
+      4);
   // Without hierarchy, or in different tiers, both are fine.
   MustParse("tiers:\n- plugins:\n  - name: drf\n  - name: proportion\n");
   MustParse(
@@ -264,10 +266,9 @@ TEST(ConfTest, YamlSyntaxErrorHasLocation) {
   EXPECT_EQ(e.where.file, "test.conf");
   EXPECT_GT(e.where.line, 0);
   EXPECT_EQ(e.message.rfind("invalid YAML: ", 0), 0u) << e.message;
-  Error empty = MustFail("");
-  EXPECT_EQ(empty.message, "scheduler.conf is empty");
-  Error list = MustFail("- a\n- b\n");
-  EXPECT_EQ(list.message, "scheduler.conf must be a map with `actions` and `tiers`, got a list");
+  ExpectFailure("", "scheduler.conf is empty");
+  ExpectFailure("- a\n- b\n",
+                "scheduler.conf must be a map with `actions` and `tiers`, got a list");
 }
 
 }  // namespace

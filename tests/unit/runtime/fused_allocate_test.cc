@@ -21,6 +21,7 @@
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
 #include "tests/unit/runtime/actions_test_util.h"
+#include "tests/unit/runtime/random_cluster_compare.h"
 
 namespace kiln {
 namespace {
@@ -278,22 +279,10 @@ TEST(FusedAllocate, SampledSearchOverManyNodesAndBlocks) {
 TEST(FusedAllocate, RandomClustersDecideAsThePlainPath) {
   auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
   ASSERT_TRUE(provider.ok()) << provider.error().Format();
-  RandomClusterOptions options;
-  options.max_nodes = 220;
-  options.max_groups = 40;
-  options.max_group_size = 6;
-  options.confs = DefaultRandomConfs();  // Volcano's default conf + binpack among them
+  const RandomClusterOptions options = testing::CompareClusterOptions(220);
   auto run = [&](const std::string& yaml, bool fused) -> Result<SessionResult> {
     FusedSwitch sw(fused);
-    auto spec = ParseScenario(yaml, "random.yaml");
-    if (!spec.ok()) return spec.error();
-    auto conf = ParseSchedulerConf(spec->conf_text, "scheduler.conf");
-    if (!conf.ok()) return conf.error();
-    auto sim = Simulator::Create(*spec, *conf, **provider);
-    if (!sim.ok()) return sim.error();
-    auto r = (*sim)->Run();
-    if (!r.ok()) return r.error();
-    return r->sessions.at(0);
+    return testing::SimulateFirstSession(yaml, **provider);
   };
   AlwaysParallel parallel;
   int binds = 0;
@@ -304,17 +293,8 @@ TEST(FusedAllocate, RandomClustersDecideAsThePlainPath) {
     auto fused = run(yaml, true);
     ASSERT_TRUE(plain.ok()) << plain.error().Format();
     ASSERT_TRUE(fused.ok()) << fused.error().Format();
-    EXPECT_EQ(fused->bind_order, plain->bind_order) << "seed " << seed;
-    EXPECT_EQ(fused->binds, plain->binds) << "seed " << seed;
-    EXPECT_EQ(fused->pipelined, plain->pipelined) << "seed " << seed;
-    EXPECT_EQ(fused->evictions, plain->evictions) << "seed " << seed;
-    EXPECT_EQ(fused->unschedulable, plain->unschedulable) << "seed " << seed;
-    EXPECT_EQ(fused->faults, plain->faults) << "seed " << seed;
-    ASSERT_EQ(fused->handlers.size(), plain->handlers.size());
-    for (size_t i = 0; i < fused->handlers.size(); ++i)
-      EXPECT_EQ(fused->handlers[i].called, plain->handlers[i].called)
-          << "seed " << seed << " " << plain->handlers[i].plugin << "."
-          << plain->handlers[i].handler;
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectSameSession(*fused, *plain));
     binds += static_cast<int>(plain->bind_order.size());
   }
   // The clusters are not trivially empty or full: most sessions place pods.

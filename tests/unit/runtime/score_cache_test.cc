@@ -14,6 +14,7 @@
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/runtime/random_cluster_compare.h"
 
 namespace kiln {
 namespace {
@@ -33,20 +34,10 @@ struct Switches {
 TEST(ScoreCache, RandomClustersDecideAsWithout) {
   auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
   ASSERT_TRUE(provider.ok()) << provider.error().Format();
-  RandomClusterOptions options;
-  options.max_nodes = 200;
-  options.max_groups = 40;
-  options.max_group_size = 6;
-  options.confs = DefaultRandomConfs();
+  const RandomClusterOptions options = testing::CompareClusterOptions(200);
   auto run = [&](const std::string& yaml, bool cache, bool fused) -> Result<SimulationResult> {
     Switches sw(cache, fused);
-    auto spec = ParseScenario(yaml, "random.yaml");
-    if (!spec.ok()) return spec.error();
-    auto conf = ParseSchedulerConf(spec->conf_text, "scheduler.conf");
-    if (!conf.ok()) return conf.error();
-    auto sim = Simulator::Create(*spec, *conf, **provider);
-    if (!sim.ok()) return sim.error();
-    return (*sim)->Run();
+    return testing::SimulateScenarioText(yaml, **provider);
   };
   // Wake the workers for every loop, so that entries are filled and read on several threads.
   ThreadPool::Default().set_wake_threshold(std::chrono::nanoseconds(0));
@@ -65,16 +56,7 @@ TEST(ScoreCache, RandomClustersDecideAsWithout) {
         const SessionResult& a = on->sessions[i];
         const SessionResult& b = off->sessions[i];
         SCOPED_TRACE(fmt::format("seed {} fused {} session {}", seed, fused, i));
-        EXPECT_EQ(a.bind_order, b.bind_order);
-        EXPECT_EQ(a.binds, b.binds);
-        EXPECT_EQ(a.pipelined, b.pipelined);
-        EXPECT_EQ(a.evictions, b.evictions);
-        EXPECT_EQ(a.unschedulable, b.unschedulable);
-        EXPECT_EQ(a.faults, b.faults);
-        ASSERT_EQ(a.handlers.size(), b.handlers.size());
-        for (size_t k = 0; k < a.handlers.size(); ++k)
-          EXPECT_EQ(a.handlers[k].called, b.handlers[k].called)
-              << b.handlers[k].plugin << "." << b.handlers[k].handler;
+        ASSERT_NO_FATAL_FAILURE(testing::ExpectSameSession(a, b));
         binds += static_cast<int>(b.bind_order.size());
       }
     }

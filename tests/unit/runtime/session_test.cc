@@ -44,6 +44,14 @@ class SessionTest : public ::testing::Test {
     Status s = ssn->Open(reg);
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
+  // Opens a session (at time 0) of the one plugin `name`, its `flag` set to `on`.
+  void OpenWithFlag(const std::string& name, PluginFlag flag, bool on) {
+    conf = MakeConf({{name}});
+    conf.tiers[0].plugins[0].flags[static_cast<int>(flag)] = on;
+    ASSERT_TRUE(b.cluster.Link().ok());
+    ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
+    ASSERT_TRUE(ssn->Open(reg).ok());
+  }
 
   Job* J(std::string_view uid) { return ssn->cluster().FindJob(uid); }
   Task* T(std::string_view uid) { return ssn->cluster().FindTask(uid); }
@@ -112,11 +120,7 @@ TEST_F(SessionTest, FlagsGateRegistration) {
     // JobValid has no flag: always on.
     registered_valid = s.On<EP::JobValid>(h, [](const Job*, KStatusOut*) { return true; });
   });
-  conf = MakeConf({{"p"}});
-  conf.tiers[0].plugins[0].flags[static_cast<int>(PluginFlag::enableJobOrder)] = false;
-  ASSERT_TRUE(b.cluster.Link().ok());
-  ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
-  ASSERT_TRUE(ssn->Open(reg).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenWithFlag("p", PluginFlag::enableJobOrder, false));
   EXPECT_FALSE(registered_order);
   EXPECT_TRUE(registered_valid);
   EXPECT_EQ(ssn->JobCompareFn(J("ns/a"), J("ns/c")), 0);
@@ -245,11 +249,7 @@ TEST_F(SessionTest, PrePredicateSharesThePredicateFlag) {
       return t->name == "a-1" ? 3 : 0;
     });
   });
-  conf = MakeConf({{"pp"}});
-  conf.tiers[0].plugins[0].flags[static_cast<int>(PluginFlag::enablePredicate)] = true;
-  ASSERT_TRUE(b.cluster.Link().ok());
-  ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
-  ASSERT_TRUE(ssn->Open(reg).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenWithFlag("pp", PluginFlag::enablePredicate, true));
   EXPECT_FALSE(ssn->PrePredicateFn(T("ns-a-0")).has_value());
   auto st = ssn->PrePredicateFn(T("ns-a-1"));
   ASSERT_TRUE(st.has_value());
@@ -261,11 +261,7 @@ TEST_F(SessionTest, PrePredicateIsOffWithEnablePredicateFalse) {
   AddPlugin(reg, "pp", [&](Session& s, PluginHandle h) {
     s.On<EP::PrePredicate>(h, [](const Task*, KStatusOut*) -> int32_t { return 3; });
   });
-  conf = MakeConf({{"pp"}});
-  conf.tiers[0].plugins[0].flags[static_cast<int>(PluginFlag::enablePredicate)] = false;
-  ASSERT_TRUE(b.cluster.Link().ok());
-  ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
-  ASSERT_TRUE(ssn->Open(reg).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenWithFlag("pp", PluginFlag::enablePredicate, false));
   EXPECT_FALSE(ssn->PrePredicateFn(T("ns-a-1")).has_value());
 }
 
@@ -628,11 +624,7 @@ TEST_F(SessionTest, VoteAllAbstainPermitsAndLaterTierRejects) {
 TEST_F(SessionTest, JobEnqueueableGatedByEnqueuedFlag) {
   bool ok = true;
   AddPlugin(reg, "p", [&](Session& s, PluginHandle h) { ok = s.On<EP::JobEnqueueable>(h, Vote(-1)); });
-  conf = MakeConf({{"p"}});
-  conf.tiers[0].plugins[0].flags[static_cast<int>(PluginFlag::enableJobEnqueued)] = false;
-  ASSERT_TRUE(b.cluster.Link().ok());
-  ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0);
-  ASSERT_TRUE(ssn->Open(reg).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenWithFlag("p", PluginFlag::enableJobEnqueued, false));
   EXPECT_FALSE(ok);
   EXPECT_TRUE(ssn->JobEnqueueable(J("ns/a")));
 }

@@ -6,10 +6,12 @@
 
 #include "runtime/session.h"
 #include "tests/unit/core_test_util.h"
+#include "tests/unit/runtime/runtime_fixtures.h"
 
 namespace kiln {
 namespace {
 
+using testing::AddPendingAndVictims;
 using testing::ClusterBuilder;
 using testing::Res;
 
@@ -43,14 +45,7 @@ class StatementTest : public ::testing::Test {
  protected:
   void SetUp() override {
     b.AddQueue("default");
-    b.AddNode("n1", Res(4000, 8192, {{"pods", 110}}));
-    b.AddNode("n2", Res(2000, 4096, {{"pods", 110}}));
-    Job& p = b.AddJob("ns", "pending", "default", 2);
-    b.AddTask(p, "p-0", Res(1000, 1024));
-    b.AddTask(p, "p-1", Res(1000, 1024));
-    Job& v = b.AddJob("ns", "victims", "default", 1);
-    b.AddTask(v, "v-0", Res(1500, 512), TaskStatus::Running, "n2");
-    b.AddTask(v, "v-1", Res(500, 512), TaskStatus::Bound, "n2");
+    AddPendingAndVictims(b, "default", "default");
     ASSERT_TRUE(b.cluster.Link().ok());
     ssn = std::make_unique<Session>(std::move(b.cluster), conf, 0, "s1");
     ASSERT_TRUE(ssn->Open(reg).ok());

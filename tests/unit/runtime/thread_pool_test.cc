@@ -109,19 +109,26 @@ TEST(ThreadPoolTest, ExceptionReachesTheCallerAndPoolStaysUsable) {
   EXPECT_EQ(count.load(), 1000);
 }
 
-TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
-  ThreadPool pool(4);
-  pool.set_wake_threshold(std::chrono::nanoseconds(0));
+// The threads that ran a loop of `n` iterations (in ranges of `grain`), each spinning `work`.
+std::set<std::thread::id> ThreadsThatRan(ThreadPool& pool, size_t n, size_t grain,
+                                         std::chrono::microseconds work) {
   std::mutex mu;
   std::set<std::thread::id> seen;
   pool.ParallelFor(
-      400,
+      n,
       [&](size_t) {
-        Spin(std::chrono::microseconds(50));
+        if (work.count() > 0) Spin(work);
         std::lock_guard lock(mu);
         seen.insert(std::this_thread::get_id());
       },
-      4);
+      grain);
+  return seen;
+}
+
+TEST(ThreadPoolTest, SlowLoopsRunOnTheWorkers) {
+  ThreadPool pool(4);
+  pool.set_wake_threshold(std::chrono::nanoseconds(0));
+  std::set<std::thread::id> seen = ThreadsThatRan(pool, 400, 4, std::chrono::microseconds(50));
   EXPECT_GT(seen.size(), 1u);
 }
 
@@ -130,15 +137,7 @@ TEST(ThreadPoolTest, QuickLoopsStayOnTheCallingThread) {
   // "Quick" is relative to the wake-up threshold; pinning it high keeps a descheduled or
   // sanitizer-slowed first range from flipping the decision.
   pool.set_wake_threshold(std::chrono::hours(1));
-  std::mutex mu;
-  std::set<std::thread::id> seen;
-  pool.ParallelFor(
-      64,
-      [&](size_t) {
-        std::lock_guard lock(mu);
-        seen.insert(std::this_thread::get_id());
-      },
-      16);
+  std::set<std::thread::id> seen = ThreadsThatRan(pool, 64, 16, std::chrono::microseconds(0));
   EXPECT_EQ(seen, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 

@@ -73,6 +73,14 @@ LeaderElectionConfig Config(const std::string& id) {
   return c;  // client-go defaults: 15 s, 10 s, 2 s
 }
 
+// Replicas a and b, their lease in one store, on one fake clock.
+struct TwoCandidates {
+  FakeLeaseStore store;
+  FakeTime t;
+  LeaderElector a{store, Config("a"), t.clock()};
+  LeaderElector b{store, Config("b"), t.clock()};
+};
+
 TEST(LeaderElectionTest, FirstReplicaCreatesTheLeaseAndRenews) {
   FakeLeaseStore store;
   FakeTime t;
@@ -94,103 +102,88 @@ TEST(LeaderElectionTest, FirstReplicaCreatesTheLeaseAndRenews) {
 }
 
 TEST(LeaderElectionTest, StandbyWaitsOutTheLeaseAsItObservedItThenTakesOver) {
-  FakeLeaseStore store;
-  FakeTime t;
-  LeaderElector a(store, Config("a"), t.clock());
-  LeaderElector b(store, Config("b"), t.clock());
-  ASSERT_TRUE(a.TryAcquireOrRenew());
-  EXPECT_FALSE(b.TryAcquireOrRenew());  // b first sees a's record now
+  TwoCandidates c;
+  ASSERT_TRUE(c.a.TryAcquireOrRenew());
+  EXPECT_FALSE(c.b.TryAcquireOrRenew());  // b first sees a's record now
   // a dies (stops renewing). b retries every 2 s; until 15 s after it first saw the record
   // unchanged it must not take it.
   for (int i = 1; i <= 7; ++i) {
-    t.Advance(2);
-    EXPECT_FALSE(b.TryAcquireOrRenew()) << "after " << 2 * i << " s";
-    EXPECT_FALSE(b.IsLeader());
+    c.t.Advance(2);
+    EXPECT_FALSE(c.b.TryAcquireOrRenew()) << "after " << 2 * i << " s";
+    EXPECT_FALSE(c.b.IsLeader());
   }
-  t.Advance(1.5);  // 15.5 s since b observed the record
-  EXPECT_TRUE(b.TryAcquireOrRenew());
-  EXPECT_TRUE(b.IsLeader());
-  EXPECT_EQ(store.record.holder_identity, "b");
-  EXPECT_EQ(store.record.lease_transitions, 1);
-  EXPECT_EQ(store.record.acquire_time, t.now);
+  c.t.Advance(1.5);  // 15.5 s since b observed the record
+  EXPECT_TRUE(c.b.TryAcquireOrRenew());
+  EXPECT_TRUE(c.b.IsLeader());
+  EXPECT_EQ(c.store.record.holder_identity, "b");
+  EXPECT_EQ(c.store.record.lease_transitions, 1);
+  EXPECT_EQ(c.store.record.acquire_time, c.t.now);
 }
 
 TEST(LeaderElectionTest, ARenewedLeaseIsNeverTakenAndSkewedTimestampsDoNotMatter) {
-  FakeLeaseStore store;
-  FakeTime t;
-  LeaderElector a(store, Config("a"), t.clock());
-  LeaderElector b(store, Config("b"), t.clock());
-  ASSERT_TRUE(a.TryAcquireOrRenew());
+  TwoCandidates c;
+  ASSERT_TRUE(c.a.TryAcquireOrRenew());
   for (int i = 0; i < 20; ++i) {
-    t.Advance(2);
-    ASSERT_TRUE(a.TryAcquireOrRenew());
+    c.t.Advance(2);
+    ASSERT_TRUE(c.a.TryAcquireOrRenew());
     // Even if a's clock were an hour behind, b judges by when it saw the record change.
-    store.record.renew_time -= 3600 * kSecond;
-    EXPECT_FALSE(b.TryAcquireOrRenew());
+    c.store.record.renew_time -= 3600 * kSecond;
+    EXPECT_FALSE(c.b.TryAcquireOrRenew());
   }
-  for (const std::string& w : store.writers) EXPECT_EQ(w, "a");
+  for (const std::string& w : c.store.writers) EXPECT_EQ(w, "a");
 }
 
 TEST(LeaderElectionTest, LeaderThatCannotRenewStopsAtTheRenewDeadlineBeforeOthersMayAcquire) {
-  FakeLeaseStore store;
-  FakeTime t;
-  LeaderElector a(store, Config("a"), t.clock());
-  LeaderElector b(store, Config("b"), t.clock());
-  ASSERT_TRUE(a.TryAcquireOrRenew());
-  EXPECT_FALSE(b.TryAcquireOrRenew());
-  store.fail = true;  // the API server is unreachable for a (and b)
-  t.Advance(9.9);
-  EXPECT_TRUE(a.TryAcquireOrRenew());  // the renew failed, but a is within RenewDeadline
-  EXPECT_TRUE(a.IsLeader());
-  t.Advance(0.2);             // 10.1 s since the last renewal
-  EXPECT_FALSE(a.IsLeader());  // stops at once, without another renew attempt
-  store.fail = false;
+  TwoCandidates c;
+  ASSERT_TRUE(c.a.TryAcquireOrRenew());
+  EXPECT_FALSE(c.b.TryAcquireOrRenew());
+  c.store.fail = true;  // the API server is unreachable for a (and b)
+  c.t.Advance(9.9);
+  EXPECT_TRUE(c.a.TryAcquireOrRenew());  // the renew failed, but a is within RenewDeadline
+  EXPECT_TRUE(c.a.IsLeader());
+  c.t.Advance(0.2);             // 10.1 s since the last renewal
+  EXPECT_FALSE(c.a.IsLeader());  // stops at once, without another renew attempt
+  c.store.fail = false;
   // b may take over only at 15 s; a stopped writing at 10 s: never two writers.
-  t.Advance(4);  // 14.1 s
-  EXPECT_FALSE(b.TryAcquireOrRenew());
-  t.Advance(1);  // 15.1 s
-  EXPECT_TRUE(b.TryAcquireOrRenew());
-  EXPECT_FALSE(a.IsLeader());
+  c.t.Advance(4);  // 14.1 s
+  EXPECT_FALSE(c.b.TryAcquireOrRenew());
+  c.t.Advance(1);  // 15.1 s
+  EXPECT_TRUE(c.b.TryAcquireOrRenew());
+  EXPECT_FALSE(c.a.IsLeader());
   // a's next attempt sees b's record and stays a follower.
-  EXPECT_FALSE(a.TryAcquireOrRenew());
-  EXPECT_FALSE(a.IsLeader());
+  EXPECT_FALSE(c.a.TryAcquireOrRenew());
+  EXPECT_FALSE(c.a.IsLeader());
 }
 
 TEST(LeaderElectionTest, RacingCandidatesResolveByResourceVersion) {
-  FakeLeaseStore store;
-  FakeTime t;
-  LeaderElector a(store, Config("a"), t.clock());
-  LeaderElector b(store, Config("b"), t.clock());
-  store.exists = true;  // a released lease both may take
-  store.record.lease_duration_seconds = 1;
-  store.record.resource_version = "7";
-  store.version = 7;
+  TwoCandidates c;
+  c.store.exists = true;  // a released lease both may take
+  c.store.record.lease_duration_seconds = 1;
+  c.store.record.resource_version = "7";
+  c.store.version = 7;
   // b reads the free lease; before its write lands, a reads and writes itself in.
   bool a_won = false;
-  store.before_update = [&] { a_won = a.TryAcquireOrRenew(); };
-  EXPECT_FALSE(b.TryAcquireOrRenew());  // its precondition is stale: 409
+  c.store.before_update = [&] { a_won = c.a.TryAcquireOrRenew(); };
+  EXPECT_FALSE(c.b.TryAcquireOrRenew());  // its precondition is stale: 409
   EXPECT_TRUE(a_won);
-  EXPECT_TRUE(a.IsLeader());
-  EXPECT_FALSE(b.IsLeader());
-  EXPECT_EQ(store.record.holder_identity, "a");
-  EXPECT_EQ(store.writers, std::vector<std::string>{"a"});
+  EXPECT_TRUE(c.a.IsLeader());
+  EXPECT_FALSE(c.b.IsLeader());
+  EXPECT_EQ(c.store.record.holder_identity, "a");
+  EXPECT_EQ(c.store.writers, std::vector<std::string>{"a"});
 }
 
 TEST(LeaderElectionTest, ReleaseHandsOverWithinARetryPeriod) {
-  FakeLeaseStore store;
-  FakeTime t;
-  LeaderElector a(store, Config("a"), t.clock());
-  LeaderElector b(store, Config("b"), t.clock());
-  ASSERT_TRUE(a.TryAcquireOrRenew());
-  EXPECT_FALSE(b.TryAcquireOrRenew());
-  a.Release();
-  EXPECT_FALSE(a.IsLeader());
-  EXPECT_EQ(store.record.holder_identity, "");
-  EXPECT_EQ(store.record.lease_duration_seconds, 1);
-  t.Advance(2);  // one retry period
-  EXPECT_TRUE(b.TryAcquireOrRenew());
-  EXPECT_EQ(store.record.holder_identity, "b");
-  EXPECT_EQ(store.record.lease_transitions, 1);
+  TwoCandidates c;
+  ASSERT_TRUE(c.a.TryAcquireOrRenew());
+  EXPECT_FALSE(c.b.TryAcquireOrRenew());
+  c.a.Release();
+  EXPECT_FALSE(c.a.IsLeader());
+  EXPECT_EQ(c.store.record.holder_identity, "");
+  EXPECT_EQ(c.store.record.lease_duration_seconds, 1);
+  c.t.Advance(2);  // one retry period
+  EXPECT_TRUE(c.b.TryAcquireOrRenew());
+  EXPECT_EQ(c.store.record.holder_identity, "b");
+  EXPECT_EQ(c.store.record.lease_transitions, 1);
 }
 
 TEST(LeaderElectionTest, RestartedReplicaWithItsOwnIdentityKeepsAcquireTime) {

@@ -18,33 +18,16 @@
 #include "server/policy_set.h"
 #include "server/scheduler_loop.h"
 #include "simulator/scenario.h"
-#include "tests/unit/temp_dir.h"
 #include "simulator/simulator.h"
+#include "tests/unit/server/server_fixtures.h"
 #include "tests/unit/source_dir.h"
+#include "tests/unit/temp_dir.h"
 
 namespace kiln::server {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// n2 is listed first and empty; n1 already runs a 2-cpu pod. Without a scorer allocate takes the
-// first feasible node (n2); binpack prefers the fuller n1; nodeorder's leastrequested the emptier
-// n2.
-constexpr std::string_view kScenario = R"(name: reload
-cluster:
-  nodes:
-  - name: n2
-    allocatable: {cpu: "4", memory: 8Gi}
-  - name: n1
-    allocatable: {cpu: "4", memory: 8Gi}
-  podGroups:
-  - {name: busy, namespace: c1, minMember: 1, phase: Running}
-  - {name: pg1, namespace: c1, minMember: 1}
-  pods:
-  - {name: r1, namespace: c1, group: busy, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
-  - {name: p1, namespace: c1, group: pg1, requests: {cpu: "1", memory: 1Gi}}
-)";
 
 constexpr std::string_view kBinpackConf = R"(actions: "enqueue, allocate"
 tiers:
@@ -62,45 +45,12 @@ tiers:
 
 using ::kiln::testing::TempDir;
 using ::kiln::testing::WriteFileWhole;
-
-// Every snapshot is the scenario as written, so each session makes the same first decision and
-// only the configuration can change it.
-class FixedBinding : public ClusterBinding {
- public:
-  FixedBinding() {
-    auto spec = ParseScenario(kScenario, "reload.yaml");
-    EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.error().Format());
-    if (spec.ok()) spec_ = std::move(*spec);
-  }
-  void Use(ScenarioSpec spec) { spec_ = std::move(spec); }
-  Result<Cluster> Snapshot(TimeNs now) override {
-    std::this_thread::sleep_for(snapshot_delay);
-    return SimulatedCluster(spec_).Snapshot(now);
-  }
-  void Apply(const SessionResult& result) override {
-    std::lock_guard<std::mutex> lock(mu);
-    applied.push_back(result);
-  }
-  std::chrono::milliseconds snapshot_delay{0};
-  std::mutex mu;
-  std::vector<SessionResult> applied;
-
- private:
-  ScenarioSpec spec_;
-};
+using fixtures::FixedBinding;
+using fixtures::WaitFor;
 
 std::string BindOf(const SessionResult& r) {
   auto it = r.binds.find("c1/p1");
   return it == r.binds.end() ? "" : it->second;
-}
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 struct Fixture {
@@ -274,7 +224,7 @@ TEST(ServerReloadTest, ConfigMapDataSymlinkSwapIsPickedUp) {
   fs::create_directory_symlink("..2024_02", m / "..data_tmp");
   fs::rename(m / "..data_tmp", m / "..data");
   fs::remove_all(m / "..2024_01");
-  ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }, 10s));
   ASSERT_TRUE(watcher.WaitIdle(10s));
   auto second = loop.RunOnce();
   ASSERT_TRUE(second.ok());

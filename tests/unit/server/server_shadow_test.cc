@@ -16,6 +16,7 @@
 #include "server/shadow.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/server/server_fixtures.h"
 #include "tests/unit/temp_dir.h"
 
 namespace kiln::server {
@@ -25,23 +26,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::kiln::testing::TempDir;
 using ::kiln::testing::WriteFileWhole;
-
-// n1 already runs a 2-cpu pod: nodeorder's leastrequested puts p1 on the emptier n2, binpack on
-// the fuller n1.
-constexpr std::string_view kScenario = R"(name: shadow
-cluster:
-  nodes:
-  - name: n2
-    allocatable: {cpu: "4", memory: 8Gi}
-  - name: n1
-    allocatable: {cpu: "4", memory: 8Gi}
-  podGroups:
-  - {name: busy, namespace: c1, minMember: 1, phase: Running}
-  - {name: pg1, namespace: c1, minMember: 1}
-  pods:
-  - {name: r1, namespace: c1, group: busy, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
-  - {name: p1, namespace: c1, group: pg1, requests: {cpu: "1", memory: 1Gi}}
-)";
+using fixtures::FixedBinding;
+using fixtures::WaitFor;
 
 constexpr std::string_view kSpreadConf = R"(actions: "enqueue, allocate"
 tiers:
@@ -59,33 +45,6 @@ tiers:
     arguments:
       binpack.weight: 10
 )";
-
-// Every snapshot is the scenario as written (nothing is applied), so every session decides the
-// same and only the configuration changes what.
-class FixedBinding : public ClusterBinding {
- public:
-  FixedBinding() {
-    auto spec = ParseScenario(kScenario, "shadow.yaml");
-    EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.error().Format());
-    if (spec.ok()) spec_ = std::move(*spec);
-  }
-  Result<Cluster> Snapshot(TimeNs now) override { return SimulatedCluster(spec_).Snapshot(now); }
-  void Apply(const SessionResult&) override { ++applied; }
-  ClusterSpec Spec(TimeNs) const { return spec_.cluster; }
-  std::atomic<int> applied{0};
-
- private:
-  ScenarioSpec spec_;
-};
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 60s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 TEST(ShadowCompareTest, EachKindOfDifferenceIsOneEntryPerPod) {
   SessionDecisions live, shadow;
@@ -192,7 +151,7 @@ TEST(ShadowRunnerTest, ABinpackCandidateDiffersWhileTheLiveLoopRuns) {
             std::string::npos)
       << metrics;
   // The live side decided as its own conf says, every session.
-  EXPECT_GT(rig.binding.applied.load(), 0);
+  EXPECT_GT(rig.binding.applied_count.load(), 0);
 }
 
 TEST(ShadowRunnerTest, AnIdenticalCandidateNeverDiffers) {
@@ -231,8 +190,8 @@ TEST(ShadowRunnerTest, TheCandidateIsAddedAndRemovedWithItsFile) {
            st["loadError"].get<std::string>().find("nosuchplugin") != std::string::npos;
   })) << rig.shadow->StatusJson();
   EXPECT_FALSE(rig.State()["active"].get<bool>());  // never the removed candidate
-  int live = rig.binding.applied.load();
-  ASSERT_TRUE(WaitFor([&] { return rig.binding.applied.load() >= live + 3; }));
+  int live = rig.binding.applied_count.load();
+  ASSERT_TRUE(WaitFor([&] { return rig.binding.applied_count.load() >= live + 3; }));
 }
 
 }  // namespace

@@ -69,6 +69,12 @@ struct SlowCompiles {
   };
   std::shared_ptr<State> state = std::make_shared<State>();
 
+  SlowCompiles() = default;
+  SlowCompiles(int slow_from, int slow_to) {
+    state->slow_from = slow_from;
+    state->slow_to = slow_to;
+  }
+
   ProviderFactory Factory() const {
     return [s = state](const PolicySources& sources,
                        const std::vector<NamedPolicySource>& named)
@@ -86,6 +92,33 @@ struct SlowCompiles {
   ~SlowCompiles() {
     state->release = true;
     WaitFor([] { return PolicyReloader::LoadsInFlight() == 0; }, 60s);
+  }
+};
+
+// Writes kConfA to `conf`: the sources that read only it.
+PolicySources ConfSources(const fs::path& conf) {
+  WriteFileWhole(conf, kConfA);
+  PolicySources sources;
+  sources.conf_file = conf.string();
+  return sources;
+}
+
+// scheduler.conf holding kConfA, loaded by a reloader whose compiles `slow` holds up (calls
+// slow_from..slow_to), and a watcher that reloads it.
+struct SlowReload {
+  TempDir dir;
+  fs::path conf = dir.path() / "scheduler.conf";
+  PolicySources sources = ConfSources(conf);
+  SlowCompiles slow;
+  PolicyReloader reloader{sources, slow.Factory()};
+  std::unique_ptr<ConfigWatcher> watcher;
+
+  SlowReload(int slow_from, int slow_to) : slow(slow_from, slow_to) {}
+  // Loads the conf and starts watching; false when either fails.
+  bool Start() {
+    if (!reloader.LoadInitial().ok()) return false;
+    watcher = WatchAndReload(reloader, 50ms);
+    return watcher->Start().ok();
   }
 };
 
@@ -143,9 +176,7 @@ TEST(BoundedFileTest, RegularFilesAreReadAndEverythingElseIsRefusedAtOnce) {
 TEST(SurfaceReloadTest, FifoRenamedOverTheConfIsRejectedAndTheWatcherGoesOn) {
   TempDir dir;
   fs::path conf = dir.path() / "scheduler.conf";
-  WriteFileWhole(conf, kConfA);
-  PolicySources sources;
-  sources.conf_file = conf.string();
+  PolicySources sources = ConfSources(conf);
   PolicyReloader reloader(sources, CompiledProviderFactory());
   ASSERT_TRUE(reloader.LoadInitial().ok());
   std::atomic<int> rejected{0};
@@ -188,9 +219,7 @@ TEST(SurfaceReloadTest, WritesToOtherFilesInTheWatchedDirectoryAreIgnored) {
   fs::path conf = dir.path() / "scheduler.conf";
   fs::path policies = dir.path() / "policies";
   fs::create_directories(policies);
-  WriteFileWhole(conf, kConfA);
-  PolicySources sources;
-  sources.conf_file = conf.string();
+  PolicySources sources = ConfSources(conf);
   sources.policy_dirs = {policies.string()};
   PolicyReloader reloader(sources, CompiledProviderFactory());
   ASSERT_TRUE(reloader.LoadInitial().ok());
@@ -231,102 +260,70 @@ TEST(SurfaceReloadTest, WritesToOtherFilesInTheWatchedDirectoryAreIgnored) {
 // change is still seen; it supersedes the compile in flight (abandoned, its result dropped) and
 // its own load becomes the next generation.
 TEST(SurfaceReloadTest, ANewerChangeSupersedesASlowCompileInFlight) {
-  TempDir dir;
-  fs::path conf = dir.path() / "scheduler.conf";
-  WriteFileWhole(conf, kConfA);
-  PolicySources sources;
-  sources.conf_file = conf.string();
-  SlowCompiles slow;
-  slow.state->slow_from = 2;  // the first reload's compile
-  slow.state->slow_to = 2;
-  PolicyReloader reloader(sources, slow.Factory());
-  ASSERT_TRUE(reloader.LoadInitial().ok());
+  SlowReload r(2, 2);  // the first reload's compile
+  ASSERT_TRUE(r.Start());
   std::atomic<int> abandoned{0};
-  reloader.AddObserver([&](const ReloadOutcome& o, const PolicySet*) {
+  r.reloader.AddObserver([&](const ReloadOutcome& o, const PolicySet*) {
     if (o.kind == ReloadOutcome::Kind::kAbandoned) ++abandoned;
   });
-  auto watcher = WatchAndReload(reloader, 50ms);
-  ASSERT_TRUE(watcher->Start().ok());
 
-  WriteFileWhole(conf, kConfB);
-  ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
+  WriteFileWhole(r.conf, kConfB);
+  ASSERT_TRUE(WaitFor([&] { return r.slow.state->blocked.load() == 1; }));
   auto start = Clock::now();
-  WriteFileWhole(conf, kConfC);
-  ASSERT_TRUE(WaitFor([&] { return reloader.Current()->generation == 2; }));
+  WriteFileWhole(r.conf, kConfC);
+  ASSERT_TRUE(WaitFor([&] { return r.reloader.Current()->generation == 2; }));
   EXPECT_LT(SecondsSince(start), 5.0);
-  EXPECT_EQ(ConfText(*reloader.Current()), "drf");
+  EXPECT_EQ(ConfText(*r.reloader.Current()), "drf");
   EXPECT_EQ(abandoned.load(), 1);
   EXPECT_TRUE(WaitFor([] { return PolicyReloader::LoadsInFlight() == 1; }));  // the abandoned one
-  slow.state->release = true;
+  r.slow.state->release = true;
   ASSERT_TRUE(WaitFor([] { return PolicyReloader::LoadsInFlight() == 0; }));
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(ConfText(*reloader.Current()), "drf");  // its result was dropped
-  EXPECT_EQ(reloader.Current()->generation, 2u);
-  watcher->Stop();
+  EXPECT_EQ(ConfText(*r.reloader.Current()), "drf");  // its result was dropped
+  EXPECT_EQ(r.reloader.Current()->generation, 2u);
+  r.watcher->Stop();
 }
 
 // At most two compiles at once: while an abandoned compile still runs, the load in flight is
 // not abandoned for yet another change; the newest change loads after it.
 TEST(SurfaceReloadTest, AtMostOneAbandonedCompileRunsAtATime) {
-  TempDir dir;
-  fs::path conf = dir.path() / "scheduler.conf";
-  WriteFileWhole(conf, kConfA);
-  PolicySources sources;
-  sources.conf_file = conf.string();
-  SlowCompiles slow;
-  slow.state->slow_from = 2;  // the first two reloads' compiles
-  slow.state->slow_to = 3;
-  PolicyReloader reloader(sources, slow.Factory());
-  ASSERT_TRUE(reloader.LoadInitial().ok());
-  auto watcher = WatchAndReload(reloader, 50ms);
-  ASSERT_TRUE(watcher->Start().ok());
+  SlowReload r(2, 3);  // the first two reloads' compiles
+  ASSERT_TRUE(r.Start());
 
-  WriteFileWhole(conf, kConfB);
-  ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
-  WriteFileWhole(conf, kConfC);  // abandons the first, starts the second (also slow)
-  ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 2; }));
-  WriteFileWhole(conf, kConfA);  // must wait: one abandoned compile still runs
+  WriteFileWhole(r.conf, kConfB);
+  ASSERT_TRUE(WaitFor([&] { return r.slow.state->blocked.load() == 1; }));
+  WriteFileWhole(r.conf, kConfC);  // abandons the first, starts the second (also slow)
+  ASSERT_TRUE(WaitFor([&] { return r.slow.state->blocked.load() == 2; }));
+  WriteFileWhole(r.conf, kConfA);  // must wait: one abandoned compile still runs
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(PolicyReloader::LoadsInFlight(), 2);
-  EXPECT_EQ(slow.state->calls.load(), 3);
-  slow.state->release = true;
+  EXPECT_EQ(r.slow.state->calls.load(), 3);
+  r.slow.state->release = true;
   // The newest change wins. Either the second compile finishes first (generation 2, then the
   // newest loads as 3), or it is superseded once the first abandoned compile has ended, and the
   // newest change is the text generation 1 already runs (unchanged: still 1).
-  ASSERT_TRUE(watcher->WaitIdle(30s));
+  ASSERT_TRUE(r.watcher->WaitIdle(30s));
   ASSERT_TRUE(WaitFor([] { return PolicyReloader::LoadsInFlight() == 0; }));
-  EXPECT_EQ(ConfText(*reloader.Current()), "gang");
-  const auto generation = reloader.Current()->generation;
+  EXPECT_EQ(ConfText(*r.reloader.Current()), "gang");
+  const auto generation = r.reloader.Current()->generation;
   EXPECT_TRUE(generation == 1u || generation == 3u) << generation;
-  watcher->Stop();
+  r.watcher->Stop();
 }
 
 // SIGTERM during a long compile: Stop() abandons it and returns at once.
 TEST(SurfaceReloadTest, StopDuringASlowCompileReturnsPromptly) {
-  TempDir dir;
-  fs::path conf = dir.path() / "scheduler.conf";
-  WriteFileWhole(conf, kConfA);
-  PolicySources sources;
-  sources.conf_file = conf.string();
-  SlowCompiles slow;
-  slow.state->slow_from = 2;
-  slow.state->slow_to = 2;
-  PolicyReloader reloader(sources, slow.Factory());
-  ASSERT_TRUE(reloader.LoadInitial().ok());
-  auto watcher = WatchAndReload(reloader, 50ms);
-  ASSERT_TRUE(watcher->Start().ok());
-  WriteFileWhole(conf, kConfB);
-  ASSERT_TRUE(WaitFor([&] { return slow.state->blocked.load() == 1; }));
+  SlowReload r(2, 2);
+  ASSERT_TRUE(r.Start());
+  WriteFileWhole(r.conf, kConfB);
+  ASSERT_TRUE(WaitFor([&] { return r.slow.state->blocked.load() == 1; }));
   auto start = Clock::now();
-  watcher->Stop();
+  r.watcher->Stop();
   EXPECT_LT(SecondsSince(start), 1.0);
-  EXPECT_EQ(reloader.Current()->generation, 1u);
-  slow.state->release = true;  // the abandoned compile may end now
+  EXPECT_EQ(r.reloader.Current()->generation, 1u);
+  r.slow.state->release = true;  // the abandoned compile may end now
   // The first load can be abandoned too (SIGTERM before serving started).
-  SlowCompiles slow_first;
-  slow_first.state->slow_from = 1;
-  slow_first.state->slow_to = 1;
-  PolicyReloader first(sources, slow_first.Factory());
+  SlowCompiles slow_first(1, 1);
+  PolicyReloader first(r.sources, slow_first.Factory());
   std::atomic<bool> stop{false};
   std::thread stopper([&] {
     WaitFor([&] { return slow_first.state->blocked.load() == 1; });

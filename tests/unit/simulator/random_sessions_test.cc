@@ -32,21 +32,12 @@
 #include "simulator/random_cluster.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/runtime/random_cluster_compare.h"
 
 namespace kiln {
 namespace {
 
-Result<SessionResult> RunOnce(const std::string& yaml, PolicyProvider& provider) {
-  auto spec = ParseScenario(yaml, "random.yaml");
-  if (!spec.ok()) return spec.error();
-  auto conf = ParseSchedulerConf(spec->conf_text, "scheduler.conf");
-  if (!conf.ok()) return conf.error();
-  auto sim = Simulator::Create(*spec, *conf, provider);
-  if (!sim.ok()) return sim.error();
-  auto run = (*sim)->Run();
-  if (!run.ok()) return run.error();
-  return run->sessions.at(0);
-}
+using testing::SimulateFirstSession;
 
 std::vector<std::string> CheckInvariants(const RandomCluster& g, const SessionResult& s) {
   std::vector<std::string> bad;
@@ -139,10 +130,10 @@ TEST(RandomSessions, InvariantsHoldInEverySession) {
     uint64_t seed = seed0 * 1'000'003 + static_cast<uint64_t>(i);
     RandomCluster g = GenerateRandomCluster(seed, options);
     std::string yaml = RenderScenario(g, fmt::format("random-{}", seed));
-    auto first = RunOnce(yaml, **provider);
+    auto first = SimulateFirstSession(yaml, **provider);
     ASSERT_TRUE(first.ok()) << "seed " << seed << ": " << first.error().Format() << "\n" << yaml;
     std::vector<std::string> bad = CheckInvariants(g, *first);
-    auto second = RunOnce(yaml, **provider);
+    auto second = SimulateFirstSession(yaml, **provider);
     ASSERT_TRUE(second.ok());
     if (second->binds != first->binds || second->evictions != first->evictions ||
         second->pipelined != first->pipelined || second->bind_order != first->bind_order)

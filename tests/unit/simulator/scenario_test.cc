@@ -12,6 +12,14 @@ namespace {
 using testing::MustFail;
 using testing::MustParse;
 
+// Loading `text` fails with `message`, at `line` when one is given.
+void ExpectFailure(std::string_view text, std::string_view message, int line = 0) {
+  SCOPED_TRACE(text);
+  Error e = MustFail(text);
+  EXPECT_EQ(e.message, message);
+  if (line > 0) EXPECT_EQ(e.where.line, line);
+}
+
 double Dim(const Resource& r, std::string_view name) {
   auto id = ResourceNames::Find(name);
   EXPECT_TRUE(id.has_value()) << name;
@@ -274,8 +282,8 @@ TEST(ScenarioTest, BadQuantityNamesValueAndLine) {
   EXPECT_EQ(e.where.line, 4);
   EXPECT_EQ(e.message,
             "bad quantity `2x` for `cpu` in `allocatable` of node `n1`: invalid quantity \"2x\"");
-  Error neg = MustFail("cluster:\n  pods:\n  - name: p\n    requests: {cpu: \"-1\"}\n");
-  EXPECT_EQ(neg.message, "quantity `-1` for `cpu` in `requests` of pod `p` must not be negative");
+  ExpectFailure("cluster:\n  pods:\n  - name: p\n    requests: {cpu: \"-1\"}\n",
+                "quantity `-1` for `cpu` in `requests` of pod `p` must not be negative");
   Error list = MustFail("cluster:\n  pods:\n  - name: p\n    requests: {cpu: [1]}\n");
   EXPECT_EQ(list.message,
             "quantity of `cpu` in `requests` of pod `p` must be a string like \"1\" or \"500m\", got "
@@ -285,26 +293,23 @@ TEST(ScenarioTest, BadQuantityNamesValueAndLine) {
 TEST(ScenarioTest, WrongTypes) {
   Error w = MustFail("cluster:\n  queues: [{name: q, weight: heavy}]\n");
   EXPECT_EQ(w.Format(), "s.yaml:2:30: error: `weight` of queue `q` must be an integer, got `heavy`");
-  Error neg = MustFail("cluster:\n  queues: [{name: q, weight: -1}]\n");
-  EXPECT_EQ(neg.message, "`weight` of queue `q` must not be negative, got -1");
+  ExpectFailure("cluster:\n  queues: [{name: q, weight: -1}]\n",
+                "`weight` of queue `q` must not be negative, got -1");
   EXPECT_EQ(MustParse("cluster:\n  queues: [{name: q, weight: 0}]\n").cluster.queues[0].weight, 0);
-  Error b = MustFail("cluster:\n  nodes: [{name: n, allocatable: {}, unschedulable: maybe}]\n");
-  EXPECT_EQ(b.message, "`unschedulable` of node `n` must be true or false, got `maybe`");
-  Error phase = MustFail("cluster:\n  pods: [{name: p, phase: Runing}]\n");
-  EXPECT_EQ(phase.message,
-            "`phase` of pod `p` must be Pending, Running, Succeeded, Failed or Unknown, got "
-            "`Runing`; did you mean `Running`?");
+  ExpectFailure("cluster:\n  nodes: [{name: n, allocatable: {}, unschedulable: maybe}]\n",
+                "`unschedulable` of node `n` must be true or false, got `maybe`");
+  ExpectFailure("cluster:\n  pods: [{name: p, phase: Runing}]\n",
+                "`phase` of pod `p` must be Pending, Running, Succeeded, Failed or Unknown, got "
+                "`Runing`; did you mean `Running`?");
   Error pods = MustFail("cluster:\n  pods: {name: p}\n");
   EXPECT_EQ(pods.message, "`pods` must be a list, got a map");
   Error ts = MustFail("now: yesterday\n");
   EXPECT_EQ(ts.where.line, 1);
   EXPECT_EQ(ts.message, "`now`: invalid timestamp \"yesterday\"");
-  Error dur = MustFail("cluster:\n  pods: [{name: p, duration: 10 minutes}]\n");
-  EXPECT_EQ(dur.message, "`duration` of pod `p`: invalid duration \"10 minutes\"");
-  Error no_name = MustFail("cluster:\n  nodes: [{allocatable: {}}]\n");
-  EXPECT_EQ(no_name.message, "node has no `name`");
-  Error alloc = MustFail("cluster:\n  nodes: [{name: n}]\n");
-  EXPECT_EQ(alloc.message, "node `n` has no `allocatable`");
+  ExpectFailure("cluster:\n  pods: [{name: p, duration: 10 minutes}]\n",
+                "`duration` of pod `p`: invalid duration \"10 minutes\"");
+  ExpectFailure("cluster:\n  nodes: [{allocatable: {}}]\n", "node has no `name`");
+  ExpectFailure("cluster:\n  nodes: [{name: n}]\n", "node `n` has no `allocatable`");
 }
 
 TEST(ScenarioTest, NodeImagesAndPodImage) {
@@ -400,11 +405,10 @@ TEST(ScenarioTest, DanglingReferencesAreWarnings) {
 }
 
 TEST(ScenarioTest, FileErrorsStayErrors) {
-  Error running = MustFail("cluster:\n  pods:\n  - {name: p, phase: Running}\n");
-  EXPECT_EQ(running.message, "pod `p` is Running but has no `node`");
-  Error dup = MustFail("cluster:\n  pods:\n  - {name: p}\n  - {name: p}\n");
-  EXPECT_EQ(dup.message, "pod `default/p` is defined twice (first at line 3)");
-  EXPECT_EQ(dup.where.line, 4);
+  ExpectFailure("cluster:\n  pods:\n  - {name: p, phase: Running}\n",
+                "pod `p` is Running but has no `node`");
+  ExpectFailure("cluster:\n  pods:\n  - {name: p}\n  - {name: p}\n",
+                "pod `default/p` is defined twice (first at line 3)", 4);
   Error key = MustFail("cluster:\n  pods:\n  - {name: p, schedulerNmae: x}\n");
   EXPECT_EQ(key.message, "unknown key `schedulerNmae` in pod; did you mean `schedulerName`?");
 }
@@ -426,8 +430,7 @@ TEST(ScenarioTest, ExpectReferencesAreChecked) {
   EXPECT_EQ(phase.message,
             "`expect.podGroupPhases` of `default/pg` must be Pending, Inqueue, Running, Unknown or "
             "Completed, got `Queued`");
-  Error key = MustFail("expect:\n  bind: {}\n");
-  EXPECT_EQ(key.message, "unknown key `bind` in `expect`; did you mean `binds`?");
+  ExpectFailure("expect:\n  bind: {}\n", "unknown key `bind` in `expect`; did you mean `binds`?");
 }
 
 TEST(ScenarioTest, ConfErrorsMapToScenarioLines) {

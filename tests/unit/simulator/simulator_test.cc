@@ -9,16 +9,13 @@
 #include "runtime/quantity.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"
+#include "tests/unit/scenario_test_util.h"
 #include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
 
-ScenarioSpec Spec(std::string_view text) {
-  auto r = ParseScenario(text, "sim.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
-  return r.ok() ? std::move(*r) : ScenarioSpec{};
-}
+ScenarioSpec Spec(std::string_view text) { return testing::MustParse(text, "sim.yaml"); }
 
 SchedulerConf Conf(const ScenarioSpec& spec) {
   auto c = ResolveScenarioConf(spec, nullptr, "");
@@ -204,23 +201,33 @@ RegistryPolicyProvider EvictingProvider() {
   return RegistryPolicyProvider(std::move(registry));
 }
 
-TEST(SimulatorTest, EvictedPodsAreRecreatedPendingOnlyInDefinedGroups) {
-  ScenarioSpec spec = Spec(R"(
+// A scenario whose conf runs `actions` with evict-labelled alone, on one node n1 (4 cpu, 8 Gi);
+// `rest` (a newline, then the rest of `cluster:`) follows the node.
+std::string EvictLabelledOnN1(std::string_view actions, std::string_view rest) {
+  std::string text = R"(
 conf: |
-  actions: "shuffle"
+  actions: ")";
+  text += actions;
+  text += R"("
   tiers:
   - plugins:
     - name: evict-labelled
 cluster:
   nodes:
-  - {name: n1, allocatable: {cpu: "4", memory: 8Gi}}
+  - {name: n1, allocatable: {cpu: "4", memory: 8Gi}})";
+  text += rest;
+  return text;
+}
+
+TEST(SimulatorTest, EvictedPodsAreRecreatedPendingOnlyInDefinedGroups) {
+  ScenarioSpec spec = Spec(EvictLabelledOnN1("shuffle", R"(
   podGroups:
   - {name: job, namespace: c1, phase: Running}
   pods:
   - {name: member, namespace: c1, group: job, requests: {cpu: "1"}, phase: Running, node: n1, labels: {evict: "yes"}}
   - {name: plain, namespace: c1, requests: {cpu: "1"}, phase: Running, node: n1, labels: {evict: "yes"}}
   - {name: stays, namespace: c1, requests: {cpu: "1"}, phase: Running, node: n1}
-)");
+)"));
   RegistryPolicyProvider provider = EvictingProvider();
   auto sim = MakeSim(spec, provider);
   ASSERT_NE(sim, nullptr);
@@ -249,15 +256,7 @@ cluster:
 // any of them (a task of no job, with the status its phase gives), and each is a warning at its
 // line. Three such pods once failed the load with `duplicate job "default/test-group"`.
 TEST(SimulatorTest, PodsOfOneUndefinedGroupAreOneJobWithoutPodGroup) {
-  ScenarioSpec spec = Spec(R"(
-conf: |
-  actions: "allocate"
-  tiers:
-  - plugins:
-    - name: evict-labelled
-cluster:
-  nodes:
-  - {name: n1, allocatable: {cpu: "4", memory: 8Gi}}
+  ScenarioSpec spec = Spec(EvictLabelledOnN1("allocate", R"(
   podGroups:
   - {name: real, namespace: c1, minMember: 1, phase: Inqueue}
   pods:
@@ -268,7 +267,7 @@ cluster:
   - {name: real-0, namespace: c1, group: real, requests: {cpu: "2"}}
 calls:
 - {fn: victim_tasks, candidates: [default/task1, default/task2, default/task3, default/waiting]}
-)");
+)"));
   ASSERT_EQ(spec.warnings.size(), 4u);
   EXPECT_EQ(spec.warnings[0].message,
             "pod `default/task1` names podGroup `test-group`, which does not exist in namespace "

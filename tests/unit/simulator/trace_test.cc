@@ -8,15 +8,12 @@
 #include "runtime/session.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
+#include "tests/unit/scenario_test_util.h"
 
 namespace kiln {
 namespace {
 
-ScenarioSpec Spec(std::string_view text) {
-  auto r = ParseScenario(text, "trace.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Format());
-  return r.ok() ? std::move(*r) : ScenarioSpec{};
-}
+ScenarioSpec Spec(std::string_view text) { return testing::MustParse(text, "trace.yaml"); }
 
 // One node of 4 cpu, plugin-free allocate (a pod fits when the node's idle cpu covers it), a
 // 10s period. Four single-pod jobs:
