@@ -193,38 +193,22 @@ BENCHMARK_CAPTURE(BM_Compile, resource_strategy_fit, std::string("resource-strat
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 
-BENCHMARK_CAPTURE(BM_CompileSequential, volcano_default, kVolcanoDefault)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompileAll, volcano_default, kVolcanoDefault)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompileSequential, all_builtins, AllBuiltinNames())
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompileAll, all_builtins, AllBuiltinNames())
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, sequential, false)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompileAllBuiltinsShipped, compile_all, true)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_WarmCache, sequential_all_builtins, AllBuiltinNames(), false)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_WarmCache, compile_all_all_builtins, AllBuiltinNames(), true)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3)
-    ->UseRealTime();
+// Whole-process compiles, timed by the wall clock (CompileAll's threads would not show in CPU
+// time) over `iterations` runs.
+#define KILN_WALL_TIME_BENCH(fn, name, iterations, ...)   \
+  BENCHMARK_CAPTURE(fn, name, __VA_ARGS__)                \
+      ->Unit(benchmark::kMillisecond)                     \
+      ->Iterations(iterations)                            \
+      ->UseRealTime()
+
+KILN_WALL_TIME_BENCH(BM_CompileSequential, volcano_default, 3, kVolcanoDefault);
+KILN_WALL_TIME_BENCH(BM_CompileAll, volcano_default, 3, kVolcanoDefault);
+KILN_WALL_TIME_BENCH(BM_CompileSequential, all_builtins, 3, AllBuiltinNames());
+KILN_WALL_TIME_BENCH(BM_CompileAll, all_builtins, 3, AllBuiltinNames());
+KILN_WALL_TIME_BENCH(BM_CompileAllBuiltinsShipped, sequential, 5, false);
+KILN_WALL_TIME_BENCH(BM_CompileAllBuiltinsShipped, compile_all, 5, true);
+KILN_WALL_TIME_BENCH(BM_WarmCache, sequential_all_builtins, 3, AllBuiltinNames(), false);
+KILN_WALL_TIME_BENCH(BM_WarmCache, compile_all_all_builtins, 3, AllBuiltinNames(), true);
 
 }  // namespace
 }  // namespace kiln

@@ -164,36 +164,30 @@ class NativePredicates : public Plugin {
     return counts;
   }
   Counts AffinityCountsOf(const Task* task) const {
-    Counts counts;
-    const auto& terms = RequiredAffinity(task);
-    if (terms.empty()) return counts;
-    for (const Node* n : session_->cluster().nodes())
-      for (const Task* p : n->tasks) {
-        if (!Present(p)) continue;
-        bool all = true;
-        for (const PodAffinityTerm& t : terms)
-          if (!kiln_std_term_matches_pod(&t, task, p)) {
-            all = false;
-            break;
-          }
-        if (!all) continue;
-        for (const PodAffinityTerm& t : terms)
-          if (const std::string* value = Label(n->labels, t.topology_key))
-            counts[t.topology_key][*value] += 1;
-      }
-    return counts;
+    return MatchCounts(task, RequiredAffinity(task), /*all=*/true);
   }
   Counts AntiCountsOf(const Task* task) const {
+    return MatchCounts(task, RequiredAntiAffinity(task), /*all=*/false);
+  }
+  // Per topology key and value, the placed pods (not evicted) that `task`'s `terms` match: with
+  // `all`, a pod counts under every term once all of them match it (affinity); without, under
+  // each term that matches it (anti-affinity).
+  template <typename Terms>
+  Counts MatchCounts(const Task* task, const Terms& terms, bool all) const {
     Counts counts;
-    const auto& terms = RequiredAntiAffinity(task);
     if (terms.empty()) return counts;
+    auto matches = [&](const PodAffinityTerm& t, const Task* p) {
+      return kiln_std_term_matches_pod(&t, task, p);
+    };
     for (const Node* n : session_->cluster().nodes())
       for (const Task* p : n->tasks) {
         if (!Present(p)) continue;
+        if (all && !std::all_of(terms.begin(), terms.end(),
+                                [&](const PodAffinityTerm& t) { return matches(t, p); }))
+          continue;
         for (const PodAffinityTerm& t : terms)
           if (const std::string* value = Label(n->labels, t.topology_key))
-            if (kiln_std_term_matches_pod(&t, task, p))
-              counts[t.topology_key][*value] += 1;
+            if (all || matches(t, p)) counts[t.topology_key][*value] += 1;
       }
     return counts;
   }

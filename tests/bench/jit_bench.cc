@@ -31,11 +31,13 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <map>
 #include <span>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/builtin_policies.h"
@@ -298,35 +300,20 @@ void RunVictims(benchmark::State& state, Fn fn, void* ctx) {
     benchmark::DoNotOptimize(target(ctx, c[0], c.data(), c.size(), sel.data()));
   }
 }
-void BM_JitPriorityPreemptable64(benchmark::State& s) {
-  auto& l = Builtin("priority");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
-void BM_NativePriorityPreemptable64(benchmark::State& s) {
-  RunVictims(s, &NativePriorityPreemptable, &NativeCtx());
-}
-void BM_JitGangPreemptable64(benchmark::State& s) {
-  auto& l = Builtin("gang");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
-void BM_NativeGangPreemptable64(benchmark::State& s) {
-  RunVictims(s, &NativeGangPreemptable, &NativeCtx());
-}
-void BM_NativeFlatGangPreemptable64(benchmark::State& s) {
-  RunVictims(s, &NativeFlatGangPreemptable, &NativeCtx());
-}
-void BM_OracleGangPreemptable64(benchmark::State& s) {
-  RunVictims(s, &OracleGangPreemptable, &NativeCtx());
-}
-void BM_JitCdpPreemptable64(benchmark::State& s) {
-  auto& l = Builtin("cdp");
-  RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
-}
-void BM_NativeCdpPreemptable64(benchmark::State& s) {
-  RunVictims(s, &NativeCdpPreemptable, &NativeCtx());
-}
-void BM_OracleCdpPreemptable64(benchmark::State& s) {
-  RunVictims(s, &OracleCdpPreemptable, &NativeCtx());
+using VictimsFn = int32_t (*)(void*, const Task*, const Task* const*, size_t, uint8_t*);
+
+// BM_Jit<Policy>Preemptable64, RunVictims on the built-in policy `builtin`'s compiled
+// preemptable, then BM_<side><Policy>Preemptable64 on each C++ side of it.
+void RegisterVictims(const std::string& policy, const char* builtin,
+                     std::initializer_list<std::pair<const char*, VictimsFn>> sides) {
+  benchmark::RegisterBenchmark(("BM_Jit" + policy + "Preemptable64").c_str(),
+                               [builtin](benchmark::State& s) {
+                                 auto& l = Builtin(builtin);
+                                 RunVictims(s, l.Fn<ExtensionPoint::Preemptable>(), &l.ctx);
+                               });
+  for (auto [side, fn] : sides)
+    benchmark::RegisterBenchmark(("BM_" + std::string(side) + policy + "Preemptable64").c_str(),
+                                 [fn](benchmark::State& s) { RunVictims(s, fn, &NativeCtx()); });
 }
 
 
@@ -340,15 +327,16 @@ BENCHMARK(BM_OracleGangJobOrder);
 BENCHMARK(BM_JitGangJobReady);
 BENCHMARK(BM_NativeGangJobReady);
 BENCHMARK(BM_OracleGangJobReady);
-BENCHMARK(BM_JitPriorityPreemptable64);
-BENCHMARK(BM_NativePriorityPreemptable64);
-BENCHMARK(BM_JitGangPreemptable64);
-BENCHMARK(BM_NativeGangPreemptable64);
-BENCHMARK(BM_NativeFlatGangPreemptable64);
-BENCHMARK(BM_OracleGangPreemptable64);
-BENCHMARK(BM_JitCdpPreemptable64);
-BENCHMARK(BM_NativeCdpPreemptable64);
-BENCHMARK(BM_OracleCdpPreemptable64);
+[[maybe_unused]] const bool kVictimsRegistered = [] {
+  RegisterVictims("Priority", "priority", {{"Native", &NativePriorityPreemptable}});
+  RegisterVictims("Gang", "gang",
+                  {{"Native", &NativeGangPreemptable},
+                   {"NativeFlat", &NativeFlatGangPreemptable},
+                   {"Oracle", &OracleGangPreemptable}});
+  RegisterVictims("Cdp", "cdp",
+                  {{"Native", &NativeCdpPreemptable}, {"Oracle", &OracleCdpPreemptable}});
+  return true;
+}();
 
 // Front end + codegen + O2 + JIT of one shipped policy, uncached (a fresh path each time).
 void BM_CompilePolicy(benchmark::State& state, std::string name) {

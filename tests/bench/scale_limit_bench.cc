@@ -80,22 +80,19 @@ inline int64_t LeastAllocated(double requested, double capacity) {
 inline double Binpack(const PodRow& pod, const NodeColumns& n, size_t i) {
   double score = 0;
   int weights = 0;
-  if (pod.cpu != 0) {
-    if (n.cap_cpu[i] != 0) {
-      const double used = pod.cpu + n.used_cpu[i];
-      if (used > n.cap_cpu[i]) return 0;
-      score += used / n.cap_cpu[i];
+  // One dimension: adds its share and weight; false when the request would exceed the capacity.
+  auto add = [&](double request, double used_now, double cap) {
+    if (request == 0) return true;
+    if (cap != 0) {
+      const double used = request + used_now;
+      if (used > cap) return false;
+      score += used / cap;
     }
     ++weights;
-  }
-  if (pod.memory != 0) {
-    if (n.cap_memory[i] != 0) {
-      const double used = pod.memory + n.used_memory[i];
-      if (used > n.cap_memory[i]) return 0;
-      score += used / n.cap_memory[i];
-    }
-    ++weights;
-  }
+    return true;
+  };
+  if (!add(pod.cpu, n.used_cpu[i], n.cap_cpu[i])) return 0;
+  if (!add(pod.memory, n.used_memory[i], n.cap_memory[i])) return 0;
   return weights > 0 ? score / weights * 100 : 0;
 }
 

@@ -42,43 +42,39 @@ SessionResult DemoSession() {
   return s;
 }
 
-TEST(OutputTableTest, SummaryLineCountsEveryKindOfDecision) {
+// The table of DemoSession, and what a test expects to find in it.
+class OutputTableTest : public ::testing::Test {
+ protected:
+  void ExpectLine(const std::string& text) {
+    EXPECT_NE(table.find(text), std::string::npos) << table;
+  }
+
   std::string table = cli::FormatTable(SimulationResult{"demo", {DemoSession()}});
-  EXPECT_NE(table.find("session 0 at 2025-03-03T09:00:00Z (7 µs): 1 bound, 2 pipelined, 1 evicted, "
-                       "1 unschedulable\n"),
-            std::string::npos)
-      << table;
+};
+
+TEST_F(OutputTableTest, SummaryLineCountsEveryKindOfDecision) {
+  ExpectLine("session 0 at 2025-03-03T09:00:00Z (7 µs): 1 bound, 2 pipelined, 1 evicted, "
+             "1 unschedulable\n");
 }
 
-TEST(OutputTableTest, ColumnsFitTheLongestName) {
-  std::string table = cli::FormatTable(SimulationResult{"demo", {DemoSession()}});
+TEST_F(OutputTableTest, ColumnsFitTheLongestName) {
   // The longest key (44 characters) sets the column: phases line up with it, one space after.
-  EXPECT_NE(table.find("    monitoring/podgroup-monitoring-node-exporter Inqueue\n"), std::string::npos)
-      << table;
-  EXPECT_NE(table.find("    research/llm-70b                             Inqueue\n"), std::string::npos)
-      << table;
-  EXPECT_NE(table.find("    monitoring/node-exporter                     -> cpu-1\n"), std::string::npos)
-      << table;
+  ExpectLine("    monitoring/podgroup-monitoring-node-exporter Inqueue\n");
+  ExpectLine("    research/llm-70b                             Inqueue\n");
+  ExpectLine("    monitoring/node-exporter                     -> cpu-1\n");
 }
 
-TEST(OutputTableTest, PipelinedPodsThatEvictedOthersAreMarked) {
-  std::string table = cli::FormatTable(SimulationResult{"demo", {DemoSession()}});
-  EXPECT_NE(table.find("prod/llama-finetune-master-0                 -> gpu-0  (nominated after "
-                       "evictions)\n"),
-            std::string::npos)
-      << table;
-  EXPECT_NE(table.find("research/bert-large-worker-0                 -> gpu-1\n"), std::string::npos)
-      << table;
+TEST_F(OutputTableTest, PipelinedPodsThatEvictedOthersAreMarked) {
+  ExpectLine("prod/llama-finetune-master-0                 -> gpu-0  (nominated after "
+             "evictions)\n");
+  ExpectLine("research/bert-large-worker-0                 -> gpu-1\n");
 }
 
-TEST(OutputTableTest, ShowsOnlyTheConditionsThisSessionSet) {
-  std::string table = cli::FormatTable(SimulationResult{"demo", {DemoSession()}});
+TEST_F(OutputTableTest, ShowsOnlyTheConditionsThisSessionSet) {
   // The origin reason is left out: it is the first pod's reason, already listed.
-  EXPECT_NE(table.find("research/llm-70b                             Inqueue\n      2/3 tasks in "
-                       "gang unschedulable: pod group is not ready, 2 minAvailable, 3 Pending; "
-                       "Pending: 3 Unschedulable\n"),
-            std::string::npos)
-      << table;
+  ExpectLine("research/llm-70b                             Inqueue\n      2/3 tasks in "
+             "gang unschedulable: pod group is not ready, 2 minAvailable, 3 Pending; "
+             "Pending: 3 Unschedulable\n");
   EXPECT_EQ(table.find("from an earlier session"), std::string::npos) << table;
 }
 

@@ -106,13 +106,42 @@ std::vector<const Task*> JitVictims(const Loaded& l, const Task* preemptor,
 
 constexpr uint32_t kSeeds = 400;
 
+// Calls `check` on the world of every seed from 1 to kSeeds.
+template <typename Check>
+void ForEachWorld(const Check& check) {
+  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    World w(seed);
+    check(w);
+  }
+}
+
+// job_order answers as `oracle(l, r)` does on every pair of `w`'s jobs.
+template <typename Oracle>
+void ExpectJobOrders(Loaded& l, const World& w, const Oracle& oracle) {
+  for (const auto& j : w.jobs)
+    for (const auto& k : w.jobs)
+      EXPECT_EQ(l.Fn<ExtensionPoint::JobOrder>()(&l.ctx, j.get(), k.get()), oracle(*j, *k));
+}
+
+// The victims of `w`'s first task among all its tasks, asked through preemptable (which must
+// decide) and through reclaimable, are the ones `oracle(preemptor, candidates)` picks.
+template <typename Oracle>
+void ExpectFirstTasksVictims(const Loaded& l, const World& w, const Oracle& oracle) {
+  if (w.all_tasks.empty()) return;
+  int32_t decided = 0;
+  auto jit = JitVictims<ExtensionPoint::Preemptable>(l, w.all_tasks[0], w.all_tasks, &decided);
+  EXPECT_EQ(decided, 1);
+  EXPECT_EQ(jit, oracle(*w.all_tasks[0], w.all_tasks));
+  jit = JitVictims<ExtensionPoint::Reclaimable>(l, w.all_tasks[0], w.all_tasks, &decided);
+  EXPECT_EQ(jit, oracle(*w.all_tasks[0], w.all_tasks));
+}
+
 TEST(CodegenDifferential, GangMatchesOracle) {
   auto l = LoadBuiltin("gang");
   ASSERT_TRUE(l);
   auto* ctx = &l->ctx;
-  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
-    SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    World w(seed);
+  ForEachWorld([&](const World& w) {
     for (const auto& j : w.jobs) {
       EXPECT_EQ(l->Fn<ExtensionPoint::JobValid>()(ctx, j.get(), nullptr),
                 oracles::gang::JobValid(*j).pass);
@@ -121,60 +150,43 @@ TEST(CodegenDifferential, GangMatchesOracle) {
                 oracles::gang::JobPipelined(*j));
       EXPECT_EQ(l->Fn<ExtensionPoint::JobStarving>()(ctx, j.get()),
                 oracles::gang::JobStarving(*j));
-      for (const auto& k : w.jobs)
-        EXPECT_EQ(l->Fn<ExtensionPoint::JobOrder>()(ctx, j.get(), k.get()),
-                  oracles::gang::JobOrder(*j, *k));
     }
-    if (w.all_tasks.empty()) continue;
-    int32_t decided = 0;
-    auto jit = JitVictims<ExtensionPoint::Preemptable>(*l, w.all_tasks[0], w.all_tasks, &decided);
-    EXPECT_EQ(decided, 1);
-    EXPECT_EQ(jit, oracles::gang::Victims(*w.all_tasks[0], w.all_tasks));
-    jit = JitVictims<ExtensionPoint::Reclaimable>(*l, w.all_tasks[0], w.all_tasks, &decided);
-    EXPECT_EQ(jit, oracles::gang::Victims(*w.all_tasks[0], w.all_tasks));
-  }
+    ExpectJobOrders(*l, w, oracles::gang::JobOrder);
+    ExpectFirstTasksVictims(*l, w, oracles::gang::Victims);
+  });
 }
 
 TEST(CodegenDifferential, PriorityMatchesOracle) {
   auto l = LoadBuiltin("priority");
   ASSERT_TRUE(l);
   auto* ctx = &l->ctx;
-  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
-    SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    World w(seed);
-    for (const auto& j : w.jobs) {
+  ForEachWorld([&](const World& w) {
+    for (const auto& j : w.jobs)
       EXPECT_EQ(l->Fn<ExtensionPoint::JobStarving>()(ctx, j.get()),
                 oracles::priority::JobStarving(*j));
-      for (const auto& k : w.jobs)
-        EXPECT_EQ(l->Fn<ExtensionPoint::JobOrder>()(ctx, j.get(), k.get()),
-                  oracles::priority::JobOrder(*j, *k));
-    }
+    ExpectJobOrders(*l, w, oracles::priority::JobOrder);
     for (const Task* a : w.all_tasks) {
       for (const Task* b : w.all_tasks)
-        EXPECT_EQ(l->Fn<ExtensionPoint::TaskOrder>()(ctx, a, b), oracles::priority::TaskOrder(*a, *b));
+        EXPECT_EQ(l->Fn<ExtensionPoint::TaskOrder>()(ctx, a, b),
+                  oracles::priority::TaskOrder(*a, *b));
       int32_t decided = 0;
       auto jit = JitVictims<ExtensionPoint::Preemptable>(*l, a, w.all_tasks, &decided);
       EXPECT_EQ(decided, 1);
       EXPECT_EQ(jit, oracles::priority::Victims(*a, w.all_tasks));
     }
-  }
+  });
 }
 
 TEST(CodegenDifferential, CdpMatchesOracle) {
   for (TimeNs now : {TimeNs{0}, TimeNs{500'000'000'000}, TimeNs{1'200'000'000'000}}) {
+    SCOPED_TRACE(::testing::Message() << "now " << now);
     auto l = LoadBuiltin("cdp", now);
     ASSERT_TRUE(l);
-    for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " now " << now);
-      World w(seed);
-      if (w.all_tasks.empty()) continue;
-      int32_t decided = 0;
-      auto jit = JitVictims<ExtensionPoint::Preemptable>(*l, w.all_tasks[0], w.all_tasks, &decided);
-      EXPECT_EQ(decided, 1);
-      EXPECT_EQ(jit, oracles::cdp::Victims(*w.all_tasks[0], w.all_tasks, now));
-      jit = JitVictims<ExtensionPoint::Reclaimable>(*l, w.all_tasks[0], w.all_tasks, &decided);
-      EXPECT_EQ(jit, oracles::cdp::Victims(*w.all_tasks[0], w.all_tasks, now));
-    }
+    ForEachWorld([&](const World& w) {
+      ExpectFirstTasksVictims(*l, w, [now](const Task& preemptor, const auto& candidates) {
+        return oracles::cdp::Victims(preemptor, candidates, now);
+      });
+    });
   }
 }
 

@@ -86,8 +86,9 @@ TEST(CodegenMaps, CompoundAssignmentWithAPolicyCallLooksTheSlotUpAgain) {
             6.0 * 1000 + 31);
 }
 
-TEST(CodegenMaps, StateMapPastTheLimitPersistsAcrossCalls) {
-  auto l = Load(R"(policy persist;
+// The policy `name`: a state map counting each job's allocations; job_order compares the counts.
+std::string SeenCounter(const std::string& name) {
+  return "policy " + name + R"(;
 state seen: map<Job, int>;
 on allocate(task: Task) {
   seen[task.job] += 1;
@@ -95,7 +96,11 @@ on allocate(task: Task) {
 on job_order(l: Job, r: Job) -> int {
   return seen[l] - seen[r];
 }
-)");
+)";
+}
+
+TEST(CodegenMaps, StateMapPastTheLimitPersistsAcrossCalls) {
+  auto l = Load(SeenCounter("persist"));
   ASSERT_TRUE(l);
   std::vector<std::unique_ptr<Job>> jobs;
   std::vector<std::unique_ptr<Task>> tasks;
@@ -122,15 +127,7 @@ on job_order(l: Job, r: Job) -> int {
 // dozen jobs go through it too.
 void CheckDenseTable(int n) {
   SCOPED_TRACE(n);
-  auto l = Load(R"(policy dense;
-state seen: map<Job, int>;
-on allocate(task: Task) {
-  seen[task.job] += 1;
-}
-on job_order(l: Job, r: Job) -> int {
-  return seen[l] - seen[r];
-}
-)");
+  auto l = Load(SeenCounter("dense"));
   ASSERT_TRUE(l);
   auto index_of = [](int j) -> int64_t {
     if (j < 250) return (j * 97) % 250;            // a permutation: inserted out of order

@@ -20,28 +20,55 @@ namespace {
 // A compiled policy with its arguments bound (no conf arguments) and per-session state open.
 using Loaded = testing::LoadedPolicy;
 
-std::unique_ptr<Loaded> Load(const std::string& text, int64_t now = 0) {
-  return testing::LoadPolicy(text, "test/codegen_", now);
-}
 
 // Evaluates a float expression inside `on node_order(task, node)`; `prelude` adds declarations.
 double EvalFloat(const std::string& body, const std::string& prelude = "") {
   return testing::EvalNodeOrder(body, prelude, "test/codegen_eval_");
 }
 
-TEST(CodegenSemantics, IntegerDivisionAndRemainderByZeroAreZero) {
+// Each test may load one policy and call its handlers with a task and a node of its own.
+class CodegenSemantics : public ::testing::Test {
+ protected:
+  // Compiles `text` and opens its state (session time `now`) into `l`; false with a test failure
+  // when it does not compile.
+  bool Load(const std::string& text, int64_t now = 0) {
+    l = testing::LoadPolicy(text, "test/codegen_", now);
+    return l != nullptr;
+  }
+
+  std::unique_ptr<Loaded> l;
+  Task task;
+  Node node;
+};
+
+// node_order's answer for `task` on `node`.
+double NodeOrder(Loaded& l, Task& task, Node& node) {
+  double score = 0;
+  l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &task, &node, &score);
+  return score;
+}
+
+// The LLVM IR of the policy `text` compiled as test/codegen_<name>.policy ("" with a test failure
+// when it does not compile).
+std::string CompiledIr(const std::string& name, const std::string& text) {
+  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_" + name + ".policy", text});
+  EXPECT_TRUE(ir.ok()) << (ir.ok() ? "" : ir.error().Format());
+  return ir.ok() ? *ir : "";
+}
+
+TEST_F(CodegenSemantics, IntegerDivisionAndRemainderByZeroAreZero) {
   EXPECT_EQ(EvalFloat("let z = 0; return float(7 / z);"), 0.0);
   EXPECT_EQ(EvalFloat("let z = 0; return float(7 % z);"), 0.0);
   EXPECT_EQ(EvalFloat("let d = 2; return float(7 / d);"), 3.0);
   EXPECT_EQ(EvalFloat("let d = -2; return float(7 % d);"), 1.0);
 }
 
-TEST(CodegenSemantics, FloatDivisionByZeroIsZero) {
+TEST_F(CodegenSemantics, FloatDivisionByZeroIsZero) {
   EXPECT_EQ(EvalFloat("let z = 0.0; return 1.5 / z;"), 0.0);
   EXPECT_EQ(EvalFloat("let z = 0; return 3.0 / float(z) + 1.0;"), 1.0);
 }
 
-TEST(CodegenSemantics, IntegerOverflowSaturates) {
+TEST_F(CodegenSemantics, IntegerOverflowSaturates) {
   EXPECT_EQ(EvalFloat("let big = 9223372036854775807; if big + 1 == big { return 1.0; } return 0.0;"),
             1.0);
   EXPECT_EQ(EvalFloat("let big = 9223372036854775807; if big * 3 == big { return 1.0; } return 0.0;"),
@@ -58,7 +85,7 @@ TEST(CodegenSemantics, IntegerOverflowSaturates) {
 
 // int(x) saturates out of range and maps NaN to 0; subtractions saturate toward the left
 // operand's sign. (Tier 0 lowers these intrinsics by hand: jit-tiers/unit-tier0 runs this too.)
-TEST(CodegenSemantics, FloatToIntSaturatesAndNanIsZero) {
+TEST_F(CodegenSemantics, FloatToIntSaturatesAndNanIsZero) {
   EXPECT_EQ(EvalFloat("let big = 1.0e308 * 10.0; let nan = big - big;\n"
                       "if int(nan) == 0 and int(big) == 9223372036854775807\n"
                       "   and int(-big) == -9223372036854775807 - 1 and int(-2.75) == -2\n"
@@ -73,7 +100,7 @@ TEST(CodegenSemantics, FloatToIntSaturatesAndNanIsZero) {
   EXPECT_EQ(EvalFloat("return float(max(-3, 0) + min(-3, 0) * 10 + max(7, 2));"), -23.0);
 }
 
-TEST(CodegenSemantics, MissingMapKeyGivesZeroValueAndGetGivesNone) {
+TEST_F(CodegenSemantics, MissingMapKeyGivesZeroValueAndGetGivesNone) {
   EXPECT_EQ(EvalFloat("var m: map<string, int> = {\"a\": 4};\n"
                       "return float(m[\"a\"] * 10 + m[\"missing\"]);"),
             40.0);
@@ -87,12 +114,12 @@ TEST(CodegenSemantics, MissingMapKeyGivesZeroValueAndGetGivesNone) {
             3.5);
 }
 
-TEST(CodegenSemantics, ListIndexOutOfRangeGivesZero) {
+TEST_F(CodegenSemantics, ListIndexOutOfRangeGivesZero) {
   EXPECT_EQ(EvalFloat("let xs = [1, 2, 3]; return float(xs[1] + xs[5] + xs[-1]);"), 2.0);
 }
 
-TEST(CodegenSemantics, AbsentLabelIndexesAsEmptyString) {
-  auto l = Load(R"(policy labels;
+TEST_F(CodegenSemantics, AbsentLabelIndexesAsEmptyString) {
+  ASSERT_TRUE(Load(R"(policy labels;
 on node_order(task: Task, node: Node) -> float {
   var score = 0.0;
   if node.labels["zone"] == "a" { score += 1.0; }
@@ -101,22 +128,16 @@ on node_order(task: Task, node: Node) -> float {
   if task.labels.get("nope") == none { score += 1000.0; }
   return score;
 }
-)");
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+)"));
   node.labels["zone"] = "a";
   task.mutable_shape().labels["tier"] = "gold";
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1111.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 1111.0);
   node.labels["zone"] = "b";
   task.mutable_shape().labels.clear();
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1010.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 1010.0);
 }
 
-TEST(CodegenSemantics, StringsConcatenateAndCompare) {
+TEST_F(CodegenSemantics, StringsConcatenateAndCompare) {
   EXPECT_EQ(EvalFloat("let s = \"ab\" + string(12) + \"c\";\n"
                       "if s == \"ab12c\" and s < \"ac\" and len(s) == 5 { return 1.0; } return 0.0;"),
             1.0);
@@ -125,7 +146,7 @@ TEST(CodegenSemantics, StringsConcatenateAndCompare) {
 // `==` and `!=` on strings compare inline (lengths, then bytes) rather than through
 // kiln_rt_str_cmp: every case of a length or byte difference, empty strings, run-time strings
 // against literals and against each other.
-TEST(CodegenSemantics, StringEqualityComparesLengthsThenBytes) {
+TEST_F(CodegenSemantics, StringEqualityComparesLengthsThenBytes) {
   EXPECT_EQ(EvalFloat("let parts = split(\"NoSchedule,NoSchedulf,PreferNoSchedule,,NoSchedule\", \",\");\n"
                       "var bits = 0;\n"
                       "if parts[0] == \"NoSchedule\" { bits += 1; }\n"        // equal to a literal
@@ -139,7 +160,7 @@ TEST(CodegenSemantics, StringEqualityComparesLengthsThenBytes) {
             127.0);
 }
 
-TEST(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
+TEST_F(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
   EXPECT_EQ(EvalFloat("let xs = [3, 1, 4, 1, 5];\n"
                       "let big = [x for x in xs where x > 1 order by x desc];\n"
                       "return float(big[0] * 100 + big[1] * 10 + big[2]);"),
@@ -153,8 +174,8 @@ TEST(CodegenSemantics, ComprehensionsFilterOrderAndAggregate) {
             4.0);
 }
 
-TEST(CodegenSemantics, ResourcesLoadDirectlyAndLiteralsUseVolcanoUnits) {
-  auto l = Load(R"(policy res;
+TEST_F(CodegenSemantics, ResourcesLoadDirectlyAndLiteralsUseVolcanoUnits) {
+  ASSERT_TRUE(Load(R"(policy res;
 on node_order(task: Task, node: Node) -> float {
   let want = resource{cpu: 2, memory: 1Gi};
   let free = node.idle - task.resreq;
@@ -163,26 +184,20 @@ on node_order(task: Task, node: Node) -> float {
   }
   return -1.0;
 }
-)");
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+)"));
   task.resreq.Set(kCpu, 500);
   node.idle.Set(kCpu, 2000);
   node.idle.Set(kMemory, 1e9);
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1501.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 1501.0);
   task.resreq.Set(kCpu, 4000);
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, -1.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), -1.0);
 }
 
 // `r[name]` with a name known only at run time: the id lookup is merged across resources and
 // the dimension is read inline (codegen ResourceDimAt); a name no resource has reads 0, as does a
 // dimension the resource lacks, and compound assignment through such a name still copies.
-TEST(CodegenSemantics, ResourceDimensionByRuntimeName) {
-  auto l = Load(R"(policy dyn;
+TEST_F(CodegenSemantics, ResourceDimensionByRuntimeName) {
+  ASSERT_TRUE(Load(R"(policy dyn;
 on node_order(task: Task, node: Node) -> float {
   var total = 0.0;
   for name in split("cpu,memory,example.com/dyn-gpu,example.com/never-set", ",") {
@@ -193,25 +208,20 @@ on node_order(task: Task, node: Node) -> float {
   r[key] += 1.0;
   return total + r.cpu * 1000000.0 + task.resreq.cpu;
 }
-)");
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+)"));
   task.resreq.Set(kCpu, 2);
   task.resreq.Set(kMemory, 3);
   task.resreq.Set(*ResourceRegistry::Intern("example.com/dyn-gpu"), 5);
   node.idle.Set(kCpu, 7);
   node.idle.Set(kMemory, 11);
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   // Σ resreq·1000 + idle over the names = 2007 + 3011 + 5000 + 0; r.cpu = 3; resreq unchanged.
-  EXPECT_EQ(score, 10018.0 + 3000000.0 + 2.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 10018.0 + 3000000.0 + 2.0);
 }
 
 // "cpu" and "memory" are recognised inline by their bytes (codegen ResourceIdOf); names that
 // differ in one byte or in length go to the registry and read their own dimension.
-TEST(CodegenSemantics, ResourceNamesCloseToCpuAndMemoryAreOtherDimensions) {
-  auto l = Load(R"(policy near;
+TEST_F(CodegenSemantics, ResourceNamesCloseToCpuAndMemoryAreOtherDimensions) {
+  ASSERT_TRUE(Load(R"(policy near;
 on node_order(task: Task, node: Node) -> float {
   var total = 0.0;
   var scale = 1.0;
@@ -221,21 +231,16 @@ on node_order(task: Task, node: Node) -> float {
   }
   return total;
 }
-)");
-  ASSERT_TRUE(l);
-  Task task;
+)"));
   task.resreq.Set(kCpu, 1);
   task.resreq.Set(kMemory, 2);
   task.resreq.Set(*ResourceRegistry::Intern("cpx"), 3);
   task.resreq.Set(*ResourceRegistry::Intern("memorx"), 4);
-  Node node;
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1.0 + 20.0 + 300.0 + 4.0 * 1e7);  // memorx is the 8th name
+  EXPECT_EQ(NodeOrder(*l, task, node), 1.0 + 20.0 + 300.0 + 4.0 * 1e7);  // memorx is the 8th name
 }
 
-TEST(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
-  auto l = Load(R"(policy counter;
+TEST_F(CodegenSemantics, StatePersistsAcrossCallsWithinASession) {
+  ASSERT_TRUE(Load(R"(policy counter;
 state placed: int;
 state by_job: map<Job, int>;
 on allocate(task: Task) {
@@ -245,8 +250,7 @@ on allocate(task: Task) {
 on node_order(task: Task, node: Node) -> float {
   return float(placed * 10 + by_job[task.job]);
 }
-)");
-  ASSERT_TRUE(l);
+)"));
   Job j1, j2;
   Task a, b;
   a.job = &j1;
@@ -255,21 +259,16 @@ on node_order(task: Task, node: Node) -> float {
   on_allocate(&l->ctx, &a);
   on_allocate(&l->ctx, &a);
   on_allocate(&l->ctx, &b);
-  Node node;
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &a, &node, &score);
-  EXPECT_EQ(score, 32.0);
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &b, &node, &score);
-  EXPECT_EQ(score, 31.0);
+  EXPECT_EQ(NodeOrder(*l, a, node), 32.0);
+  EXPECT_EQ(NodeOrder(*l, b, node), 31.0);
 }
 
-TEST(CodegenSemantics, IntHandlersReturnOnlyTheSign) {
-  auto l = Load(R"(policy order;
+TEST_F(CodegenSemantics, IntHandlersReturnOnlyTheSign) {
+  ASSERT_TRUE(Load(R"(policy order;
 on job_order(l: Job, r: Job) -> int {
   return (r.priority - l.priority) * 1000;
 }
-)");
-  ASSERT_TRUE(l);
+)"));
   Job hi, lo;
   hi.priority = 10;
   lo.priority = 1;
@@ -279,14 +278,13 @@ on job_order(l: Job, r: Job) -> int {
   EXPECT_EQ(fn(&l->ctx, &lo, &lo), 0);
 }
 
-TEST(CodegenSemantics, VictimsThunkMarksTheChosenCandidates) {
-  auto l = Load(R"(policy pick;
+TEST_F(CodegenSemantics, VictimsThunkMarksTheChosenCandidates) {
+  ASSERT_TRUE(Load(R"(policy pick;
 on preemptable(preemptor: Task, candidates: list<Task>) -> Victims {
   if len(candidates) == 0 { return abstain_victims(); }
   return victims([c for c in candidates where c.priority < preemptor.priority]);
 }
-)");
-  ASSERT_TRUE(l);
+)"));
   Task preemptor, c0, c1, c2;
   preemptor.priority = 5;
   c0.priority = 1;
@@ -302,26 +300,20 @@ on preemptable(preemptor: Task, candidates: list<Task>) -> Victims {
   EXPECT_EQ(fn(&l->ctx, &preemptor, cands, 0, selected), 0);  // abstain
 }
 
-TEST(CodegenSemantics, SessionClockIsTheContextsNotTheWallClock) {
-  auto l = Load(R"(policy clock;
+TEST_F(CodegenSemantics, SessionClockIsTheContextsNotTheWallClock) {
+  ASSERT_TRUE(Load(R"(policy clock;
 on node_order(task: Task, node: Node) -> float {
   if let at = task.scheduled_at { return (now() - at).seconds; }
   return -1.0;
 }
 )",
-                /*now=*/100'000'000'000);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, -1.0);  // scheduled_at == 0: unset → none
+                   /*now=*/100'000'000'000));
+  EXPECT_EQ(NodeOrder(*l, task, node), -1.0);  // scheduled_at == 0: unset → none
   task.scheduled_at = 40'000'000'000;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 60.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 60.0);
 }
 
-TEST(CodegenSemantics, JsonMapsParseOrGiveNone) {
+TEST_F(CodegenSemantics, JsonMapsParseOrGiveNone) {
   EXPECT_EQ(EvalFloat("if let m = parse_json_number_map(\"{\\\"a\\\": 2.5, \\\"b\\\": 4}\") {\n"
                       "  return m[\"a\"] + m[\"b\"] + m[\"missing\"];\n}\nreturn -1.0;"),
             6.5);
@@ -341,7 +333,7 @@ std::string HandlerIr(const std::string& ir, const std::string& handler) {
 // `key in view.labels` (also inside a comprehension) asks the view's map in place: a present
 // key with an empty value is in, an absent key is not, and nothing copies the labels into a
 // policy map (which once made nodeorder's topology-spread scorer 10x slower).
-TEST(CodegenSemantics, InOnViewLabelsAsksTheViewInPlace) {
+TEST_F(CodegenSemantics, InOnViewLabelsAsksTheViewInPlace) {
   const char* text = R"(policy inlabels;
 fn has_all(node: Node, keys: list<string>) -> bool {
   return all(k in node.labels for k in keys);
@@ -357,29 +349,22 @@ on node_order(task: Task, node: Node) -> float {
   return score;
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+  ASSERT_TRUE(Load(text));
   node.labels["zone"] = "z1";
   node.labels["empty"] = "";
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1011.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 1011.0);
   task.mutable_shape().labels["app"] = "a";
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 101011.0);
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_inlabels.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  EXPECT_EQ(ir->find("kiln_node_label_at"), std::string::npos) << "labels were copied";
-  EXPECT_EQ(HandlerIr(*ir, "node_order").find("kiln_rt_map_new"), std::string::npos)
+  EXPECT_EQ(NodeOrder(*l, task, node), 101011.0);
+  const std::string ir = CompiledIr("inlabels", text);
+  EXPECT_EQ(ir.find("kiln_node_label_at"), std::string::npos) << "labels were copied";
+  EXPECT_EQ(HandlerIr(ir, "node_order").find("kiln_rt_map_new"), std::string::npos)
       << "labels were copied";
 }
 
 // Iterating a view's record or string list (node.taints, task.tolerations, task.images) walks
 // the host's accessors: loops, comprehensions and break see every element in order, and nothing
 // is copied into the call arena for it.
-TEST(CodegenSemantics, IteratingViewListsWalksTheViewInPlace) {
+TEST_F(CodegenSemantics, IteratingViewListsWalksTheViewInPlace) {
   const char* text = R"(policy viewlists;
 on node_order(task: Task, node: Node) -> float {
   var score = 0.0;
@@ -397,31 +382,24 @@ on node_order(task: Task, node: Node) -> float {
   return score;
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+  ASSERT_TRUE(Load(text));
   node.taints.push_back({"a", "1", "PreferNoSchedule"});
   node.taints.push_back({"b", "2", "NoSchedule"});
   node.taints.push_back({"stop", "", "PreferNoSchedule"});
   node.taints.push_back({"c", "3", "PreferNoSchedule"});
   task.mutable_shape().images = {"a", "b", "c"};
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 3.0 + 20.0 + 2000.0);
+  EXPECT_EQ(NodeOrder(*l, task, node), 3.0 + 20.0 + 2000.0);
   task.mutable_shape().tolerations.push_back({"b", "Exists", "", "", std::nullopt});
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 3.0 + 20.0 + 100.0 + 2000.0);
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewlists.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  EXPECT_EQ(HandlerIr(*ir, "node_order").find("kiln_rt_alloc"), std::string::npos)
+  EXPECT_EQ(NodeOrder(*l, task, node), 3.0 + 20.0 + 100.0 + 2000.0);
+  EXPECT_EQ(HandlerIr(CompiledIr("viewlists", text), "node_order").find("kiln_rt_alloc"),
+            std::string::npos)
       << "a view list was copied";
 }
 
 // A view's int-valued host map (node.images) is read in place like its labels — `in`, `[]`,
 // `.get` and `len` — and `len` of a view list asks the host for the size: none of them copies
 // anything into the call arena, so a handler using only these needs no fault frame or arena.
-TEST(CodegenSemantics, ViewMapAndListSizesAreReadInPlace) {
+TEST_F(CodegenSemantics, ViewMapAndListSizesAreReadInPlace) {
   const char* text = R"(policy viewsizes;
 on node_order(task: Task, node: Node) -> float {
   var score = 0.0;
@@ -437,22 +415,14 @@ on node_order(task: Task, node: Node) -> float {
   return score;
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 0.0);
+  ASSERT_TRUE(Load(text));
+  EXPECT_EQ(NodeOrder(*l, task, node), 0.0);
   node.images["nginx:latest"] = 3;
   node.images["busybox:1"] = 5;
   node.taints.push_back({"a", "1", "NoSchedule"});
   task.mutable_shape().images = {"nginx", "x", "y"};
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 1.0 + 300.0 + 3000.0 + 20000.0 + 300000.0 + 1000000.0);
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_viewsizes.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  const std::string handler = HandlerIr(*ir, "node_order");
+  EXPECT_EQ(NodeOrder(*l, task, node), 1.0 + 300.0 + 3000.0 + 20000.0 + 300000.0 + 1000000.0);
+  const std::string handler = HandlerIr(CompiledIr("viewsizes", text), "node_order");
   EXPECT_EQ(handler.find("kiln_rt_alloc"), std::string::npos) << "a view list or map was copied";
   EXPECT_EQ(handler.find("kiln_rt_map_new"), std::string::npos) << "node.images was copied";
   EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
@@ -461,7 +431,7 @@ on node_order(task: Task, node: Node) -> float {
 // A handler that allocates only when it fails arms its fault frame on that path alone
 // (compiler/codegen/fault_frame.h): the passing path, through a helper inlined into the handler,
 // reaches no kiln_rt_enter. The failing path builds its message in the call arena as before.
-TEST(CodegenSemantics, FaultFrameIsArmedOnlyOnPathsThatAllocate) {
+TEST_F(CodegenSemantics, FaultFrameIsArmedOnlyOnPathsThatAllocate) {
   const char* text = R"(policy lazyframe;
 fn port_fit(task: Task, node: Node) -> Fit {
   for taint in node.taints {
@@ -474,18 +444,13 @@ on predicate(task: Task, node: Node) -> Fit {
   return port_fit(task, node);
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+  ASSERT_TRUE(Load(text));
   node.name = "n1";
   EXPECT_EQ(l->Fn<ExtensionPoint::Predicate>()(&l->ctx, &task, &node, nullptr), 0);
   node.taints.push_back({"gpu", "1", "NoSchedule"});
   EXPECT_EQ(l->Fn<ExtensionPoint::Predicate>()(&l->ctx, &task, &node, nullptr),
             static_cast<int32_t>(StatusCode::Unschedulable));
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_lazyframe.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  const std::string handler = HandlerIr(*ir, "predicate");
+  const std::string handler = HandlerIr(CompiledIr("lazyframe", text), "predicate");
   // The entry block (up to its first branch) neither enters the runtime nor sets a jump target.
   const std::string entry = handler.substr(0, handler.find("\n  br "));
   EXPECT_EQ(entry.find("kiln_rt_enter"), std::string::npos) << handler;
@@ -499,7 +464,7 @@ on predicate(task: Task, node: Node) -> Fit {
 
 // resource_id(name) and r.dim(id) read what r[name] reads (0 for a missing dimension, an id
 // outside the registry, or -1); an id kept in state costs no name lookup per call.
-TEST(CodegenSemantics, ResourceDimReadsByIdWhatIndexingByNameReads) {
+TEST_F(CodegenSemantics, ResourceDimReadsByIdWhatIndexingByNameReads) {
   const char* text = R"(policy dims;
 state gpu: int;
 on session_open() { gpu = resource_id("nvidia.com/gpu"); }
@@ -511,27 +476,20 @@ on node_order(task: Task, node: Node) -> float {
          + 100.0 * task.resreq.dim(foo) + node.idle.dim(-1) + node.idle.dim(1000000);
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+  ASSERT_TRUE(Load(text));
   task.resreq.Set(kCpu, 500);
   auto foo = ResourceNames::Intern("example.com/foo");
   ASSERT_TRUE(foo.ok());
   task.resreq.Set(*foo, 3);
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
-  EXPECT_EQ(score, 500.0 + 300.0);
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_dims.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  const std::string handler = HandlerIr(*ir, "node_order");
+  EXPECT_EQ(NodeOrder(*l, task, node), 500.0 + 300.0);
+  const std::string handler = HandlerIr(CompiledIr("dims", text), "node_order");
   // Only the literal "example.com/foo" is looked up in the handler (cpu and memory are inline).
   EXPECT_EQ(handler.find("kiln_rt_res_id"), handler.rfind("kiln_rt_res_id")) << handler;
 }
 
 // A Resource sum or difference handed straight to a native with a scalar result is built on the
 // stack: proportion's allocatable no longer allocates (and so runs without a fault frame).
-TEST(CodegenSemantics, ResourceSumConsumedByANativeIsNotAllocated) {
+TEST_F(CodegenSemantics, ResourceSumConsumedByANativeIsNotAllocated) {
   const char* text = R"(policy sums;
 state deserved: Resource;
 on node_order(task: Task, node: Node) -> float {
@@ -541,26 +499,18 @@ on node_order(task: Task, node: Node) -> float {
   return score + dominant_share(node.used + task.resreq, node.allocatable);
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
-  Task task;
-  Node node;
+  ASSERT_TRUE(Load(text));
   task.resreq.Set(kCpu, 500);
   node.used.Set(kCpu, 1000);
   node.allocatable.Set(kCpu, 2000);
   node.allocatable.Set(kMemory, 1e9);
-  double score = 0;
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   // 1500 ≤ 2000; 2000 - 500 = 1500 ≤ 1000 is false; share 1500/2000.
-  EXPECT_EQ(score, 1.0 + 0.75);
+  EXPECT_EQ(NodeOrder(*l, task, node), 1.0 + 0.75);
   node.used.Set(kCpu, 1600);
   node.used.Set(kMemory, 1e9);
-  l->Fn<ExtensionPoint::NodeOrder>()(&l->ctx, &task, &node, &score);
   // 2100 > 2000; 1500 ≤ 1600 and 1e9 ≤ 1e9; share max(2100/2000, 1e9/1e9).
-  EXPECT_EQ(score, 10.0 + 1.05);
-  auto ir = PolicyCompiler::EmitIr(SourceFile{"test/codegen_sums.policy", text});
-  ASSERT_TRUE(ir.ok()) << ir.error().Format();
-  const std::string handler = HandlerIr(*ir, "node_order");
+  EXPECT_EQ(NodeOrder(*l, task, node), 10.0 + 1.05);
+  const std::string handler = HandlerIr(CompiledIr("sums", text), "node_order");
   EXPECT_EQ(handler.find("kiln_rt_res_add("), std::string::npos) << handler;
   EXPECT_EQ(handler.find("kiln_rt_res_sub("), std::string::npos) << handler;
   EXPECT_EQ(handler.find("kiln_rt_enter"), std::string::npos) << "the handler sets up a fault frame";
@@ -568,7 +518,7 @@ on node_order(task: Task, node: Node) -> float {
 
 // binpack's node_order reads its weighted resources by the ids session_open looked up: no name
 // lookup per resource per node.
-TEST(CodegenSemantics, ShippedBinpackLooksNoResourceNameUpPerCall) {
+TEST_F(CodegenSemantics, ShippedBinpackLooksNoResourceNameUpPerCall) {
   auto handler_of = [](const char* policy, const char* point) {
     const BuiltinPolicy* b = FindBuiltinPolicy(policy);
     if (b == nullptr) return std::string("<no policy>");
@@ -581,7 +531,7 @@ TEST(CodegenSemantics, ShippedBinpackLooksNoResourceNameUpPerCall) {
   EXPECT_EQ(binpack.find("kiln_rt_res_id"), std::string::npos) << binpack;
 }
 
-TEST(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
+TEST_F(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   for (const char* name : {"gang", "priority", "conformance", "cdp"}) {
     SCOPED_TRACE(name);
     const BuiltinPolicy* b = FindBuiltinPolicy(name);

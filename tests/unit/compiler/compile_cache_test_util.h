@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -35,6 +36,17 @@ inline double CachedNodeOrder(LoadedPolicy& l) {
   double score = -1;
   EXPECT_EQ(l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &task, &node, &score), 0);
   return score;
+}
+
+// Loads `text` (a CachedPolicyText) under a path beginning `prefix` and checks that its node_order
+// answers `score`; null, with a test failure, when it does not compile.
+inline std::unique_ptr<LoadedPolicy> LoadAndCheckCachedPolicy(const std::string& text,
+                                                              const std::string& prefix,
+                                                              double score = 1425.0) {
+  auto l = LoadPolicy(text, prefix);
+  EXPECT_TRUE(l);
+  if (l) EXPECT_EQ(CachedNodeOrder(*l), score);
+  return l;
 }
 
 // The .kobj files in `dir`.

@@ -1,5 +1,7 @@
 // The analyze-score-cache pass: which node_order handlers are proved pure functions of a few task
 // fields and of the node (their scores may be cached), and for the others, which reason it gives.
+#include <optional>
+
 #include "compiler/builtin_policies.h"
 #include "tests/unit/compiler/frontend_test_util.h"
 
@@ -70,105 +72,92 @@ on node_order(task: Task, node: Node) -> float { return task.resreq.cpu / total;
             Strings{"resreq"});
 }
 
-TEST(ScoreCacheAnalysis, StateWrittenDuringTheSession) {
-  auto [why, line] = Reason(R"(policy p;
+// The policy `p` with a node_order of the one line `body` (the body is line 3).
+std::string NodeOrderPolicy(const std::string& body) {
+  return "policy p;\non node_order(task: Task, node: Node) -> float {\n" + body + "\n}";
+}
+
+// A node_order that is not cacheable: the reason the pass gives, and the line it names.
+struct NotCacheableCase {
+  const char* name;
+  std::string text;
+  const char* reason;
+  std::optional<int> line;  // none: not checked
+};
+
+class ScoreCacheAnalysisNotCacheable : public ::testing::TestWithParam<NotCacheableCase> {};
+
+TEST_P(ScoreCacheAnalysisNotCacheable, GivesItsReasonAndLine) {
+  const NotCacheableCase& c = GetParam();
+  auto [why, line] = Reason(c.text);
+  EXPECT_EQ(why, c.reason);
+  if (c.line) EXPECT_EQ(line, *c.line);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ScoreCacheAnalysisNotCacheable,
+    ::testing::Values(
+        NotCacheableCase{"StateWrittenDuringTheSession", R"(policy p;
 state placed: int;
 fn bump() { placed += 1; }
 on allocate(task: Task) { bump(); }
 on node_order(task: Task, node: Node) -> float {
   return float(placed);
-})");
-  EXPECT_EQ(why, "reads state `placed`, which `allocate` writes during the session");
-  EXPECT_EQ(line, 6);
-}
-
-TEST(ScoreCacheAnalysis, ChangingTaskField) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return task.status == Pending ? 1.0 : 0.0;
-})");
-  EXPECT_EQ(why, "reads `task.status`, which is not a field a cached score is keyed on");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, TaskFieldReadInACalledFunction) {
-  auto [why, line] = Reason(R"(policy p;
+})",
+                         "reads state `placed`, which `allocate` writes during the session",
+                         6},
+        NotCacheableCase{"ChangingTaskField",
+                         NodeOrderPolicy("  return task.status == Pending ? 1.0 : 0.0;"),
+                         "reads `task.status`, which is not a field a cached score is keyed on",
+                         3},
+        NotCacheableCase{"TaskFieldReadInACalledFunction", R"(policy p;
 fn prio(t: Task) -> float { return float(t.priority); }
-on node_order(task: Task, node: Node) -> float { return prio(task); })");
-  EXPECT_EQ(why,
-            "calls `prio`, which reads `task.priority`, which is not a field a cached score is "
-            "keyed on");
-  EXPECT_EQ(line, 2);
-}
-
-TEST(ScoreCacheAnalysis, SessionRead) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return float(len(session.nodes));
-})");
-  EXPECT_EQ(why, "reads `session`, which is session-wide");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, HiddenInput) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return now() > node.metrics_time ? 1.0 : 0.0;
-})");
-  EXPECT_EQ(why, "calls `now`, whose answer depends on more than its arguments");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, OtherTasksOnTheNode) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return float(count(p for p in node.tasks where p.priority > 1));
-})");
-  EXPECT_EQ(why, "reads `priority` of a task other than the one scored, which can change without "
-                 "its node changing");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, JobOfTheTask) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return float(task.job.priority);
-})");
-  EXPECT_EQ(why, "reads `priority` of a Job, which changes during a session");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, NativeWithoutDeclaredFields) {
-  auto [why, line] = Reason(R"(policy p;
-on node_order(task: Task, node: Node) -> float {
-  return required_node_affinity_matches(task, node) ? 1.0 : 0.0;
-})");
-  EXPECT_EQ(why, "passes the task to `required_node_affinity_matches`, which does not declare the "
-                 "task fields it reads");
-}
-
-TEST(ScoreCacheAnalysis, NativeDeclaringItsFields) {
-  // term_matches_pod declares what it reads of its tasks, so the handler fails further in: the
-  // terms come from a task field no score is keyed on.
-  auto [why, line] = Reason(R"(policy p;
+on node_order(task: Task, node: Node) -> float { return prio(task); })",
+                         "calls `prio`, which reads `task.priority`, which is not a field a cached "
+                         "score is keyed on",
+                         2},
+        NotCacheableCase{"SessionRead",
+                         NodeOrderPolicy("  return float(len(session.nodes));"),
+                         "reads `session`, which is session-wide",
+                         3},
+        NotCacheableCase{"HiddenInput",
+                         NodeOrderPolicy("  return now() > node.metrics_time ? 1.0 : 0.0;"),
+                         "calls `now`, whose answer depends on more than its arguments",
+                         3},
+        NotCacheableCase{"OtherTasksOnTheNode",
+                         NodeOrderPolicy(
+                             "  return float(count(p for p in node.tasks where p.priority > 1));"),
+                         "reads `priority` of a task other than the one scored, which can change "
+                         "without its node changing",
+                         3},
+        NotCacheableCase{"JobOfTheTask",
+                         NodeOrderPolicy("  return float(task.job.priority);"),
+                         "reads `priority` of a Job, which changes during a session",
+                         3},
+        NotCacheableCase{"NativeWithoutDeclaredFields",
+                         NodeOrderPolicy(
+                             "  return required_node_affinity_matches(task, node) ? 1.0 : 0.0;"),
+                         "passes the task to `required_node_affinity_matches`, which does not "
+                         "declare the task fields it reads",
+                         std::nullopt},
+        // term_matches_pod declares what it reads of its tasks, so the handler fails further in:
+        // the terms come from a task field no score is keyed on.
+        NotCacheableCase{"NativeDeclaringItsFields", R"(policy p;
 on node_order(task: Task, node: Node) -> float {
   return float(count(w for w in task.preferred_pod_affinity
                      where term_matches_pod(w.term, task, task)));
-})");
-  EXPECT_EQ(why, "reads `task.preferred_pod_affinity`, which is not a field a cached score is "
-                 "keyed on");
-  EXPECT_EQ(line, 3);
-}
-
-TEST(ScoreCacheAnalysis, TaskUsedAsAValue) {
-  auto [why, line] = Reason(R"(policy p;
+})",
+                         "reads `task.preferred_pod_affinity`, which is not a field a cached score "
+                         "is keyed on",
+                         3},
+        NotCacheableCase{"TaskUsedAsAValue", R"(policy p;
 on node_order(task: Task, node: Node) -> float {
   let t = task;
   return t.resreq.cpu;
-})");
-  EXPECT_EQ(why, "uses the task `task` other than by reading its fields");
-  EXPECT_EQ(line, 3);
-}
+})",
+                         "uses the task `task` other than by reading its fields",
+                         3}),
+    [](const ::testing::TestParamInfo<NotCacheableCase>& info) { return info.param.name; });
 
 // The built-in scorers the bench runs are cacheable; the ones reading live state are not.
 TEST(ScoreCacheAnalysis, BuiltinPolicies) {

@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/compiled_policy_provider.h"
 #include "runtime/session.h"
+#include "tests/unit/compiler/compiled_plugin_fixture.h"
 #include "tests/unit/core_test_util.h"
 #include "tests/unit/temp_dir.h"
 
@@ -56,47 +58,62 @@ std::unique_ptr<PolicyProvider> Provider(const std::string& dir, bool allow_over
   return p.ok() ? std::move(*p) : nullptr;
 }
 
+// What calling a bound policy's handlers needs: its arguments and a session arena in a context,
+// its state initialised.
+struct BoundCall {
+  PolicyContext ctx;
+  Arena arena;
+  const PolicyCode& code;
+
+  explicit BoundCall(const BoundArgs& bound) : code(*bound.code) {
+    ctx.args = bound.data;
+    ctx.session_arena = &arena;
+    code.state_init(&ctx);
+  }
+  BoundCall(const BoundCall&) = delete;
+  BoundCall& operator=(const BoundCall&) = delete;
+};
+
 // Binds `option` against a compiled policy, initialises its state and evaluates node_order.
 Result<double> NodeOrderScore(const std::shared_ptr<const CompiledPolicy>& compiled,
                               const PluginOption& option) {
   auto bound = BindArguments(compiled, option);
   if (!bound.ok()) return bound.error();
-  PolicyContext ctx;
-  Arena arena;
-  ctx.args = (*bound)->data;
-  ctx.session_arena = &arena;
-  const PolicyCode& code = *(*bound)->code;
-  code.state_init(&ctx);
+  BoundCall call(**bound);
+  const PolicyCode& code = call.code;
   auto node_order = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(
       code.Handler(ExtensionPoint::NodeOrder));
   if (!node_order) return Error{"no node_order", {}};
   Task task;
   Node node;
   double score = -1;
-  node_order(&ctx, &task, &node, &score);
+  node_order(&call.ctx, &task, &node, &score);
   return score;
 }
 
-// Binds `option` against the `weighted` policy and evaluates node_order.
-Result<double> WeightedScore(const PolicyDir& dir, const PluginOption& option) {
-  auto compiled = (*PolicyCompiler::Global())
-                      ->Compile(SourceFile{dir.path() + "/weighted.policy", kWeighted});
+// Compiles `source`, binds its arguments to the conf entry `plugin_yaml` and evaluates node_order.
+Result<double> ConfScore(const SourceFile& source, const std::string& plugin_yaml) {
+  auto compiled = (*PolicyCompiler::Global())->Compile(source);
   if (!compiled.ok()) return compiled.error();
-  return NodeOrderScore(*compiled, option);
+  auto conf = Conf(plugin_yaml);
+  if (!conf.ok()) return conf.error();
+  return NodeOrderScore(*compiled, conf->tiers[0].plugins[0]);
+}
+
+// The `weighted` policy's node_order under the conf entry `plugin_yaml`.
+Result<double> WeightedScore(const std::string& plugin_yaml) {
+  PolicyDir dir;
+  return ConfScore(SourceFile{dir.path() + "/weighted.policy", kWeighted}, plugin_yaml);
 }
 
 TEST(HostArguments, DefaultsApplyWhenTheConfSetsNothing) {
-  PolicyDir dir;
-  auto conf = Conf("  - name: weighted\n");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
+  auto score = WeightedScore("  - name: weighted\n");
   ASSERT_TRUE(score.ok()) << score.error().Format();
   EXPECT_EQ(*score, 157.0);  // 1.5 * 100 + 7
 }
 
 TEST(HostArguments, ConfValuesOfEveryKindAreBound) {
-  PolicyDir dir;
-  auto conf = Conf(
+  auto score = WeightedScore(
       "  - name: weighted\n"
       "    arguments:\n"
       "      weighted.weight: 2\n"
@@ -106,65 +123,10 @@ TEST(HostArguments, ConfValuesOfEveryKindAreBound) {
       "      strategies:\n"
       "        nvidia.com/gpu: {type: MostAllocated, weight: 2}\n"
       "        cpu: {weight: 5}\n");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
   ASSERT_TRUE(score.ok()) << score.error().Format();
   // 2*100 + 3 + 1000 (label) + 2 zones * 10000 + MostAllocated weight 2 * 100000; the cpu entry
   // keeps the default kind LeastAllocated and adds nothing.
   EXPECT_EQ(*score, 200.0 + 3 + 1000 + 20000 + 200000);
-}
-
-TEST(HostArguments, UnknownArgumentNamesPluginArgumentAndLine) {
-  PolicyDir dir;
-  auto conf = Conf(
-      "  - name: weighted\n"
-      "    arguments:\n"
-      "      bonus: 3\n"
-      "      wieght: 2\n");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
-  ASSERT_FALSE(score.ok());
-  EXPECT_EQ(score.error().message, "plugin `weighted`: unknown argument `wieght`");
-  EXPECT_EQ(score.error().where.file, "scheduler.conf");
-  EXPECT_EQ(score.error().where.line, 7);
-}
-
-TEST(HostArguments, WrongTypeNamesPluginArgumentAndLine) {
-  PolicyDir dir;
-  auto conf = Conf(
-      "  - name: weighted\n"
-      "    arguments:\n"
-      "      weighted.weight: heavy\n");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
-  ASSERT_FALSE(score.ok());
-  EXPECT_EQ(score.error().message,
-            "plugin `weighted`: argument `weighted.weight`: expected float, got \"heavy\"");
-  EXPECT_EQ(score.error().where.line, 6);
-
-  auto conf2 = Conf(
-      "  - name: weighted\n"
-      "    arguments:\n"
-      "      bonus: 2.5\n");
-  ASSERT_TRUE(conf2.ok());
-  auto score2 = WeightedScore(dir, conf2->tiers[0].plugins[0]);
-  ASSERT_FALSE(score2.ok());
-  EXPECT_EQ(score2.error().message, "plugin `weighted`: argument `bonus`: expected int, got \"2.5\"");
-}
-
-TEST(HostArguments, UnknownRecordFieldIsAnError) {
-  PolicyDir dir;
-  auto conf = Conf(
-      "  - name: weighted\n"
-      "    arguments:\n"
-      "      strategies:\n"
-      "        cpu: {kind: MostAllocated}\n");
-  ASSERT_TRUE(conf.ok());
-  auto score = WeightedScore(dir, conf->tiers[0].plugins[0]);
-  ASSERT_FALSE(score.ok());
-  EXPECT_EQ(score.error().message,
-            "plugin `weighted`: argument `strategies`: unknown field `kind` of Strategy");
-  EXPECT_EQ(score.error().where.line, 7);
 }
 
 TEST(HostArguments, FromFlagReadsThePluginEntrysFlag) {
@@ -211,11 +173,7 @@ on node_order(task: Task, node: Node) -> float {
 )";
 
 Result<double> PrefixedScore(const std::string& plugin_yaml) {
-  auto compiled = (*PolicyCompiler::Global())->Compile(SourceFile{"test/prefixed.policy", kPrefixed});
-  if (!compiled.ok()) return compiled.error();
-  auto conf = Conf(plugin_yaml);
-  if (!conf.ok()) return conf.error();
-  return NodeOrderScore(*compiled, conf->tiers[0].plugins[0]);
+  return ConfScore(SourceFile{"test/prefixed.policy", kPrefixed}, plugin_yaml);
 }
 
 TEST(HostArguments, FromPrefixCollectsEveryKeyUnderThePrefix) {
@@ -236,18 +194,55 @@ TEST(HostArguments, FromPrefixCollectsEveryKeyUnderThePrefix) {
   EXPECT_EQ(*score, 3.0 + 50 + 100 + 2000);
 }
 
-TEST(HostArguments, FromPrefixValueOfWrongTypeNamesPluginArgumentAndLine) {
-  auto score = PrefixedScore(
-      "  - name: prefixed\n"
-      "    arguments:\n"
-      "      w.nvidia.com/gpu: 5\n"
-      "      w.example.com/foo: heavy\n");
+// A conf argument the policy cannot take: the error names the plugin, the argument and the conf
+// line.
+struct BadArgumentCase {
+  const char* name;
+  Result<double> (*score)(const std::string& plugin_yaml);  // WeightedScore or PrefixedScore
+  const char* plugin;
+  const char* arguments;  // the lines under `arguments:`
+  const char* message;
+  std::optional<int> line;     // in scheduler.conf; none: not checked
+  bool checks_file = false;    // the error's file is checked to be scheduler.conf
+};
+
+class HostBadArguments : public ::testing::TestWithParam<BadArgumentCase> {};
+
+TEST_P(HostBadArguments, AreLocatedErrors) {
+  const BadArgumentCase& c = GetParam();
+  auto score = c.score(fmt::format("  - name: {}\n    arguments:\n{}", c.plugin, c.arguments));
   ASSERT_FALSE(score.ok());
-  EXPECT_EQ(score.error().message,
-            "plugin `prefixed`: argument `w.example.com/foo`: expected int, got \"heavy\"");
-  EXPECT_EQ(score.error().where.file, "scheduler.conf");
-  EXPECT_EQ(score.error().where.line, 7);
+  EXPECT_EQ(score.error().message, c.message);
+  if (c.checks_file) EXPECT_EQ(score.error().where.file, "scheduler.conf");
+  if (c.line) EXPECT_EQ(score.error().where.line, *c.line);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HostBadArguments,
+    ::testing::Values(
+        BadArgumentCase{"UnknownArgumentNamesPluginArgumentAndLine", WeightedScore, "weighted",
+                        "      bonus: 3\n      wieght: 2\n",
+                        "plugin `weighted`: unknown argument `wieght`", 7, true},
+        BadArgumentCase{"WrongTypeNamesPluginArgumentAndLine_Float", WeightedScore, "weighted",
+                        "      weighted.weight: heavy\n",
+                        "plugin `weighted`: argument `weighted.weight`: expected float, got "
+                        "\"heavy\"",
+                        6},
+        BadArgumentCase{"WrongTypeNamesPluginArgumentAndLine_Int", WeightedScore, "weighted",
+                        "      bonus: 2.5\n",
+                        "plugin `weighted`: argument `bonus`: expected int, got \"2.5\"",
+                        std::nullopt},
+        BadArgumentCase{"UnknownRecordFieldIsAnError", WeightedScore, "weighted",
+                        "      strategies:\n        cpu: {kind: MostAllocated}\n",
+                        "plugin `weighted`: argument `strategies`: unknown field `kind` of "
+                        "Strategy",
+                        7},
+        BadArgumentCase{"FromPrefixValueOfWrongTypeNamesPluginArgumentAndLine", PrefixedScore,
+                        "prefixed", "      w.nvidia.com/gpu: 5\n      w.example.com/foo: heavy\n",
+                        "plugin `prefixed`: argument `w.example.com/foo`: expected int, got "
+                        "\"heavy\"",
+                        7, true}),
+    [](const ::testing::TestParamInfo<BadArgumentCase>& info) { return info.param.name; });
 
 TEST(HostArguments, KeysOutsideEveryPrefixAreStillUnknown) {
   for (auto [key, line] : {std::pair{"x.gpu", 7}, std::pair{"w.", 7}, std::pair{"w", 7}}) {
@@ -315,17 +310,13 @@ TEST(HostArguments, BinpackCountsTheWeightOfAResourceTheNodeLacks) {
   auto foo = ResourceRegistry::Intern("example.com/foo");
   ASSERT_TRUE(foo.ok());
 
-  PolicyContext ctx;
-  Arena arena;
-  ctx.args = (*bound)->data;
-  ctx.session_arena = &arena;
-  const PolicyCode& code = *(*bound)->code;
-  code.state_init(&ctx);
+  BoundCall call(**bound);
+  const PolicyCode& code = call.code;
   auto open = code.Handler(ExtensionPoint::SessionOpen);
   auto order = code.Handler(ExtensionPoint::NodeOrder);
   ASSERT_NE(open, nullptr);
   ASSERT_NE(order, nullptr);
-  reinterpret_cast<HandlerFn<ExtensionPoint::SessionOpen>>(open)(&ctx);
+  reinterpret_cast<HandlerFn<ExtensionPoint::SessionOpen>>(open)(&call.ctx);
 
   constexpr double kGi = 1024.0 * 1024 * 1024;
   Task task;
@@ -338,14 +329,15 @@ TEST(HostArguments, BinpackCountsTheWeightOfAResourceTheNodeLacks) {
   lacking.used.Set(kCpu, 2000);
   lacking.used.Set(kMemory, kGi);
   double score = -1;
-  reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(order)(&ctx, &task, &lacking, &score);
+  auto node_order = reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(order);
+  node_order(&call.ctx, &task, &lacking, &score);
   // cpu 3/4 · 1 + memory 2/8 · 1 + foo 0 · 2, Σw = 1 + 1 + 2 = 4 → 1.0 / 4 · 100 = 25.
   EXPECT_DOUBLE_EQ(score, 25.0);
 
   Node having = lacking;
   having.allocatable.Set(*foo, 4000);
   having.used.Set(*foo, 1000);
-  reinterpret_cast<HandlerFn<ExtensionPoint::NodeOrder>>(order)(&ctx, &task, &having, &score);
+  node_order(&call.ctx, &task, &having, &score);
   // foo (1 + 1)/4 · 2 = 1.0 more: (0.75 + 0.25 + 1.0) / 4 · 100 = 50.
   EXPECT_DOUBLE_EQ(score, 50.0);
 }
@@ -435,17 +427,12 @@ TEST(HostSession, EnableFlagsGateCompiledHandlers) {
     late.priority_class_name = "high";
     ASSERT_TRUE(b.cluster.Link().ok());
 
-    auto conf = Conf(std::string("  - name: priority\n") +
-                     (enabled ? "" : "    enableJobOrder: false\n"));
-    ASSERT_TRUE(conf.ok()) << conf.error().Format();
-    auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
-    ASSERT_TRUE(provider.ok());
-    auto builder = (*provider)->Prepare(conf->tiers[0].plugins[0]);
-    ASSERT_TRUE(builder.ok() && *builder);
-    PluginRegistry reg;
-    ASSERT_TRUE(reg.Register("priority", **builder).ok());
-    Session ssn(std::move(b.cluster), *conf, 1000, "s1");
-    ASSERT_TRUE(ssn.Open(reg).ok());
+    testing::CompiledPlugin plugin(MakeCompiledPolicyProvider(PolicyProviderOptions{}),
+                                   std::string("  - name: priority\n") +
+                                       (enabled ? "" : "    enableJobOrder: false\n"));
+    ASSERT_FALSE(plugin.error.has_value()) << plugin.error->Format();
+    auto opened = plugin.Open("s1", std::move(b.cluster));
+    Session& ssn = *opened;
     const Job* e = ssn.cluster().FindJob("ns/early");
     const Job* l = ssn.cluster().FindJob("ns/late");
     // With priority's job_order the later, higher-priority job goes first; without it the
@@ -475,16 +462,11 @@ TEST(HostSession, GangJobValidReasonsAndCloseCondition) {
   b.AddTask(fine, "fine-0", testing::Res(1000, 1e9), TaskStatus::Running, "n1");
   ASSERT_TRUE(b.cluster.Link().ok());
 
-  auto conf = Conf("  - name: gang\n");
-  ASSERT_TRUE(conf.ok()) << conf.error().Format();
-  auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
-  ASSERT_TRUE(provider.ok());
-  auto builder = (*provider)->Prepare(conf->tiers[0].plugins[0]);
-  ASSERT_TRUE(builder.ok() && *builder);
-  PluginRegistry reg;
-  ASSERT_TRUE(reg.Register("gang", **builder).ok());
-  Session ssn(std::move(b.cluster), *conf, 1000, "s1");
-  ASSERT_TRUE(ssn.Open(reg).ok());
+  testing::CompiledPlugin plugin(MakeCompiledPolicyProvider(PolicyProviderOptions{}),
+                                 "  - name: gang\n");
+  ASSERT_FALSE(plugin.error.has_value()) << plugin.error->Format();
+  auto opened = plugin.Open("s1", std::move(b.cluster));
+  Session& ssn = *opened;
 
   auto v = ssn.JobValid(ssn.cluster().FindJob("ns/few"));
   ASSERT_TRUE(v.has_value());
@@ -521,8 +503,7 @@ TEST(HostSession, GangJobValidReasonsAndCloseCondition) {
 // A host failure inside a handler (here: a call over its memory budget) abandons that call only: the session logs and counts a fault naming plugin and point, the answer counts as
 // none, and the next call runs normally.
 TEST(HostSession, PolicyFaultIsContainedAndCounted) {
-  PolicyDir dir;
-  dir.Write("boom.policy", R"(policy boom;
+  testing::OnePolicySession ps("boom", R"(policy boom;
 on node_order(task: Task, node: Node) -> float {
   if task.priority > 100 {
     let huge = [x for x in range(0, 1000000)];
@@ -531,22 +512,8 @@ on node_order(task: Task, node: Node) -> float {
   return 5.0;
 }
 )");
-  testing::ClusterBuilder b;
-  b.AddQueue("default");
-  b.AddNode("n1", testing::Res(4000, 8e9));
-  Job& j = b.AddJob("ns", "j", "default", 1);
-  b.AddTask(j, "t-0", testing::Res(1000, 0));
-  ASSERT_TRUE(b.cluster.Link().ok());
-  auto conf = Conf("  - name: boom\n");
-  ASSERT_TRUE(conf.ok());
-  auto provider = Provider(dir.path());
-  ASSERT_TRUE(provider);
-  auto builder = provider->Prepare(conf->tiers[0].plugins[0]);
-  ASSERT_TRUE(builder.ok() && *builder) << (builder.ok() ? "" : builder.error().Format());
-  PluginRegistry reg;
-  ASSERT_TRUE(reg.Register("boom", **builder).ok());
-  Session ssn(std::move(b.cluster), *conf, 1000, "s1");
-  ASSERT_TRUE(ssn.Open(reg).ok());
+  ASSERT_TRUE(ps.ssn);
+  Session& ssn = *ps.ssn;
   Task* t = ssn.cluster().FindTask("ns-t-0");
   Node* n = ssn.cluster().FindNode("n1");
   size_t budget = PolicyCallMemoryBudget();

@@ -15,6 +15,7 @@
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/compiled_policy_provider.h"
 #include "runtime/session.h"
+#include "tests/unit/compiler/compiled_plugin_fixture.h"
 #include "tests/unit/core_test_util.h"
 
 namespace kiln {
@@ -93,36 +94,10 @@ class JitTiersTest : public ::testing::Test {
 };
 
 // One plugin entry of `tiered`, and sessions opened on it one after the other.
-struct TieredConf {
-  std::unique_ptr<PolicyProvider> provider;
-  std::optional<SchedulerConf> conf;
-  PluginRegistry registry;
-
-  explicit TieredConf(const fs::path& policy_dir) {
-    auto c = ParseSchedulerConf(
-        "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: tiered\n"
-        "    arguments:\n      tiered.weight: 3.0\n",
-        "scheduler.conf");
-    EXPECT_TRUE(c.ok());
-    conf = std::move(*c);
-    auto p = MakeCompiledPolicyProvider(CompiledPolicyOptions{{policy_dir.string()}, false});
-    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().Format());
-    provider = std::move(*p);
-    auto builder = provider->Prepare(conf->tiers[0].plugins[0]);
-    EXPECT_TRUE(builder.ok() && *builder) << (builder.ok() ? "" : builder.error().Format());
-    EXPECT_TRUE(registry.Register("tiered", **builder).ok());
-  }
-
-  std::unique_ptr<Session> Open(const std::string& uid) {
-    testing::ClusterBuilder b;
-    b.AddQueue("default");
-    b.AddNode("n1", testing::Res(4000, 8e9));
-    Job& j = b.AddJob("ns", "j", "default", 1);
-    b.AddTask(j, "t-0", testing::Res(1000, 0));
-    EXPECT_TRUE(b.cluster.Link().ok());
-    auto ssn = std::make_unique<Session>(std::move(b.cluster), *conf, 1000, uid);
-    EXPECT_TRUE(ssn->Open(registry).ok());
-    return ssn;
+struct TieredConf : testing::CompiledPlugin {
+  explicit TieredConf(const fs::path& policy_dir)
+      : CompiledPlugin(policy_dir.string(), "tiered", "    arguments:\n      tiered.weight: 3.0\n") {
+    EXPECT_FALSE(error.has_value()) << error->Format();
   }
 };
 

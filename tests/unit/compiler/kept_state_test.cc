@@ -152,42 +152,44 @@ TEST_F(KeptStateSessions, ValuesSurviveFromOneSessionToTheNext) {
   EXPECT_EQ(Session(reg, conf, 9), 7'000'000 + 1300 + 1);
 }
 
-TEST_F(KeptStateSessions, AReloadThatLeavesTheEntryAsItWasKeepsIt) {
-  auto store = std::make_shared<KeptStateStore>();
-  auto first = Provider(store);
-  SchedulerConf conf = Conf(1);
-  PluginRegistry reg = Load(*first, conf);
-  EXPECT_EQ(Session(reg, conf, 7), 7'000'000 + 1101);
-  // The reload loads while the active configuration still runs (server/policy_set.cc).
-  auto second = Provider(store);
+// A first load to reload: the entry (step 1) loaded on a provider with a kept-state store, its
+// first session run at 7 s. The reloads below load while that configuration still runs
+// (server/policy_set.cc), on a second provider sharing the store.
+class KeptStateReload : public KeptStateSessions {
+ protected:
+  void SetUp() override {
+    KeptStateSessions::SetUp();
+    first_ = Provider(store_);
+    reg_ = std::make_unique<PluginRegistry>(Load(*first_, conf_));
+    EXPECT_EQ(Session(*reg_, conf_, 7), 7'000'000 + 1101);
+  }
+
+  std::shared_ptr<KeptStateStore> store_ = std::make_shared<KeptStateStore>();
+  std::unique_ptr<PolicyProvider> first_;
+  SchedulerConf conf_ = Conf(1);
+  std::unique_ptr<PluginRegistry> reg_;
+};
+
+TEST_F(KeptStateReload, AReloadThatLeavesTheEntryAsItWasKeepsIt) {
+  auto second = Provider(store_);
   PluginRegistry reloaded = Load(*second, Conf(1));
-  EXPECT_EQ(Session(reloaded, conf, 8), 7'000'000 + 1201);
+  EXPECT_EQ(Session(reloaded, conf_, 8), 7'000'000 + 1201);
 }
 
-TEST_F(KeptStateSessions, AChangedArgumentStartsAfresh) {
-  auto store = std::make_shared<KeptStateStore>();
-  auto first = Provider(store);
-  SchedulerConf conf = Conf(1);
-  PluginRegistry reg = Load(*first, conf);
-  EXPECT_EQ(Session(reg, conf, 7), 7'000'000 + 1101);
-  auto second = Provider(store);
+TEST_F(KeptStateReload, AChangedArgumentStartsAfresh) {
+  auto second = Provider(store_);
   SchedulerConf changed = Conf(5);
   PluginRegistry reloaded = Load(*second, changed);
   EXPECT_EQ(Session(reloaded, changed, 8), 8'000'000 + 1501);
   // The unchanged entry, still loaded, kept its own.
-  EXPECT_EQ(Session(reg, conf, 9), 7'000'000 + 1201);
+  EXPECT_EQ(Session(*reg_, conf_, 9), 7'000'000 + 1201);
 }
 
-TEST_F(KeptStateSessions, AChangedPolicyTextStartsAfresh) {
-  auto store = std::make_shared<KeptStateStore>();
-  auto first = Provider(store);
-  SchedulerConf conf = Conf(1);
-  PluginRegistry reg = Load(*first, conf);
-  EXPECT_EQ(Session(reg, conf, 7), 7'000'000 + 1101);
+TEST_F(KeptStateReload, AChangedPolicyTextStartsAfresh) {
   Write(std::string(kCounter) + "// edited\n");
-  auto second = Provider(store);
-  PluginRegistry reloaded = Load(*second, conf);
-  EXPECT_EQ(Session(reloaded, conf, 8), 8'000'000 + 1101);
+  auto second = Provider(store_);
+  PluginRegistry reloaded = Load(*second, conf_);
+  EXPECT_EQ(Session(reloaded, conf_, 8), 8'000'000 + 1101);
 }
 
 TEST_F(KeptStateSessions, WithoutAStoreEveryConfLoadStartsAfresh) {

@@ -91,22 +91,23 @@ TEST(Compare, AcceptsOrderedValuesOfOneType) {
             std::string::npos);
 }
 
+// compare's answers to the argument lists `a`, `b` and `c` (after the statements `prelude`), as
+// a × 100 + b × 10 + c.
+double Compares(const std::string& a, const std::string& b, const std::string& c,
+                const std::string& prelude = "") {
+  return Eval(prelude + "return float(compare(" + a + ") * 100 + compare(" + b + ") * 10 + " +
+              "compare(" + c + "));");
+}
+
 TEST(Compare, AnswersMinusOneZeroOrOne) {
-  EXPECT_EQ(Eval("return float(compare(1, 2) * 100 + compare(2, 2) * 10 + compare(3, 2));"),
-            -100.0 + 0.0 + 1.0);
-  EXPECT_EQ(Eval("return float(compare(\"ab\", \"b\") * 100 + compare(\"b\", \"b\") * 10 + "
-                 "compare(\"ba\", \"b\"));"),
-            -100.0 + 0.0 + 1.0);
-  EXPECT_EQ(Eval("return float(compare(false, true) * 100 + compare(true, true) * 10 + "
-                 "compare(true, false));"),
-            -100.0 + 0.0 + 1.0);
+  EXPECT_EQ(Compares("1, 2", "2, 2", "3, 2"), -100.0 + 0.0 + 1.0);
+  EXPECT_EQ(Compares("\"ab\", \"b\"", "\"b\", \"b\"", "\"ba\", \"b\""), -100.0 + 0.0 + 1.0);
+  EXPECT_EQ(Compares("false, true", "true, true", "true, false"), -100.0 + 0.0 + 1.0);
   // An int meets a float as a float; NaN is neither less nor greater.
-  EXPECT_EQ(Eval("let big = 1.0e308 * 10.0; let nan = big - big;\n"
-                 "return float(compare(2, 2.5) * 100 + compare(nan, 1.0) * 10 + compare(2.5, 2));"),
+  EXPECT_EQ(Compares("2, 2.5", "nan, 1.0", "2.5, 2",
+                     "let big = 1.0e308 * 10.0; let nan = big - big;\n"),
             -100.0 + 0.0 + 1.0);
-  EXPECT_EQ(Eval("return float(compare(90s, 2m) * 100 + compare(1Gi, 1Gi) * 10 + "
-                 "compare(task.creation_time, task.creation_time));"),
-            -100.0);
+  EXPECT_EQ(Compares("90s, 2m", "1Gi, 1Gi", "task.creation_time, task.creation_time"), -100.0);
 }
 
 }  // namespace

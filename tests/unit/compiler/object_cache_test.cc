@@ -53,6 +53,18 @@ class ObjectCacheTest : public ::testing::Test {
   std::unique_ptr<testing::LoadedPolicy> Load(const std::string& text) {
     return testing::LoadPolicy(text, "test/object_cache_");
   }
+  std::unique_ptr<testing::LoadedPolicy> LoadAndCheck(const std::string& text) {
+    return testing::LoadAndCheckCachedPolicy(text, "test/object_cache_");
+  }
+
+  // The compile cache's hits, misses and stores so far, and the objects in its directory.
+  void ExpectCacheCounts(uint64_t hits, uint64_t misses, uint64_t stores, size_t files) {
+    ObjectCacheStats s = compiler_->CompileCacheStats();
+    EXPECT_EQ(s.hits, hits);
+    EXPECT_EQ(s.misses, misses);
+    EXPECT_EQ(s.stores, stores);
+    EXPECT_EQ(CacheFiles(dir_).size(), files);
+  }
 
   fs::path dir_;
   PolicyCompiler* compiler_ = nullptr;
@@ -62,11 +74,7 @@ TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObjectAndAnswersTheSame) {
   compiler_->SetCompileCacheDir(dir_.string());
   auto first = Load(PolicyText());
   ASSERT_TRUE(first);
-  ObjectCacheStats s = compiler_->CompileCacheStats();
-  EXPECT_EQ(s.hits, 0u);
-  EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.stores, 1u);
-  ASSERT_EQ(CacheFiles(dir_).size(), 1u);
+  ExpectCacheCounts(/*hits=*/0, /*misses=*/1, /*stores=*/1, /*files=*/1);
   struct stat st;
   ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -75,11 +83,7 @@ TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObjectAndAnswersTheSame) {
   // front end runs again, and the JIT takes the object from disk instead of lowering it.
   auto second = Load(PolicyText());
   ASSERT_TRUE(second);
-  s = compiler_->CompileCacheStats();
-  EXPECT_EQ(s.hits, 1u);
-  EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.stores, 1u);
-  EXPECT_EQ(CacheFiles(dir_).size(), 1u);
+  ExpectCacheCounts(/*hits=*/1, /*misses=*/1, /*stores=*/1, /*files=*/1);
   EXPECT_EQ(NodeOrder(*first), 1425.0);
   EXPECT_EQ(NodeOrder(*second), 1425.0);
 }
@@ -89,11 +93,7 @@ TEST_F(ObjectCacheTest, ChangedPolicyMisses) {
   auto a = Load(PolicyText("2.5"));
   auto b = Load(PolicyText("4.0"));
   ASSERT_TRUE(a && b);
-  ObjectCacheStats s = compiler_->CompileCacheStats();
-  EXPECT_EQ(s.hits, 0u);
-  EXPECT_EQ(s.misses, 2u);
-  EXPECT_EQ(s.stores, 2u);
-  EXPECT_EQ(CacheFiles(dir_).size(), 2u);
+  ExpectCacheCounts(/*hits=*/0, /*misses=*/2, /*stores=*/2, /*files=*/2);
   EXPECT_EQ(NodeOrder(*a), 1425.0);
   EXPECT_EQ(NodeOrder(*b), 2280.0);
 }
@@ -123,9 +123,7 @@ TEST_P(ObjectCacheDamageTest, DamagedFileIsRejectedRecompiledAndReplaced) {
   ASSERT_EQ(files.size(), 1u);
   GetParam().apply(files[0]);
 
-  auto recompiled = Load(PolicyText());
-  ASSERT_TRUE(recompiled);
-  EXPECT_EQ(NodeOrder(*recompiled), 1425.0);
+  ASSERT_TRUE(LoadAndCheck(PolicyText()));
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.hits, 0u);
   EXPECT_EQ(s.misses, 2u);
@@ -133,9 +131,7 @@ TEST_P(ObjectCacheDamageTest, DamagedFileIsRejectedRecompiledAndReplaced) {
   EXPECT_EQ(s.stores, 2u);
 
   // The recompile replaced the file: the next compile hits it.
-  auto third = Load(PolicyText());
-  ASSERT_TRUE(third);
-  EXPECT_EQ(NodeOrder(*third), 1425.0);
+  ASSERT_TRUE(LoadAndCheck(PolicyText()));
   EXPECT_EQ(compiler_->CompileCacheStats().hits, 1u);
   EXPECT_EQ(CacheFiles(dir_).size(), 1u);
 }
@@ -212,9 +208,7 @@ TEST_F(ObjectCacheTest, UncreatableDirStillCompiles) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "not a directory";
   compiler_->SetCompileCacheDir((dir_ / "file" / "cache").string());
-  auto l = Load(PolicyText());
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(LoadAndCheck(PolicyText()));
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.hits, 0u);
   EXPECT_EQ(s.misses, 1u);
@@ -227,9 +221,7 @@ TEST_F(ObjectCacheTest, StoreThatCannotWriteStillCompiles) {
   compiler_->SetCompileCacheDir(dir_.string());
   fs::remove_all(dir_);
   std::ofstream(dir_) << "not a directory any more";
-  auto l = Load(PolicyText());
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(LoadAndCheck(PolicyText()));
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.stores, 0u);
   EXPECT_EQ(s.store_failures, 1u);
@@ -240,9 +232,7 @@ TEST_F(ObjectCacheTest, DirectoryOthersMayWriteIsNotUsed) {
   fs::create_directories(dir_);
   fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_all | fs::perms::others_all);
   compiler_->SetCompileCacheDir(dir_.string());
-  auto l = Load(PolicyText());
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(LoadAndCheck(PolicyText()));
   EXPECT_EQ(compiler_->CompileCacheStats().stores, 0u);
   EXPECT_TRUE(CacheFiles(dir_).empty());
 }

@@ -18,6 +18,8 @@
 #include "compiler/host/compiled_policy_provider.h"
 #include "runtime/conf.h"
 #include "runtime/session.h"
+#include "tests/unit/compiler/compiled_plugin_fixture.h"
+#include "tests/unit/compiler/local_http_server.h"
 #include "tests/unit/core_test_util.h"
 
 namespace kiln {
@@ -25,18 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct LimitsGuard {
-  int faults = PluginFaultLimit();
-  size_t memory = PolicyCallMemoryBudget();
-  int64_t call_time = PolicyCallTimeBudget();
-  int64_t http = PolicySessionHttpBudget();
-  ~LimitsGuard() {
-    SetPluginFaultLimit(faults);
-    SetPolicyCallMemoryBudget(memory);
-    SetPolicyCallTimeBudget(call_time);
-    SetPolicySessionHttpBudget(http);
-  }
-};
+using LimitsGuard = ::kiln::testing::PolicyLimitsGuard;
 
 // A policy that posts to `poster.url` with the timeout `poster.wait` and scores the reply's
 // length (1 when there is none).
@@ -52,56 +43,28 @@ on node_order(task: Task, node: Node) -> float {
 )";
 
 // One plugin `poster` with the conf entry lines `entry` (indented by four spaces).
-struct PosterSession {
-  fs::path dir;
-  std::unique_ptr<PolicyProvider> provider;
-  std::optional<SchedulerConf> conf;
-  PluginRegistry registry;
-  std::unique_ptr<Session> ssn;
-  Task* task = nullptr;
-  Node* node = nullptr;
+struct PosterSession : testing::OnePolicySession {
   std::optional<Error> error;  // from Prepare
 
-  explicit PosterSession(const std::string& entry, const std::string& policy = kPoster) {
-    static int n = 0;
-    dir = fs::temp_directory_path() /
-          ("kiln_capabilities_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(dir);
-    std::ofstream(dir / "poster.policy") << policy;
-    auto c = ParseSchedulerConf(
-        "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: poster\n" + entry, "scheduler.conf");
-    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().Format());
-    if (!c.ok()) return;
-    conf = std::move(*c);
-    auto p = MakeCompiledPolicyProvider(CompiledPolicyOptions{{dir.string()}, false});
-    EXPECT_TRUE(p.ok());
-    provider = std::move(*p);
-    auto builder = provider->Prepare(conf->tiers[0].plugins[0]);
-    if (!builder.ok()) {
-      error = builder.error();
-      return;
-    }
-    EXPECT_TRUE(registry.Register("poster", **builder).ok());
-    testing::ClusterBuilder b;
-    b.AddQueue("default");
-    b.AddNode("n1", testing::Res(4000, 8e9));
-    Job& j = b.AddJob("ns", "j", "default", 1);
-    b.AddTask(j, "t-0", testing::Res(1000, 0));
-    EXPECT_TRUE(b.cluster.Link().ok());
-    ssn = std::make_unique<Session>(std::move(b.cluster), *conf, 1000, "s1");
-    EXPECT_TRUE(ssn->Open(registry).ok());
-    task = ssn->cluster().FindTask("ns-t-0");
-    node = ssn->cluster().FindNode("n1");
-  }
+  explicit PosterSession(const std::string& entry, const std::string& policy = kPoster)
+      : OnePolicySession("poster", policy, entry), error(plugin->error) {}
   ~PosterSession() {
     if (ssn) ssn->Close();
     ssn.reset();
-    fs::remove_all(dir);
   }
   double Score() {
     auto s = ssn->NodeOrderFn(task, node);
     EXPECT_TRUE(s.ok());
     return s.ok() ? *s : -1;
+  }
+  // One call, within `most`, whose answer is ignored (it scores 0) and which leaves one fault, of
+  // `kind`.
+  void ExpectOneFaultedCall(FaultKind kind, std::chrono::seconds most) {
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(Score(), 0.0);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, most);
+    ASSERT_EQ(ssn->fault_count(), 1u);
+    EXPECT_EQ(ssn->plugins()[0].faults_by_kind[static_cast<size_t>(kind)], 1u);
   }
   std::string LastFault() const {
     return ssn->decisions().faults.empty() ? "" : ssn->decisions().faults.back();
@@ -122,14 +85,7 @@ class Server {
   }
   httplib::Server& http() { return server_; }
   const std::atomic<bool>& released() const { return release_; }
-  void Start() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 200 && !server_.is_running(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ASSERT_TRUE(server_.is_running());
-  }
+  void Start() { port_ = testing::ServeOnLocalPort(server_, thread_); }
   std::string url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
@@ -312,11 +268,8 @@ TEST(Capabilities, HttpRepliesAreStreamedAgainstTheMemoryBudget) {
     SCOPED_TRACE(path);
     PosterSession ps(Entry("    grants: {http: true}\n", s.url(path)));
     ASSERT_TRUE(ps.ssn);
-    auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(ps.Score(), 0.0);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-    ASSERT_EQ(ps.ssn->fault_count(), 1u);
-    EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Memory)], 1u);
+    ASSERT_NO_FATAL_FAILURE(
+        ps.ExpectOneFaultedCall(FaultKind::Memory, std::chrono::seconds(5)));
     EXPECT_NE(ps.LastFault().find("exceeded the call's memory budget of 1048576 bytes"),
               std::string::npos)
         << ps.LastFault();
@@ -344,11 +297,8 @@ TEST(Capabilities, HttpTimeoutsThePolicySetsAreNoneThoseTheRuntimeSetsAreFaults)
     SetPolicyCallTimeBudget(300'000'000);  // 300 ms, the policy asks for 10 s
     PosterSession ps(Entry("    grants: {http: true}\n", s.url("/slow")));
     ASSERT_TRUE(ps.ssn);
-    auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(ps.Score(), 0.0);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
-    ASSERT_EQ(ps.ssn->fault_count(), 1u);
-    EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Time)], 1u);
+    ASSERT_NO_FATAL_FAILURE(
+        ps.ExpectOneFaultedCall(FaultKind::Time, std::chrono::seconds(3)));
     EXPECT_EQ(ps.LastFault(), "plugin poster: node_order: http_post: the call's wall-time budget "
                               "of 0.3s ran out before " + s.url("/slow") + " answered");
   }

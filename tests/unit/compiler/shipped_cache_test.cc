@@ -119,9 +119,7 @@ TEST_F(ShippedCacheTest, HitLeavesTheWritableCacheAloneAndAMissFillsIt) {
 
   // Another policy: both miss, it compiles, and the writable cache (only) keeps its object.
   std::string other = kPolicy + "// another policy text\n";
-  auto l = testing::LoadPolicy(other, "test/shipped_both_");
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(testing::LoadAndCheckCachedPolicy(other, "test/shipped_both_"));
   EXPECT_EQ(compiler_->ShippedCacheStats().misses, 1u);
   EXPECT_EQ(compiler_->CompileCacheStats().stores, 1u);
   EXPECT_EQ(Objects(writable_).size(), 1u);
@@ -131,9 +129,7 @@ TEST_F(ShippedCacheTest, HitLeavesTheWritableCacheAloneAndAMissFillsIt) {
 TEST_F(ShippedCacheTest, CommentOnlyChangeMissesAndCompiles) {
   // The module would be identical; the source digest in the key is not.
   Ship({SourceFile{"policies/shipped.policy", kPolicy}});
-  auto l = testing::LoadPolicy("// edited\n" + kPolicy, "test/shipped_comment_");
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(testing::LoadAndCheckCachedPolicy("// edited\n" + kPolicy, "test/shipped_comment_"));
   ObjectCacheStats s = compiler_->ShippedCacheStats();
   EXPECT_EQ(s.hits, 0u);
   EXPECT_EQ(s.misses, 1u);
@@ -147,9 +143,7 @@ TEST_F(ShippedCacheTest, DamagedShippedObjectIsIgnoredAndNotRewritten) {
   FlipPayloadByte(files[0]);
   std::string damaged = Slurp(files[0]);
 
-  auto l = testing::LoadPolicy(kPolicy, "test/shipped_damaged_");
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(testing::LoadAndCheckCachedPolicy(kPolicy, "test/shipped_damaged_"));
   ObjectCacheStats s = compiler_->ShippedCacheStats();
   EXPECT_EQ(s.hits, 0u);
   EXPECT_EQ(s.rejected, 1u);
@@ -174,9 +168,7 @@ TEST_F(ShippedCacheTest, ObjectUnderAnotherKeyIsRejected) {
   fs::rename(files[0], shipped_ / other_files[0].filename());
 
   compiler_->SetShippedCacheDir(shipped_.string());
-  auto l = testing::LoadPolicy(other, "test/shipped_rekey_");
-  ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
+  ASSERT_TRUE(testing::LoadAndCheckCachedPolicy(other, "test/shipped_rekey_"));
   EXPECT_EQ(compiler_->ShippedCacheStats().rejected, 1u);
   EXPECT_EQ(compiler_->ShippedCacheStats().hits, 0u);
 }
@@ -220,9 +212,8 @@ TEST_P(ShippedDescriptionTest, DescriptionThatDoesNotFitThePolicyIsAMiss) {
   ObjectCache(shipped_.string()).Store(key, *payload);  // a well-formed file around it
   compiler_->SetShippedCacheDir(shipped_.string());
 
-  auto l = testing::LoadPolicy(kPolicy, "test/shipped_description_");
+  auto l = testing::LoadAndCheckCachedPolicy(kPolicy, "test/shipped_description_");
   ASSERT_TRUE(l);
-  EXPECT_EQ(NodeOrder(*l), 1425.0);
   EXPECT_EQ(compiler_->ShippedCacheStats().hits, 1u) << "the file itself verified";
   EXPECT_EQ(l->policy->args.size(), 1u);
   EXPECT_EQ(l->code->handlers.size(), 1u);

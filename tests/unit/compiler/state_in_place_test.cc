@@ -18,10 +18,6 @@ namespace {
 
 using Loaded = testing::LoadedPolicy;
 
-std::unique_ptr<Loaded> Load(const std::string& text) {
-  return testing::LoadPolicy(text, "test/state_in_place_");
-}
-
 Task TaskOf(Job* job, double cpu) {
   Task t;
   t.job = job;
@@ -30,26 +26,43 @@ Task TaskOf(Job* job, double cpu) {
 }
 
 // node_order reports alloc[task.job].cpu * 1000 + note[task.job].
-double Score(Loaded& l, const Task& t) {
-  Node node;
-  double score = -1;
-  EXPECT_EQ(l.Fn<ExtensionPoint::NodeOrder>()(&l.ctx, &t, &node, &score), 0);
-  return score;
-}
-
 constexpr const char* kReport = R"(
 on node_order(task: Task, node: Node) -> float {
   return alloc[task.job]["cpu"] * 1000.0 + note[task.job];
 }
 )";
 
+// Each test loads one policy and calls its handlers.
+class StateInPlace : public ::testing::Test {
+ protected:
+  // Compiles `text` and opens its state; false with a test failure when it does not compile.
+  bool Load(const std::string& text) {
+    l_ = testing::LoadPolicy(text, "test/state_in_place_");
+    return l_ != nullptr;
+  }
+  // The policy `alias`: the state `state` declares, then alloc and note, then `handlers` and
+  // kReport's node_order.
+  bool LoadAlias(const std::string& state, const std::string& handlers) {
+    return Load("policy alias;\n" + state +
+                "state alloc: map<Job, Resource>;\nstate note: map<Job, float>;\n" + handlers +
+                kReport);
+  }
+  void Allocate(Task& t) { l_->Fn<ExtensionPoint::OnAllocate>()(&l_->ctx, &t); }
+  void Deallocate(Task& t) { l_->Fn<ExtensionPoint::OnDeallocate>()(&l_->ctx, &t); }
+  double Score(const Task& t) {
+    Node node;
+    double score = -1;
+    EXPECT_EQ(l_->Fn<ExtensionPoint::NodeOrder>()(&l_->ctx, &t, &node, &score), 0);
+    return score;
+  }
+
+  std::unique_ptr<Loaded> l_;
+};
+
 // `let old = m[k]; m[k] = old + r;` — old keeps the value it read; a later store through `old`
 // restores exactly that value (drf's reclaimable does this per candidate).
-TEST(StateInPlace, AValueReadEarlierInTheCallKeepsItsValue) {
-  auto l = Load(std::string(R"(policy alias;
-state alloc: map<Job, Resource>;
-state note: map<Job, float>;
-on allocate(task: Task) {
+TEST_F(StateInPlace, AValueReadEarlierInTheCallKeepsItsValue) {
+  ASSERT_TRUE(LoadAlias("", R"(on allocate(task: Task) {
   alloc[task.job] = alloc[task.job] + task.resreq;
 }
 on deallocate(task: Task) {
@@ -60,25 +73,19 @@ on deallocate(task: Task) {
   note[task.job] = old["cpu"] * 10.0 + during - alloc[task.job]["cpu"];
   alloc[task.job] = old;                             // restores what was read
 }
-)") + kReport);
-  ASSERT_TRUE(l);
+)"));
   Job j;
   Task t = TaskOf(&j, 3);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  auto deallocate = l->Fn<ExtensionPoint::OnDeallocate>();
-  allocate(&l->ctx, &t);
-  allocate(&l->ctx, &t);  // alloc = 6
-  deallocate(&l->ctx, &t);
+  Allocate(t);
+  Allocate(t);  // alloc = 6
+  Deallocate(t);
   // old = 6 (60), during = 3, after the second subtraction 0: note = 60 + 3 - 0; alloc back at 6.
-  EXPECT_EQ(Score(*l, t), 6 * 1000.0 + 63.0);
+  EXPECT_EQ(Score(t), 6 * 1000.0 + 63.0);
 }
 
 // The value held may be the argument of a policy function that stores into the same slot.
-TEST(StateInPlace, AValueHeldAcrossAFunctionThatStoresKeepsItsValue) {
-  auto l = Load(std::string(R"(policy alias;
-state alloc: map<Job, Resource>;
-state note: map<Job, float>;
-fn bump(j: Job, r: Resource) {
+TEST_F(StateInPlace, AValueHeldAcrossAFunctionThatStoresKeepsItsValue) {
+  ASSERT_TRUE(LoadAlias("", R"(fn bump(j: Job, r: Resource) {
   alloc[j] = alloc[j] + r;
 }
 fn keep(r: Resource) -> Resource { return r; }
@@ -88,23 +95,17 @@ on allocate(task: Task) {
   bump(task.job, task.resreq);
   note[task.job] = held["cpu"];
 }
-)") + kReport);
-  ASSERT_TRUE(l);
+)"));
   Job j;
   Task t = TaskOf(&j, 2);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  allocate(&l->ctx, &t);  // held 0, alloc 4
-  allocate(&l->ctx, &t);  // held 4, alloc 8
-  EXPECT_EQ(Score(*l, t), 8 * 1000.0 + 4.0);
+  Allocate(t);  // held 0, alloc 4
+  Allocate(t);  // held 4, alloc 8
+  EXPECT_EQ(Score(t), 8 * 1000.0 + 4.0);
 }
 
 // A Resource state variable (not a map), read into a local list and through `??`.
-TEST(StateInPlace, ResourceStateHeldInAListOrThroughCoalesce) {
-  auto l = Load(std::string(R"(policy alias;
-state total: Resource;
-state alloc: map<Job, Resource>;
-state note: map<Job, float>;
-on allocate(task: Task) {
+TEST_F(StateInPlace, ResourceStateHeldInAListOrThroughCoalesce) {
+  ASSERT_TRUE(LoadAlias("state total: Resource;\n", R"(on allocate(task: Task) {
   let snapshot = [total];
   let maybe: map<Job, Resource> = {};
   let either = maybe.get(task.job) ?? total;
@@ -113,46 +114,35 @@ on allocate(task: Task) {
   alloc[task.job] = total;
   note[task.job] = snapshot[0]["cpu"] * 100.0 + either["cpu"];
 }
-)") + kReport);
-  ASSERT_TRUE(l);
+)"));
   Job j;
   Task t = TaskOf(&j, 1);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  allocate(&l->ctx, &t);  // before: 0; total 2
-  allocate(&l->ctx, &t);  // before: 2; total 4
-  EXPECT_EQ(Score(*l, t), 4 * 1000.0 + 2 * 100.0 + 2.0);
+  Allocate(t);  // before: 0; total 2
+  Allocate(t);  // before: 2; total 4
+  EXPECT_EQ(Score(t), 4 * 1000.0 + 2 * 100.0 + 2.0);
 }
 
 // Every slot starts as the one shared empty resource: the first store into a slot copies, so
 // other jobs' entries (and the empty resource itself) stay empty.
-TEST(StateInPlace, FreshSlotsDoNotShareTheEmptyResource) {
-  auto l = Load(std::string(R"(policy alias;
-state alloc: map<Job, Resource>;
-state note: map<Job, float>;
-on allocate(task: Task) {
+TEST_F(StateInPlace, FreshSlotsDoNotShareTheEmptyResource) {
+  ASSERT_TRUE(LoadAlias("", R"(on allocate(task: Task) {
   alloc[task.job] = alloc[task.job] + task.resreq;
 }
-)") + kReport);
-  ASSERT_TRUE(l);
+)"));
   Job j1, j2, j3;
   Task t1 = TaskOf(&j1, 5), t2 = TaskOf(&j2, 7), t3 = TaskOf(&j3, 0);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  allocate(&l->ctx, &t1);
-  allocate(&l->ctx, &t1);
-  allocate(&l->ctx, &t2);
-  EXPECT_EQ(Score(*l, t1), 10000.0);
-  EXPECT_EQ(Score(*l, t2), 7000.0);
-  EXPECT_EQ(Score(*l, t3), 0.0);  // never stored: the empty resource
+  Allocate(t1);
+  Allocate(t1);
+  Allocate(t2);
+  EXPECT_EQ(Score(t1), 10000.0);
+  EXPECT_EQ(Score(t2), 7000.0);
+  EXPECT_EQ(Score(t3), 0.0);  // never stored: the empty resource
 }
 
 // The point of it: once a slot holds its own Resource, allocate/deallocate overwrite it instead
 // of copying 264 bytes into the session arena per store.
-TEST(StateInPlace, RepeatedStoresDoNotGrowTheSessionArena) {
-  auto l = Load(std::string(R"(policy alias;
-state total: Resource;
-state alloc: map<Job, Resource>;
-state note: map<Job, float>;
-on allocate(task: Task) {
+TEST_F(StateInPlace, RepeatedStoresDoNotGrowTheSessionArena) {
+  ASSERT_TRUE(LoadAlias("state total: Resource;\n", R"(on allocate(task: Task) {
   alloc[task.job] = alloc[task.job] + task.resreq;
   total = total + task.resreq;
 }
@@ -160,26 +150,23 @@ on deallocate(task: Task) {
   alloc[task.job] -= task.resreq;
   total -= task.resreq;
 }
-)") + kReport);
-  ASSERT_TRUE(l);
+)"));
   Job j;
   Task t = TaskOf(&j, 1);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  auto deallocate = l->Fn<ExtensionPoint::OnDeallocate>();
-  allocate(&l->ctx, &t);
-  size_t after_first = l->arena.BytesInUse();
+  Allocate(t);
+  size_t after_first = l_->arena.BytesInUse();
   for (int i = 0; i < 1000; ++i) {
-    allocate(&l->ctx, &t);
-    deallocate(&l->ctx, &t);
+    Allocate(t);
+    Deallocate(t);
   }
-  allocate(&l->ctx, &t);
-  EXPECT_EQ(l->arena.BytesInUse(), after_first);
-  EXPECT_EQ(Score(*l, t), 2000.0);
+  Allocate(t);
+  EXPECT_EQ(l_->arena.BytesInUse(), after_first);
+  EXPECT_EQ(Score(t), 2000.0);
 }
 
 // A map handed on whole (here: bound to a local) keeps the copying store, so a local that
 // aliases the map still sees each entry's value of the moment it read it.
-TEST(StateInPlace, AMapUsedWholeKeepsCopyingStores) {
+TEST_F(StateInPlace, AMapUsedWholeKeepsCopyingStores) {
   const char* text = R"(policy alias;
 state alloc: map<Job, Resource>;
 state other: map<Job, Resource>;
@@ -195,15 +182,13 @@ on node_order(task: Task, node: Node) -> float {
   return alloc[task.job]["cpu"] * 1000.0 + note[task.job];
 }
 )";
-  auto l = Load(text);
-  ASSERT_TRUE(l);
+  ASSERT_TRUE(Load(text));
   Job j;
   Task t = TaskOf(&j, 1);
-  auto allocate = l->Fn<ExtensionPoint::OnAllocate>();
-  allocate(&l->ctx, &t);
-  allocate(&l->ctx, &t);
-  allocate(&l->ctx, &t);
-  EXPECT_EQ(Score(*l, t), 3000.0 + 2.0);
+  Allocate(t);
+  Allocate(t);
+  Allocate(t);
+  EXPECT_EQ(Score(t), 3000.0 + 2.0);
 
   // Which variables and reads the analysis picked.
   FrontendResult front = RunFrontend(SourceFile{"test/state_in_place_analysis.policy", text});
@@ -218,7 +203,7 @@ on node_order(task: Task, node: Node) -> float {
 // drf and proportion, the policies this is for: their Resource state takes part, and the only
 // reads that pin are drf's held ones (reclaimable's `let l_alloc`/`let c_alloc`, recompute_tree's
 // `let alloc`, show_queue's `sum`).
-TEST(StateInPlace, DrfAndProportionStoreInPlace) {
+TEST_F(StateInPlace, DrfAndProportionStoreInPlace) {
   for (const char* name : {"drf", "proportion"}) {
     const BuiltinPolicy* p = FindBuiltinPolicy(name);
     ASSERT_NE(p, nullptr);

@@ -22,6 +22,7 @@
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "simulator/simulator.h"
+#include "tests/unit/compiler/local_http_server.h"
 
 namespace kiln {
 namespace {
@@ -58,14 +59,7 @@ class ExtenderServer {
     });
   }
 
-  void Start() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 200 && !server_.is_running(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ASSERT_TRUE(server_.is_running());
-  }
+  void Start() { port_ = testing::ServeOnLocalPort(server_, thread_); }
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
   int calls(const std::string& verb) {
@@ -120,6 +114,22 @@ SessionResult MustRun(const std::string& text, std::function<void(Session&)> aft
 
 std::string Args(const ExtenderServer& s, const std::string& more) {
   return "        extender.urlPrefix: " + s.url() + "\n" + more;
+}
+
+// `extender.ignorable`, one line of the extender's arguments.
+std::string Ignorable(bool ignorable) {
+  return std::string("        extender.ignorable: ") + (ignorable ? "true" : "false") + "\n";
+}
+
+// One session of `actions` over `cluster` whose first tier is `first_tier` and the extender,
+// configured by `verb_args`, whose server answers the verb `verb` with `handler`.
+SessionResult RunWithOneVerb(const std::string& verb, ExtenderServer::Handler handler,
+                             const std::string& verb_args, const std::string& actions,
+                             const std::string& first_tier, const std::string& cluster) {
+  ExtenderServer s;
+  s.On(verb, std::move(handler));
+  s.Start();
+  return MustRun(Scenario(actions, first_tier, Args(s, verb_args), cluster));
 }
 
 // Two equal nodes; one pending pod. Without an extender opinion it goes to n1 (node order).
@@ -180,14 +190,13 @@ TEST(ExtenderTest, PrioritizeFlipsTheChosenNode) {
 
 TEST(ExtenderTest, PrioritizeErrorMessageFailsTheScoringUnlessIgnorable) {
   for (bool ignorable : {false, true}) {
-    ExtenderServer s;
-    s.On("score", [](const Json&, httplib::Response& res) {
-      Reply(res, Json{{"nodeScore", {{"n2", 100}}}, {"errorMessage", "scorer down"}});
-    });
-    s.Start();
-    std::string args = Args(s, "        extender.prioritizeVerb: score\n        extender.ignorable: " +
-                                   std::string(ignorable ? "true" : "false") + "\n");
-    SessionResult r = MustRun(Scenario("allocate", "", args, kTwoNodes));
+    SessionResult r = RunWithOneVerb(
+        "score",
+        [](const Json&, httplib::Response& res) {
+          Reply(res, Json{{"nodeScore", {{"n2", 100}}}, {"errorMessage", "scorer down"}});
+        },
+        "        extender.prioritizeVerb: score\n" + Ignorable(ignorable), "allocate", "",
+        kTwoNodes);
     if (ignorable) {
       EXPECT_EQ(r.binds, (std::map<std::string, std::string>{{"c1/p", "n1"}}));
     } else {
@@ -253,14 +262,10 @@ TEST(ExtenderTest, PreemptableAbstainLeavesPriorityToDecide) {
 
 TEST(ExtenderTest, PreemptableErrorEvictsNothingEitherWay) {
   for (bool ignorable : {false, true}) {
-    ExtenderServer s;
-    s.On("preemptable", [](const Json&, httplib::Response& res) { res.status = 500; });
-    s.Start();
-    std::string args = Args(s, "        extender.preemptableVerb: preemptable\n"
-                               "        extender.ignorable: " +
-                                   std::string(ignorable ? "true" : "false") + "\n");
-    SessionResult r =
-        MustRun(Scenario("allocate, preempt", "    - name: priority\n", args, kPreempt));
+    SessionResult r = RunWithOneVerb(
+        "preemptable", [](const Json&, httplib::Response& res) { res.status = 500; },
+        "        extender.preemptableVerb: preemptable\n" + Ignorable(ignorable),
+        "allocate, preempt", "    - name: priority\n", kPreempt);
     EXPECT_TRUE(r.evictions.empty()) << "ignorable=" << ignorable;
   }
 }
@@ -286,9 +291,8 @@ void ExpectPredicateFailure(Failure f, bool ignorable) {
   });
   s.Start();
   std::string args = Args(s, "        extender.predicateVerb: filter\n"
-                             "        extender.httpTimeout: 50ms\n"
-                             "        extender.ignorable: " +
-                                 std::string(ignorable ? "true" : "false") + "\n");
+                             "        extender.httpTimeout: 50ms\n" +
+                                 Ignorable(ignorable));
   auto start = std::chrono::steady_clock::now();
   SessionResult r = MustRun(Scenario("allocate", "", args, kTwoNodes));
   auto took = std::chrono::steady_clock::now() - start;
@@ -306,22 +310,27 @@ void ExpectPredicateFailure(Failure f, bool ignorable) {
   release->store(true);
 }
 
-TEST(ExtenderTest, PredicateTimeout) {
-  ExpectPredicateFailure(Failure::Timeout, false);
-  ExpectPredicateFailure(Failure::Timeout, true);
+class ExtenderPredicateFailure : public ::testing::TestWithParam<Failure> {};
+
+TEST_P(ExtenderPredicateFailure, FailsEveryNodeUnlessIgnorable) {
+  ExpectPredicateFailure(GetParam(), false);
+  ExpectPredicateFailure(GetParam(), true);
 }
-TEST(ExtenderTest, PredicateStatus500) {
-  ExpectPredicateFailure(Failure::Status500, false);
-  ExpectPredicateFailure(Failure::Status500, true);
+
+std::string FailureName(const ::testing::TestParamInfo<Failure>& info) {
+  switch (info.param) {
+    case Failure::Timeout: return "Timeout";
+    case Failure::Status500: return "Status500";
+    case Failure::Garbage: return "GarbageReply";
+    case Failure::WrongType: return "MemberOfWrongType";
+  }
+  return "Unknown";
 }
-TEST(ExtenderTest, PredicateGarbageReply) {
-  ExpectPredicateFailure(Failure::Garbage, false);
-  ExpectPredicateFailure(Failure::Garbage, true);
-}
-TEST(ExtenderTest, PredicateMemberOfWrongType) {
-  ExpectPredicateFailure(Failure::WrongType, false);
-  ExpectPredicateFailure(Failure::WrongType, true);
-}
+
+INSTANTIATE_TEST_SUITE_P(Failures, ExtenderPredicateFailure,
+                         ::testing::Values(Failure::Timeout, Failure::Status500, Failure::Garbage,
+                                           Failure::WrongType),
+                         FailureName);
 
 TEST(ExtenderTest, UnreachableServerIsAnError) {
   // Nothing listens on the port of a stopped server.
@@ -333,8 +342,7 @@ TEST(ExtenderTest, UnreachableServerIsAnError) {
   }
   for (bool ignorable : {false, true}) {
     std::string args = "        extender.urlPrefix: " + url +
-                       "\n        extender.predicateVerb: filter\n        extender.ignorable: " +
-                       (ignorable ? "true" : "false") + "\n";
+                       "\n        extender.predicateVerb: filter\n" + Ignorable(ignorable);
     SessionResult r = MustRun(Scenario("allocate", "", args, kTwoNodes));
     EXPECT_EQ(r.binds.size(), ignorable ? 1u : 0u);
   }
@@ -377,13 +385,10 @@ TEST(ExtenderTest, EnqueueableRejectsAndEnqueuedIsNotified) {
 
 TEST(ExtenderTest, EnqueueableErrorRejectsUnlessIgnorable) {
   for (bool ignorable : {false, true}) {
-    ExtenderServer s;
-    s.On("enqueueable", [](const Json&, httplib::Response& res) { res.status = 500; });
-    s.Start();
-    std::string args = Args(s, "        extender.jobEnqueueableVerb: enqueueable\n"
-                               "        extender.ignorable: " +
-                                   std::string(ignorable ? "true" : "false") + "\n");
-    SessionResult r = MustRun(Scenario("enqueue, allocate", "", args, kEnqueue));
+    SessionResult r = RunWithOneVerb(
+        "enqueueable", [](const Json&, httplib::Response& res) { res.status = 500; },
+        "        extender.jobEnqueueableVerb: enqueueable\n" + Ignorable(ignorable),
+        "enqueue, allocate", "", kEnqueue);
     EXPECT_EQ(r.binds.size(), ignorable ? 1u : 0u) << "ignorable=" << ignorable;
   }
 }
@@ -402,29 +407,23 @@ TEST(ExtenderTest, OverusedQueueGetsNothing) {
 
 TEST(ExtenderTest, OverusedGarbageCountsAsOverusedUnlessIgnorable) {
   for (bool ignorable : {false, true}) {
-    ExtenderServer s;
-    s.On("overused", [](const Json&, httplib::Response& res) { res.set_content("[1,2", "text/plain"); });
-    s.Start();
-    std::string args = Args(s, "        extender.queueOverusedVerb: overused\n"
-                               "        extender.ignorable: " +
-                                   std::string(ignorable ? "true" : "false") + "\n");
-    SessionResult r = MustRun(Scenario("allocate", "", args, kTwoNodes));
+    SessionResult r = RunWithOneVerb(
+        "overused",
+        [](const Json&, httplib::Response& res) { res.set_content("[1,2", "text/plain"); },
+        "        extender.queueOverusedVerb: overused\n" + Ignorable(ignorable), "allocate", "",
+        kTwoNodes);
     EXPECT_EQ(r.binds.size(), ignorable ? 1u : 0u) << "ignorable=" << ignorable;
   }
 }
 
 TEST(ExtenderTest, JobReadyFalseHoldsTheBind) {
-  ExtenderServer s;
-  s.On("ready", [](const Json&, httplib::Response& res) { Reply(res, Json{{"status", false}}); });
-  s.Start();
-  SessionResult r = MustRun(Scenario("allocate", "", Args(s, "        extender.jobReadyVerb: ready\n"), kTwoNodes));
-  EXPECT_TRUE(r.binds.empty());
-
-  ExtenderServer ok;
-  ok.On("ready", [](const Json&, httplib::Response& res) { Reply(res, Json{{"status", true}}); });
-  ok.Start();
-  r = MustRun(Scenario("allocate", "", Args(ok, "        extender.jobReadyVerb: ready\n"), kTwoNodes));
-  EXPECT_EQ(r.binds.size(), 1u);
+  for (bool ready : {false, true}) {
+    SessionResult r = RunWithOneVerb(
+        "ready",
+        [ready](const Json&, httplib::Response& res) { Reply(res, Json{{"status", ready}}); },
+        "        extender.jobReadyVerb: ready\n", "allocate", "", kTwoNodes);
+    EXPECT_EQ(r.binds.size(), ready ? 1u : 0u) << "ready=" << ready;
+  }
 }
 
 TEST(ExtenderTest, AllocateIsNotifiedAndManagedResourcesFilterTasks) {
@@ -467,9 +466,8 @@ TEST(ExtenderTest, FailedSessionOpenSilencesThePluginUnlessIgnorable) {
     });
     s.Start();
     std::string args = Args(s, "        extender.onSessionOpenVerb: open\n"
-                               "        extender.predicateVerb: filter\n"
-                               "        extender.ignorable: " +
-                                   std::string(ignorable ? "true" : "false") + "\n");
+                               "        extender.predicateVerb: filter\n" +
+                                   Ignorable(ignorable));
     SessionResult r = MustRun(Scenario("allocate", "", args, kTwoNodes));
     // Not ignorable: Volcano returns before registering the predicate, so the pod binds.
     EXPECT_EQ(r.binds.size(), ignorable ? 0u : 1u) << "ignorable=" << ignorable;

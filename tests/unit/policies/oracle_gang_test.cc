@@ -14,6 +14,14 @@ using ::testing::IsEmpty;
 using testing::MiniCluster;
 using testing::Names;
 
+// A job `ns/j` of minAvailable `min` whose roles ps and worker need one task each.
+Job& AddPsWorkerJob(MiniCluster& c, int64_t min) {
+  Job& j = c.AddJob("ns/j", min);
+  MiniCluster::SetRoleMin(j, "ps", 1);
+  MiniCluster::SetRoleMin(j, "worker", 1);
+  return j;
+}
+
 TEST(OracleGang, ReadyCountsAllocatedStatusesAndSucceededButNotPipelined) {
   MiniCluster c;
   Job& j = c.AddJob("ns/j", 3);
@@ -28,31 +36,28 @@ TEST(OracleGang, ReadyCountsAllocatedStatusesAndSucceededButNotPipelined) {
   EXPECT_EQ(gang::ValidTaskNum(j), 7);
 }
 
-TEST(OracleGang, JobReadyNeedsMinAvailableReadyTasks) {
+// Job ns/j (minAvailable 2) of task a, allocated, and task b, pending: one task short of ready.
+class OracleGangOneShort : public ::testing::Test {
+ protected:
   MiniCluster c;
   Job& j = c.AddJob("ns/j", 2);
-  c.AddTask(j, "a", TaskStatus::Allocated);
+  Task& a = c.AddTask(j, "a", TaskStatus::Allocated);
   Task& b = c.AddTask(j, "b", TaskStatus::Pending);
+};
+
+TEST_F(OracleGangOneShort, JobReadyNeedsMinAvailableReadyTasks) {
   EXPECT_FALSE(gang::JobReady(j));
   b.status = TaskStatus::Running;
   EXPECT_TRUE(gang::JobReady(j));
 }
 
-TEST(OracleGang, PendingBestEffortTasksCountAsReady) {
-  MiniCluster c;
-  Job& j = c.AddJob("ns/j", 2);
-  c.AddTask(j, "a", TaskStatus::Allocated);
-  Task& b = c.AddTask(j, "b", TaskStatus::Pending);
+TEST_F(OracleGangOneShort, PendingBestEffortTasksCountAsReady) {
   b.best_effort = true;
   EXPECT_TRUE(gang::IsReady(j));
   EXPECT_TRUE(gang::JobReady(j));
 }
 
-TEST(OracleGang, PipelinedVotesPermitOnlyWhenWaitingPlusReadyReachesMin) {
-  MiniCluster c;
-  Job& j = c.AddJob("ns/j", 2);
-  c.AddTask(j, "a", TaskStatus::Allocated);
-  Task& b = c.AddTask(j, "b", TaskStatus::Pending);
+TEST_F(OracleGangOneShort, PipelinedVotesPermitOnlyWhenWaitingPlusReadyReachesMin) {
   EXPECT_EQ(gang::JobPipelined(j), -1);
   b.status = TaskStatus::Pipelined;
   EXPECT_EQ(gang::JobPipelined(j), 1);
@@ -73,9 +78,7 @@ TEST(OracleGang, JobValidRejectsTooFewValidTasksWithVolcanosMessage) {
 
 TEST(OracleGang, JobValidChecksRoleMinimaFirst) {
   MiniCluster c;
-  Job& j = c.AddJob("ns/j", 2);
-  MiniCluster::SetRoleMin(j, "ps", 1);
-  MiniCluster::SetRoleMin(j, "worker", 1);
+  Job& j = AddPsWorkerJob(c, 2);
   c.AddTask(j, "w0", TaskStatus::Pending, "worker");
   c.AddTask(j, "w1", TaskStatus::Pending, "worker");
   auto v = gang::JobValid(j);
@@ -88,9 +91,7 @@ TEST(OracleGang, JobValidChecksRoleMinimaFirst) {
 
 TEST(OracleGang, RoleChecksAreSkippedWhenMinMemberIsBelowTheirSum) {
   MiniCluster c;
-  Job& j = c.AddJob("ns/j", 1);
-  MiniCluster::SetRoleMin(j, "ps", 1);
-  MiniCluster::SetRoleMin(j, "worker", 1);
+  Job& j = AddPsWorkerJob(c, 1);
   c.AddTask(j, "w0", TaskStatus::Running, "worker");
   // ps has no task at all, but minMember (1) < Σ role minima (2): per-role checks are skipped.
   EXPECT_TRUE(gang::CheckTaskValid(j));
@@ -100,9 +101,7 @@ TEST(OracleGang, RoleChecksAreSkippedWhenMinMemberIsBelowTheirSum) {
 
 TEST(OracleGang, JobReadyRequiresEveryRoleMinimum) {
   MiniCluster c;
-  Job& j = c.AddJob("ns/j", 2);
-  MiniCluster::SetRoleMin(j, "ps", 1);
-  MiniCluster::SetRoleMin(j, "worker", 1);
+  Job& j = AddPsWorkerJob(c, 2);
   c.AddTask(j, "w0", TaskStatus::Allocated, "worker");
   c.AddTask(j, "w1", TaskStatus::Allocated, "worker");
   Task& ps = c.AddTask(j, "ps0", TaskStatus::Pending, "ps");
@@ -152,9 +151,7 @@ TEST(OracleGang, JobOrderPutsNotReadyJobsFirst) {
 
 TEST(OracleGang, StarvingIgnoresRoleMinimaAndCountsPipelined) {
   MiniCluster c;
-  Job& j = c.AddJob("ns/j", 2);
-  MiniCluster::SetRoleMin(j, "ps", 1);
-  MiniCluster::SetRoleMin(j, "worker", 1);
+  Job& j = AddPsWorkerJob(c, 2);
   c.AddTask(j, "w0", TaskStatus::Running, "worker");
   Task& w1 = c.AddTask(j, "w1", TaskStatus::Pending, "worker");
   c.AddTask(j, "ps0", TaskStatus::Pending, "ps");

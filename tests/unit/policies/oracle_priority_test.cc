@@ -3,13 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "tests/oracles/priority_oracle.h"
 #include "tests/unit/policies/oracle_test_util.h"
 
 namespace kiln::oracles {
 namespace {
 
-using ::testing::ElementsAre;
 using testing::MiniCluster;
 using testing::Names;
 
@@ -32,31 +35,50 @@ TEST(OraclePriority, HigherJobPriorityGoesFirst) {
   EXPECT_EQ(priority::JobOrder(lo, lo), 0);
 }
 
-TEST(OraclePriority, OtherJobsAreVictimsOnlyWithALowerJobPriority) {
+// A preemptor in a job of priority 100 and running candidates, each in a job of its own or in the
+// preemptor's job: the victims priority offers.
+struct VictimsCase {
+  const char* name;
+  int64_t preemptor_priority;  // the preemptor task's
+  struct Candidate {
+    const char* name;
+    std::optional<int64_t> job_priority;  // its own job's; none: in the preemptor's job
+    int64_t priority;                     // the task's
+  };
+  std::vector<Candidate> candidates;
+  std::vector<std::string> victims;
+};
+
+class OraclePriorityVictims : public ::testing::TestWithParam<VictimsCase> {};
+
+TEST_P(OraclePriorityVictims, AreTheCandidatesOfLowerPriority) {
+  const VictimsCase& v = GetParam();
   MiniCluster c;
   Job& p = c.AddJob("ns/p", 1, 100);
-  Task& preemptor = c.AddTask(p, "p0", TaskStatus::Pending, "", 1);
-  Job& lower = c.AddJob("ns/lower", 1, 50);
-  Job& equal = c.AddJob("ns/equal", 1, 100);
-  Job& higher = c.AddJob("ns/higher", 1, 200);
-  // Task priorities of other jobs do not matter, only their job's.
-  Task& l0 = c.AddTask(lower, "l0", TaskStatus::Running, "", 1000);
-  Task& e0 = c.AddTask(equal, "e0", TaskStatus::Running, "", 0);
-  Task& h0 = c.AddTask(higher, "h0", TaskStatus::Running, "", 0);
-  std::vector<const Task*> cands = {&h0, &e0, &l0};
-  EXPECT_THAT(Names(priority::Victims(preemptor, cands)), ElementsAre("l0"));
+  Task& preemptor = c.AddTask(p, "p0", TaskStatus::Pending, "", v.preemptor_priority);
+  std::vector<const Task*> cands;
+  for (const VictimsCase::Candidate& k : v.candidates) {
+    Job& job = k.job_priority ? c.AddJob(std::string("ns/") + k.name, 1, *k.job_priority) : p;
+    cands.push_back(&c.AddTask(job, k.name, TaskStatus::Running, "", k.priority));
+  }
+  EXPECT_EQ(Names(priority::Victims(preemptor, cands)), v.victims);
 }
 
-TEST(OraclePriority, InsideAJobTaskPrioritiesDecide) {
-  MiniCluster c;
-  Job& j = c.AddJob("ns/j", 1, 100);
-  Task& preemptor = c.AddTask(j, "p", TaskStatus::Pending, "", 10);
-  Task& low = c.AddTask(j, "low", TaskStatus::Running, "", 5);
-  Task& same = c.AddTask(j, "same", TaskStatus::Running, "", 10);
-  Task& high = c.AddTask(j, "high", TaskStatus::Running, "", 20);
-  std::vector<const Task*> cands = {&low, &same, &high};
-  EXPECT_THAT(Names(priority::Victims(preemptor, cands)), ElementsAre("low"));
-}
+INSTANTIATE_TEST_SUITE_P(
+    Cases, OraclePriorityVictims,
+    ::testing::Values(
+        // Task priorities of other jobs do not matter, only their job's.
+        VictimsCase{"OtherJobsOnlyWithALowerJobPriority",
+                    1,
+                    {{"h0", 200, 0}, {"e0", 100, 0}, {"l0", 50, 1000}},
+                    {"l0"}},
+        VictimsCase{"InsideAJobTaskPrioritiesDecide",
+                    10,
+                    {{"low", std::nullopt, 5},
+                     {"same", std::nullopt, 10},
+                     {"high", std::nullopt, 20}},
+                    {"low"}}),
+    [](const ::testing::TestParamInfo<VictimsCase>& info) { return info.param.name; });
 
 TEST(OraclePriority, StarvingUntilEveryTaskIsPlacedOrPipelined) {
   MiniCluster c;

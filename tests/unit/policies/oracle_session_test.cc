@@ -66,6 +66,18 @@ TEST(OracleSession, GangKeepsAPartialJobFromBinding) {
                                                                 {"c1/big-1", "n2"}}));
 }
 
+// A pod of the low job running on n1 since 00:05, its cooldown label `cooldown`.
+std::string LowPod(const std::string& name, const std::string& cooldown) {
+  return "  - name: " + name + R"(
+    namespace: c1
+    group: low
+    requests: {cpu: "1", memory: 1Gi}
+    phase: Running
+    node: n1
+    scheduledAt: "2025-01-01T00:05:00Z"
+    labels: {volcano.sh/cooldown-time: ")" + cooldown + "\"}\n";
+}
+
 // A high-priority job preempts a low-priority running task on a full node. All plugins share one
 // tier, so victims are the intersection: priority offers both low tasks, gang only the first (the
 // low job must keep minMember 1), cdp none while their cooldown runs — and an empty answer
@@ -85,23 +97,7 @@ cluster:
   - {name: low, namespace: c1, queue: default, minMember: 1, phase: Running, priorityClassName: low}
   - {name: high, namespace: c1, queue: default, minMember: 1, phase: Inqueue, priorityClassName: high}
   pods:
-  - name: low-0
-    namespace: c1
-    group: low
-    requests: {cpu: "1", memory: 1Gi}
-    phase: Running
-    node: n1
-    scheduledAt: "2025-01-01T00:05:00Z"
-    labels: {volcano.sh/cooldown-time: ")" + cooldown + R"("}
-  - name: low-1
-    namespace: c1
-    group: low
-    requests: {cpu: "1", memory: 1Gi}
-    phase: Running
-    node: n1
-    scheduledAt: "2025-01-01T00:05:00Z"
-    labels: {volcano.sh/cooldown-time: ")" + cooldown + R"("}
-  - {name: high-0, namespace: c1, group: high, requests: {cpu: "1", memory: 1Gi}}
+)" + LowPod("low-0", cooldown) + LowPod("low-1", cooldown) + R"(  - {name: high-0, namespace: c1, group: high, requests: {cpu: "1", memory: 1Gi}}
 )";
 }
 

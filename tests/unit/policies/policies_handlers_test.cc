@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,12 @@ class PolicySession {
   Node* node(std::string_view name) { return session_->cluster().FindNode(name); }
   Job* job(std::string_view uid) { return session_->cluster().FindJob(uid); }
   Queue* queue(std::string_view name) { return session_->cluster().FindQueue(name); }
+  // node_order's score of task `task` on node `node`; NaN (and a test failure) when it failed.
+  double Score(std::string_view task_uid, std::string_view node_name) {
+    auto score = session_->NodeOrderFn(task(task_uid), node(node_name));
+    EXPECT_TRUE(score.ok()) << (score.ok() ? "" : score.error().Format());
+    return score.ok() ? *score : std::numeric_limits<double>::quiet_NaN();
+  }
 
  private:
   std::unique_ptr<SchedulerConf> conf_;
@@ -86,17 +93,11 @@ TEST(PoliciesHandlers, BinpackScoresFullnessAfterPlacement) {
   PolicySession s(Scenario("    - name: binpack\n", kBinpackCluster));
   ASSERT_TRUE(s.ok());
   // busy: cpu (1 + 2)/4 = 0.75, memory (1 + 1)/8 = 0.25 → (0.75 + 0.25)/2 · 100 = 50.
-  auto busy = s->NodeOrderFn(s.task("c1-t-0"), s.node("busy"));
-  ASSERT_TRUE(busy.ok());
-  EXPECT_DOUBLE_EQ(*busy, 50.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-t-0", "busy"), 50.0);
   // full: cpu 1 + 2 > 2 overflows → the whole score is 0.
-  auto full = s->NodeOrderFn(s.task("c1-t-0"), s.node("full"));
-  ASSERT_TRUE(full.ok());
-  EXPECT_DOUBLE_EQ(*full, 0.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-t-0", "full"), 0.0);
   // The GPU is not in binpack.resources, so only cpu and memory count for g-0 too.
-  auto gpu = s->NodeOrderFn(s.task("c1-g-0"), s.node("busy"));
-  ASSERT_TRUE(gpu.ok());
-  EXPECT_DOUBLE_EQ(*gpu, 50.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-g-0", "busy"), 50.0);
 }
 
 TEST(PoliciesHandlers, BinpackWeightsAndListedResources) {
@@ -105,13 +106,9 @@ TEST(PoliciesHandlers, BinpackWeightsAndListedResources) {
 )", kBinpackCluster));
   ASSERT_TRUE(s.ok());
   // cpu 0.75 · 3 + memory 0.25 · 1 = 2.5, Σw = 4 → 0.625 · 100 · 2 = 125.
-  auto busy = s->NodeOrderFn(s.task("c1-t-0"), s.node("busy"));
-  ASSERT_TRUE(busy.ok());
-  EXPECT_DOUBLE_EQ(*busy, 125.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-t-0", "busy"), 125.0);
   // With the GPU listed (weight 1): + 2/4 · 1, Σw = 5 → (2.25 + 0.25 + 0.5)/5 · 200 = 120.
-  auto gpu = s->NodeOrderFn(s.task("c1-g-0"), s.node("busy"));
-  ASSERT_TRUE(gpu.ok());
-  EXPECT_DOUBLE_EQ(*gpu, 120.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-g-0", "busy"), 120.0);
 }
 
 constexpr char kDrfCluster[] = R"(  nodes:
@@ -206,13 +203,9 @@ TEST(PoliciesHandlers, ResourceStrategyFitScoresPerResourceStrategy) {
 )", kGpuCluster));
   ASSERT_TRUE(s.ok());
   // busy: gpu (2+1)/4·2 = 1.5, cpu (8−4−1)/8 = 0.375 → 1.875/3 · 100 · 10 = 625.
-  auto busy = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("busy"));
-  ASSERT_TRUE(busy.ok());
-  EXPECT_DOUBLE_EQ(*busy, 625.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-gpu-0", "busy"), 625.0);
   // empty: gpu 1/4·2 = 0.5, cpu 7/8 → 1.375/3 · 1000.
-  auto empty = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("empty"));
-  ASSERT_TRUE(empty.ok());
-  EXPECT_NEAR(*empty, 1375.0 / 3.0, 1e-9);
+  EXPECT_NEAR(s.Score("c1-gpu-0", "empty"), 1375.0 / 3.0, 1e-9);
 }
 
 TEST(PoliciesHandlers, ResourceStrategyFitSraSteersAwayFromScarceNodes) {
@@ -223,16 +216,10 @@ TEST(PoliciesHandlers, ResourceStrategyFitSraSteersAwayFromScarceNodes) {
 )", kGpuCluster));
   ASSERT_TRUE(s.ok());
   // A cpu task: a node without the scarce resource scores (1 − 0/1) · 100 · 10, one with it 0.
-  auto plain = s->NodeOrderFn(s.task("c1-cpu-0"), s.node("cpu-only"));
-  ASSERT_TRUE(plain.ok());
-  EXPECT_DOUBLE_EQ(*plain, 1000.0);
-  auto gpu_node = s->NodeOrderFn(s.task("c1-cpu-0"), s.node("empty"));
-  ASSERT_TRUE(gpu_node.ok());
-  EXPECT_DOUBLE_EQ(*gpu_node, 0.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-cpu-0", "cpu-only"), 1000.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-cpu-0", "empty"), 0.0);
   // A GPU task scores 0 on a node lacking the GPU it requests.
-  auto lacking = s->NodeOrderFn(s.task("c1-gpu-0"), s.node("cpu-only"));
-  ASSERT_TRUE(lacking.ok());
-  EXPECT_DOUBLE_EQ(*lacking, 0.0);
+  EXPECT_DOUBLE_EQ(s.Score("c1-gpu-0", "cpu-only"), 0.0);
 }
 
 TEST(PoliciesHandlers, ResourceStrategyFitProportionalKeepsCpuForIdleGpus) {
