@@ -52,7 +52,8 @@ const json* Member(const json& o, std::string_view key) {
 const json* Typed(const json& o, std::string_view key, const std::string& path,
                   bool (json::*is)() const noexcept, std::string_view what) {
   const json* v = Member(o, key);
-  if (v && !(v->*is)()) Fail(path + "." + std::string(key), fmt::format("must be {}, got {}", what, TypeName(*v)));
+  if (v && !(v->*is)())
+    Fail(path + "." + std::string(key), fmt::format("must be {}, got {}", what, TypeName(*v)));
   return v;
 }
 
@@ -210,11 +211,7 @@ std::string Describe(std::string_view kind, const json& obj) {
 // ---- Kubernetes shapes ----
 
 SelectorRequirement Requirement(const json& e, const std::string& path) {
-  SelectorRequirement r;
-  r.key = Str(e, "key", path);
-  r.op = Str(e, "operator", path);
-  r.values = StrList(e, "values", path);
-  return r;
+  return SelectorRequirement{Str(e, "key", path), Str(e, "operator", path), StrList(e, "values", path)};
 }
 
 LabelSelector Selector(const json& s, const std::string& path) {
@@ -287,13 +284,8 @@ Affinity AffinityOf(const json& a, const std::string& path) {
 }
 
 Toleration TolerationOf(const json& e, const std::string& p) {
-  Toleration t;
-  t.key = Str(e, "key", p);
-  t.op = Str(e, "operator", p, "Equal");
-  t.value = Str(e, "value", p);
-  t.effect = Str(e, "effect", p);
-  t.toleration_seconds = OptInt(e, "tolerationSeconds", p);
-  return t;
+  return Toleration{Str(e, "key", p), Str(e, "operator", p, "Equal"), Str(e, "value", p),
+                    Str(e, "effect", p), OptInt(e, "tolerationSeconds", p)};
 }
 
 TopologySpreadConstraint SpreadOf(const json& e, const std::string& p) {
