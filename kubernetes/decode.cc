@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "runtime/cpuset.h"
 #include "runtime/quantity.h"
@@ -46,27 +47,46 @@ const json* Member(const json& o, std::string_view key) {
   return &*it;
 }
 
+// The member `key` of object `o` (nullptr when absent or null), failing unless `(v->*is)()`: it
+// must be `what`.
+const json* Typed(const json& o, std::string_view key, const std::string& path,
+                  bool (json::*is)() const noexcept, std::string_view what) {
+  const json* v = Member(o, key);
+  if (v && !(v->*is)())
+    Fail(path + "." + std::string(key), fmt::format("must be {}, got {}", what, TypeName(*v)));
+  return v;
+}
+
 const json& Object(const json& o, std::string_view key, const std::string& path) {
   static const json kEmpty = json::object();
-  const json* v = Member(o, key);
-  if (!v) return kEmpty;
-  if (!v->is_object()) Fail(path + "." + std::string(key), fmt::format("must be an object, got {}", TypeName(*v)));
-  return *v;
+  const json* v = Typed(o, key, path, &json::is_object, "an object");
+  return v ? *v : kEmpty;
 }
 
 const json& Array(const json& o, std::string_view key, const std::string& path) {
   static const json kEmpty = json::array();
-  const json* v = Member(o, key);
-  if (!v) return kEmpty;
-  if (!v->is_array()) Fail(path + "." + std::string(key), fmt::format("must be a list, got {}", TypeName(*v)));
-  return *v;
+  const json* v = Typed(o, key, path, &json::is_array, "a list");
+  return v ? *v : kEmpty;
+}
+
+// Calls `f(element, its path)` for each element of the list `o.key` (none when absent).
+template <typename F>
+void Each(const json& o, std::string_view key, const std::string& path, F&& f) {
+  const json& list = Array(o, key, path);
+  for (size_t i = 0; i < list.size(); ++i) f(list[i], fmt::format("{}.{}[{}]", path, key, i));
+}
+
+// The list `o.key`, each element decoded by `decode(element, its path)`.
+template <typename F>
+auto List(const json& o, std::string_view key, const std::string& path, F&& decode) {
+  std::vector<std::invoke_result_t<F&, const json&, const std::string&>> out;
+  Each(o, key, path, [&](const json& e, const std::string& p) { out.push_back(decode(e, p)); });
+  return out;
 }
 
 std::string Str(const json& o, std::string_view key, const std::string& path, std::string def = "") {
-  const json* v = Member(o, key);
-  if (!v) return def;
-  if (!v->is_string()) Fail(path + "." + std::string(key), fmt::format("must be a string, got {}", TypeName(*v)));
-  return v->get<std::string>();
+  const json* v = Typed(o, key, path, &json::is_string, "a string");
+  return v ? v->get<std::string>() : def;
 }
 
 std::optional<int64_t> OptInt(const json& o, std::string_view key, const std::string& path) {
@@ -100,10 +120,8 @@ int32_t Int32(const json& o, std::string_view key, const std::string& path, int3
 }
 
 bool Bool(const json& o, std::string_view key, const std::string& path, bool def) {
-  const json* v = Member(o, key);
-  if (!v) return def;
-  if (!v->is_boolean()) Fail(path + "." + std::string(key), fmt::format("must be a boolean, got {}", TypeName(*v)));
-  return v->get<bool>();
+  const json* v = Typed(o, key, path, &json::is_boolean, "a boolean");
+  return v ? v->get<bool>() : def;
 }
 
 StringMap Map(const json& o, std::string_view key, const std::string& path) {
@@ -122,13 +140,10 @@ StringMap Map(const json& o, std::string_view key, const std::string& path) {
 }
 
 std::vector<std::string> StrList(const json& o, std::string_view key, const std::string& path) {
-  std::vector<std::string> out;
-  const json& a = Array(o, key, path);
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].is_string()) Fail(fmt::format("{}.{}[{}]", path, key, i), "must be a string");
-    out.push_back(a[i].get<std::string>());
-  }
-  return out;
+  return List(o, key, path, [](const json& e, const std::string& p) {
+    if (!e.is_string()) Fail(p, "must be a string");
+    return e.get<std::string>();
+  });
 }
 
 // A time; absent gives `def`. Go's zero time (a time.Time nobody set) gives `zero`: the field's
@@ -196,19 +211,13 @@ std::string Describe(std::string_view kind, const json& obj) {
 // ---- Kubernetes shapes ----
 
 SelectorRequirement Requirement(const json& e, const std::string& path) {
-  SelectorRequirement r;
-  r.key = Str(e, "key", path);
-  r.op = Str(e, "operator", path);
-  r.values = StrList(e, "values", path);
-  return r;
+  return SelectorRequirement{Str(e, "key", path), Str(e, "operator", path), StrList(e, "values", path)};
 }
 
 LabelSelector Selector(const json& s, const std::string& path) {
   LabelSelector sel;
   sel.match_labels = Map(s, "matchLabels", path);
-  const json& exprs = Array(s, "matchExpressions", path);
-  for (size_t i = 0; i < exprs.size(); ++i)
-    sel.match_expressions.push_back(Requirement(exprs[i], fmt::format("{}.matchExpressions[{}]", path, i)));
+  sel.match_expressions = List(s, "matchExpressions", path, Requirement);
   return sel;
 }
 
@@ -219,13 +228,20 @@ std::optional<LabelSelector> OptSelector(const json& o, std::string_view key, co
 
 NodeSelectorTerm Term(const json& t, const std::string& path) {
   NodeSelectorTerm term;
-  const json& e = Array(t, "matchExpressions", path);
-  for (size_t i = 0; i < e.size(); ++i)
-    term.match_expressions.push_back(Requirement(e[i], fmt::format("{}.matchExpressions[{}]", path, i)));
-  const json& f = Array(t, "matchFields", path);
-  for (size_t i = 0; i < f.size(); ++i)
-    term.match_fields.push_back(Requirement(f[i], fmt::format("{}.matchFields[{}]", path, i)));
+  term.match_expressions = List(t, "matchExpressions", path, Requirement);
+  term.match_fields = List(t, "matchFields", path, Requirement);
   return term;
+}
+
+// A decoder for one entry of a preferred-affinity list: {weight, <field>: a term `decode` reads}.
+template <typename W, typename T>
+auto Weighted(T W::*term, T (*decode)(const json&, const std::string&), std::string_view field) {
+  return [=](const json& e, const std::string& p) {
+    W w;
+    w.weight = Int32(e, "weight", p, 0);
+    w.*term = decode(Object(e, field, p), p + "." + std::string(field));
+    return w;
+  };
 }
 
 PodAffinityTerm AffinityTerm(const json& t, const std::string& path) {
@@ -239,17 +255,9 @@ PodAffinityTerm AffinityTerm(const json& t, const std::string& path) {
 
 PodAffinity PodAffinityOf(const json& a, const std::string& path) {
   PodAffinity out;
-  const json& req = Array(a, kRequired, path);
-  for (size_t i = 0; i < req.size(); ++i)
-    out.required.push_back(AffinityTerm(req[i], fmt::format("{}.{}[{}]", path, kRequired, i)));
-  const json& pref = Array(a, kPreferred, path);
-  for (size_t i = 0; i < pref.size(); ++i) {
-    std::string p = fmt::format("{}.{}[{}]", path, kPreferred, i);
-    WeightedPodAffinityTerm w;
-    w.weight = Int32(pref[i], "weight", p, 0);
-    w.term = AffinityTerm(Object(pref[i], "podAffinityTerm", p), p + ".podAffinityTerm");
-    out.preferred.push_back(std::move(w));
-  }
+  out.required = List(a, kRequired, path, AffinityTerm);
+  out.preferred = List(a, kPreferred, path,
+                       Weighted(&WeightedPodAffinityTerm::term, AffinityTerm, "podAffinityTerm"));
   return out;
 }
 
@@ -262,20 +270,10 @@ Affinity AffinityOf(const json& a, const std::string& path) {
     if (const json* req = Member(*na, kRequired)) {
       std::string rp = fmt::format("{}.{}", p, kRequired);
       if (!req->is_object()) Fail(rp, "must be an object");
-      std::vector<NodeSelectorTerm> terms;
-      const json& list = Array(*req, "nodeSelectorTerms", rp);
-      for (size_t i = 0; i < list.size(); ++i)
-        terms.push_back(Term(list[i], fmt::format("{}.nodeSelectorTerms[{}]", rp, i)));
-      n.required = std::move(terms);
+      n.required = List(*req, "nodeSelectorTerms", rp, Term);
     }
-    const json& pref = Array(*na, kPreferred, p);
-    for (size_t i = 0; i < pref.size(); ++i) {
-      std::string pp = fmt::format("{}.{}[{}]", p, kPreferred, i);
-      PreferredSchedulingTerm t;
-      t.weight = Int32(pref[i], "weight", pp, 0);
-      t.preference = Term(Object(pref[i], "preference", pp), pp + ".preference");
-      n.preferred.push_back(std::move(t));
-    }
+    n.preferred =
+        List(*na, kPreferred, p, Weighted(&PreferredSchedulingTerm::preference, Term, "preference"));
     out.node_affinity = std::move(n);
   }
   if (Member(a, "podAffinity"))
@@ -285,39 +283,22 @@ Affinity AffinityOf(const json& a, const std::string& path) {
   return out;
 }
 
-std::vector<Toleration> Tolerations(const json& spec, const std::string& path) {
-  std::vector<Toleration> out;
-  const json& list = Array(spec, "tolerations", path);
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string p = fmt::format("{}.tolerations[{}]", path, i);
-    Toleration t;
-    t.key = Str(list[i], "key", p);
-    t.op = Str(list[i], "operator", p, "Equal");
-    t.value = Str(list[i], "value", p);
-    t.effect = Str(list[i], "effect", p);
-    t.toleration_seconds = OptInt(list[i], "tolerationSeconds", p);
-    out.push_back(std::move(t));
-  }
-  return out;
+Toleration TolerationOf(const json& e, const std::string& p) {
+  return Toleration{Str(e, "key", p), Str(e, "operator", p, "Equal"), Str(e, "value", p),
+                    Str(e, "effect", p), OptInt(e, "tolerationSeconds", p)};
 }
 
-std::vector<TopologySpreadConstraint> Spread(const json& spec, const std::string& path) {
-  std::vector<TopologySpreadConstraint> out;
-  const json& list = Array(spec, "topologySpreadConstraints", path);
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string p = fmt::format("{}.topologySpreadConstraints[{}]", path, i);
-    TopologySpreadConstraint c;
-    c.max_skew = Int32(list[i], "maxSkew", p, 1);
-    c.topology_key = Str(list[i], "topologyKey", p);
-    c.when_unsatisfiable = Str(list[i], "whenUnsatisfiable", p, "DoNotSchedule");
-    c.label_selector = OptSelector(list[i], "labelSelector", p);
-    if (auto m = OptInt(list[i], "minDomains", p)) c.min_domains = static_cast<int32_t>(*m);
-    c.match_label_keys = StrList(list[i], "matchLabelKeys", p);
-    c.node_affinity_policy = Str(list[i], "nodeAffinityPolicy", p);
-    c.node_taints_policy = Str(list[i], "nodeTaintsPolicy", p);
-    out.push_back(std::move(c));
-  }
-  return out;
+TopologySpreadConstraint SpreadOf(const json& e, const std::string& p) {
+  TopologySpreadConstraint c;
+  c.max_skew = Int32(e, "maxSkew", p, 1);
+  c.topology_key = Str(e, "topologyKey", p);
+  c.when_unsatisfiable = Str(e, "whenUnsatisfiable", p, "DoNotSchedule");
+  c.label_selector = OptSelector(e, "labelSelector", p);
+  if (auto m = OptInt(e, "minDomains", p)) c.min_domains = static_cast<int32_t>(*m);
+  c.match_label_keys = StrList(e, "matchLabelKeys", p);
+  c.node_affinity_policy = Str(e, "nodeAffinityPolicy", p);
+  c.node_taints_policy = Str(e, "nodeTaintsPolicy", p);
+  return c;
 }
 
 // Whether the pod is of QoS class Guaranteed, as Volcano asks (v1qos.GetPodQOS): status.qosClass
@@ -346,13 +327,9 @@ bool PodQosGuaranteed(const json& spec, const json& status) {
   if (Member(spec, "resources")) {
     add(Object(spec, "resources", "spec"), "spec.resources");
   } else {
-    for (std::string_view list : {"containers", "initContainers"}) {
-      const json& all = Array(spec, list, "spec");
-      for (size_t i = 0; i < all.size(); ++i) {
-        std::string p = fmt::format("spec.{}[{}]", list, i);
-        add(Object(all[i], "resources", p), p + ".resources");
-      }
-    }
+    for (std::string_view list : {"containers", "initContainers"})
+      Each(spec, list, "spec",
+           [&](const json& c, const std::string& p) { add(Object(c, "resources", p), p + ".resources"); });
   }
   return any && guaranteed && requests.Get(kCpu) == limits.Get(kCpu) &&
          requests.Get(kMemory) == limits.Get(kMemory);
@@ -364,31 +341,34 @@ PreemptionPolicy ParsePreemption(const std::string& s, const std::string& path) 
   Fail(path, fmt::format("must be PreemptLowerPriority or Never, got `{}`", s));
 }
 
+// The sum of the containers' resources.`which` ("requests" or "limits").
+Resource ContainersSum(const json& spec, const std::string& path, std::string_view which) {
+  Resource sum;
+  Each(spec, "containers", path, [&](const json& c, const std::string& p) {
+    std::string rp = p + ".resources";
+    sum.Add(Resources(Object(c, "resources", rp), which, rp));
+  });
+  return sum;
+}
+
 // A pod's requests as Kubernetes computes them (resourcehelper.PodRequests, Volcano's
 // GetPodResourceWithoutInitContainers + init max + overhead): the sum over containers, then per
 // resource the max with each init container (a sidecar init container, restartPolicy Always,
 // runs alongside the containers and adds to the sum instead), then plus the pod overhead.
 Resource PodRequests(const json& spec, const std::string& path) {
-  Resource sum;
-  const json& containers = Array(spec, "containers", path);
-  for (size_t i = 0; i < containers.size(); ++i) {
-    std::string p = fmt::format("{}.containers[{}].resources", path, i);
-    sum.Add(Resources(Object(containers[i], "resources", p), "requests", p));
-  }
-  const json& inits = Array(spec, "initContainers", path);
+  Resource sum = ContainersSum(spec, path, "requests");
   Resource sidecars;
-  for (size_t i = 0; i < inits.size(); ++i) {
-    std::string p = fmt::format("{}.initContainers[{}]", path, i);
-    Resource r = Resources(Object(inits[i], "resources", p), "requests", p + ".resources");
-    if (Str(inits[i], "restartPolicy", p) == "Always") {
+  Each(spec, "initContainers", path, [&](const json& c, const std::string& p) {
+    Resource r = Resources(Object(c, "resources", p), "requests", p + ".resources");
+    if (Str(c, "restartPolicy", p) == "Always") {
       sidecars.Add(r);
-      continue;
+      return;
     }
     // An init container runs with the sidecars started before it.
     Resource with = r;
     with.Add(sidecars);
     sum.SetMax(with);
-  }
+  });
   if (!sidecars.IsEmpty() || sidecars.HasScalars()) {
     Resource total = sum;
     total.Add(sidecars);
@@ -423,23 +403,19 @@ NetworkTopologySpec NetworkTopology(const json& o, const std::string& path) {
 }
 
 std::vector<SubGroupPolicySpec> SubGroupPolicies(const json& spec, const std::string& path) {
-  std::vector<SubGroupPolicySpec> out;
-  const json& list = Array(spec, "subGroupPolicy", path);
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string p = fmt::format("{}.subGroupPolicy[{}]", path, i);
-    if (!list[i].is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(list[i])));
+  return List(spec, "subGroupPolicy", path, [](const json& e, const std::string& p) {
+    if (!e.is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(e)));
     SubGroupPolicySpec sg;
-    sg.name = Str(list[i], "name", p);
+    sg.name = Str(e, "name", p);
     if (sg.name.size() > 253) Fail(p + ".name", "is longer than 253 characters");
-    if (Member(list[i], "networkTopology"))
-      sg.network_topology = NetworkTopology(Object(list[i], "networkTopology", p), p + ".networkTopology");
-    if (Member(list[i], "subGroupSize")) sg.sub_group_size = NonNegativeInt32(list[i], "subGroupSize", p, 1);
-    if (Member(list[i], "minSubGroups")) sg.min_sub_groups = NonNegativeInt32(list[i], "minSubGroups", p, 0);
-    sg.label_selector = OptSelector(list[i], "labelSelector", p);
-    sg.match_label_keys = StrList(list[i], "matchLabelKeys", p);
-    out.push_back(std::move(sg));
-  }
-  return out;
+    if (Member(e, "networkTopology"))
+      sg.network_topology = NetworkTopology(Object(e, "networkTopology", p), p + ".networkTopology");
+    if (Member(e, "subGroupSize")) sg.sub_group_size = NonNegativeInt32(e, "subGroupSize", p, 1);
+    if (Member(e, "minSubGroups")) sg.min_sub_groups = NonNegativeInt32(e, "minSubGroups", p, 0);
+    sg.label_selector = OptSelector(e, "labelSelector", p);
+    sg.match_label_keys = StrList(e, "matchLabelKeys", p);
+    return sg;
+  });
 }
 
 // One entry of a HyperNode's spec.members: a type and exactly one selector.
@@ -456,17 +432,23 @@ HyperNodeMemberSpec HyperNodeMember(const json& m, const std::string& path, cons
   std::string sp = path + ".selector";
   const json& sel = Object(m, "selector", path);
   int given = 0;
-  if (Member(sel, "exactMatch")) {
+  // The two selectors that name their members by one string.
+  struct ByText {
+    const char* key;
+    const char* field;
+    HyperNodeMemberSpec::Selector selector;
+    std::string* text;
+  };
+  const ByText by_text[] = {
+      {"exactMatch", "name", HyperNodeMemberSpec::Selector::Exact, &out.name},
+      {"regexMatch", "pattern", HyperNodeMemberSpec::Selector::Regex, &out.pattern}};
+  for (const ByText& s : by_text) {
+    if (!Member(sel, s.key)) continue;
     ++given;
-    out.selector = HyperNodeMemberSpec::Selector::Exact;
-    out.name = Str(Object(sel, "exactMatch", sp), "name", sp + ".exactMatch");
-    if (out.name.empty()) Fail(sp + ".exactMatch.name", "is empty");
-  }
-  if (Member(sel, "regexMatch")) {
-    ++given;
-    out.selector = HyperNodeMemberSpec::Selector::Regex;
-    out.pattern = Str(Object(sel, "regexMatch", sp), "pattern", sp + ".regexMatch");
-    if (out.pattern.empty()) Fail(sp + ".regexMatch.pattern", "is empty");
+    out.selector = s.selector;
+    std::string kp = fmt::format("{}.{}", sp, s.key);
+    *s.text = Str(Object(sel, s.key, sp), s.field, kp);
+    if (s.text->empty()) Fail(fmt::format("{}.{}", kp, s.field), "is empty");
   }
   if (Member(sel, "labelMatch")) {
     ++given;
@@ -495,6 +477,51 @@ auto Guard(std::string_view kind, const json& obj, F&& f) -> Result<decltype(f()
   }
 }
 
+// The labels, annotations and creation time of an object's metadata, into its spec.
+template <typename Spec>
+void ReadMetadata(const json& obj, const std::string& kind, Spec& s) {
+  const json& meta = Object(obj, "metadata", kind);
+  s.labels = Map(meta, "labels", "metadata");
+  s.annotations = Map(meta, "annotations", "metadata");
+  s.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
+}
+
+std::string NamespaceOf(const ObjectMeta& m) { return m.namespace_.empty() ? "default" : m.namespace_; }
+
+// Decodes an object its metadata names (and places, for a namespaced kind, "default" when unset);
+// a spec that keeps its location gets "<kind> <name>". `fill(spec)` reads the rest; `meta_out`,
+// when given, receives the metadata.
+template <typename Spec, typename F>
+Result<Spec> DecodeNamed(std::string_view kind, const json& obj, ObjectMeta* meta_out, F&& fill) {
+  return Guard(kind, obj, [&] {
+    ObjectMeta m = Meta(obj, std::string(kind));
+    Spec s;
+    s.name = m.name;
+    if constexpr (requires { s.namespace_; }) s.namespace_ = NamespaceOf(m);
+    if constexpr (requires { s.where; }) s.where = SourceLocation{fmt::format("{} {}", kind, s.name)};
+    fill(s);
+    if (meta_out) *meta_out = m;
+    return s;
+  });
+}
+
+// Decodes a namespaced workload object (a pod, a podgroup) into `Decoded{meta, spec}`: the spec's
+// name, namespace, location and metadata maps first, then `fill(decoded, spec)`.
+template <typename Decoded, typename F>
+Result<Decoded> DecodeWorkload(std::string_view kind, const json& obj, F&& fill) {
+  return Guard(kind, obj, [&] {
+    Decoded out;
+    out.meta = Meta(obj, std::string(kind));
+    auto& s = out.spec;
+    s.name = out.meta.name;
+    s.namespace_ = NamespaceOf(out.meta);
+    s.where = SourceLocation{fmt::format("{} {}/{}", kind, s.namespace_, s.name)};
+    ReadMetadata(obj, std::string(kind), s);
+    fill(out, s);
+    return out;
+  });
+}
+
 }  // namespace
 
 ObjectMeta DecodeMeta(const json& obj) {
@@ -513,16 +540,7 @@ ObjectMeta DecodeMeta(const json& obj) {
 }
 
 Result<DecodedPod> DecodePod(const json& obj) {
-  return Guard("pod", obj, [&] {
-    DecodedPod out;
-    out.meta = Meta(obj, "pod");
-    PodSpec& p = out.spec;
-    p.name = out.meta.name;
-    p.namespace_ = out.meta.namespace_.empty() ? "default" : out.meta.namespace_;
-    p.where = SourceLocation{fmt::format("pod {}/{}", p.namespace_, p.name)};
-    const json& meta = Object(obj, "metadata", "pod");
-    p.labels = Map(meta, "labels", "metadata");
-    p.annotations = Map(meta, "annotations", "metadata");
+  return DecodeWorkload<DecodedPod>("pod", obj, [&](DecodedPod& out, PodSpec& p) {
     if (auto it = p.annotations.find(kGroupNameAnnotation); it != p.annotations.end()) {
       p.group = it->second;
       p.annotations.erase(it);
@@ -539,8 +557,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
       p.duration = *d;
       p.annotations.erase(it);
     }
-    p.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
-    p.deleting = Member(meta, "deletionTimestamp") != nullptr;
+    p.deleting = Member(Object(obj, "metadata", "pod"), "deletionTimestamp") != nullptr;
 
     const json& spec = Object(obj, "spec", "pod");
     out.scheduler_name = Str(spec, "schedulerName", "spec", "default-scheduler");
@@ -553,39 +570,29 @@ Result<DecodedPod> DecodePod(const json& obj) {
                                             "spec.preemptionPolicy");
     p.requests = PodRequests(spec, "spec");
     // The containers' limits, summed (device sharing reads gpu counts and memory there).
-    {
-      const json& containers = Array(spec, "containers", "spec");
-      for (size_t i = 0; i < containers.size(); ++i) {
-        std::string cp = fmt::format("spec.containers[{}].resources", i);
-        p.limits.Add(Resources(Object(containers[i], "resources", cp), "limits", cp));
-      }
-    }
+    p.limits = ContainersSum(spec, "spec", "limits");
     PodPlacement placement;
     placement.node_selector = Map(spec, "nodeSelector", "spec");
-    placement.tolerations = Tolerations(spec, "spec");
+    placement.tolerations = List(spec, "tolerations", "spec", TolerationOf);
     if (Member(spec, "affinity")) placement.affinity = AffinityOf(Object(spec, "affinity", "spec"), "spec.affinity");
-    placement.topology_spread_constraints = Spread(spec, "spec");
-    const json& containers = Array(spec, "containers", "spec");
-    for (size_t i = 0; i < containers.size(); ++i) {
-      std::string cp = fmt::format("spec.containers[{}]", i);
-      if (i == 0) p.image = Str(containers[i], "image", cp);
-      const json& ports = Array(containers[i], "ports", cp);
-      for (size_t j = 0; j < ports.size(); ++j) {
-        std::string pp = fmt::format("{}.ports[{}]", cp, j);
+    placement.topology_spread_constraints = List(spec, "topologySpreadConstraints", "spec", SpreadOf);
+    if (const json& containers = Array(spec, "containers", "spec"); !containers.empty())
+      p.image = Str(containers[0], "image", "spec.containers[0]");
+    Each(spec, "containers", "spec", [&](const json& c, const std::string& cp) {
+      Each(c, "ports", cp, [&](const json& port, const std::string& pp) {
         HostPort hp;
-        hp.host_port = Int32(ports[j], "hostPort", pp, 0);
+        hp.host_port = Int32(port, "hostPort", pp, 0);
         // Only ports bound on the host constrain placement (NodePorts filter).
-        if (hp.host_port == 0) continue;
-        hp.container_port = Int32(ports[j], "containerPort", pp, 0);
-        hp.protocol = Str(ports[j], "protocol", pp, "TCP");
-        hp.host_ip = Str(ports[j], "hostIP", pp);
+        if (hp.host_port == 0) return;
+        hp.container_port = Int32(port, "containerPort", pp, 0);
+        hp.protocol = Str(port, "protocol", pp, "TCP");
+        hp.host_ip = Str(port, "hostIP", pp);
         placement.host_ports.push_back(std::move(hp));
-      }
-    }
+      });
+    });
     if (!placement.empty()) p.placement = std::make_shared<const PodPlacement>(std::move(placement));
-    const json& gates = Array(spec, "schedulingGates", "spec");
-    for (size_t i = 0; i < gates.size(); ++i)
-      p.scheduling_gates.push_back(Str(gates[i], "name", fmt::format("spec.schedulingGates[{}]", i)));
+    Each(spec, "schedulingGates", "spec",
+         [&](const json& g, const std::string& gp) { p.scheduling_gates.push_back(Str(g, "name", gp)); });
 
     const json& status = Object(obj, "status", "pod");
     out.qos_guaranteed = PodQosGuaranteed(spec, status);
@@ -596,45 +603,31 @@ Result<DecodedPod> DecodePod(const json& obj) {
     else if (phase == "Failed") p.phase = PodPhase::Failed;
     else p.phase = PodPhase::Unknown;
     p.nominated_node = Str(status, "nominatedNodeName", "status");
-    const json& conds = Array(status, "conditions", "status");
-    for (size_t i = 0; i < conds.size(); ++i) {
-      std::string cp = fmt::format("status.conditions[{}]", i);
-      if (Str(conds[i], "type", cp) != "PodScheduled") continue;
-      out.scheduled_status = Str(conds[i], "status", cp);
-      out.scheduled_reason = Str(conds[i], "reason", cp);
-      out.scheduled_message = Str(conds[i], "message", cp);
-      if (out.scheduled_status == "True") p.scheduled_at = Time(conds[i], "lastTransitionTime", cp, 0, 0);
-    }
-    return out;
+    Each(status, "conditions", "status", [&](const json& c, const std::string& cp) {
+      if (Str(c, "type", cp) != "PodScheduled") return;
+      out.scheduled_status = Str(c, "status", cp);
+      out.scheduled_reason = Str(c, "reason", cp);
+      out.scheduled_message = Str(c, "message", cp);
+      if (out.scheduled_status == "True") p.scheduled_at = Time(c, "lastTransitionTime", cp, 0, 0);
+    });
   });
 }
 
 Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
-  return Guard("node", obj, [&] {
-    ObjectMeta m = Meta(obj, "node");
-    NodeSpec n;
-    n.name = m.name;
-    n.where = SourceLocation{"node " + n.name};
-    const json& meta = Object(obj, "metadata", "node");
-    n.labels = Map(meta, "labels", "metadata");
-    n.annotations = Map(meta, "annotations", "metadata");
-    n.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
+  return DecodeNamed<NodeSpec>("node", obj, meta_out, [&](NodeSpec& n) {
+    ReadMetadata(obj, "node", n);
     const json& spec = Object(obj, "spec", "node");
     n.unschedulable = Bool(spec, "unschedulable", "spec", false);
-    const json& taints = Array(spec, "taints", "spec");
-    for (size_t i = 0; i < taints.size(); ++i) {
-      std::string p = fmt::format("spec.taints[{}]", i);
-      n.taints.push_back(Taint{Str(taints[i], "key", p), Str(taints[i], "value", p), Str(taints[i], "effect", p)});
-    }
+    n.taints = List(spec, "taints", "spec", [](const json& t, const std::string& p) {
+      return Taint{Str(t, "key", p), Str(t, "value", p), Str(t, "effect", p)};
+    });
     const json& status = Object(obj, "status", "node");
     n.allocatable = Resources(status, "allocatable", "status");
     n.capacity = Member(status, "capacity") ? Resources(status, "capacity", "status") : n.allocatable;
-    const json& images = Array(status, "images", "status");
-    for (size_t i = 0; i < images.size(); ++i) {
-      std::string p = fmt::format("status.images[{}]", i);
-      int64_t size = OptInt(images[i], "sizeBytes", p).value_or(0);
-      for (auto& name : StrList(images[i], "names", p)) n.images[name] = size;
-    }
+    Each(status, "images", "status", [&](const json& image, const std::string& p) {
+      int64_t size = OptInt(image, "sizeBytes", p).value_or(0);
+      for (auto& name : StrList(image, "names", p)) n.images[name] = size;
+    });
     // Kiln's usage annotation (what a metrics source would report to the usage plugin):
     // {"cpu": percent, "memory": percent, "metricsTime": RFC 3339}.
     if (auto it = n.annotations.find(kUsageAnnotation); it != n.annotations.end()) {
@@ -659,23 +652,11 @@ Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
       n.usage = usage;
       n.annotations.erase(it);
     }
-    if (meta_out) *meta_out = m;
-    return n;
   });
 }
 
 Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
-  return Guard("podgroup", obj, [&] {
-    DecodedPodGroup out;
-    out.meta = Meta(obj, "podgroup");
-    PodGroupSpec& g = out.spec;
-    g.name = out.meta.name;
-    g.namespace_ = out.meta.namespace_.empty() ? "default" : out.meta.namespace_;
-    g.where = SourceLocation{fmt::format("podgroup {}/{}", g.namespace_, g.name)};
-    const json& meta = Object(obj, "metadata", "podgroup");
-    g.labels = Map(meta, "labels", "metadata");
-    g.annotations = Map(meta, "annotations", "metadata");
-    g.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
+  return DecodeWorkload<DecodedPodGroup>("podgroup", obj, [&](DecodedPodGroup& out, PodGroupSpec& g) {
     const json& spec = Object(obj, "spec", "podgroup");
     g.min_member = Int32(spec, "minMember", "spec", 1);
     const json& mtm = Object(spec, "minTaskMember", "spec");
@@ -694,32 +675,22 @@ Result<DecodedPodGroup> DecodePodGroup(const json& obj) {
     out.running = Int32(status, "running", "status", 0);
     out.succeeded = Int32(status, "succeeded", "status", 0);
     out.failed = Int32(status, "failed", "status", 0);
-    const json& conds = Array(status, "conditions", "status");
-    for (size_t i = 0; i < conds.size(); ++i) {
-      std::string p = fmt::format("status.conditions[{}]", i);
-      PodGroupCondition c;
-      c.type = Str(conds[i], "type", p);
-      c.status = Str(conds[i], "status", p);
-      c.transition_id = Str(conds[i], "transitionID", p);
-      c.last_transition_time = Time(conds[i], "lastTransitionTime", p, 0, 0);
-      c.reason = Str(conds[i], "reason", p);
-      c.message = Str(conds[i], "message", p);
-      g.conditions.push_back(std::move(c));
-    }
-    return out;
+    g.conditions = List(status, "conditions", "status", [](const json& c, const std::string& p) {
+      PodGroupCondition pc;
+      pc.type = Str(c, "type", p);
+      pc.status = Str(c, "status", p);
+      pc.transition_id = Str(c, "transitionID", p);
+      pc.last_transition_time = Time(c, "lastTransitionTime", p, 0, 0);
+      pc.reason = Str(c, "reason", p);
+      pc.message = Str(c, "message", p);
+      return pc;
+    });
   });
 }
 
 Result<QueueSpec> DecodeQueue(const json& obj, ObjectMeta* meta_out) {
-  return Guard("queue", obj, [&] {
-    ObjectMeta m = Meta(obj, "queue");
-    QueueSpec q;
-    q.name = m.name;
-    q.where = SourceLocation{"queue " + q.name};
-    const json& meta = Object(obj, "metadata", "queue");
-    q.labels = Map(meta, "labels", "metadata");
-    q.annotations = Map(meta, "annotations", "metadata");
-    q.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
+  return DecodeNamed<QueueSpec>("queue", obj, meta_out, [&](QueueSpec& q) {
+    ReadMetadata(obj, "queue", q);
     const json& spec = Object(obj, "spec", "queue");
     q.weight = OptInt(spec, "weight", "spec").value_or(1);
     q.capability = OptResources(spec, "capability", "spec");
@@ -741,32 +712,21 @@ Result<QueueSpec> DecodeQueue(const json& obj, ObjectMeta* meta_out) {
     std::string state = Str(status, "state", "status");
     // A queue the controller has not reconciled yet has no state: Volcano treats it as Open.
     q.state = state.empty() ? QueueState::Open : ParseQueueState(state).value_or(QueueState::Unknown);
-    if (meta_out) *meta_out = m;
-    return q;
   });
 }
 
 Result<PriorityClassSpec> DecodePriorityClass(const json& obj, ObjectMeta* meta_out) {
-  return Guard("priorityclass", obj, [&] {
-    ObjectMeta m = Meta(obj, "priorityclass");
-    PriorityClassSpec pc;
-    pc.name = m.name;
-    pc.where = SourceLocation{"priorityclass " + pc.name};
+  return DecodeNamed<PriorityClassSpec>("priorityclass", obj, meta_out, [&](PriorityClassSpec& pc) {
     pc.value = Int32(obj, "value", "priorityclass", 0);
     pc.global_default = Bool(obj, "globalDefault", "priorityclass", false);
     pc.preemption_policy = ParsePreemption(Str(obj, "preemptionPolicy", "priorityclass"),
                                            "preemptionPolicy");
-    if (meta_out) *meta_out = m;
-    return pc;
   });
 }
 
 Result<PodDisruptionBudget> DecodePdb(const json& obj, ObjectMeta* meta_out) {
-  return Guard("poddisruptionbudget", obj, [&] {
-    ObjectMeta m = Meta(obj, "poddisruptionbudget");
-    PodDisruptionBudget pdb;
-    pdb.name = m.name;
-    pdb.namespace_ = m.namespace_.empty() ? "default" : m.namespace_;
+  return DecodeNamed<PodDisruptionBudget>("poddisruptionbudget", obj, meta_out,
+                                          [&](PodDisruptionBudget& pdb) {
     const json& spec = Object(obj, "spec", "pdb");
     auto int_or_string = [&](std::string_view key) -> std::optional<std::string> {
       const json* v = Member(spec, key);
@@ -782,24 +742,16 @@ Result<PodDisruptionBudget> DecodePdb(const json& obj, ObjectMeta* meta_out) {
     pdb.disruptions_allowed = Int32(status, "disruptionsAllowed", "status", 0);
     const json& disrupted = Object(status, "disruptedPods", "status");
     for (auto it = disrupted.begin(); it != disrupted.end(); ++it) pdb.disrupted_pods.push_back(it.key());
-    if (meta_out) *meta_out = m;
-    return pdb;
   });
 }
 
 Result<ResourceQuota> DecodeResourceQuota(const json& obj, ObjectMeta* meta_out) {
-  return Guard("resourcequota", obj, [&] {
-    ObjectMeta m = Meta(obj, "resourcequota");
-    ResourceQuota rq;
-    rq.name = m.name;
-    rq.namespace_ = m.namespace_.empty() ? "default" : m.namespace_;
+  return DecodeNamed<ResourceQuota>("resourcequota", obj, meta_out, [&](ResourceQuota& rq) {
     const json& spec = Object(obj, "spec", "resourcequota");
     rq.hard = Resources(spec, "hard", "spec");
     if (auto it = spec.find("hard"); it != spec.end() && it->is_object())
       for (const auto& [name, value] : it->items()) rq.hard_names.push_back(name);
     rq.used = Resources(Object(obj, "status", "resourcequota"), "used", "status");
-    if (meta_out) *meta_out = m;
-    return rq;
   });
 }
 
@@ -813,56 +765,47 @@ Result<DecodedNamespace> DecodeNamespace(const json& obj) {
 }
 
 Result<HyperNodeSpec> DecodeHyperNode(const json& obj, ObjectMeta* meta_out) {
-  return Guard("hypernode", obj, [&] {
-    ObjectMeta m = Meta(obj, "hypernode");
-    HyperNodeSpec hn;
-    hn.name = m.name;
+  return DecodeNamed<HyperNodeSpec>("hypernode", obj, meta_out, [&](HyperNodeSpec& hn) {
     std::string object = "hypernode " + hn.name;
-    hn.where = SourceLocation{object};
     const json& spec = Object(obj, "spec", "hypernode");
     if (!Member(spec, "tier")) Fail("spec", "has no tier");
     hn.tier = NonNegativeInt32(spec, "tier", "spec", 0);
     hn.tier_name = Str(spec, "tierName", "spec");
-    const json& members = Array(spec, "members", "spec");
-    for (size_t i = 0; i < members.size(); ++i)
-      hn.members.push_back(HyperNodeMember(members[i], fmt::format("spec.members[{}]", i), object));
-    if (meta_out) *meta_out = m;
-    return hn;
+    hn.members = List(spec, "members", "spec",
+                      [&](const json& m, const std::string& p) { return HyperNodeMember(m, p, object); });
   });
 }
 
 Result<NumatopologySpec> DecodeNumatopology(const json& obj, ObjectMeta* meta_out) {
-  return Guard("numatopology", obj, [&] {
-    ObjectMeta m = Meta(obj, "numatopology");
-    NumatopologySpec n;
-    n.name = m.name;
-    n.where = SourceLocation{"numatopology " + n.name};
+  return DecodeNamed<NumatopologySpec>("numatopology", obj, meta_out, [&](NumatopologySpec& n) {
     const json& spec = Object(obj, "spec", "numatopology");
     n.policies = Map(spec, "policies", "spec");
     n.res_reserved = Resources(spec, "resReserved", "spec");
-    const json& res = Object(spec, "numares", "spec");
-    for (auto it = res.begin(); it != res.end(); ++it) {
-      std::string p = "spec.numares." + it.key();
-      if (!it.value().is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(it.value())));
+    // Each member of spec.<key> (an object per member), with its key and its path.
+    auto each_object = [&](std::string_view key, auto&& f) {
+      const json& all = Object(spec, key, "spec");
+      for (auto it = all.begin(); it != all.end(); ++it) {
+        std::string p = fmt::format("spec.{}.{}", key, it.key());
+        f(it.key(), it.value(), p);
+      }
+    };
+    each_object("numares", [&](const std::string& key, const json& v, const std::string& p) {
+      if (!v.is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(v)));
       NumatopologySpec::NumaResource r;
-      r.allocatable = CpuSet(Str(it.value(), "allocatable", p), p + ".allocatable");
-      r.capacity = NonNegativeInt32(it.value(), "capacity", p, 0);
-      n.numares[it.key()] = std::move(r);
-    }
-    const json& cpus = Object(spec, "cpuDetail", "spec");
-    for (auto it = cpus.begin(); it != cpus.end(); ++it) {
-      std::string p = "spec.cpuDetail." + it.key();
-      std::optional<int64_t> id = ParseCpuId(it.key());
-      if (!id) Fail("spec.cpuDetail", fmt::format("key `{}` is not a CPU id (a non-negative integer)", it.key()));
-      if (!it.value().is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(it.value())));
+      r.allocatable = CpuSet(Str(v, "allocatable", p), p + ".allocatable");
+      r.capacity = NonNegativeInt32(v, "capacity", p, 0);
+      n.numares[key] = std::move(r);
+    });
+    each_object("cpuDetail", [&](const std::string& key, const json& v, const std::string& p) {
+      std::optional<int64_t> id = ParseCpuId(key);
+      if (!id) Fail("spec.cpuDetail", fmt::format("key `{}` is not a CPU id (a non-negative integer)", key));
+      if (!v.is_object()) Fail(p, fmt::format("must be an object, got {}", TypeName(v)));
       NumatopologySpec::CpuInfo c;
-      c.numa = NonNegativeInt32(it.value(), "numa", p, 0);
-      c.socket = NonNegativeInt32(it.value(), "socket", p, 0);
-      c.core = NonNegativeInt32(it.value(), "core", p, 0);
+      c.numa = NonNegativeInt32(v, "numa", p, 0);
+      c.socket = NonNegativeInt32(v, "socket", p, 0);
+      c.core = NonNegativeInt32(v, "core", p, 0);
       n.cpu_detail[*id] = c;
-    }
-    if (meta_out) *meta_out = m;
-    return n;
+    });
   });
 }
 

@@ -21,6 +21,18 @@ namespace kiln::kube {
 
 using json = nlohmann::json;
 
+namespace {
+
+// A JSON list of the items, each encoded by `encode`.
+template <typename T, typename F>
+json JsonList(const std::vector<T>& items, F&& encode) {
+  json out = json::array();
+  for (const T& item : items) out.push_back(encode(item));
+  return out;
+}
+
+}  // namespace
+
 std::string FormatTimestamp(TimeNs t) {
   if (t == kZeroTime) return "0001-01-01T00:00:00Z";
   int64_t secs = t / 1'000'000'000;
@@ -235,32 +247,27 @@ std::string GoDuration(DurationNs d) {
 }
 
 json TolerationsJson(const std::vector<Toleration>& tolerations) {
-  json out = json::array();
-  for (const auto& t : tolerations) {
+  return JsonList(tolerations, [](const auto& t) {
     json tj = json::object();
     if (!t.key.empty()) tj["key"] = t.key;
     tj["operator"] = t.op;
     if (!t.value.empty()) tj["value"] = t.value;
     if (!t.effect.empty()) tj["effect"] = t.effect;
     if (t.toleration_seconds) tj["tolerationSeconds"] = *t.toleration_seconds;
-    out.push_back(tj);
-  }
-  return out;
+    return tj;
+  });
 }
 
 json TaintsJson(const std::vector<Taint>& taints) {
-  json out = json::array();
-  for (const auto& t : taints) {
+  return JsonList(taints, [](const auto& t) {
     json tj = {{"key", t.key}, {"effect", t.effect}};
     if (!t.value.empty()) tj["value"] = t.value;
-    out.push_back(tj);
-  }
-  return out;
+    return tj;
+  });
 }
 
 json SpreadJson(const std::vector<TopologySpreadConstraint>& constraints) {
-  json out = json::array();
-  for (const auto& s : constraints) {
+  return JsonList(constraints, [](const auto& s) {
     json sj = {{"maxSkew", s.max_skew}, {"topologyKey", s.topology_key},
                {"whenUnsatisfiable", s.when_unsatisfiable}};
     if (s.label_selector) sj["labelSelector"] = SelectorJson(*s.label_selector);
@@ -268,19 +275,16 @@ json SpreadJson(const std::vector<TopologySpreadConstraint>& constraints) {
     if (!s.match_label_keys.empty()) sj["matchLabelKeys"] = s.match_label_keys;
     if (!s.node_affinity_policy.empty()) sj["nodeAffinityPolicy"] = s.node_affinity_policy;
     if (!s.node_taints_policy.empty()) sj["nodeTaintsPolicy"] = s.node_taints_policy;
-    out.push_back(sj);
-  }
-  return out;
+    return sj;
+  });
 }
 
 json HostPortsJson(const std::vector<HostPort>& ports) {
-  json out = json::array();
-  for (const auto& hp : ports) {
+  return JsonList(ports, [](const auto& hp) {
     json pj = {{"containerPort", hp.container_port}, {"hostPort", hp.host_port}, {"protocol", hp.protocol}};
     if (!hp.host_ip.empty()) pj["hostIP"] = hp.host_ip;
-    out.push_back(pj);
-  }
-  return out;
+    return pj;
+  });
 }
 
 json ImagesJson(const std::map<std::string, int64_t, std::less<>>& images) {
@@ -305,8 +309,7 @@ json QueueAffinityJson(const QueueSpec& q) {
 }
 
 json SubGroupPolicyJson(const std::vector<SubGroupPolicySpec>& policies) {
-  json out = json::array();
-  for (const auto& sg : policies) {
+  return JsonList(policies, [](const auto& sg) {
     json sj = json::object();
     if (!sg.name.empty()) sj["name"] = sg.name;
     if (sg.network_topology) sj["networkTopology"] = NetworkTopologyJson(*sg.network_topology);
@@ -314,9 +317,8 @@ json SubGroupPolicyJson(const std::vector<SubGroupPolicySpec>& policies) {
     if (sg.min_sub_groups) sj["minSubGroups"] = *sg.min_sub_groups;
     if (sg.label_selector) sj["labelSelector"] = SelectorJson(*sg.label_selector);
     if (!sg.match_label_keys.empty()) sj["matchLabelKeys"] = sg.match_label_keys;
-    out.push_back(std::move(sj));
-  }
-  return out;
+    return sj;
+  });
 }
 
 std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& options) {

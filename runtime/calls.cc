@@ -87,31 +87,28 @@ class Resolver {
 
   Task* FindTask(const std::string& key, std::string& err) {
     auto it = tasks_.find(key);
-    if (it != tasks_.end()) return it->second;
-    err = fmt::format("pod `{}` is not in the session", key);
-    return nullptr;
+    return Found(it != tasks_.end() ? it->second : nullptr, "pod", key, err);
   }
   Node* FindNode(const std::string& name, std::string& err) {
-    Node* n = ssn_.cluster().FindNode(name);
-    if (n == nullptr) err = fmt::format("node `{}` is not in the session", name);
-    return n;
+    return Found(ssn_.cluster().FindNode(name), "node", name, err);
   }
   Job* FindJob(const std::string& uid, std::string& err) {
-    Job* j = ssn_.cluster().FindJob(uid);
-    if (j == nullptr) err = fmt::format("job `{}` is not in the session", uid);
-    return j;
+    return Found(ssn_.cluster().FindJob(uid), "job", uid, err);
   }
   SubJob* FindSubJob(const std::string& uid, std::string& err) {
     for (Job* j : ssn_.cluster().jobs())
       for (const auto& s : j->sub_jobs)
         if (s->uid == uid) return s.get();
-    err = fmt::format("sub-job `{}` is not in the session", uid);
-    return nullptr;
+    return Found<SubJob>(nullptr, "sub-job", uid, err);
   }
   Queue* FindQueue(const std::string& name, std::string& err) {
-    Queue* q = ssn_.cluster().FindQueue(name);
-    if (q == nullptr) err = fmt::format("queue `{}` is not in the session", name);
-    return q;
+    return Found(ssn_.cluster().FindQueue(name), "queue", name, err);
+  }
+  // `found`, or nullptr with `err` saying which object the session lacks.
+  template <typename T>
+  static T* Found(T* found, std::string_view kind, const std::string& key, std::string& err) {
+    if (found == nullptr) err = fmt::format("{} `{}` is not in the session", kind, key);
+    return found;
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/shared_value.h"
 #include "runtime/yaml_util.h"
 
 namespace kiln {
@@ -287,15 +288,10 @@ bool PodPlacement::empty() const {
 }
 
 const std::shared_ptr<const PodPlacement>& PodPlacement::None() {
-  static const std::shared_ptr<const PodPlacement> none = std::make_shared<const PodPlacement>();
-  return none;
+  return SharedEmpty<PodPlacement>();
 }
 
-PodPlacement& PodSpec::mutable_placement() {
-  if (placement.use_count() != 1) placement = std::make_shared<PodPlacement>(*placement);
-  // The only owner, and never the shared empty placement (whose static holds a reference).
-  return const_cast<PodPlacement&>(*placement);
-}
+PodPlacement& PodSpec::mutable_placement() { return MutableShared(placement); }
 
 namespace {
 

@@ -5,27 +5,24 @@
 #include <algorithm>
 #include <map>
 
+#include "runtime/enum_names.h"
 #include "runtime/reason_codes.h"
 
 namespace kiln {
 
-std::string_view ToString(StatusCode c) {
-  switch (c) {
-    case StatusCode::Success:
-      return "Success";
-    case StatusCode::Error:
-      return "Error";
-    case StatusCode::Unschedulable:
-      return "Unschedulable";
-    case StatusCode::UnschedulableAndUnresolvable:
-      return "UnschedulableAndUnresolvable";
-    case StatusCode::Wait:
-      return "Wait";
-    case StatusCode::Skip:
-      return "Skip";
-  }
-  return "Unknown";
-}
+namespace {
+
+constexpr EnumName<StatusCode> kStatusCodeNames[] = {
+    {StatusCode::Success, "Success"},
+    {StatusCode::Error, "Error"},
+    {StatusCode::Unschedulable, "Unschedulable"},
+    {StatusCode::UnschedulableAndUnresolvable, "UnschedulableAndUnresolvable"},
+    {StatusCode::Wait, "Wait"},
+    {StatusCode::Skip, "Skip"}};
+
+}  // namespace
+
+std::string_view ToString(StatusCode c) { return NameOf(kStatusCodeNames, c, "Unknown"); }
 
 FitError::FitError(std::string task, std::string node, StatusCode code, std::string reason,
                    std::string plugin)

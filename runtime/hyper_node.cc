@@ -146,43 +146,35 @@ std::unique_ptr<HyperNodeTree> HyperNodeTree::Resolve(std::span<const HyperNodeS
     HyperNode* self = tree->ptrs_[h];
     const std::string object = "hyperNode " + self->name;
     for (const HyperNodeMemberSpec& m : spec_of[h]->members) {
+      auto member_warning = [&](const std::string& what) {
+        warn(object, fmt::format("hyperNode `{}`: {} {}", self->name, MemberText(m), what),
+             m.where);
+      };
       if (m.type == HyperNodeMemberSpec::Type::HyperNode) {
         if (m.selector != HyperNodeMemberSpec::Selector::Exact) {
-          warn(object,
-               fmt::format("hyperNode `{}`: {} selects nothing: HyperNode members are chosen by "
-                           "exactMatch only",
-                           self->name, MemberText(m)),
-               m.where);
+          member_warning("selects nothing: HyperNode members are chosen by exactMatch only");
           continue;
         }
         HyperNode* child = tree->Find(m.name);
         if (child == nullptr) {
-          warn(object,
-               fmt::format("hyperNode `{}`: {} names no HyperNode; the member is ignored",
-                           self->name, MemberText(m)),
-               m.where);
+          member_warning("names no HyperNode; the member is ignored");
           continue;
         }
         if (child->parent == self) continue;  // named twice
         if (child->parent != nullptr) {
           tree->ready_ = false;
-          warn(object,
-               fmt::format("hyperNode `{}`: {} is already a member of `{}`; the second claim is "
-                           "ignored and HyperNodes are not ready (jobs with a network topology "
-                           "wait)",
-                           self->name, MemberText(m), child->parent->name),
-               m.where);
+          member_warning(fmt::format("is already a member of `{}`; the second claim is ignored and "
+                                     "HyperNodes are not ready (jobs with a network topology wait)",
+                                     child->parent->name));
           continue;
         }
         bool cycle = false;
         for (const HyperNode* p = self; p != nullptr; p = p->parent) cycle |= p == child;
         if (cycle) {
           tree->ready_ = false;
-          warn(object,
-               fmt::format("hyperNode `{}`: {} closes a cycle; the member is ignored and "
-                           "HyperNodes are not ready (jobs with a network topology wait)",
-                           self->name, MemberText(m)),
-               m.where);
+          member_warning(
+              "closes a cycle; the member is ignored and HyperNodes are not ready (jobs with a "
+              "network topology wait)");
           continue;
         }
         child->parent = self;
@@ -202,10 +194,7 @@ std::unique_ptr<HyperNodeTree> HyperNodeTree::Resolve(std::span<const HyperNodeS
           try {
             re.emplace(m.pattern, std::regex::ECMAScript);
           } catch (const std::regex_error& e) {
-            warn(object,
-                 fmt::format("hyperNode `{}`: {} does not compile ({}); it selects nothing",
-                             self->name, MemberText(m), e.what()),
-                 m.where);
+            member_warning(fmt::format("does not compile ({}); it selects nothing", e.what()));
             continue;
           }
           for (size_t i = 0; i < nodes.size(); ++i)
@@ -223,9 +212,7 @@ std::unique_ptr<HyperNodeTree> HyperNodeTree::Resolve(std::span<const HyperNodeS
         }
       }
       if (matched == 0)
-        warn(object,
-             fmt::format("hyperNode `{}`: {} selects no node", self->name, MemberText(m)),
-             m.where);
+        member_warning("selects no node");
     }
   }
 

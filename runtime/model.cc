@@ -5,90 +5,55 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 #include <map>
+
+#include "runtime/enum_names.h"
+#include "runtime/shared_value.h"
 
 namespace kiln {
 
 // ---------------------------------------------------------------------------------------------
 // Enums
 
-std::string_view ToString(TaskStatus s) {
-  switch (s) {
-    case TaskStatus::Pending:
-      return "Pending";
-    case TaskStatus::Allocated:
-      return "Allocated";
-    case TaskStatus::Pipelined:
-      return "Pipelined";
-    case TaskStatus::Binding:
-      return "Binding";
-    case TaskStatus::Bound:
-      return "Bound";
-    case TaskStatus::Running:
-      return "Running";
-    case TaskStatus::Releasing:
-      return "Releasing";
-    case TaskStatus::Succeeded:
-      return "Succeeded";
-    case TaskStatus::Failed:
-      return "Failed";
-    case TaskStatus::Unknown:
-      return "Unknown";
-  }
-  return "Unknown";
-}
+namespace {
 
-std::optional<TaskStatus> ParseTaskStatus(std::string_view s) {
-  for (int i = 0; i < kTaskStatusCount; ++i)
-    if (ToString(StatusFromSlot(i)) == s) return StatusFromSlot(i);
-  return std::nullopt;
-}
+constexpr EnumName<TaskStatus> kTaskStatusNames[] = {
+    {TaskStatus::Pending, "Pending"},     {TaskStatus::Allocated, "Allocated"},
+    {TaskStatus::Pipelined, "Pipelined"}, {TaskStatus::Binding, "Binding"},
+    {TaskStatus::Bound, "Bound"},         {TaskStatus::Running, "Running"},
+    {TaskStatus::Releasing, "Releasing"}, {TaskStatus::Succeeded, "Succeeded"},
+    {TaskStatus::Failed, "Failed"},       {TaskStatus::Unknown, "Unknown"}};
+static_assert(std::size(kTaskStatusNames) == kTaskStatusCount);
 
-std::string_view ToString(PodGroupPhase p) {
-  switch (p) {
-    case PodGroupPhase::Pending:
-      return "Pending";
-    case PodGroupPhase::Running:
-      return "Running";
-    case PodGroupPhase::Unknown:
-      return "Unknown";
-    case PodGroupPhase::Inqueue:
-      return "Inqueue";
-    case PodGroupPhase::Completed:
-      return "Completed";
-  }
-  return "Unknown";
-}
+constexpr EnumName<PodGroupPhase> kPodGroupPhaseNames[] = {
+    {PodGroupPhase::Pending, "Pending"}, {PodGroupPhase::Running, "Running"},
+    {PodGroupPhase::Unknown, "Unknown"}, {PodGroupPhase::Inqueue, "Inqueue"},
+    {PodGroupPhase::Completed, "Completed"}};
 
+constexpr EnumName<QueueState> kQueueStateNames[] = {{QueueState::Open, "Open"},
+                                                     {QueueState::Closed, "Closed"},
+                                                     {QueueState::Closing, "Closing"},
+                                                     {QueueState::Unknown, "Unknown"}};
+
+}  // namespace
+
+std::string_view ToString(TaskStatus s) { return NameOf(kTaskStatusNames, s, "Unknown"); }
+
+std::optional<TaskStatus> ParseTaskStatus(std::string_view s) { return ValueOf(kTaskStatusNames, s); }
+
+std::string_view ToString(PodGroupPhase p) { return NameOf(kPodGroupPhaseNames, p, "Unknown"); }
+
+// An unset phase is Pending, as a PodGroup the controller has not reconciled yet is.
 std::optional<PodGroupPhase> ParsePodGroupPhase(std::string_view s) {
-  if (s.empty() || s == "Pending") return PodGroupPhase::Pending;
-  if (s == "Running") return PodGroupPhase::Running;
-  if (s == "Unknown") return PodGroupPhase::Unknown;
-  if (s == "Inqueue") return PodGroupPhase::Inqueue;
-  if (s == "Completed") return PodGroupPhase::Completed;
-  return std::nullopt;
+  return s.empty() ? PodGroupPhase::Pending : ValueOf(kPodGroupPhaseNames, s);
 }
 
-std::string_view ToString(QueueState s) {
-  switch (s) {
-    case QueueState::Open:
-      return "Open";
-    case QueueState::Closed:
-      return "Closed";
-    case QueueState::Closing:
-      return "Closing";
-    case QueueState::Unknown:
-      return "Unknown";
-  }
-  return "Unknown";
-}
+std::string_view ToString(QueueState s) { return NameOf(kQueueStateNames, s, "Unknown"); }
 
+// An unset state is Open, as a queue the controller has not reconciled yet is.
 std::optional<QueueState> ParseQueueState(std::string_view s) {
-  if (s.empty() || s == "Open") return QueueState::Open;
-  if (s == "Closed") return QueueState::Closed;
-  if (s == "Closing") return QueueState::Closing;
-  if (s == "Unknown") return QueueState::Unknown;
-  return std::nullopt;
+  return s.empty() ? QueueState::Open : ValueOf(kQueueStateNames, s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,16 +66,9 @@ bool PodShape::empty() const {
          limits.IsEmpty() && !limits.HasScalars();
 }
 
-const std::shared_ptr<const PodShape>& PodShape::Empty() {
-  static const std::shared_ptr<const PodShape> empty = std::make_shared<const PodShape>();
-  return empty;
-}
+const std::shared_ptr<const PodShape>& PodShape::Empty() { return SharedEmpty<PodShape>(); }
 
-PodShape& Task::mutable_shape() {
-  if (shape.use_count() != 1) shape = std::make_shared<PodShape>(*shape);
-  // The only owner, and never the shared empty shape (whose static holds a reference).
-  return const_cast<PodShape&>(*shape);
-}
+PodShape& Task::mutable_shape() { return MutableShared(shape); }
 
 void Task::SetRequests(const Resource& container_requests) {
   resreq = container_requests;

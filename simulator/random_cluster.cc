@@ -6,34 +6,35 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "runtime/conf.h"
 
 namespace kiln {
 
+namespace {
+
+// A conf's text: the actions, then one tier per list of plugins, each a name with any argument
+// lines after it ("drf\n    enableHierarchy: false").
+std::string ConfText(std::string_view actions,
+                     std::initializer_list<std::initializer_list<std::string_view>> tiers) {
+  std::string out = fmt::format("actions: \"{}\"\ntiers:\n", actions);
+  for (const auto& tier : tiers) {
+    out += "- plugins:\n";
+    for (std::string_view plugin : tier) out += fmt::format("  - name: {}\n", plugin);
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<std::string>& DefaultRandomConfs() {
   static const std::vector<std::string> confs = {
       // Volcano's default conf with binpack.
       std::string(DefaultSchedulerConfText()) + "  - name: binpack\n",
-      R"(actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-)",
-      R"(actions: "allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: predicates
-  - name: binpack
-)",
+      ConfText("enqueue, allocate, preempt, reclaim, backfill",
+               {{"priority", "gang", "conformance"}, {"drf", "predicates", "proportion", "nodeorder"}}),
+      ConfText("allocate, backfill", {{"priority", "predicates", "binpack"}}),
   };
   return confs;
 }
@@ -41,66 +42,21 @@ tiers:
 const std::vector<std::string>& RichRandomConfs() {
   static const std::vector<std::string> confs = [] {
     std::vector<std::string> out = DefaultRandomConfs();
-    out.push_back(R"(actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: pdb
-- plugins:
-  - name: overcommit
-  - name: drf
-    enableHierarchy: false
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-  - name: binpack
-)");
-    out.push_back(R"(actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: sla
-  - name: cdp
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: resourcequota
-  - name: resource-strategy-fit
-  - name: task-topology
-  - name: nodegroup
-  - name: usage
-)");
+    out.push_back(ConfText("enqueue, allocate, preempt, reclaim, backfill",
+                           {{"priority", "gang", "conformance", "pdb"},
+                            {"overcommit", "drf\n    enableHierarchy: false", "predicates", "capacity",
+                             "nodeorder", "binpack"}}));
+    out.push_back(ConfText("enqueue, allocate, preempt, backfill",
+                           {{"priority", "gang", "sla", "cdp"},
+                            {"overcommit", "drf", "predicates", "proportion", "resourcequota",
+                             "resource-strategy-fit", "task-topology", "nodegroup", "usage"}}));
     // priority has the last word on preempt's victims here (drf's Preemptable is off): the
     // session checker then also holds preempt to lower-priority victims.
-    out.push_back(R"(actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: gang
-  - name: conformance
-  - name: priority
-- plugins:
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-)");
-    out.push_back(R"(actions: "allocate, shuffle"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: pdb
-- plugins:
-  - name: predicates
-  - name: nodeorder
-)");
+    out.push_back(ConfText("enqueue, allocate, preempt, backfill",
+                           {{"gang", "conformance", "priority"},
+                            {"drf\n    enablePreemptable: false", "predicates", "proportion", "nodeorder"}}));
+    out.push_back(ConfText("allocate, shuffle",
+                           {{"priority", "gang", "conformance", "pdb"}, {"predicates", "nodeorder"}}));
     return out;
   }();
   return confs;

@@ -83,23 +83,21 @@ Status Loader::CrossCheck(ScenarioSpec& spec) {
   auto names = [](const std::unordered_set<std::string>& set) {
     return std::vector<std::string_view>(set.begin(), set.end());
   };
-  for (const auto& [key, where] : expect_pods_)
-    if (!pods.count(key))
-      return Error{fmt::format("expect names pod `{}`, which is not defined (pods are named "
-                               "<namespace>/<name>){}",
-                               key, yaml::DidYouMean(key, names(pods))),
-                   where};
-  for (const auto& [name, where] : expect_nodes_)
-    if (!nodes.count(name))
-      return Error{fmt::format("expect names node `{}`, which is not defined{}", name,
-                               yaml::DidYouMean(name, names(nodes))),
-                   where};
-  for (const auto& [uid, where] : expect_groups_)
-    if (!groups.count(uid))
-      return Error{fmt::format("expect names podGroup `{}`, which is not defined (podGroups are "
-                               "named <namespace>/<name>){}",
-                               uid, yaml::DidYouMean(uid, names(groups))),
-                   where};
+  // What `expect` names, by kind: the names, the defined ones, and how the kind is named.
+  struct Named {
+    const std::vector<std::pair<std::string, SourceLocation>>& named;
+    const std::unordered_set<std::string>& defined;
+    std::string_view kind, hint;
+  };
+  for (const Named& n : {Named{expect_pods_, pods, "pod", " (pods are named <namespace>/<name>)"},
+                         Named{expect_nodes_, nodes, "node", ""},
+                         Named{expect_groups_, groups, "podGroup",
+                               " (podGroups are named <namespace>/<name>)"}})
+    for (const auto& [name, where] : n.named)
+      if (!n.defined.count(name))
+        return Error{fmt::format("expect names {} `{}`, which is not defined{}{}", n.kind, name,
+                                 n.hint, yaml::DidYouMean(name, names(n.defined))),
+                     where};
   for (const auto& p : spec.detached_pods) pods.insert(p.Key());
   for (const CallRef& ref : call_refs_) {
     const std::unordered_set<std::string>* known = nullptr;

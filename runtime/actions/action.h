@@ -20,6 +20,19 @@ class Action {
   virtual void Execute(Session& ssn) const = 0;
 };
 
+// An action that makes one `Run(ssn)` per session and runs it: the run holds what the action
+// learns while it works (candidates, statements), so the action itself stays stateless.
+template <typename Run>
+class RunAction final : public Action {
+ public:
+  explicit RunAction(std::string_view name) : name_(name) {}
+  std::string_view name() const override { return name_; }
+  void Execute(Session& ssn) const override { Run(ssn).Run(); }
+
+ private:
+  std::string_view name_;
+};
+
 // The action Kiln implements under `name`, or nullptr.
 const Action* FindAction(std::string_view name);
 

@@ -939,16 +939,10 @@ class AllocateRun {
   TopologyTrail trail_{ssn_};
 };
 
-class Allocate final : public Action {
- public:
-  std::string_view name() const override { return "allocate"; }
-  void Execute(Session& ssn) const override { AllocateRun(ssn).Run(); }
-};
-
 }  // namespace
 
 const Action& AllocateAction() {
-  static const Allocate action;
+  static const RunAction<AllocateRun> action("allocate");
   return action;
 }
 

@@ -23,6 +23,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/actions/session_walk.h"
 #include "runtime/explain.h"
 #include "runtime/session.h"
 
@@ -36,19 +37,15 @@ class Backfill final : public Action {
   void Execute(Session& ssn) const override {
     const ActionArguments& args = ssn.conf().ArgumentsFor(name());
     ThreadPool& pool = ssn.node_pool();
-    auto queue_less = [&ssn](Queue* const& l, Queue* const& r) { return ssn.QueueLess(l, r); };
-    auto job_less = [&ssn](Job* const& l, Job* const& r) { return ssn.JobLess(l, r); };
-    auto task_less = [&ssn](Task* const& l, Task* const& r) { return ssn.TaskLess(l, r); };
+    const actions::SessionOrders order(ssn);
 
     // 1. Candidates.
-    PriorityQueue<Queue*> queues(queue_less);
+    PriorityQueue<Queue*> queues(order);
     std::unordered_map<const Queue*, PriorityQueue<Job*>> jobs_by_queue;
     std::unordered_map<const Job*, PriorityQueue<Task*>> tasks_by_job;
     for (Job* job : ssn.cluster().jobs()) {
-      if (job->IsPending()) continue;
-      if (ssn.JobValid(job).has_value()) continue;
-      if (job->queue == nullptr) continue;
-      PriorityQueue<Task*> tasks(task_less);
+      if (!actions::JobSchedulable(ssn, job)) continue;
+      PriorityQueue<Task*> tasks(order);
       for (Task* t : job->TasksWith(TaskStatus::Pending))
         if (t->best_effort && !t->sch_gated) tasks.Push(t);
       // Copy: un-pipelining moves tasks out of the Pipelined list.
@@ -59,7 +56,7 @@ class Backfill final : public Action {
         tasks.Push(t);
       }
       if (tasks.Empty()) continue;
-      auto [it, inserted] = jobs_by_queue.try_emplace(job->queue, job_less);
+      auto [it, inserted] = jobs_by_queue.try_emplace(job->queue, order);
       if (inserted) queues.Push(job->queue);
       it->second.Push(job);
       tasks_by_job.emplace(job, std::move(tasks));

@@ -76,6 +76,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/actions/session_walk.h"
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
@@ -191,24 +192,14 @@ class GangEvictRun {
         pool_(ssn.node_pool()) {}
 
   void Run() {
-    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
-    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
     // 1.
-    PriorityQueue<Queue*> queues(queue_less);
-    std::unordered_map<const Queue*, PriorityQueue<Job*>> starving;
-    for (Job* job : ssn_.cluster().jobs()) {
-      if (job->IsPending()) continue;
-      if (ssn_.JobValid(job).has_value()) continue;
-      if (job->queue == nullptr) continue;
-      auto [it, inserted] = starving.try_emplace(job->queue, job_less);
-      if (inserted) queues.Push(job->queue);
-      if (ssn_.JobStarving(job)) it->second.Push(job);
-    }
+    actions::StarvingJobs starving = actions::StarvingJobsByQueue(ssn_, [](Job*) { return true; });
+    PriorityQueue<Queue*>& queues = starving.queues;
     // 2.
     while (!queues.Empty()) {
       Queue* queue = queues.Pop();
       if (kind_ == GangEvictKind::Reclaim && ssn_.Overused(queue)) continue;
-      auto& jobs = starving.at(queue);
+      auto& jobs = starving.by_queue.at(queue);
       while (!jobs.Empty()) {
         Job* job = jobs.Pop();
         explain_ = {};

@@ -58,6 +58,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/actions/session_walk.h"
 #include "runtime/clock_use.h"
 #include "runtime/explain.h"
 #include "runtime/session.h"
@@ -68,45 +69,31 @@ namespace {
 
 using VictimFilter = std::function<bool(const Task* victim)>;
 
-class PreemptRun {
+class PreemptRun : actions::VictimRun {
  public:
-  explicit PreemptRun(Session& ssn)
-      : ssn_(ssn),
-        args_(ssn.conf().ArgumentsFor("preempt")),
-        pool_(ssn.node_pool()),
-        helper_(&rotation_, pool_) {}
+  explicit PreemptRun(Session& ssn) : VictimRun(ssn, "preempt") {}
 
   void Run() {
-    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
-    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
-
     // 1. Preemptors.
-    PriorityQueue<Queue*> queue_order(queue_less);
-    std::unordered_map<const Queue*, PriorityQueue<Job*>> preemptors;
     std::unordered_map<const Job*, PriorityQueue<Task*>> preemptor_tasks;
     std::unordered_map<const Queue*, std::vector<Job*>> under_request;
-    for (Job* job : ssn_.cluster().jobs()) {
-      if (job->IsPending()) continue;
-      if (ssn_.JobValid(job).has_value()) continue;
-      if (job->queue == nullptr) continue;
-      auto [it, inserted] = preemptors.try_emplace(job->queue, job_less);
-      if (inserted) queue_order.Push(job->queue);
-      if (!ssn_.JobStarving(job)) continue;
+    actions::StarvingJobs preemptors = actions::StarvingJobsByQueue(ssn_, [&](Job* job) {
       // Volcano at ed72c7c8 leaves jobs with a network topology to gangpreempt (a TODO there:
       // volcano-sh/volcano#4374).
       if (job->HasNetworkTopology()) {
         spdlog::debug("preempt: job {} has a network topology, skipped", job->uid);
-        continue;
+        return false;
       }
-      it->second.Push(job);
       under_request[job->queue].push_back(job);
-      preemptor_tasks.insert_or_assign(job, PendingTasks(job));
-    }
+      preemptor_tasks.insert_or_assign(job, actions::PendingTasks(ssn_, job));
+      return true;
+    });
+    PriorityQueue<Queue*>& queue_order = preemptors.queues;
 
     while (!queue_order.Empty()) {
       Queue* queue = queue_order.Pop();
       // 2. Phase 1: between jobs of this queue.
-      auto& jobs = preemptors.at(queue);
+      auto& jobs = preemptors.by_queue.at(queue);
       while (!jobs.Empty()) {
         Job* preemptor_job = jobs.Pop();
         Statement stmt(ssn_);
@@ -129,7 +116,7 @@ class PreemptRun {
 
       // 3. Phase 2: inside each starving job of this queue.
       for (Job* job : under_request[queue]) {
-        PriorityQueue<Task*> tasks = PendingTasks(job);
+        PriorityQueue<Task*> tasks = actions::PendingTasks(ssn_, job);
         while (!tasks.Empty()) {
           Task* preemptor = tasks.Pop();
           Statement stmt(ssn_);
@@ -150,14 +137,6 @@ class PreemptRun {
   }
 
  private:
-  PriorityQueue<Task*> PendingTasks(const Job* job) const {
-    PriorityQueue<Task*> tasks(
-        [this](Task* const& l, Task* const& r) { return ssn_.TaskLess(l, r); });
-    for (Task* t : job->TasksWith(TaskStatus::Pending))
-      if (!t->sch_gated) tasks.Push(t);
-    return tasks;
-  }
-
   // a.
   bool EligibleToPreempt(const Task* preemptor) const {
     if (preemptor->preemption_policy == PreemptionPolicy::Never) return false;
@@ -180,12 +159,7 @@ class PreemptRun {
     ++ssn_.decisions().preemption_attempts;  // Volcano's volcano_total_preemption_attempts
     // b.
     if (ssn_.PrePredicateFn(preemptor)) return false;
-    std::vector<Node*> storage;
-    std::span<Node* const> candidates = actions::NodesWithoutUnresolvable(ssn_, preemptor, storage);
-    actions::PredicateResult found = helper_.PredicateNodes(
-        preemptor, candidates,
-        [this](const Task* t, const Node* n) { return ssn_.PredicateForPreemptAction(t, n); },
-        args_.predicate_error_cache_enable);
+    actions::PredicateResult found = PreemptCandidates(preemptor);
     if (found.nodes.empty()) return false;
     // c. / d.
     if (args_.enable_topology_aware_preemption)
@@ -414,24 +388,12 @@ class PreemptRun {
     stmt.Merge(node_stmt);
     return true;
   }
-
-  Session& ssn_;
-  const ActionArguments& args_;
-  ThreadPool& pool_;
-  size_t rotation_ = 0;
-  actions::PredicateHelper helper_;
-};
-
-class Preempt final : public Action {
- public:
-  std::string_view name() const override { return "preempt"; }
-  void Execute(Session& ssn) const override { PreemptRun(ssn).Run(); }
 };
 
 }  // namespace
 
 const Action& PreemptAction() {
-  static const Preempt action;
+  static const RunAction<PreemptRun> action("preempt");
   return action;
 }
 

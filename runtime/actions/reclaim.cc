@@ -29,6 +29,7 @@
 
 #include "runtime/actions/action_list.h"
 #include "runtime/actions/helpers.h"
+#include "runtime/actions/session_walk.h"
 #include "runtime/explain.h"
 #include "runtime/session.h"
 #include "runtime/statement.h"
@@ -36,36 +37,18 @@
 namespace kiln {
 namespace {
 
-class ReclaimRun {
+class ReclaimRun : actions::VictimRun {
  public:
-  explicit ReclaimRun(Session& ssn)
-      : ssn_(ssn),
-        args_(ssn.conf().ArgumentsFor("reclaim")),
-        pool_(ssn.node_pool()),
-        helper_(&rotation_, pool_) {}
+  explicit ReclaimRun(Session& ssn) : VictimRun(ssn, "reclaim") {}
 
   void Run() {
-    auto queue_less = [this](Queue* const& l, Queue* const& r) { return ssn_.QueueLess(l, r); };
-    auto job_less = [this](Job* const& l, Job* const& r) { return ssn_.JobLess(l, r); };
-    auto task_less = [this](Task* const& l, Task* const& r) { return ssn_.TaskLess(l, r); };
-
     // 1.
-    PriorityQueue<Queue*> queues(queue_less);
-    std::unordered_map<const Queue*, PriorityQueue<Job*>> preemptors;
     std::unordered_map<const Job*, PriorityQueue<Task*>> preemptor_tasks;
-    for (Job* job : ssn_.cluster().jobs()) {
-      if (job->IsPending()) continue;
-      if (ssn_.JobValid(job).has_value()) continue;
-      if (job->queue == nullptr) continue;
-      auto [it, inserted] = preemptors.try_emplace(job->queue, job_less);
-      if (inserted) queues.Push(job->queue);
-      if (!ssn_.JobStarving(job)) continue;
-      it->second.Push(job);
-      PriorityQueue<Task*> tasks(task_less);
-      for (Task* t : job->TasksWith(TaskStatus::Pending))
-        if (!t->sch_gated) tasks.Push(t);
-      preemptor_tasks.insert_or_assign(job, std::move(tasks));
-    }
+    actions::StarvingJobs preemptors = actions::StarvingJobsByQueue(ssn_, [&](Job* job) {
+      preemptor_tasks.insert_or_assign(job, actions::PendingTasks(ssn_, job));
+      return true;
+    });
+    PriorityQueue<Queue*>& queues = preemptors.queues;
 
     // 2.
     while (!queues.Empty()) {
@@ -74,7 +57,7 @@ class ReclaimRun {
         spdlog::debug("reclaim: queue {} is overused, skipped", queue->name);
         continue;
       }
-      auto& jobs = preemptors.at(queue);
+      auto& jobs = preemptors.by_queue.at(queue);
       while (!jobs.Empty()) {
         Job* job = jobs.Pop();
         auto& tasks = preemptor_tasks.at(job);
@@ -98,12 +81,7 @@ class ReclaimRun {
  private:
   // 3.
   void ReclaimForTask(Statement& stmt, Task* t) {
-    std::vector<Node*> storage;
-    std::span<Node* const> candidates = actions::NodesWithoutUnresolvable(ssn_, t, storage);
-    actions::PredicateResult found = helper_.PredicateNodes(
-        t, candidates,
-        [this](const Task* task, const Node* n) { return ssn_.PredicateForPreemptAction(task, n); },
-        args_.predicate_error_cache_enable);
+    actions::PredicateResult found = PreemptCandidates(t);
     const Queue* own_queue = t->job->queue;
     for (Node* node : found.nodes) {
       std::vector<Task*> reclaimees;
@@ -144,24 +122,12 @@ class ReclaimRun {
       return;
     }
   }
-
-  Session& ssn_;
-  const ActionArguments& args_;
-  ThreadPool& pool_;
-  size_t rotation_ = 0;
-  actions::PredicateHelper helper_;
-};
-
-class Reclaim final : public Action {
- public:
-  std::string_view name() const override { return "reclaim"; }
-  void Execute(Session& ssn) const override { ReclaimRun(ssn).Run(); }
 };
 
 }  // namespace
 
 const Action& ReclaimAction() {
-  static const Reclaim action;
+  static const RunAction<ReclaimRun> action("reclaim");
   return action;
 }
 
