@@ -91,6 +91,11 @@ std::string Type::Name() const {
     case TypeKind::Optional: return elem->Name() + "?";
     case TypeKind::Record: return record ? record->name : "<record>";
     case TypeKind::Shape: return std::string(shape);
+    case TypeKind::Tuple: {
+      std::string out = "(";
+      for (size_t i = 0; i < elems.size(); ++i) out += (i ? ", " : "") + elems[i]->Name();
+      return out + ")";
+    }
     default:
       for (const auto& s : kScalarNames)
         if (s.kind == kind) return std::string(s.name);
@@ -142,6 +147,15 @@ const Type* TypeContext::Record(const ast::RecordDecl* decl) {
   t.record = decl;
   storage_.push_back(t);
   return composite_[key] = &storage_.back();
+}
+
+const Type* TypeContext::Tuple(const std::vector<const Type*>& elems) {
+  auto it = tuples_.find(elems);
+  if (it != tuples_.end()) return it->second;
+  Type t = MakeType(TypeKind::Tuple);
+  t.elems = elems;
+  storage_.push_back(t);
+  return tuples_[elems] = &storage_.back();
 }
 
 const Type* TypeContext::Shape(std::string_view name) {
