@@ -87,7 +87,7 @@ const Type* Checker::Expect(ast::Expr* e, const Type* expected, std::string_view
                               expected->Name()));
     if (got->kind == TypeKind::Tuple && expected->kind == TypeKind::Tuple &&
         got->elems.size() != expected->elems.size())
-      d.notes.push_back({e->range, fmt::format("this tuple has {} elements; the key has {}",
+      d.notes.push_back({e->range, fmt::format("this tuple has {} elements, not {}",
                                                got->elems.size(), expected->elems.size())});
   }
   return got;
