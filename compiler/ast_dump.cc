@@ -34,9 +34,9 @@ class Dumper {
   std::string TypeText(const TypeRef& t) {
     std::string s = t.name;
     if (!t.args.empty()) {
-      s += "<";
+      s += t.tuple ? "(" : "<";
       for (size_t i = 0; i < t.args.size(); ++i) s += (i ? ", " : "") + TypeText(t.args[i]);
-      s += ">";
+      s += t.tuple ? ")" : ">";
     }
     if (t.optional) s += "?";
     return s;
@@ -263,7 +263,8 @@ class Dumper {
         break;
       }
       case NodeKind::ListLit:
-        for (const auto& x : static_cast<const ListLit*>(e)->elements) Expr(x.get(), depth + 1);
+      case NodeKind::TupleLit:
+        for (const auto& x : static_cast<const ElementsLit*>(e)->elements) Expr(x.get(), depth + 1);
         break;
       case NodeKind::MapLit:
         for (const auto& x : static_cast<const MapLit*>(e)->entries) {

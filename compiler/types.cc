@@ -45,6 +45,15 @@ Type MakeType(TypeKind kind, const Type* elem = nullptr, const Type* key = nullp
   t.key = key;
   return t;
 }
+// The interned type `table` holds for `key`, or `t`, stored and recorded there: a type is made
+// once, so types compare by pointer.
+template <typename Table, typename Key>
+const Type* Intern(std::deque<Type>& storage, Table& table, const Key& key, const Type& t) {
+  auto it = table.find(key);
+  if (it != table.end()) return it->second;
+  storage.push_back(t);
+  return table[key] = &storage.back();
+}
 }  // namespace
 
 bool LookupScalarTypeName(std::string_view name, TypeKind* out) {
@@ -91,6 +100,11 @@ std::string Type::Name() const {
     case TypeKind::Optional: return elem->Name() + "?";
     case TypeKind::Record: return record ? record->name : "<record>";
     case TypeKind::Shape: return std::string(shape);
+    case TypeKind::Tuple: {
+      std::string out = "(";
+      for (size_t i = 0; i < elems.size(); ++i) out += (i ? ", " : "") + elems[i]->Name();
+      return out + ")";
+    }
     default:
       for (const auto& s : kScalarNames)
         if (s.kind == kind) return std::string(s.name);
@@ -109,52 +123,48 @@ TypeContext::TypeContext() {
 const Type* TypeContext::Get(TypeKind k) { return scalars_[static_cast<int>(k)]; }
 
 const Type* TypeContext::List(const Type* elem) {
-  auto key = std::make_tuple(static_cast<int>(TypeKind::List), elem, nullptr, nullptr);
-  auto it = composite_.find(key);
-  if (it != composite_.end()) return it->second;
-  storage_.push_back(MakeType(TypeKind::List, elem));
-  return composite_[key] = &storage_.back();
+  return Intern(storage_, composite_,
+                std::make_tuple(static_cast<int>(TypeKind::List), elem, nullptr, nullptr),
+                MakeType(TypeKind::List, elem));
 }
 
 const Type* TypeContext::Map(const Type* k, const Type* v) {
-  auto key = std::make_tuple(static_cast<int>(TypeKind::Map), v, k, nullptr);
-  auto it = composite_.find(key);
-  if (it != composite_.end()) return it->second;
-  storage_.push_back(MakeType(TypeKind::Map, v, k));
-  return composite_[key] = &storage_.back();
+  return Intern(storage_, composite_,
+                std::make_tuple(static_cast<int>(TypeKind::Map), v, k, nullptr),
+                MakeType(TypeKind::Map, v, k));
 }
 
 const Type* TypeContext::Optional(const Type* payload) {
   if (payload->kind == TypeKind::Optional || payload->kind == TypeKind::Error) return payload;
-  auto key = std::make_tuple(static_cast<int>(TypeKind::Optional), payload, nullptr, nullptr);
-  auto it = composite_.find(key);
-  if (it != composite_.end()) return it->second;
-  storage_.push_back(MakeType(TypeKind::Optional, payload));
-  return composite_[key] = &storage_.back();
+  return Intern(storage_, composite_,
+                std::make_tuple(static_cast<int>(TypeKind::Optional), payload, nullptr, nullptr),
+                MakeType(TypeKind::Optional, payload));
 }
 
 const Type* TypeContext::Record(const ast::RecordDecl* decl) {
-  auto key = std::make_tuple(static_cast<int>(TypeKind::Record), nullptr, nullptr,
-                             static_cast<const void*>(decl));
-  auto it = composite_.find(key);
-  if (it != composite_.end()) return it->second;
   Type t = MakeType(TypeKind::Record);
   t.record = decl;
-  storage_.push_back(t);
-  return composite_[key] = &storage_.back();
+  return Intern(storage_, composite_,
+                std::make_tuple(static_cast<int>(TypeKind::Record), nullptr, nullptr,
+                                static_cast<const void*>(decl)),
+                t);
+}
+
+const Type* TypeContext::Tuple(const std::vector<const Type*>& elems) {
+  Type t = MakeType(TypeKind::Tuple);
+  t.elems = elems;
+  return Intern(storage_, tuples_, elems, t);
 }
 
 const Type* TypeContext::Shape(std::string_view name) {
   for (std::string_view n : AbiRecordNames()) {
     if (n != name) continue;
-    auto key = std::make_tuple(static_cast<int>(TypeKind::Shape), nullptr, nullptr,
-                               static_cast<const void*>(n.data()));
-    auto it = composite_.find(key);
-    if (it != composite_.end()) return it->second;
     Type t = MakeType(TypeKind::Shape);
     t.shape = n;
-    storage_.push_back(t);
-    return composite_[key] = &storage_.back();
+    return Intern(storage_, composite_,
+                  std::make_tuple(static_cast<int>(TypeKind::Shape), nullptr, nullptr,
+                                  static_cast<const void*>(n.data())),
+                  t);
   }
   return nullptr;
 }

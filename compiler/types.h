@@ -44,6 +44,7 @@ enum class TypeKind {
   Map,
   Optional,
   Record,
+  Tuple,  // `(string, int)`: 2 to 4 scalar elements, in `elems`
   Shape,  // a read-only Kubernetes shape from runtime/abi.h (Taint, Toleration, ...): `shape`
   None,  // the type of the literal `none` before it meets an optional
 };
@@ -54,6 +55,7 @@ struct Type {
   const Type* key = nullptr;   // Map key
   const ast::RecordDecl* record = nullptr;
   std::string_view shape;  // Shape: the record name in KILN_ABI_RECORDS ("Taint")
+  std::vector<const Type*> elems;  // Tuple elements
 
   bool Is(TypeKind k) const { return kind == k; }
   bool IsView() const {
@@ -75,6 +77,7 @@ class TypeContext {
   const Type* Map(const Type* key, const Type* value);
   const Type* Optional(const Type* payload);  // Optional(T?) == T?
   const Type* Record(const ast::RecordDecl* decl);
+  const Type* Tuple(const std::vector<const Type*>& elems);
   // A Kubernetes shape record named in KILN_ABI_RECORDS; nullptr when there is none.
   const Type* Shape(std::string_view name);
 
@@ -89,7 +92,16 @@ class TypeContext {
   std::deque<Type> storage_;
   std::vector<const Type*> scalars_;
   std::map<std::tuple<int, const Type*, const Type*, const void*>, const Type*> composite_;
+  std::map<std::vector<const Type*>, const Type*> tuples_;
 };
+
+// Tuples (docs/language.md "Tuples"): the arity and element kinds a tuple type may have.
+inline constexpr size_t kMinTupleArity = 2;
+inline constexpr size_t kMaxTupleArity = 4;
+inline bool IsTupleElementKind(TypeKind k) {
+  return k == TypeKind::Int || k == TypeKind::Float || k == TypeKind::Bool ||
+         k == TypeKind::String;
+}
 
 // The scalar/view type named `name` in source ("int", "Resource", "Task"), or Error kind when
 // the name is not a built-in type. Generic names (list, map) are handled by the resolver.

@@ -54,8 +54,10 @@ param
   : name=IDENT ':' type=typeRef
   ;
 
+// A named type (`map<Job, float>?`), or a tuple type when `tuple` is present: `(string, int)`.
 typeRef
-  : name=IDENT ('<' args+=typeRef (',' args+=typeRef)* '>')? (opt='?')?
+  : (name=IDENT ('<' args+=typeRef (',' args+=typeRef)* '>')?
+     | tuple='(' args+=typeRef (',' args+=typeRef)+ ')') (opt='?')?
   ;
 
 // ---------------------------------------------------------------------------------------------
@@ -136,6 +138,7 @@ unary
 
 postfix
   : operand=postfix '.' field=fieldName                                        # Select
+  | operand=postfix '.' position=INT                                           # TupleElement
   | operand=postfix '[' index=expr ']'                                         # Index
   | callee=postfix '(' args=argList? ')'                                       # Call
   | value=primary                                                              # PlainPostfix
@@ -163,7 +166,8 @@ primary
   | value=('true' | 'false')                                                   # BoolLit
   | 'none'                                                                     # NoneLit
   | name=IDENT                                                                 # Name
-  | '(' inner=expr ')'                                                         # Paren
+  // A tuple when there is more than one element: `(node, i)`.
+  | '(' inner=expr (',' rest+=expr)* ')'                                       # Paren
   // A comprehension when `gen` is present, else a list literal.
   | '[' (elements+=expr (gen=generator | (',' elements+=expr)* ','?) | ','?) ']'  # ListLit
   | '{' (entries+=mapEntry (',' entries+=mapEntry)*)? ','? '}'                 # MapLit

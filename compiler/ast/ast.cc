@@ -12,7 +12,7 @@ const char* KindName(NodeKind kind) {
     KILN_CASE(DurationLit) KILN_CASE(QuantityLit) KILN_CASE(NoneLit) KILN_CASE(NameRef)
     KILN_CASE(Unary) KILN_CASE(Binary) KILN_CASE(Conditional) KILN_CASE(Select)
     KILN_CASE(Index) KILN_CASE(Call) KILN_CASE(Comprehension) KILN_CASE(ListLit)
-    KILN_CASE(MapLit) KILN_CASE(ResourceLit) KILN_CASE(RecordLit) KILN_CASE(Let) KILN_CASE(Assign) KILN_CASE(If)
+    KILN_CASE(MapLit) KILN_CASE(ResourceLit) KILN_CASE(RecordLit) KILN_CASE(TupleLit) KILN_CASE(Let) KILN_CASE(Assign) KILN_CASE(If)
     KILN_CASE(IfLet) KILN_CASE(For) KILN_CASE(Return) KILN_CASE(Break) KILN_CASE(Continue)
     KILN_CASE(Block) KILN_CASE(ExprStmt) KILN_CASE(Uses) KILN_CASE(Const) KILN_CASE(Arg)
     KILN_CASE(Record) KILN_CASE(State) KILN_CASE(Fn) KILN_CASE(Handler)

@@ -121,7 +121,8 @@ struct Conditional : Expr {
 
 // `operand.field`. On views the field comes from the runtime ABI tables (`view_field` or
 // `shape_field` is its index there, see compiler/sema/view_fields.h); on records `record_field` is the field index;
-// on built-in value types (Resource.cpu, duration.seconds, Fit.code) `builtin_field` names it.
+// on built-in value types (Resource.cpu, duration.seconds, Fit.code) `builtin_field` names it;
+// on a tuple (`k.0`, written as a number) `tuple_element` is the element's position.
 struct Select : Expr {
   static constexpr NodeKind kKind = NodeKind::Select;
   Select(SourceRange r, ExprPtr e, std::string f, SourceRange fr)
@@ -132,6 +133,7 @@ struct Select : Expr {
   int view_field = -1;   // index into kAbiFields (KILN_ABI_FIELDS)
   int shape_field = -1;  // index into AbiShapeFields() (KILN_ABI_SHAPE_FIELDS)
   int record_field = -1;
+  int tuple_element = -1;
   std::string builtin_field;
 };
 
@@ -201,10 +203,15 @@ struct Comprehension : Expr {
   ~Comprehension() override;
 };
 
-struct ListLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::ListLit;
-  explicit ListLit(SourceRange r) : Expr(kKind, r) {}
+// A list or tuple literal: its elements in order.
+struct ElementsLit : Expr {
+  ElementsLit(NodeKind k, SourceRange r) : Expr(k, r) {}
   std::vector<ExprPtr> elements;
+};
+
+struct ListLit : ElementsLit {
+  static constexpr NodeKind kKind = NodeKind::ListLit;
+  explicit ListLit(SourceRange r) : ElementsLit(kKind, r) {}
 };
 
 struct MapEntry {
@@ -243,6 +250,12 @@ struct RecordLit : Expr {
   SourceRange type_range;
   std::vector<FieldInit> fields;
   const RecordDecl* record = nullptr;  // set by the resolver
+};
+
+// `(node, i)`: a tuple of 2 to 4 scalars, the composite key of a map (docs/language.md "Tuples").
+struct TupleLit : ElementsLit {
+  static constexpr NodeKind kKind = NodeKind::TupleLit;
+  explicit TupleLit(SourceRange r) : ElementsLit(kKind, r) {}
 };
 
 }  // namespace kiln::ast

@@ -11,7 +11,7 @@ enum class NodeKind : uint8_t {
   // expressions (expr.h)
   IntLit, FloatLit, StringLit, BoolLit, DurationLit, QuantityLit, NoneLit,
   NameRef, Unary, Binary, Conditional, Select, Index, Call, Comprehension,
-  ListLit, MapLit, ResourceLit, RecordLit,
+  ListLit, MapLit, ResourceLit, RecordLit, TupleLit,
   // statements (stmt.h)
   Let, Assign, If, IfLet, For, Return, Break, Continue, Block, ExprStmt,
   // declarations (decl.h)

@@ -26,7 +26,8 @@ using StmtPtr = std::unique_ptr<Stmt>;
 
 // Syntax of a type as written: `map<Job, float>?`. `resolved` is set by the resolver.
 struct TypeRef {
-  std::string name;
+  std::string name;  // empty for a tuple type
+  bool tuple = false;  // `(T1, T2)`: the elements are `args`
   std::vector<TypeRef> args;
   bool optional = false;
   SourceRange range;

@@ -71,11 +71,9 @@ void Lowering::EmitIterate(const ast::Expr& source,
   if (IsKind(st, TypeKind::Map)) {
     Value* map = Emit(source);
     Value* n = CallRt("kiln_rt_map_size", i64_, {map});
-    bool string_key = IsKind(st->key, TypeKind::String);
     llvm::Type* vt = Ty(st->elem);
     LoopN(n, [&](Value* i) {
-      Value* key = string_key ? CallStrOut("kiln_rt_map_key_s", {map, i}, false)
-                              : KeyFromInt(CallRt("kiln_rt_map_key_i", i64_, {map, i}), st->key);
+      Value* key = MapKeyAt(map, i, st->key);
       Value* val = b_.CreateLoad(vt, CallRt("kiln_rt_map_value_at", ptr_, {map, i}));
       body(key, val);
     }, continue_to, break_to);

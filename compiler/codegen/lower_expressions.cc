@@ -103,6 +103,7 @@ Value* Lowering::EmitExpr(const ast::Expr& e) {
       return map;
     }
     case ast::NodeKind::ResourceLit: return EmitResourceLit(static_cast<const ast::ResourceLit&>(e));
+    case ast::NodeKind::TupleLit: return EmitTupleLit(static_cast<const ast::TupleLit&>(e));
     case ast::NodeKind::RecordLit: {
       // Start from the record's defaults, then the fields written.
       const auto& rl = static_cast<const ast::RecordLit&>(e);
@@ -381,6 +382,7 @@ Value* Lowering::Compare(ast::BinaryOp op, Value* l, const Type* lt, Value* r, c
                            [&] { return static_cast<Value*>(b_.getFalse()); });
     return op == Op::Eq ? eq : b_.CreateNot(eq);
   }
+  if (IsKind(lt, TypeKind::Tuple)) return CompareTuples(op, l, r, lt, at);
   if (IsFloatLike(lt) || IsFloatLike(rt)) {
     Value* a = IsFloatLike(lt) ? l : b_.CreateSIToFP(l, f64_);
     Value* c = IsFloatLike(rt) ? r : b_.CreateSIToFP(r, f64_);

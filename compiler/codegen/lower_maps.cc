@@ -185,7 +185,8 @@ Value* Lowering::FindIntKey(const Type* mt, Value* map, Value* k, Value* value_s
 // Slot of `key` in a map (inserting the value type's zero value when asked), or null.
 Value* Lowering::MapSlot(const Type* mt, Value* map, Value* key, const Type* key_type, bool insert,
                          const Type* vt) {
-  bool string_key = IsKind(mt->key, TypeKind::String);
+  if (IsKind(mt->key, TypeKind::Tuple)) key = TupleKey(key, mt->key);
+  bool string_key = IsKind(mt->key, TypeKind::String) || IsKind(mt->key, TypeKind::Tuple);
   Value* value_size = b_.getInt64(static_cast<int64_t>(SizeOf(Ty(vt))));
   if (!insert) {
     if (string_key)
@@ -307,13 +308,11 @@ Value* Lowering::EmitMapKeysOrValues(const ast::Call& c, bool keys) {
     Value* m = Emit(recv);
     n = CallRt("kiln_rt_map_size", i64_, {m});
     Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(SizeOf(et)))}, true);
-    bool string_key = IsKind(mt->key, TypeKind::String);
     llvm::Type* vt = Ty(mt->elem);
     ForRange(n, [&](Value* i) {
       Value* v;
       if (keys)
-        v = string_key ? CallStrOut("kiln_rt_map_key_s", {m, i}, false)
-                       : KeyFromInt(CallRt("kiln_rt_map_key_i", i64_, {m, i}), mt->key);
+        v = MapKeyAt(m, i, mt->key);
       else
         v = b_.CreateLoad(vt, CallRt("kiln_rt_map_value_at", ptr_, {m, i}));
       b_.CreateStore(v, b_.CreateGEP(et, items, i));

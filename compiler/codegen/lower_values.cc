@@ -52,7 +52,9 @@ Value* Lowering::Str(std::string_view s) {
 }
 
 Value* Lowering::NewMap(const Type* t) {
-  int32_t key_kind = IsKind(t->key, TypeKind::String) ? 1 : 0;
+  // Tuple keys are stored as their encoding (lower_tuples.cc), a string.
+  int32_t key_kind =
+      IsKind(t->key, TypeKind::String) || IsKind(t->key, TypeKind::Tuple) ? 1 : 0;
   auto size = static_cast<int32_t>(SizeOf(Ty(t->elem)));
   if (int32_t off = ViewIndexOffset(t->key); off >= 0)
     return CallRt("kiln_rt_map_new_view", ptr_,
@@ -122,6 +124,10 @@ bool Lowering::NeedsPersist(const Type* t) {
     case TypeKind::List:
     case TypeKind::Record: return true;
     case TypeKind::Optional: return !t->elem->IsView() && NeedsPersist(t->elem);
+    case TypeKind::Tuple:
+      for (const Type* e : t->elems)
+        if (NeedsPersist(e)) return true;
+      return false;
     default: return false;
   }
 }
@@ -173,6 +179,15 @@ Value* Lowering::Persist(Value* v, const Type* t) {
     case TypeKind::Optional:
       if (IsPtrOptional(t)) return v;
       return b_.CreateInsertValue(v, Persist(b_.CreateExtractValue(v, {1}), t->elem), {1});
+    case TypeKind::Tuple: {
+      Value* out = v;
+      for (size_t i = 0; i < t->elems.size(); ++i) {
+        unsigned idx = static_cast<unsigned>(i);
+        out = b_.CreateInsertValue(out, Persist(b_.CreateExtractValue(v, {idx}), t->elems[i]),
+                                   {idx});
+      }
+      return out;
+    }
     case TypeKind::Record: {
       Value* out = v;
       for (size_t i = 0; i < t->record->fields.size(); ++i) {

@@ -62,6 +62,8 @@ Value* Lowering::HostMapZero(const AbiFieldInfo& f) {
 Value* Lowering::EmitSelect(const ast::Select& s) {
   const Type* ot = s.operand->type;
   if (IsKind(ot, TypeKind::Session)) return EmitSessionField(s);
+  if (s.tuple_element >= 0)
+    return b_.CreateExtractValue(Emit(*s.operand), {static_cast<unsigned>(s.tuple_element)});
   if (IsViewPtr(ot)) {
     const AbiFieldInfo* f = FindAbiField(ViewOwner(ot), s.field);
     if (!f) f = FindAbiShapeField(ViewOwner(ot), s.field);

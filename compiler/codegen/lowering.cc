@@ -53,6 +53,7 @@ llvm::Type* Lowering::Ty(const Type* t) {
     case TypeKind::Validation: return validation_;
     case TypeKind::Victims: return victims_;
     case TypeKind::List: return list_;
+    case TypeKind::Tuple: return TupleTy(t);
     case TypeKind::Optional:
       if (IsViewPtr(t->elem)) return ptr_;
       return llvm::StructType::get(ctx_, {i1_, Ty(t->elem)});

@@ -14,6 +14,7 @@
 //   lower_views.cc         fields of views (runtime/abi.h), indexing, resource literals
 //   lower_maps.cc          the map lookup emitter, map slots, get / keys / values
 //   lower_collections.cc   iteration, lists, comprehensions
+//   lower_tuples.cc        tuples, and the map keys they become
 //   lower_calls.cc         calls: policy functions, generic builtins, standard-library rows
 //   lower_handlers.cc      handler thunks (runtime/session.h ABI), state init, argument defaults
 
@@ -149,6 +150,14 @@ class Lowering {
   Value* EmitMapForWrite(const ast::Expr& e);
   Value* EmitMapGet(const ast::Call& c);
   Value* EmitMapKeysOrValues(const ast::Call& c, bool keys);
+
+  // lower_tuples.cc
+  llvm::Type* TupleTy(const Type* t);
+  Value* EmitTupleLit(const ast::TupleLit& lit);
+  Value* TupleKey(Value* tuple, const Type* t);
+  Value* TupleFromKey(Value* key, const Type* t);
+  Value* MapKeyAt(Value* map, Value* i, const Type* key_type);
+  Value* CompareTuples(ast::BinaryOp op, Value* l, Value* r, const Type* t, const ast::Node* at);
 
   // lower_collections.cc
   static const ast::Call* RangeCall(const ast::Expr& e);

@@ -78,7 +78,8 @@ class Builder {
   TypeRef Type(P::TypeRefContext* c) {
     DepthGuard g(this, RangeOf(c));
     TypeRef t;
-    t.name = c->name->getText();
+    t.tuple = c->tuple != nullptr;
+    if (c->name) t.name = c->name->getText();
     t.range = RangeOf(c);
     t.optional = c->opt != nullptr;
     for (auto* a : c->args) t.args.push_back(Type(a));
@@ -360,6 +361,10 @@ class Builder {
       return std::make_unique<Select>(r, Postfix(e->operand), e->field->getText(),
                                       RangeOf(e->field));
     }
+    // `k.0`: the field is the position, which the checker reads on a tuple.
+    if (auto* e = dynamic_cast<P::TupleElementContext*>(c))
+      return std::make_unique<Select>(r, Postfix(e->operand), e->position->getText(),
+                                      RangeOf(e->position));
     if (auto* e = dynamic_cast<P::IndexContext*>(c))
       return std::make_unique<ast::Index>(r, Postfix(e->operand), Expr(e->index));
     if (auto* e = dynamic_cast<P::CallContext*>(c)) return CallOf(e);
@@ -469,8 +474,11 @@ class Builder {
     if (auto* e = dynamic_cast<P::NameContext*>(c))
       return std::make_unique<NameRef>(r, e->name->getText());
     if (auto* e = dynamic_cast<P::ParenContext*>(c)) {
-      auto inner = Expr(e->inner);
-      return inner;
+      if (e->rest.empty()) return Expr(e->inner);
+      auto out = std::make_unique<TupleLit>(r);
+      out->elements.push_back(Expr(e->inner));
+      for (auto* x : e->rest) out->elements.push_back(Expr(x));
+      return out;
     }
     if (auto* e = dynamic_cast<P::ListLitContext*>(c)) {
       if (e->gen) return Comprehend(r, Aggregate::List, e->elements.front(), e->gen);

@@ -55,7 +55,8 @@ const Expr* NonConstant(const Expr* e) {
       return NonConstant(b->right.get());
     }
     case NodeKind::ListLit:
-      for (auto& x : static_cast<const ListLit*>(e)->elements)
+    case NodeKind::TupleLit:
+      for (auto& x : static_cast<const ElementsLit*>(e)->elements)
         if (auto* y = NonConstant(x.get())) return y;
       return nullptr;
     case NodeKind::MapLit:

@@ -274,6 +274,9 @@ class CostEstimator {
           Poly l = Bytes(StrLen(b->left.get())), r = Bytes(StrLen(b->right.get()));
           if (!l.empty() && !r.empty()) cost = Add(cost, l);
         }
+        // Tuples compare element by element: the left side's strings at most.
+        if (IsComparison(b->op) && IsTuple(b->left.get()))
+          cost = Add(cost, Bytes(TupleBytes(b->left.get())));
         return cost;
       }
       case NodeKind::Conditional: {
@@ -308,6 +311,12 @@ class CostEstimator {
       case NodeKind::RecordLit: {
         Poly cost;
         for (const auto& f : static_cast<const RecordLit*>(e)->fields) cost = Add(cost, Expr(f.value.get()));
+        return cost;
+      }
+      case NodeKind::TupleLit: {
+        // Building the tuple, and the map key it becomes, copies its strings, as `a + b` does.
+        Poly cost = Bytes(TupleBytes(e));
+        for (const auto& el : static_cast<const TupleLit*>(e)->elements) cost = Add(cost, Expr(el.get()));
         return cost;
       }
       default: return {};
@@ -493,6 +502,22 @@ class CostEstimator {
   }
   static bool IsString(const ast::Expr* e) {
     return e && e->type && e->type->kind == TypeKind::String;
+  }
+  static bool IsTuple(const ast::Expr* e) {
+    return e && e->type && e->type->kind == TypeKind::Tuple;
+  }
+  // An upper bound on the bytes of a tuple's string elements (its fixed-size elements are part
+  // of the step): a literal's strings as written, any other tuple's as cluster text.
+  Poly TupleBytes(const ast::Expr* e) {
+    Poly bytes;
+    if (auto* t = As<TupleLit>(e)) {
+      for (const auto& el : t->elements)
+        if (IsString(el.get())) bytes = Add(bytes, StrLen(el.get()));
+      return bytes;
+    }
+    for (const Type* el : e->type->elems)
+      if (el->kind == TypeKind::String) bytes = Add(bytes, Symbol("text"));
+    return bytes;
   }
   // The local a string expression names, or null.
   static const Local* StringLocal(const ast::Expr* e) {

@@ -82,8 +82,13 @@ const Type* Checker::ConstType(ConstDecl* c) {
 const Type* Checker::Expect(ast::Expr* e, const Type* expected, std::string_view what) {
   const Type* got = Check(e, expected);
   if (!Assignable(got, expected)) {
-    ctx_.diags.Error(e->range, fmt::format("{} has type `{}`, expected `{}`", what, got->Name(),
-                                           expected->Name()));
+    Diagnostic& d = ctx_.diags.Error(
+        e->range, fmt::format("{} has type `{}`, expected `{}`", what, got->Name(),
+                              expected->Name()));
+    if (got->kind == TypeKind::Tuple && expected->kind == TypeKind::Tuple &&
+        got->elems.size() != expected->elems.size())
+      d.notes.push_back({e->range, fmt::format("this tuple has {} elements, not {}",
+                                               got->elems.size(), expected->elems.size())});
   }
   return got;
 }
@@ -295,6 +300,7 @@ const Type* Checker::CheckInner(ast::Expr* e, const Type* expected) {
     case NodeKind::Index: return IndexType(static_cast<Index*>(e));
     case NodeKind::Call: return CallType(static_cast<Call*>(e), expected);
     case NodeKind::Comprehension: return ComprehensionType(static_cast<Comprehension*>(e));
+    case NodeKind::TupleLit: return TupleType(static_cast<TupleLit*>(e), expected);
     case NodeKind::ListLit: {
       auto* l = static_cast<ListLit*>(e);
       const Type* want = expected && expected->kind == TypeKind::List ? expected->elem : nullptr;
@@ -566,7 +572,8 @@ const Type* Checker::BinaryType(Binary* b, const Type* expected) {
                                                  BinaryOpSpelling(b->op), Unify(l, r)->Name()));
         return t_.Bool();
       }
-      if (comparable && Ordered(Unify(l, r))) return t_.Bool();
+      // Tuples order lexicographically by their elements (bools: false first).
+      if (comparable && (Ordered(Unify(l, r)) || l->kind == TypeKind::Tuple)) return t_.Bool();
       ctx_.diags.Error(b->range, fmt::format("cannot compare `{}` with `{}` using `{}`",
                                              l->Name(), r->Name(), BinaryOpSpelling(b->op)));
       return t_.Bool();
@@ -640,6 +647,18 @@ const Type* Checker::SelectType(Select* s) {
       s->record_field = i;
       return o->record->fields[i].declared.resolved;
     }
+    case TypeKind::Tuple: {
+      // `k.0`: the position is written as a number (the parser gives it as the field).
+      size_t n = o->elems.size();
+      if (s->field.size() == 1 && s->field[0] >= '0' && static_cast<size_t>(s->field[0] - '0') < n) {
+        s->tuple_element = s->field[0] - '0';
+        return o->elems[s->tuple_element];
+      }
+      ctx_.diags.Error(s->field_range,
+                       fmt::format("`{}` has elements `.0` to `.{}`, not `.{}`", o->Name(), n - 1,
+                                   s->field));
+      return Err();
+    }
     case TypeKind::Optional:
       ctx_.diags.Error(s->operand->range,
                        fmt::format("this value is `{}` and may be none; unwrap it with `if let` "
@@ -651,6 +670,35 @@ const Type* Checker::SelectType(Select* s) {
                        fmt::format("`{}` has no fields (reading `.{}`)", o->Name(), s->field));
       return Err();
   }
+}
+
+const Type* Checker::TupleType(TupleLit* t, const Type* expected) {
+  const Type* want = expected && expected->kind == TypeKind::Tuple &&
+                             expected->elems.size() == t->elements.size()
+                         ? expected
+                         : nullptr;
+  std::vector<const Type*> elems;
+  bool ok = true;
+  for (size_t i = 0; i < t->elements.size(); ++i) {
+    ast::Expr* x = t->elements[i].get();
+    const Type* got = Check(x, want ? want->elems[i] : nullptr);
+    if (IsErr(got)) {
+      ok = false;
+    } else if (!IsTupleElementKind(got->kind)) {
+      ctx_.diags.Error(x->range, fmt::format("a tuple element must be an int, float, bool or "
+                                             "string, not `{}`",
+                                             got->Name()));
+      ok = false;
+    }
+    // An int element of a literal written where a float element is expected becomes a float.
+    elems.push_back(want && Assignable(got, want->elems[i]) ? want->elems[i] : got);
+  }
+  if (t->elements.size() > kMaxTupleArity) {
+    ctx_.diags.Error(t->range, fmt::format("a tuple has {} to {} elements, not {}",
+                                           kMinTupleArity, kMaxTupleArity, t->elements.size()));
+    return Err();
+  }
+  return ok ? t_.Tuple(elems) : Err();
 }
 
 const Type* Checker::IndexType(Index* ix) {

@@ -24,6 +24,7 @@ class TypeResolver {
  private:
   const Type* ResolveInner(ast::TypeRef& ref) {
     TypeContext& t = ctx_.types();
+    if (ref.tuple) return ResolveTuple(ref);
     auto arity = [&](size_t n) {
       if (ref.args.size() == n) return true;
       ctx_.diags.Error(ref.range, fmt::format("`{}` takes {} type argument{}, not {}", ref.name, n,
@@ -40,12 +41,12 @@ class TypeResolver {
       const Type* v = Resolve(ref.args[1]);
       switch (k->kind) {
         case TypeKind::Int: case TypeKind::String: case TypeKind::Task: case TypeKind::Job:
-        case TypeKind::Node: case TypeKind::Queue: case TypeKind::Error:
+        case TypeKind::Node: case TypeKind::Queue: case TypeKind::Tuple: case TypeKind::Error:
           break;
         default:
           ctx_.diags.Error(ref.args[0].range,
                            fmt::format("`{}` cannot be a map key (keys are int, string, Task, "
-                                       "Job, Node or Queue)",
+                                       "Job, Node, Queue or a tuple)",
                                        k->Name()));
           return t.Error();
       }
@@ -76,6 +77,32 @@ class TypeResolver {
     ctx_.diags.Error(ref.range,
                      fmt::format("unknown type `{}`{}", ref.name, DidYouMean(ref.name, names)));
     return t.Error();
+  }
+
+  // `(string, int)`: 2 to 4 elements, each int, float, bool or string (no optionals, views or
+  // nested tuples: a tuple is a composite key, and these are the keys it is made of).
+  const Type* ResolveTuple(ast::TypeRef& ref) {
+    TypeContext& t = ctx_.types();
+    if (ref.args.size() > kMaxTupleArity) {
+      ctx_.diags.Error(ref.range, fmt::format("a tuple has {} to {} elements, not {}",
+                                              kMinTupleArity, kMaxTupleArity, ref.args.size()));
+      return t.Error();
+    }
+    std::vector<const Type*> elems;
+    bool ok = true;
+    for (auto& a : ref.args) {
+      const Type* e = Resolve(a);
+      if (e->kind == TypeKind::Error) {
+        ok = false;
+      } else if (!IsTupleElementKind(e->kind)) {
+        ctx_.diags.Error(a.range, fmt::format("`{}` cannot be a tuple element (elements are int, "
+                                              "float, bool or string)",
+                                              e->Name()));
+        ok = false;
+      }
+      elems.push_back(e);
+    }
+    return ok ? t.Tuple(elems) : t.Error();
   }
 
   PassContext& ctx_;

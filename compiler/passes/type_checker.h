@@ -75,6 +75,10 @@ class Checker {
 
   const Type* SelectType(Select* s);
 
+  // `(a, b)`: 2 to 4 scalar elements; against an expected tuple of the same arity, an int element
+  // takes a float element's type.
+  const Type* TupleType(TupleLit* t, const Type* expected);
+
   // Indexing a missing entry gives the zero value, or an optional when the type has none.
   const Type* OrNone(const Type* t) { return t->HasZero() ? t : t_.Optional(t); }
 

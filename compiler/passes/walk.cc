@@ -100,7 +100,8 @@ void Walker::Expr(ast::Expr* e) {
       break;
     }
     case NodeKind::ListLit:
-      for (auto& x : static_cast<ListLit*>(e)->elements) Expr(x.get());
+    case NodeKind::TupleLit:
+      for (auto& x : static_cast<ElementsLit*>(e)->elements) Expr(x.get());
       break;
     case NodeKind::MapLit:
       for (auto& x : static_cast<MapLit*>(e)->entries) {

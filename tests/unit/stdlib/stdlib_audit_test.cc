@@ -84,6 +84,8 @@ const std::vector<Sample>& Samples() {
       {"map<string, float>", R"({"a": 1.5})"},
       {"map<string, int?>", R"({"a": parse_int("1"), "b": parse_int("x")})"},
       {"map<Task, int>", "{task: 3}"},
+      {"(string, int)", R"(("a", 1))"},
+      {"map<(string, int), int>", R"({("a", 1): 2, ("b", 3): 4})"},
       {"map<string, string>", "node.labels"},
       {"Task", "task"},
       {"Node", "node"},
@@ -261,6 +263,12 @@ std::string Render(const std::string& e, const Type* t, const std::string& out, 
       std::string v = fmt::format("v{}", fresh++);
       return fmt::format("{}for {} in {} {{\n{}}}\n{}", append("\"[\""), v, e,
                          Render(v, t->elem, out, fresh), append("\"]\""));
+    }
+    case TypeKind::Tuple: {
+      std::string elems;
+      for (size_t i = 0; i < t->elems.size(); ++i)
+        elems += Render(fmt::format("({}).{}", e, i), t->elems[i], out, fresh);
+      return append("\"(\"") + elems + append("\")\"");
     }
     case TypeKind::Map: {
       std::string k = fmt::format("k{}", fresh++);
