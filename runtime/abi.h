@@ -71,7 +71,7 @@ struct DerivedJobBool {
   size_t terms[3];
 };
 // The dense `index` (int64_t, -1 outside a cluster) of each view a policy map may be keyed by:
-// view-keyed maps keep a table by it (compiler/codegen/runtime_support.cc, KMap::dense).
+// view-keyed maps keep a table by it (stdlib/runtime_internal.h, KMap::dense).
 inline constexpr size_t kTaskIndexOffset = offsetof(Task, index);
 inline constexpr size_t kJobIndexOffset = offsetof(Job, index);
 inline constexpr size_t kNodeIndexOffset = offsetof(Node, index);
