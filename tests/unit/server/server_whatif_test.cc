@@ -2,6 +2,7 @@
 // what-if answer on a small cluster, the off-path configuration (its own set, refused when the
 // files changed under the live one), and the live loop and what-ifs running at once (also in
 // kiln_concurrency_tests, for ThreadSanitizer).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -274,7 +275,8 @@ TEST(WhatIfInput, ReadsAVolcanoJob) {
 // n1 and n2 each run a low-priority pod and a high one; c1/high-0 (pending, high) preempts one of
 // the low pods in every session. A what-if of another high-priority pod makes the session evict
 // both; the answer names only the eviction the job adds.
-constexpr std::string_view kPreemptScenario = R"(name: whatif-preempt
+std::string PreemptScenario() {
+  std::string text = R"(name: whatif-preempt
 conf: |
   actions: "enqueue, allocate, preempt"
   tiers:
@@ -282,23 +284,25 @@ conf: |
     - name: priority
 cluster:
   priorityClasses: [{name: high, value: 1000}, {name: low, value: 10}]
-  nodes:
-  - {name: n1, allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}
-  - {name: n2, allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}
   podGroups:
   - {name: low, namespace: c1, minMember: 1, phase: Running, priorityClassName: low}
   - {name: peer, namespace: c1, minMember: 1, phase: Running, priorityClassName: high}
   - {name: high, namespace: c1, minMember: 1, phase: Inqueue, priorityClassName: high}
-  pods:
-  - {name: low-0, namespace: c1, group: low, requests: {cpu: "1", memory: 1Gi}, phase: Running, node: n1}
-  - {name: low-1, namespace: c1, group: low, requests: {cpu: "1", memory: 1Gi}, phase: Running, node: n2}
-  - {name: peer-0, namespace: c1, group: peer, requests: {cpu: "1", memory: 1Gi}, phase: Running, node: n1}
-  - {name: peer-1, namespace: c1, group: peer, requests: {cpu: "1", memory: 1Gi}, phase: Running, node: n2}
-  - {name: high-0, namespace: c1, group: high, requests: {cpu: "1", memory: 1Gi}, phase: Pending}
 )";
+  std::string nodes = "  nodes:\n";
+  std::string pods = "  pods:\n  - {name: high-0, namespace: c1, group: high, requests: {cpu: \"1\", memory: 1Gi}}\n";
+  for (int i = 0; i < 2; ++i) {
+    nodes += fmt::format("  - {{name: n{}, allocatable: {{cpu: \"2\", memory: 8Gi, pods: \"110\"}}}}\n", i + 1);
+    for (const char* group : {"low", "peer"})
+      pods += fmt::format("  - {{name: {}-{}, namespace: c1, group: {}, phase: Running, node: n{}, "
+                          "requests: {{cpu: \"1\", memory: 1Gi}}}}\n",
+                          group, i, group, i + 1);
+  }
+  return text + nodes + pods;
+}
 
 TEST(WhatIf, EvictionsAreTheJobsOwn) {
-  auto spec = ParseScenario(kPreemptScenario, "preempt.yaml");
+  auto spec = ParseScenario(PreemptScenario(), "preempt.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error().Format();
   // The conf of the scenario, built as the live one would be.
   testing::TempDir dir;
