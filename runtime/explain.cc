@@ -12,6 +12,7 @@
 #include "runtime/actions/helpers.h"
 #include "runtime/cluster.h"
 #include "runtime/hyper_node.h"
+#include "runtime/scheduler.h"
 #include "runtime/session.h"
 
 namespace kiln {
@@ -398,6 +399,16 @@ void ExplainRecorder::AddFigure(std::string_view plugin, Figure f) {
   if (sink_ == nullptr) return;
   if (sink_->empty() || sink_->back().first != plugin) sink_->emplace_back(std::string(plugin), std::vector<Figure>{});
   sink_->back().second.push_back(std::move(f));
+}
+
+SessionHooks RecordingHooks(ExplainRecorder& recorder) {
+  SessionHooks hooks;
+  hooks.after_open = [&recorder](Session& ssn) { ssn.set_explain(&recorder); };
+  hooks.before_close = [&recorder](Session& ssn) {
+    recorder.Finish(ssn);
+    ssn.set_explain(nullptr);
+  };
+  return hooks;
 }
 
 }  // namespace kiln

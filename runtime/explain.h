@@ -288,6 +288,15 @@ void ExplainJobsAndQueues(Session& ssn, Explanation& out);
 // empty), every job, every queue.
 Explanation ExplainAtOpen(Session& ssn, const std::set<std::string>& pods = {});
 
+struct SessionHooks;
+class ExplainRecorder;
+// The hooks that record one session's explanation into `recorder`: attached to the session right
+// after it opens, finished (jobs and queues as the actions left them) and detached before it
+// closes. Every tool that explains a session it runs (`kiln explain`, a what-if, a shadow's two
+// sides) uses these, so they all see the same moments. The caller still calls ApplyResults with
+// the session's result. Defined in explain.cc; include runtime/scheduler.h to use the result.
+SessionHooks RecordingHooks(ExplainRecorder& recorder);
+
 class ExplainRecorder {
  public:
   // Records only `pods` (keys <ns>/<name>) when not empty.

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <thread>
@@ -159,6 +160,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
     deps.snapshot = hooks.snapshot_spec;
     deps.clock = session_clock;
     deps.explain_json = hooks.explain_json;
+    // A copy taken after the last session stays current until the next one; without sessions
+    // (standby, caches not synced) a request takes its own after a couple of periods.
+    deps.snapshots.max_age = std::max<std::chrono::nanoseconds>(std::chrono::seconds(3),
+                                                                2 * options.schedule_period);
     WhatIfLimits limits;
     limits.max_body_bytes = options.http_limits.max_whatif_bytes;
     offpath = std::make_unique<OffPathRunner>(std::move(deps), limits);
@@ -271,9 +276,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
     return synced && leading();
   };
   SchedulerLoop loop(binding, reloader, &metrics, loop_options);
-  if (hooks.on_session || shadow)
+  if (hooks.on_session || shadow || offpath)
     loop.SetObserver([&](const SessionResult& r, const PolicySet&) {
       if (shadow) shadow->LiveDone(&r);
+      if (offpath) offpath->SessionDone();
       if (hooks.on_session) hooks.on_session(r);
     });
   running_loop = &loop;

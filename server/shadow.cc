@@ -442,12 +442,7 @@ Result<std::map<std::string, std::string>> ShadowRunner::Explain(
   if (!cluster) return cluster.error();
   cluster->nominated_hyper_nodes() = job.nominated;
   ExplainRecorder recorder(pods);
-  SessionHooks hooks;
-  hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
-  hooks.before_close = [&](Session& ssn) {
-    recorder.Finish(ssn);
-    ssn.set_explain(nullptr);
-  };
+  SessionHooks hooks = RecordingHooks(recorder);
   auto result = RunSession(std::move(*cluster), set.conf, set.registry, job.now, job.index, &hooks);
   if (!result) return result.error();
   recorder.ApplyResults(*result);

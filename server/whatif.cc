@@ -16,9 +16,11 @@
 #include <unordered_set>
 
 #include "kubernetes/decode.h"
+#include "kubernetes/volcano_job.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
 #include "runtime/yaml_util.h"
+#include "server/scheduler_loop.h"
 
 namespace kiln::server {
 
@@ -199,6 +201,24 @@ Result<WhatIfObjects> ParseWhatIfObjects(std::string_view body, bool json,
       return Error{fmt::format("{}: an object was expected, got {}", where, obj.type_name()), {}};
     std::string kind = obj.contains("kind") && obj["kind"].is_string() ? obj["kind"].get<std::string>() : "";
     try {
+      if (kube::IsVolcanoJob(obj)) {
+        if (out.group || !out.pods.empty() || items.size() > 1)
+          return Error{fmt::format("{}: a Job comes alone (its controller makes the PodGroup and "
+                                   "pods; send those instead to change them)",
+                                   where),
+                       {}};
+        auto expanded = kube::ExpandVolcanoJob(obj);
+        if (!expanded) return Error{fmt::format("{}: {}", where, expanded.error().message), {}};
+        if (expanded->pods.size() > limits.max_pods)
+          return Error{fmt::format("{}: the Job has {} pods; at most {} are read in one what-if",
+                                   where, expanded->pods.size(), limits.max_pods),
+                       {}};
+        out.group = std::move(expanded->group);
+        out.volcano_tasks = std::move(expanded->tasks);
+        // Its pods are read as any pod is, after it (`obj` is not used past this point).
+        for (Json& pod : expanded->pods) items.push_back(std::move(pod));
+        continue;
+      }
       if (kind == "PodGroup") {
         if (out.group)
           return Error{fmt::format("{}: one PodGroup per what-if (the request already has {})",
@@ -278,43 +298,29 @@ std::string WhatIfJson(const WhatIfAnswer& a) {
   return j.dump(2) + "\n";
 }
 
-void NormaliseLikeScenario(ClusterSpec& cluster) {
-  std::unordered_set<std::string> implicit;
-  for (const PodGroupSpec& g : cluster.pod_groups)
-    if (g.implicit) implicit.insert(g.Uid());
-  std::erase_if(cluster.pod_groups, [](const PodGroupSpec& g) { return g.implicit; });
-  for (PodGroupSpec& g : cluster.pod_groups) g.conditions.clear();
-  std::erase_if(cluster.queues, [](const QueueSpec& q) { return q.implicit; });
-  for (PodSpec& p : cluster.pods) {
-    if (p.foreign) continue;
-    p.scheduler_name = std::string(kDefaultSchedulerName);
-    if (implicit.count(p.JobUid())) p.group.clear();
-  }
-}
-
 namespace {
 
-Status CheckNoCollision(const ClusterSpec& cluster, const WhatIfObjects& objects) {
-  std::unordered_set<std::string> pods;
-  for (const PodSpec& p : cluster.pods) pods.insert(p.Key());
+Status CheckNoCollision(OffPathCluster& base, const WhatIfObjects& objects) {
+  if (!base.pod_keys) {
+    base.pod_keys.emplace();
+    base.group_uids.emplace();
+    for (const PodSpec& p : base.spec.pods) base.pod_keys->insert(p.Key());
+    for (const PodGroupSpec& g : base.spec.pod_groups) base.group_uids->insert(g.Uid());
+  }
   for (const PodSpec& p : objects.pods)
-    if (pods.count(p.Key()))
+    if (base.pod_keys->count(p.Key()))
       return Error{fmt::format("pod {} already exists in the cluster: a what-if adds new pods "
                                "(rename it)",
                                p.Key()),
                    {}};
-  if (objects.group)
-    for (const PodGroupSpec& g : cluster.pod_groups)
-      if (g.Uid() == objects.group->Uid())
-        return Error{fmt::format("PodGroup {} already exists in the cluster: a what-if adds a new "
-                                 "one (rename it, or send only pods that name the existing one)",
-                                 g.Uid()),
-                     {}};
+  if (objects.group && base.group_uids->count(objects.group->Uid()))
+    return Error{fmt::format("PodGroup {} already exists in the cluster: a what-if adds a new "
+                             "one (rename it, or send only pods that name the existing one)",
+                             objects.group->Uid()),
+                 {}};
   if (!objects.group) {
-    std::unordered_set<std::string> groups;
-    for (const PodGroupSpec& g : cluster.pod_groups) groups.insert(g.Uid());
     for (const PodSpec& p : objects.pods)
-      if (!p.group.empty() && !groups.count(p.JobUid()))
+      if (!p.group.empty() && !base.group_uids->count(p.JobUid()))
         return Error{fmt::format("pod {} names PodGroup {}, which neither the cluster nor the "
                                  "request has",
                                  p.Key(), p.JobUid()),
@@ -341,13 +347,9 @@ Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string>
   if (pods.empty()) pods.insert(std::string(1, '\0'));
   ExplainRecorder recorder(std::move(pods));
   Explained out;
-  SessionHooks hooks;
-  if (record) hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
-  hooks.before_close = [&](Session& ssn) {
-    if (record) {
-      recorder.Finish(ssn);
-      ssn.set_explain(nullptr);
-    }
+  SessionHooks hooks = record ? RecordingHooks(recorder) : SessionHooks{};
+  hooks.before_close = [&, finish = std::move(hooks.before_close)](Session& ssn) {
+    if (finish) finish(ssn);
     for (const Session::HandlerUse& u : ssn.HandlerCoverage())
       if (u.point == ExtensionPoint::JobEnqueueable &&
           std::find(out.enqueue_voters.begin(), out.enqueue_voters.end(), u.plugin) ==
@@ -375,20 +377,38 @@ Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string>
 
 Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects,
                                const PolicySet& set, TimeNs now) {
-  if (Status s = CheckNoCollision(cluster, objects); !s) return s.error();
-  const size_t first_added = cluster.pods.size();
-  if (objects.group) cluster.pod_groups.push_back(*objects.group);
-  for (const PodSpec& p : objects.pods) cluster.pods.push_back(p);
+  OffPathCluster base;
+  base.now = now;
   CompleteOptions complete;
   complete.now = now;
-  std::vector<ClusterWarning> warnings = CompleteCluster(cluster, complete);
+  base.warnings = CompleteCluster(cluster, complete);
+  base.spec = std::move(cluster);
+  return RunWhatIfOn(base, objects, set);
+}
+
+Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& objects,
+                                 const PolicySet& set) {
+  const TimeNs now = base.now;
+  if (Status s = CheckNoCollision(base, objects); !s) return s.error();
+  std::vector<PodGroupSpec> groups;
+  if (objects.group) {
+    groups.push_back(*objects.group);
+    if (!objects.volcano_tasks.empty())
+      groups.back().min_resources = kube::VolcanoJobMinResources(
+          objects.volcano_tasks, objects.group->min_member, base.spec.priority_classes);
+  }
+  std::vector<PodSpec> pods = objects.pods;
+  std::vector<ClusterWarning> warnings;
+  CompleteAdded(base.spec, groups, pods, now, &warnings);
 
   WhatIfAnswer a;
   std::set<std::string> added;
-  for (size_t i = first_added; i < cluster.pods.size(); ++i) added.insert(cluster.pods[i].Key());
-  a.job = objects.group ? objects.group->Uid()
-                        : (first_added < cluster.pods.size() ? cluster.pods[first_added].JobUid()
-                                                             : std::string());
+  for (const PodSpec& p : pods) added.insert(p.Key());
+  a.job = objects.group ? objects.group->Uid() : (pods.empty() ? std::string() : pods.front().JobUid());
+  // The job's objects are in base.spec until `extension` ends (the end of this block).
+  std::optional<OffPathExtension> extension;
+  extension.emplace(base.spec, std::move(groups), std::move(pods));
+  const ClusterSpec& cluster = base.spec;
   // The session as the scheduler would run it, unobserved but for the job's queue position.
   auto ran = RunExplained(cluster, {}, set, now, /*record=*/false, a.job);
   if (!ran) return ran.error();
@@ -400,7 +420,6 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
     if (auto b = r.binds.find(pod); b != r.binds.end()) a.placements[pod] = b->second;
     if (auto p = r.pipelined.find(pod); p != r.pipelined.end()) a.pipelined[pod] = p->second;
   }
-  a.evictions.assign(r.evictions.begin(), r.evictions.end());
 
   // Admission: the job left Pending (enqueue let it in), or it is not scheduled at all.
   auto phase = r.pod_group_phases.find(a.job);
@@ -461,14 +480,27 @@ Result<WhatIfAnswer> RunWhatIf(ClusterSpec cluster, const WhatIfObjects& objects
       for (WhatIfReason& w : e->second) out.push_back(std::move(w));
     if (out.empty()) out.push_back({"Unspecified", "no action considered the pod in this session"});
   }
+  extension.reset();
+
+  // The job's evictions: those the same session without it does not make. The session without
+  // the job is run only when there is something to tell apart, once per copy and configuration.
+  if (!r.evictions.empty()) {
+    if (!base.baseline_evictions || base.baseline_hash != set.hash) {
+      auto baseline = RunExplained(base.spec, {}, set, now, /*record=*/false);
+      if (!baseline) return baseline.error();
+      base.baseline_evictions = std::set<std::string>(baseline->result.evictions.begin(),
+                                                      baseline->result.evictions.end());
+      base.baseline_hash = set.hash;
+    }
+    for (const std::string& pod : r.evictions)
+      if (!base.baseline_evictions->count(pod)) a.evictions.push_back(pod);
+    std::sort(a.evictions.begin(), a.evictions.end());
+  }
   return a;
 }
 
-Result<Explanation> ExplainOffPath(ClusterSpec cluster, const std::set<std::string>& pods,
+Result<Explanation> ExplainOffPath(const ClusterSpec& cluster, const std::set<std::string>& pods,
                                    const PolicySet& set, TimeNs now) {
-  CompleteOptions complete;
-  complete.now = now;
-  CompleteCluster(cluster, complete);
   auto ran = RunExplained(cluster, pods, set, now, /*record=*/true);
   if (!ran) return ran.error();
   return std::move(ran->explanation);
@@ -515,6 +547,9 @@ OffPathRunner::OffPathRunner(Deps deps, WhatIfLimits limits)
     : deps_(std::move(deps)), limits_(limits), stats_(std::make_unique<Stats>()) {
   // Off-path sessions keep no state across sessions: never the live store.
   deps_.sources.kept_state = nullptr;
+  if (!deps_.clock) deps_.clock = WallClockNs;
+  if (deps_.snapshot)
+    snapshots_ = std::make_unique<OffPathSnapshots>(deps_.snapshot, deps_.clock, deps_.snapshots);
 }
 
 Result<std::shared_ptr<const PolicySet>> OffPathRunner::Policies() {
@@ -590,13 +625,11 @@ OffPathRunner::Reply OffPathRunner::WhatIf(std::string_view body, std::string_vi
   auto set = Policies();
   if (!set) return Count("whatif", JsonError(503, set.error().message, 5));
   if (!deps_.snapshot) return Count("whatif", JsonError(404, "no snapshot: this server has no cluster to ask"));
-  TimeNs now = deps_.clock();
-  ClusterSpec cluster = TakeSnapshot(now);  // the only moment the binding's lock is held
-  NormaliseLikeScenario(cluster);
-  if (Status s = CheckNoCollision(cluster, *objects); !s)
+  std::shared_ptr<OffPathCluster> base = TakeSnapshot();
+  if (Status s = CheckNoCollision(*base, *objects); !s)
     return Count("whatif", JsonError(400, s.error().message));
   auto start = std::chrono::steady_clock::now();
-  auto answer = RunWhatIf(std::move(cluster), *objects, **set, now);
+  auto answer = RunWhatIfOn(*base, *objects, **set);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!answer) return Count("whatif", JsonError(500, answer.error().Format()));
   stats_->faults.Increment(static_cast<double>(answer->session.faults.size()));
@@ -617,8 +650,8 @@ OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_v
   auto set = Policies();
   if (!set) return Count("explain", JsonError(503, set.error().message, 5));
   if (!deps_.snapshot) return Count("explain", JsonError(404, "no snapshot: this server has no cluster to ask"));
-  TimeNs now = deps_.clock();
-  ClusterSpec cluster = TakeSnapshot(now);
+  std::shared_ptr<OffPathCluster> base = TakeSnapshot();
+  const ClusterSpec& cluster = base->spec;
   // Found in the snapshot as the session sees it (CompleteCluster's: one-pod groups included).
   std::set<std::string> pods;
   std::string job, queue;
@@ -638,9 +671,8 @@ OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_v
     for (const PodSpec& p : cluster.pods)
       if (!p.foreign && p.JobUid() == job) pods.insert(p.Key());
   }
-  NormaliseLikeScenario(cluster);
   auto start = std::chrono::steady_clock::now();
-  auto e = ExplainOffPath(std::move(cluster), pods, **set, now);
+  auto e = ExplainOffPath(cluster, pods, **set, base->now);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!e) return Count("explain", JsonError(500, e.error().Format()));
   stats_->session_seconds.Observe(secs);
@@ -653,12 +685,15 @@ OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_v
   return Count("explain", std::move(r));
 }
 
-ClusterSpec OffPathRunner::TakeSnapshot(TimeNs now) {
-  auto start = std::chrono::steady_clock::now();
-  ClusterSpec cluster = deps_.snapshot(now);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+std::shared_ptr<OffPathCluster> OffPathRunner::TakeSnapshot() {
+  double secs = 0;
+  std::shared_ptr<OffPathCluster> base = snapshots_->Current(&secs);
   stats_->snapshot_seconds.Observe(secs);
-  return cluster;
+  return base;
+}
+
+void OffPathRunner::SessionDone() {
+  if (snapshots_) snapshots_->SessionDone();
 }
 
 std::string OffPathRunner::MetricsText() const {

@@ -27,13 +27,7 @@ Result<Explanation> ExplainScenarioSession(const ScenarioSpec& spec, const Sched
   auto sim = Simulator::Create(spec, conf, provider);
   if (!sim) return sim.error();
   ExplainRecorder recorder(pods);
-  SessionHooks hooks;
-  hooks.after_open = [&](Session& ssn) { ssn.set_explain(&recorder); };
-  hooks.before_close = [&](Session& ssn) {
-    recorder.Finish(ssn);
-    ssn.set_explain(nullptr);
-  };
-  (*sim)->SetFirstSessionHooks(std::move(hooks));
+  (*sim)->SetFirstSessionHooks(RecordingHooks(recorder));
   auto result = (*sim)->RunCycle();
   if (!result) return result.error();
   recorder.ApplyResults(*result);

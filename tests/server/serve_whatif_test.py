@@ -3,8 +3,10 @@
 
 The cluster is examples/scenarios/training-cluster.yaml, served with --dry-run so that it stands
 still. A what-if must answer what `kiln simulate` decides on the `kiln snapshot` output with the
-same job added to it: the job's placements and pipelined pods, the session's evictions, and
-whether enqueue admitted the job. Three jobs: one that fits, one that enqueue refuses (its
+same job added to it: the job's placements and pipelined pods, the evictions the job causes (those
+of that session that the session without the job does not make: the cluster's own preempt and
+reclaim evict pods in every session), and whether enqueue admitted the job. A Volcano Job is
+answered as the PodGroup and pods its controller would make. Three jobs: one that fits, one that enqueue refuses (its
 minResources ask for 16 GPUs; overcommit has 6.4 idle), one admitted that fits no node (pending
 reasons). Bad input is a 400 that says where and what, changes nothing, and the server goes on
 scheduling. GET /explain answers for a pod, for a PodGroup with no pods (research/vit-huge), and
@@ -130,16 +132,21 @@ class WhatIf(unittest.TestCase):
         with open(path) as f:
             return yaml.safe_load(f)
 
-    def simulate_with(self, spg, spods):
-        doc = self.snapshot()
-        doc["cluster"].setdefault("podGroups", []).append(spg)
-        doc["cluster"].setdefault("pods", []).extend(spods)
-        path = os.path.join(self.tmp.name, "with-job.yaml")
+    def simulate(self, doc, name):
+        path = os.path.join(self.tmp.name, name)
         with open(path, "w") as f:
             yaml.safe_dump(doc, f, sort_keys=False)
         r = subprocess.run([KILN, "simulate", path, "-o", "json"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)["sessions"][0]
+
+    def simulate_with(self, spg, spods):
+        """The session of `kiln simulate` on the snapshot with the job added, and without it."""
+        doc = self.snapshot()
+        without = self.simulate(doc, "without-job.yaml")
+        doc["cluster"].setdefault("podGroups", []).append(spg)
+        doc["cluster"].setdefault("pods", []).extend(spods)
+        return self.simulate(doc, "with-job.yaml"), without
 
     def whatif(self, objects, fmt="yaml"):
         if fmt == "json":
@@ -153,11 +160,14 @@ class WhatIf(unittest.TestCase):
     def assert_equal_to_simulate(self, spec, fmt="yaml"):
         objects, spg, spods = spec
         got = self.whatif(objects, fmt)
-        want = self.simulate_with(spg, spods)
+        want, without = self.simulate_with(spg, spods)
         mine = {f"{p['namespace']}/{p['name']}" for p in spods}
         self.assertEqual(got["placements"], {k: v for k, v in want["binds"].items() if k in mine})
         self.assertEqual(got["pipelined"], {k: v for k, v in want.get("pipelined", {}).items() if k in mine})
-        self.assertEqual(sorted(got["evictions"]), sorted(want.get("evictions", [])))
+        # The job's evictions: the session with it evicts them, the same session without it does not.
+        caused = set(want.get("evictions", [])) - set(without.get("evictions", []))
+        self.assertEqual(sorted(got["evictions"]), sorted(caused))
+        self.evicted_anyway = without.get("evictions", [])
         uid = f"{spg['namespace']}/{spg['name']}"
         self.assertEqual(got["admitted"], want["podGroupPhases"][uid] != "Pending", want["podGroupPhases"])
         for key in ("admitted", "admission", "placements", "pipelined", "evictions", "queuePosition", "reasons"):
@@ -166,6 +176,10 @@ class WhatIf(unittest.TestCase):
 
     def test_a_job_that_fits_is_placed_as_simulate_places_it(self):
         got = self.assert_equal_to_simulate(FITS)
+        # The cluster's own preempt and reclaim evict pods in every session (the dry run repeats
+        # it): not the job's doing, so not in its answer.
+        self.assertGreater(len(self.evicted_anyway), 0)
+        self.assertEqual(got["evictions"], [])
         self.assertTrue(got["admitted"])
         self.assertEqual(len(got["placements"]), 2, got)
         self.assertEqual(got["reasons"], {})
@@ -200,6 +214,34 @@ class WhatIf(unittest.TestCase):
         self.assertIn("NodeAffinityMismatch", codes, reasons)
         self.assertNotIn("", codes)
         self.assertNotIn("Unspecified", codes, reasons)
+
+    def test_a_volcano_job_is_expanded_as_its_controller_would(self):
+        def task(name, replicas, cpu, memory):
+            return {"name": name, "replicas": replicas,
+                    "template": {"spec": {"containers": [{"name": name, "image": "busybox",
+                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}}
+        vcjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                 "metadata": {"name": "whatif-vcjob", "namespace": "dev"},
+                 "spec": {"minAvailable": 3, "queue": "default",
+                          "tasks": [task("ps", 1, "1", "2Gi"), task("worker", 2, "2", "4Gi")]}}
+        # What the controller makes of it, in scenario form: the PodGroup named after the Job (no
+        # uid yet), minResources of its three pods, the pods <job>-<task>-<index>.
+        spg = {"name": "whatif-vcjob", "namespace": "dev", "queue": "default", "minMember": 3,
+               "minTaskMember": {"ps": 1, "worker": 2},
+               "minResources": {"cpu": "5", "memory": "10Gi", "pods": "3"}}
+        spods = [{"name": f"whatif-vcjob-{t}-{i}", "namespace": "dev", "group": "whatif-vcjob", "task": t,
+                  "requests": {"cpu": c, "memory": m}, "image": "busybox"}
+                 for t, n, c, m in (("ps", 1, "1", "2Gi"), ("worker", 2, "2", "4Gi")) for i in range(n)]
+        got = self.assert_equal_to_simulate((vcjob, spg, spods))
+        self.assertEqual(got["job"], "dev/whatif-vcjob")
+        self.assertEqual(set(got["placements"]) | set(got["pipelined"]) | set(got["reasons"]),
+                         {"dev/whatif-vcjob-ps-0", "dev/whatif-vcjob-worker-0", "dev/whatif-vcjob-worker-1"})
+        # A bad Job is a 400 naming the field.
+        bad = dict(vcjob, spec=dict(vcjob["spec"], tasks=[dict(task("ps", 1, "1", "2Gi"), replicas="one")]))
+        status, text, _ = http(self.serve.port, "POST", "/whatif", json.dumps(bad).encode(), "application/json")
+        self.assertEqual(status, 400, text)
+        self.assertIn("object 1 (Job dev/whatif-vcjob): spec.tasks[0].replicas: must be an integer",
+                      json.loads(text)["error"])
 
     def test_kiln_whatif_prints_json_and_a_table(self):
         path = os.path.join(self.tmp.name, "job.yaml")

@@ -2,8 +2,10 @@
 // what-if answer on a small cluster, the off-path configuration (its own set, refused when the
 // files changed under the live one), and the live loop and what-ifs running at once (also in
 // kiln_concurrency_tests, for ThreadSanitizer).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -215,6 +217,165 @@ TEST(WhatIf, ObjectsTheClusterHasAreRefused) {
   EXPECT_NE(a.error().message.find("pod c1/w1 already exists"), std::string::npos);
 }
 
+// A Volcano Job is the PodGroup and pods its controller makes: placed as they would be, its
+// PodGroup's minResources computed (2 workers of 2 cpu, 1 cpu of ps: 5 cpu), nothing else with it.
+constexpr std::string_view kVolcanoJob = R"(apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: mnist, namespace: c1}
+spec:
+  minAvailable: 3
+  tasks:
+  - name: ps
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: ps, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        containers: [{name: w, resources: {requests: {cpu: "2", memory: 1Gi}}}]
+)";
+
+TEST(WhatIfInput, ReadsAVolcanoJob) {
+  auto o = ParseWhatIfObjects(kVolcanoJob, false, {});
+  ASSERT_TRUE(o.ok()) << o.error().Format();
+  ASSERT_TRUE(o->group);
+  EXPECT_EQ(o->group->Uid(), "c1/mnist");
+  EXPECT_EQ(o->group->min_member, 3);
+  ASSERT_EQ(o->pods.size(), 3u);
+  EXPECT_EQ(o->pods[0].Key(), "c1/mnist-ps-0");
+  EXPECT_EQ(o->pods[2].Key(), "c1/mnist-worker-1");
+  EXPECT_EQ(o->pods[2].task, "worker");
+  EXPECT_EQ(o->pods[2].JobUid(), "c1/mnist");
+
+  auto set = DefaultSet();
+  ASSERT_TRUE(set);
+  auto a = RunWhatIf(TestCluster(), *o, *set, 0);
+  ASSERT_TRUE(a.ok()) << a.error().Format();
+  EXPECT_EQ(a->job, "c1/mnist");
+  // Every pod of the job is answered for: placed, or with its reasons.
+  EXPECT_EQ(a->placements.size() + a->pipelined.size() + a->reasons.size(), 3u);
+  const auto& groups = a->session.pod_group_phases;
+  EXPECT_EQ(groups.count("c1/mnist"), 1u);
+
+  auto alone = ParseWhatIfObjects(std::string(kVolcanoJob) + "---\n" + std::string(kJob), false, {});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message.find("object 1 (Job c1/mnist): a Job comes alone"),
+            std::string::npos)
+      << alone.error().message;
+  auto bad = ParseWhatIfObjects(
+      "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n"
+      "spec: {tasks: [{name: a, replicas: many}]}\n",
+      false, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "object 1 (Job j): spec.tasks[0].replicas: must be an integer");
+}
+
+// n1 and n2 each run a low-priority pod and a high one; c1/high-0 (pending, high) preempts one of
+// the low pods in every session. A what-if of another high-priority pod makes the session evict
+// both; the answer names only the eviction the job adds.
+std::string PreemptScenario() {
+  std::string text = R"(name: whatif-preempt
+conf: |
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins:
+    - name: priority
+cluster:
+  priorityClasses: [{name: high, value: 1000}, {name: low, value: 10}]
+  podGroups:
+  - {name: low, namespace: c1, minMember: 1, phase: Running, priorityClassName: low}
+  - {name: peer, namespace: c1, minMember: 1, phase: Running, priorityClassName: high}
+  - {name: high, namespace: c1, minMember: 1, phase: Inqueue, priorityClassName: high}
+)";
+  std::string nodes = "  nodes:\n";
+  std::string pods = "  pods:\n  - {name: high-0, namespace: c1, group: high, requests: {cpu: \"1\", memory: 1Gi}}\n";
+  for (int i = 0; i < 2; ++i) {
+    nodes += fmt::format("  - {{name: n{}, allocatable: {{cpu: \"2\", memory: 8Gi, pods: \"110\"}}}}\n", i + 1);
+    for (const char* group : {"low", "peer"})
+      pods += fmt::format("  - {{name: {}-{}, namespace: c1, group: {}, phase: Running, node: n{}, "
+                          "requests: {{cpu: \"1\", memory: 1Gi}}}}\n",
+                          group, i, group, i + 1);
+  }
+  return text + nodes + pods;
+}
+
+TEST(WhatIf, EvictionsAreTheJobsOwn) {
+  auto spec = ParseScenario(PreemptScenario(), "preempt.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().Format();
+  // The conf of the scenario, built as the live one would be.
+  testing::TempDir dir;
+  auto conf = dir.path() / "scheduler.conf";
+  testing::WriteFileWhole(conf, spec->conf_text);
+  PolicySources sources;
+  sources.conf_file = conf.string();
+  auto preempting = LoadPolicySet(sources, CompiledProviderFactory(), 1);
+  ASSERT_TRUE(preempting.ok()) << preempting.error().Format();
+  auto objects = ParseWhatIfObjects(
+      "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: urgent, namespace: c1}\n"
+      "spec: {minMember: 1, priorityClassName: high}\n---\n"
+      "kind: Pod\nmetadata: {name: urgent-0, namespace: c1, annotations: {scheduling.k8s.io/group-name: urgent}}\n"
+      "spec: {priorityClassName: high, containers: [{name: m, resources: {requests: {cpu: '1', memory: 1Gi}}}]}\n",
+      false, {});
+  ASSERT_TRUE(objects.ok()) << objects.error().Format();
+
+  OffPathCluster base;
+  base.spec = spec->cluster;
+  base.warnings = CompleteCluster(base.spec, {});
+  const size_t pods = base.spec.pods.size(), groups = base.spec.pod_groups.size();
+  auto a = RunWhatIfOn(base, *objects, **preempting);
+  ASSERT_TRUE(a.ok()) << a.error().Format();
+  ASSERT_EQ(a->session.evictions.size(), 2u) << "both low pods go in the session with the job";
+  ASSERT_TRUE(base.baseline_evictions);
+  ASSERT_EQ(base.baseline_evictions->size(), 1u) << "high-0 evicts one without the job";
+  ASSERT_EQ(a->evictions.size(), 1u);
+  EXPECT_EQ(base.baseline_evictions->count(a->evictions[0]), 0u) << a->evictions[0];
+  EXPECT_EQ(a->evictions[0].rfind("c1/low-", 0), 0u) << a->evictions[0];
+  // The shared copy is left as it was, and the baseline is reused by the next what-if.
+  EXPECT_EQ(base.spec.pods.size(), pods);
+  EXPECT_EQ(base.spec.pod_groups.size(), groups);
+  auto again = RunWhatIfOn(base, *objects, **preempting);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->evictions, a->evictions);
+  // Each answer equals one on a fresh copy of the cluster.
+  auto fresh = RunWhatIf(spec->cluster, *objects, **preempting, 0);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->evictions, a->evictions);
+  EXPECT_EQ(fresh->session.evictions, a->session.evictions);
+  EXPECT_EQ(fresh->pipelined, a->pipelined);
+}
+
+// The copy off-path sessions share (server/offpath_snapshot.h): none while nobody asks, one per
+// live session while someone does, taken by the publisher and shared by the requests.
+TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
+  std::atomic<int> taken{0};
+  OffPathSnapshots snaps(
+      [&](TimeNs) {
+        ++taken;
+        return TestCluster();
+      },
+      [] { return TimeNs{0}; }, {});
+  snaps.SessionDone();  // nobody asked yet
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(taken.load(), 0);
+  double waited = -1;
+  auto first = snaps.Current(&waited);  // the first request takes its own
+  EXPECT_EQ(taken.load(), 1);
+  EXPECT_GE(waited, 0);
+  EXPECT_TRUE(std::any_of(first->spec.queues.begin(), first->spec.queues.end(),
+                          [](const QueueSpec& q) { return q.name == "default"; }))
+      << "completed";
+  EXPECT_EQ(snaps.Current(nullptr).get(), first.get()) << "no session since: the same copy";
+  EXPECT_EQ(taken.load(), 1);
+  snaps.SessionDone();  // someone asked lately: the publisher copies, the request waits for it
+  auto second = snaps.Current(nullptr);
+  EXPECT_EQ(taken.load(), 2);
+  EXPECT_NE(second.get(), first.get());
+  EXPECT_EQ(second->after_session, 2);
+  EXPECT_EQ(snaps.Current(nullptr).get(), second.get());
+}
+
 TEST(OffPathRunner, RefusesToAnswerForFilesTheLiveSchedulerHasNotLoaded) {
   testing::TempDir dir;
   auto conf = dir.path() / "scheduler.conf";
@@ -304,7 +465,6 @@ TEST(OffPathRunner, RunsBesideTheLiveLoop) {
   LoopOptions options;
   options.period = 1ms;
   SchedulerLoop loop(cluster, reloader, nullptr, options);
-  std::thread live([&] { loop.Run(); });
 
   OffPathRunner::Deps deps;
   deps.sources = reloader.sources();
@@ -314,6 +474,10 @@ TEST(OffPathRunner, RunsBesideTheLiveLoop) {
   deps.clock = WallClockNs;
   deps.explain_json = [](const Explanation& e) { return std::to_string(e.jobs.size()); };
   OffPathRunner runner(deps);
+  // As kiln serve does: each live session asks the publisher for a new copy (its own thread),
+  // which the what-ifs then share.
+  loop.SetObserver([&](const SessionResult&, const PolicySet&) { runner.SessionDone(); });
+  std::thread live([&] { loop.Run(); });
   std::atomic<int> ok{0}, busy{0}, other{0};
   auto ask = [&] {
     for (int i = 0; i < 10; ++i) {

@@ -1,0 +1,185 @@
+#include "server/offpath_snapshot.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace kiln::server {
+
+void NormaliseLikeScenario(ClusterSpec& cluster) {
+  std::unordered_set<std::string> implicit;
+  for (const PodGroupSpec& g : cluster.pod_groups)
+    if (g.implicit) implicit.insert(g.Uid());
+  std::erase_if(cluster.pod_groups, [](const PodGroupSpec& g) { return g.implicit; });
+  for (PodGroupSpec& g : cluster.pod_groups) g.conditions.clear();
+  std::erase_if(cluster.queues, [](const QueueSpec& q) { return q.implicit; });
+  for (PodSpec& p : cluster.pods) {
+    if (p.foreign) continue;
+    p.scheduler_name = std::string(kDefaultSchedulerName);
+    if (implicit.count(p.JobUid())) p.group.clear();
+  }
+}
+
+// ---- one session's objects on a shared cluster ----------------------------------------------
+
+OffPathExtension::OffPathExtension(ClusterSpec& cluster, std::vector<PodGroupSpec> groups,
+                                   std::vector<PodSpec> pods)
+    : cluster_(cluster) {
+  // CompleteCluster lists the PodGroups the cluster names first and the one-pod groups it makes
+  // after them: a named group goes before the first made one, a made one at the end.
+  auto& g = cluster_.pod_groups;
+  group_at_ = static_cast<size_t>(
+      std::find_if(g.begin(), g.end(), [](const PodGroupSpec& x) { return x.implicit; }) -
+      g.begin());
+  std::vector<PodGroupSpec> named, made;
+  for (PodGroupSpec& x : groups) (x.implicit ? made : named).push_back(std::move(x));
+  groups_ = named.size();
+  g.insert(g.begin() + static_cast<std::ptrdiff_t>(group_at_),
+           std::make_move_iterator(named.begin()), std::make_move_iterator(named.end()));
+  made_at_ = g.size();
+  for (PodGroupSpec& x : made) g.push_back(std::move(x));
+  pods_at_ = cluster_.pods.size();
+  for (PodSpec& p : pods) cluster_.pods.push_back(std::move(p));
+}
+
+OffPathExtension::~OffPathExtension() {
+  cluster_.pods.resize(pods_at_);
+  auto& g = cluster_.pod_groups;
+  g.resize(made_at_);
+  g.erase(g.begin() + static_cast<std::ptrdiff_t>(group_at_),
+          g.begin() + static_cast<std::ptrdiff_t>(group_at_ + groups_));
+}
+
+void CompleteAdded(const ClusterSpec& cluster, std::vector<PodGroupSpec>& groups,
+                   std::vector<PodSpec>& pods, TimeNs now, std::vector<ClusterWarning>* warnings) {
+  // A cluster of the added objects and what completing them reads: the queues (the default one
+  // included: `cluster` is completed), the classes, and the cluster's PodGroups the pods name.
+  ClusterSpec mini;
+  mini.queues = cluster.queues;
+  mini.priority_classes = cluster.priority_classes;
+  std::unordered_set<std::string> added_groups;
+  for (PodGroupSpec& g : groups) {
+    added_groups.insert(g.Uid());
+    mini.pod_groups.push_back(std::move(g));
+  }
+  std::unordered_set<std::string> named;
+  for (const PodSpec& p : pods)
+    if (!p.group.empty() && !added_groups.count(p.JobUid())) named.insert(p.JobUid());
+  std::unordered_set<std::string> borrowed;
+  for (const PodGroupSpec& g : cluster.pod_groups)
+    if (named.count(g.Uid()) && borrowed.insert(g.Uid()).second) mini.pod_groups.push_back(g);
+  std::unordered_set<std::string> added_pods;
+  for (PodSpec& p : pods) {
+    added_pods.insert(p.Key());
+    mini.pods.push_back(std::move(p));
+  }
+  CompleteOptions complete;
+  complete.now = now;
+  std::vector<ClusterWarning> all = CompleteCluster(mini, complete);
+  groups.clear();
+  for (PodGroupSpec& g : mini.pod_groups)
+    if (!borrowed.count(g.Uid()) || g.implicit) groups.push_back(std::move(g));
+  pods = std::move(mini.pods);
+  if (warnings == nullptr) return;
+  // Only what is said of the added objects (the cluster's own were said when it was completed).
+  std::unordered_set<std::string> about;
+  for (const std::string& p : added_pods) about.insert("pod " + p);
+  for (const PodGroupSpec& g : groups) about.insert("podGroup " + g.Uid());
+  for (ClusterWarning& w : all)
+    if (about.count(w.object)) warnings->push_back(std::move(w));
+}
+
+// ---- the publisher ----------------------------------------------------------------------------
+
+OffPathSnapshots::OffPathSnapshots(std::function<ClusterSpec(TimeNs)> spec_at,
+                                   std::function<TimeNs()> clock, Options options)
+    : spec_at_(std::move(spec_at)), clock_(std::move(clock)), options_(options) {
+  thread_ = std::thread([this] { ThreadMain(); });
+}
+
+OffPathSnapshots::~OffPathSnapshots() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<OffPathCluster> OffPathSnapshots::Take(int64_t after_session) {
+  auto out = std::make_shared<OffPathCluster>();
+  out->now = clock_();
+  out->taken = std::chrono::steady_clock::now();
+  out->after_session = after_session;
+  out->spec = spec_at_(out->now);  // the only moment the binding's lock is held
+  NormaliseLikeScenario(out->spec);
+  CompleteOptions complete;
+  complete.now = out->now;
+  out->warnings = CompleteCluster(out->spec, complete);
+  return out;
+}
+
+void OffPathSnapshots::SessionDone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++sessions_;
+  if (last_request_ == std::chrono::steady_clock::time_point{} ||
+      std::chrono::steady_clock::now() - last_request_ > options_.demand)
+    return;  // nobody asked lately: no copy
+  wanted_ = true;
+  cv_.notify_all();
+}
+
+void OffPathSnapshots::ThreadMain() {
+  // Below the loop's priority: a copy is never more urgent than a live session.
+  if (options_.nice > 0)
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || wanted_; });
+    if (stop_) return;
+    wanted_ = false;
+    copying_ = true;
+    int64_t after = sessions_;
+    lock.unlock();
+    std::shared_ptr<OffPathCluster> copy = Take(after);
+    lock.lock();
+    copy->sequence = ++sequence_;
+    if (!latest_ || latest_->taken < copy->taken) latest_ = std::move(copy);
+    copying_ = false;
+    cv_.notify_all();
+  }
+}
+
+std::shared_ptr<OffPathCluster> OffPathSnapshots::Current(double* copy_seconds) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  last_request_ = start;
+  // A copy asked for after the last session and not yet published: it is the current state.
+  cv_.wait(lock, [this] { return stop_ || (!wanted_ && !copying_); });
+  std::shared_ptr<OffPathCluster> latest = latest_;
+  bool current = latest && latest->after_session == sessions_ &&
+                 start - latest->taken <= options_.max_age;
+  if (!current) {
+    int64_t after = sessions_;
+    lock.unlock();
+    latest = Take(after);
+    lock.lock();
+    latest->sequence = ++sequence_;
+    // A newer one may have been published meanwhile: keep whichever was taken later.
+    if (!latest_ || latest_->taken < latest->taken) latest_ = latest;
+  }
+  if (copy_seconds)
+    *copy_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return latest;
+}
+
+uint64_t OffPathSnapshots::copies() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sequence_;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,122 @@
+#pragma once
+// The cluster that off-path sessions (POST /whatif, GET /explain; server/whatif.h) run on, kept
+// ready between requests so that a request neither copies the informer cache nor completes the
+// whole cluster again.
+//
+//   1. after each live session the loop calls SessionDone(): a flag and a notify, nothing more;
+//   2. the publisher's own thread (nice 10) then takes the copy GET /snapshot would write
+//      (ServeHooks::snapshot_spec: the binding's lock is held for that copy only, the same as
+//      one GET /snapshot), normalises it as a scenario file is read back
+//      (NormaliseLikeScenario) and completes it (CompleteCluster), and publishes it;
+//   3. a request takes the latest copy: the one taken after the last live session. When that
+//      copy is still being taken, the request waits for it (at most one copy); when there is
+//      none, or it is older than `max_age` (no session ran since: a standby replica, a loop
+//      that has not started), the request takes one itself, on its own thread.
+// Copies are taken only while someone asks: after `demand` without a request the publisher stops
+// copying, and the next request takes its own copy first. A server nobody asks pays nothing.
+//
+// A published copy is shared, never copied again: a what-if appends its job's objects to it,
+// runs, and removes them (OffPathExtension), which is safe because one off-path session
+// runs at a time (OffPathRunner's gate) and the publisher never touches a published copy.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "runtime/cluster_spec.h"
+
+namespace kiln::server {
+
+// Normalises a snapshot ClusterSpec the way writing it as a scenario and loading it back does
+// (kubernetes/scenario_writer.h): the scheduler's pods answer to `volcano`, one-pod PodGroups
+// and PodGroup conditions are left for CompleteCluster to make afresh.
+void NormaliseLikeScenario(ClusterSpec& cluster);
+
+// One copy of the cluster, normalised and completed at `now`.
+struct OffPathCluster {
+  ClusterSpec spec;
+  std::vector<ClusterWarning> warnings;  // CompleteCluster's, for the whole cluster
+  TimeNs now = 0;
+  uint64_t sequence = 0;        // 1, 2, ... in the order the copies were taken
+  int64_t after_session = -1;   // the live sessions done when it was taken (-1: none counted)
+  std::chrono::steady_clock::time_point taken;
+  // The evictions of a session without any job added, for the configuration `baseline_hash`
+  // (server/whatif.h, "evictions"): computed by the first what-if that needs it, reused by the
+  // next ones on this copy. Only the holder of the off-path gate reads or writes it.
+  std::optional<std::set<std::string>> baseline_evictions;
+  std::string baseline_hash;
+  // The keys of its pods and PodGroups, which a what-if's objects must not reuse: built by the
+  // first what-if on this copy (the holder of the gate), read by the next ones.
+  std::optional<std::unordered_set<std::string>> pod_keys, group_uids;
+};
+
+// Completed objects appended to a completed cluster for the length of one session, and removed
+// again (by the destructor), so that the cluster is left exactly as it was.
+class OffPathExtension {
+ public:
+  OffPathExtension(ClusterSpec& cluster, std::vector<PodGroupSpec> groups, std::vector<PodSpec> pods);
+  ~OffPathExtension();
+  OffPathExtension(const OffPathExtension&) = delete;
+  OffPathExtension& operator=(const OffPathExtension&) = delete;
+
+ private:
+  ClusterSpec& cluster_;
+  size_t group_at_ = 0, groups_ = 0, made_at_ = 0, pods_at_ = 0;
+};
+
+// The objects `groups` and `pods` would be once in `cluster` (already completed) and completed
+// with it at `now`: defaults, priorities, one-pod PodGroups for pods without one; in the order
+// CompleteCluster of the whole would list them. Only the added objects are visited (and the
+// cluster's queues, classes and the PodGroups the pods name). `warnings`: those about them.
+void CompleteAdded(const ClusterSpec& cluster, std::vector<PodGroupSpec>& groups,
+                   std::vector<PodSpec>& pods, TimeNs now, std::vector<ClusterWarning>* warnings);
+
+class OffPathSnapshots {
+ public:
+  struct Options {
+    std::chrono::nanoseconds max_age = std::chrono::seconds(3);
+    std::chrono::nanoseconds demand = std::chrono::minutes(5);
+    int nice = 10;  // the publisher thread's niceness
+  };
+  OffPathSnapshots(std::function<ClusterSpec(TimeNs)> spec_at, std::function<TimeNs()> clock,
+                   Options options);
+  ~OffPathSnapshots();  // stops the thread
+  OffPathSnapshots(const OffPathSnapshots&) = delete;
+  OffPathSnapshots& operator=(const OffPathSnapshots&) = delete;
+
+  // Loop thread, after a live session: asks for a new copy when someone asked recently.
+  void SessionDone();
+  // A request: the copy to run on (see the header). `copy_seconds`: time this call spent taking
+  // or waiting for a copy (0 when the published one was current).
+  std::shared_ptr<OffPathCluster> Current(double* copy_seconds);
+  uint64_t copies() const;
+
+ private:
+  std::shared_ptr<OffPathCluster> Take(int64_t after_session);
+  void ThreadMain();
+
+  std::function<ClusterSpec(TimeNs)> spec_at_;
+  std::function<TimeNs()> clock_;
+  Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<OffPathCluster> latest_;
+  int64_t sessions_ = 0;       // SessionDone calls
+  bool wanted_ = false;        // a copy is asked for and not yet taken
+  bool copying_ = false;       // the thread is taking one
+  bool stop_ = false;
+  uint64_t sequence_ = 0;
+  std::chrono::steady_clock::time_point last_request_{};
+  std::thread thread_;
+};
+
+}  // namespace kiln::server
