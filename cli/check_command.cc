@@ -75,7 +75,7 @@ int CheckFiles(const std::vector<std::string>& files, bool print_cost, bool prin
       ++errors;
     }
   }
-  if (errors > 0) fmt::print(stderr, "{} error{} generated.\n", errors, errors == 1 ? "" : "s");
+  PrintErrorCount(errors);
   return errors > 0 ? kExitFailed : kExitOk;
 }
 

@@ -292,8 +292,8 @@ Json CompareJson(const Side& a, const Side& b, const std::vector<SessionDiff>& d
 }  // namespace
 
 int RunCompareConf(const CompareConfOptions& opts) {
-  if (opts.output != "table" && opts.output != "json")
-    return BadInput(Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
+  if (Status s = CheckChoice("--output", opts.output, {"table", "json"}); !s)
+    return BadInput(s.error());
   if (opts.cycles < 1)
     return BadInput(Error{fmt::format("--cycles must be at least 1, got {}", opts.cycles), {}});
   if (!opts.policy.conf_file.empty())

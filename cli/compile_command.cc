@@ -30,8 +30,7 @@ int Compile(const std::string& emit, const std::string& path) {
     FrontendResult result = RunFrontend(source);
     if (!result.ok()) {
       PrintDiagnostics(result.diagnostics, source);
-      int n = result.diagnostics.ErrorCount();
-      fmt::print(stderr, "{} error{} generated.\n", n, n == 1 ? "" : "s");
+      PrintErrorCount(result.diagnostics.ErrorCount());
       return kExitFailed;
     }
     if (emit == "ast" || emit == "typed-ast") {

@@ -33,9 +33,25 @@ std::string FormatError(const Error& e) {
 
 void PrintError(const Error& e) { std::fputs(FormatError(e).c_str(), stderr); }
 
+void PrintErrorCount(int errors) {
+  if (errors > 0) fmt::print(stderr, "{} error{} generated.\n", errors, errors == 1 ? "" : "s");
+}
+
 int BadInput(const Error& e) {
   PrintError(e);
   return kExitBadInput;
+}
+
+Status CheckChoice(std::string_view option, const std::string& value,
+                   std::initializer_list<std::string_view> choices) {
+  std::string list;
+  size_t i = 0;
+  for (std::string_view c : choices) {
+    if (c == value) return Status::Ok();
+    list += fmt::format("{}{}", i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ", c);
+    ++i;
+  }
+  return Error{fmt::format("{} must be {}, got `{}`", option, list, value), {}};
 }
 
 void EndCommand(int code) {

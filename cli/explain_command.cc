@@ -70,6 +70,18 @@ std::string Num(double x) {
   return fmt::format("{:.4g}", x);
 }
 
+// A plugin's figures for a queue, each as "name value" (a resource vector or a number).
+std::vector<std::string> FigureTexts(const std::vector<Figure>& figures) {
+  std::vector<std::string> parts;
+  for (const Figure& f : figures) {
+    if (const Resource* r = std::get_if<Resource>(&f.value))
+      parts.push_back(fmt::format("{} {}", f.name, ResourceText(*r)));
+    else
+      parts.push_back(fmt::format("{} {}", f.name, Num(std::get<double>(f.value))));
+  }
+  return parts;
+}
+
 // " [CodeA, CodeB]" after a reason text, for people: the codes docs/reasons.md lists.
 std::string CodesSuffix(const std::vector<std::string>& codes) {
   if (codes.empty()) return "";
@@ -454,38 +466,30 @@ std::string FormatExplainTable(const std::string& scenario, const Explanation& e
       if (j.admission)
         out += "    " + style("31", AdmissionText(*j.admission)) + "\n";
     }
-    for (const JobExplain& j : e.jobs) {
-      if (!j.topology) continue;
-      out += "\n" + style("1", "HyperNodes tried for " + j.uid) + "\n";
-      for (const std::string& line : TopologyLines(*j.topology)) {
-        bool chosen = line.find("  chosen") != std::string::npos;
+    // A job's section: its lines, green where they hold `good` (what was taken), red where
+    // they hold "  rejected".
+    auto section = [&](const std::string& title, const std::vector<std::string>& lines,
+                       const char* good) {
+      out += "\n" + style("1", title) + "\n";
+      for (const std::string& line : lines) {
+        bool taken = line.find(good) != std::string::npos;
         bool rejected = line.find("  rejected") != std::string::npos;
-        out += "  " + (chosen ? style("32", line) : rejected ? style("31", line) : line) + "\n";
+        out += "  " + (taken ? style("32", line) : rejected ? style("31", line) : line) + "\n";
       }
-    }
-    for (const JobExplain& j : e.jobs) {
-      if (!j.gang_eviction) continue;
-      out += "\n" + style("1", "Gang eviction for " + j.uid) + "\n";
-      for (const std::string& line : GangEvictionLines(*j.gang_eviction)) {
-        bool planned = line.find("  planned") != std::string::npos;
-        bool rejected = line.find("  rejected") != std::string::npos;
-        out += "  " + (planned ? style("32", line) : rejected ? style("31", line) : line) + "\n";
-      }
-    }
+    };
+    for (const JobExplain& j : e.jobs)
+      if (j.topology)
+        section("HyperNodes tried for " + j.uid, TopologyLines(*j.topology), "  chosen");
+    for (const JobExplain& j : e.jobs)
+      if (j.gang_eviction)
+        section("Gang eviction for " + j.uid, GangEvictionLines(*j.gang_eviction), "  planned");
   }
   if (!e.queues.empty()) {
     out += "\n" + style("1", "queues") + "\n";
     for (const QueueExplain& q : e.queues) {
       out += fmt::format("  {}  order {}  overused {}\n", q.name, q.order, q.overused);
       for (const auto& [plugin, figures] : q.plugins) {
-        std::vector<std::string> parts;
-        for (const Figure& f : figures) {
-          if (const Resource* r = std::get_if<Resource>(&f.value))
-            parts.push_back(fmt::format("{} {}", f.name, ResourceText(*r)));
-          else
-            parts.push_back(fmt::format("{} {}", f.name, Num(std::get<double>(f.value))));
-        }
-        out += fmt::format("    {}: {}\n", plugin, fmt::join(parts, "  "));
+        out += fmt::format("    {}: {}\n", plugin, fmt::join(FigureTexts(figures), "  "));
       }
     }
   }
@@ -618,14 +622,8 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
     for (const QueueExplain& q : e.queues) {
       std::string figures;
       for (const auto& [plugin, list] : q.plugins) {
-        std::vector<std::string> parts;
-        for (const Figure& f : list) {
-          if (const Resource* r = std::get_if<Resource>(&f.value))
-            parts.push_back(fmt::format("{} {}", f.name, ResourceText(*r)));
-          else
-            parts.push_back(fmt::format("{} {}", f.name, Num(std::get<double>(f.value))));
-        }
-        figures += fmt::format("<b>{}</b>: {}<br>", Esc(plugin), Esc(fmt::format("{}", fmt::join(parts, "; "))));
+        figures += fmt::format("<b>{}</b>: {}<br>", Esc(plugin),
+                               Esc(fmt::format("{}", fmt::join(FigureTexts(list), "; "))));
       }
       out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>\n",
                          Esc(q.name), q.order, q.overused, figures);
@@ -639,10 +637,8 @@ section { border-top: 1px solid #ddd; margin-top: 1em; }
 // ---- running --------------------------------------------------------------------------------
 
 int RunExplain(const ExplainOptions& opts) {
-  if (opts.output != "table" && opts.output != "json" && opts.output != "html") {
-    return BadInput(
-        Error{fmt::format("--output must be table, json or html, got `{}`", opts.output), {}});
-  }
+  if (Status s = CheckChoice("--output", opts.output, {"table", "json", "html"}); !s)
+    return BadInput(s.error());
   auto spec = LoadScenarioFile(opts.file);
   if (!spec) return BadInput(spec.error());
   std::set<std::string> pods;

@@ -232,9 +232,7 @@ std::string SourceText(const std::string& text, SourceRange range) {
 }
 
 int RunInspect(const std::string& file, const std::string& output) {
-  if (output != "text" && output != "json") {
-    return BadInput(Error{fmt::format("--output must be text or json, got `{}`", output), {}});
-  }
+  if (Status s = CheckChoice("--output", output, {"text", "json"}); !s) return BadInput(s.error());
   auto pack = packs::ReadPack(file);
   if (!pack) return BadInput(pack.error());
   const packs::PackManifest& m = pack->manifest;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,31 +59,53 @@ void AddPolicyLimitOptions(CLI::App& app) {
          "static check: the cluster size assumed for one symbol of the cost formulas, as "
          "SIZE=NUMBER (repeatable; e.g. nodes=50000; `kiln check --cost` shows the symbols)")
       ->group(group);
-  // Size limits (compiler/passes/size_limits.h): checked before the type checker and codegen,
-  // they bound the time and memory compiling one policy takes.
-  auto size_limit = [&](const char* flag, int64_t SizeLimits::*field, const std::string& help) {
+  // A whole number > 0 handed to `set`.
+  auto positive = [&](const char* flag, std::function<void(int64_t)> set, const std::string& help) {
     app.add_option_function<int64_t>(
            flag,
-           [flag, field](int64_t n) {
+           [flag, set](int64_t n) {
              if (n <= 0) throw CLI::ValidationError(flag, "must be > 0");
-             SizeLimits limits = DefaultSizeLimits();
-             limits.*field = n;
-             SetDefaultSizeLimits(limits);
+             set(n);
            },
            help)
         ->group(group);
   };
-  app.add_option_function<int64_t>(
-         "--policy-max-source-bytes",
-         [](int64_t n) {
-           if (n <= 0) throw CLI::ValidationError("--policy-max-source-bytes", "must be > 0");
-           SizeLimits limits = DefaultSizeLimits();
-           limits.max_source_bytes = static_cast<size_t>(n);
-           SetDefaultSizeLimits(limits);
-         },
-         fmt::format("compile: the largest policy source file, in bytes (default {})",
-                     SizeLimits{}.max_source_bytes))
-      ->group(group);
+  // A positive duration (5s, 500ms) handed to `set` in nanoseconds.
+  auto duration = [&](const char* flag, void (*set)(int64_t), const std::string& help) {
+    app.add_option_function<std::string>(
+           flag,
+           [flag, set](const std::string& text) {
+             auto ns = ParseDurationText(text, /*allow_days=*/false);
+             if (!ns || *ns <= 0)
+               throw CLI::ValidationError(flag, fmt::format("`{}` is not a positive duration (e.g. "
+                                                            "5s, 500ms)",
+                                                            text));
+             set(*ns);
+           },
+           help)
+        ->group(group);
+  };
+  // Size limits (compiler/passes/size_limits.h): checked before the type checker and codegen,
+  // they bound the time and memory compiling one policy takes.
+  auto size_limit = [&](const char* flag, int64_t SizeLimits::*field, const std::string& help) {
+    positive(
+        flag,
+        [field](int64_t n) {
+          SizeLimits limits = DefaultSizeLimits();
+          limits.*field = n;
+          SetDefaultSizeLimits(limits);
+        },
+        help);
+  };
+  positive(
+      "--policy-max-source-bytes",
+      [](int64_t n) {
+        SizeLimits limits = DefaultSizeLimits();
+        limits.max_source_bytes = static_cast<size_t>(n);
+        SetDefaultSizeLimits(limits);
+      },
+      fmt::format("compile: the largest policy source file, in bytes (default {})",
+                  SizeLimits{}.max_source_bytes));
   const SizeLimits defaults;
   size_limit("--policy-max-declarations", &SizeLimits::max_declarations,
              fmt::format("compile: the most top-level declarations one policy may have (default "
@@ -96,71 +119,32 @@ void AddPolicyLimitOptions(CLI::App& app) {
              fmt::format("compile: the most statements and expressions one policy may have "
                          "(default {})",
                          defaults.max_policy_nodes));
-  app.add_option_function<int64_t>(
-         "--policy-loop-budget",
-         [](int64_t n) {
-           if (n <= 0) throw CLI::ValidationError("--policy-loop-budget", "must be > 0");
-           SetPolicyCallIterationBudget(n);
-         },
-         "run time: loop iterations one handler call may run before it is abandoned as a budget "
-         "fault (default 1e8)")
-      ->group(group);
-  app.add_option_function<int64_t>(
-         "--policy-memory-budget",
-         [](int64_t bytes) {
-           if (bytes <= 0) throw CLI::ValidationError("--policy-memory-budget", "must be > 0");
-           SetPolicyCallMemoryBudget(static_cast<size_t>(bytes));
-         },
-         "run time: bytes one handler call may allocate before it is abandoned as a memory fault "
-         "(default 1073741824)")
-      ->group(group);
-  app.add_option_function<int64_t>(
-         "--policy-state-memory-budget",
-         [](int64_t bytes) {
-           if (bytes <= 0) throw CLI::ValidationError("--policy-state-memory-budget", "must be > 0");
-           SetPolicyStateMemoryBudget(static_cast<size_t>(bytes));
-         },
-         "run time: bytes one plugin's `state` may hold in a session; a store past it is a "
-         "memory fault and disables the plugin for the rest of the session (default 268435456)")
-      ->group(group);
-  app.add_option_function<int64_t>(
-         "--policy-host-work-budget",
-         [](int64_t bytes) {
-           if (bytes <= 0) throw CLI::ValidationError("--policy-host-work-budget", "must be > 0");
-           SetPolicyCallHostWorkBudget(bytes);
-         },
-         "run time: bytes the builtins of one handler call may walk or build (string search, "
-         "concatenation, split, JSON, list copies) before the call is abandoned as a budget "
-         "fault (default 268435456)")
-      ->group(group);
-  auto duration = [](const char* flag, void (*set)(int64_t)) {
-    return [flag, set](const std::string& text) {
-      auto ns = ParseDurationText(text, /*allow_days=*/false);
-      if (!ns || *ns <= 0)
-        throw CLI::ValidationError(flag, fmt::format("`{}` is not a positive duration (e.g. 5s, "
-                                                     "500ms)",
-                                                     text));
-      set(*ns);
-    };
-  };
-  app.add_option_function<std::string>(
-         "--policy-call-time-budget",
-         duration("--policy-call-time-budget", &SetPolicyCallTimeBudget),
-         "run time: wall time one handler call may take, HTTP requests included; over it the "
-         "call is a time fault and its answer ignored (default 5s)")
-      ->group(group);
-  app.add_option_function<std::string>(
-         "--policy-session-time-budget",
-         duration("--policy-session-time-budget", &SetPolicySessionTimeBudget),
-         "run time: wall time all handler calls of one plugin may take in a session; past it the "
-         "plugin is disabled for the rest of the session (default 120s)")
-      ->group(group);
-  app.add_option_function<std::string>(
-         "--policy-session-http-budget",
-         duration("--policy-session-http-budget", &SetPolicySessionHttpBudget),
-         "run time: time one plugin's http_post requests may take in a session; past it every "
-         "request is a time fault without being sent (default 30s)")
-      ->group(group);
+  positive("--policy-loop-budget", SetPolicyCallIterationBudget,
+           "run time: loop iterations one handler call may run before it is abandoned as a budget "
+           "fault (default 1e8)");
+  positive(
+      "--policy-memory-budget",
+      [](int64_t bytes) { SetPolicyCallMemoryBudget(static_cast<size_t>(bytes)); },
+      "run time: bytes one handler call may allocate before it is abandoned as a memory fault "
+      "(default 1073741824)");
+  positive(
+      "--policy-state-memory-budget",
+      [](int64_t bytes) { SetPolicyStateMemoryBudget(static_cast<size_t>(bytes)); },
+      "run time: bytes one plugin's `state` may hold in a session; a store past it is a "
+      "memory fault and disables the plugin for the rest of the session (default 268435456)");
+  positive("--policy-host-work-budget", SetPolicyCallHostWorkBudget,
+           "run time: bytes the builtins of one handler call may walk or build (string search, "
+           "concatenation, split, JSON, list copies) before the call is abandoned as a budget "
+           "fault (default 268435456)");
+  duration("--policy-call-time-budget", &SetPolicyCallTimeBudget,
+           "run time: wall time one handler call may take, HTTP requests included; over it the "
+           "call is a time fault and its answer ignored (default 5s)");
+  duration("--policy-session-time-budget", &SetPolicySessionTimeBudget,
+           "run time: wall time all handler calls of one plugin may take in a session; past it the "
+           "plugin is disabled for the rest of the session (default 120s)");
+  duration("--policy-session-http-budget", &SetPolicySessionHttpBudget,
+           "run time: time one plugin's http_post requests may take in a session; past it every "
+           "request is a time fault without being sent (default 30s)");
   app.add_option_function<int>(
          "--plugin-fault-limit",
          [](int n) {

@@ -189,8 +189,10 @@ tr.session{cursor:pointer}tr.session:hover{background:#eef4ff}
 #kiln-errors{color:#b00}
 )";
 
-// The page's script: everything it shows comes from the JSON block, through textContent.
-constexpr const char* kScript = R"JS(
+// What both pages' scripts begin with: errors (a script error, a chart that fails) are shown in
+// #kiln-errors and counted in the marker of kScriptEnd; the data; and how elements are made,
+// always through textContent. A page's own script follows, then kScriptEnd.
+constexpr const char* kScriptStart = R"JS(
 (function () {
   'use strict';
   var errors = [];
@@ -200,22 +202,13 @@ constexpr const char* kScript = R"JS(
     if (e) e.textContent = errors.join('\n');
   }
   window.addEventListener('error', function (ev) { fail(ev.message); });
-  var origError = console.error;
-  console.error = function () { fail(Array.prototype.join.call(arguments, ' ')); origError.apply(console, arguments); };
-
   var D = JSON.parse(document.getElementById('kiln-data').textContent);
-  document.title = 'Kiln simulation: ' + D.scenario;
   function el(tag, text, cls) {
     var e = document.createElement(tag);
     if (text !== undefined && text !== null) e.textContent = String(text);
     if (cls) e.className = cls;
     return e;
   }
-  function pct(x) { return x === null || x === undefined ? '' : (100 * x).toFixed(1) + '%'; }
-  function num(x) { return x === null || x === undefined ? '—' : (Math.round(x * 100) / 100).toString(); }
-  var palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
-                 '#7f7f7f', '#bcbd22', '#17becf'];
-  var charts = [];
   function card(parent, title) {
     var c = el('div', null, 'card');
     c.appendChild(el('h3', title));
@@ -225,6 +218,35 @@ constexpr const char* kScript = R"JS(
     parent.appendChild(c);
     return canvas;
   }
+)JS";
+
+// What both pages' scripts end with: the marker the render test reads (tests/report).
+constexpr const char* kScriptEnd = R"JS(
+  // For tests and for people: did every chart draw something?
+  var canvases = document.querySelectorAll('canvas'), painted = 0;
+  canvases.forEach(function (c) {
+    var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) { painted++; break; }
+  });
+  var marker = document.getElementById('kiln-rendered');
+  marker.setAttribute('data-charts', String(charts.length));
+  marker.setAttribute('data-canvases', String(canvases.length));
+  marker.setAttribute('data-painted', String(painted));
+  marker.setAttribute('data-errors', String(errors.length));
+  marker.setAttribute('data-done', 'yes');
+})();
+)JS";
+
+// The run report's own script.
+constexpr const char* kScript = R"JS(
+  var origError = console.error;
+  console.error = function () { fail(Array.prototype.join.call(arguments, ' ')); origError.apply(console, arguments); };
+  document.title = 'Kiln simulation: ' + D.scenario;
+  function pct(x) { return x === null || x === undefined ? '' : (100 * x).toFixed(1) + '%'; }
+  function num(x) { return x === null || x === undefined ? '—' : (Math.round(x * 100) / 100).toString(); }
+  var palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
+                 '#7f7f7f', '#bcbd22', '#17becf'];
+  var charts = [];
   function xy(values) {
     var pts = [];
     for (var i = 0; i < values.length; i++)
@@ -380,94 +402,10 @@ constexpr const char* kScript = R"JS(
   document.getElementById('prev').addEventListener('click', function () { page = Math.max(0, page - 1); render(); });
   document.getElementById('next').addEventListener('click', function () { page++; render(); });
   render();
-
-  // For tests and for people: did every chart draw something?
-  var canvases = document.querySelectorAll('canvas'), painted = 0;
-  canvases.forEach(function (c) {
-    var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) { painted++; break; }
-  });
-  var marker = document.getElementById('kiln-rendered');
-  marker.setAttribute('data-charts', String(charts.length));
-  marker.setAttribute('data-canvases', String(canvases.length));
-  marker.setAttribute('data-painted', String(painted));
-  marker.setAttribute('data-errors', String(errors.length));
-  marker.setAttribute('data-done', 'yes');
-})();
 )JS";
 
-}  // namespace
-
-// Chart.js from Debian's libjs-chart.js, checked so that it can be inlined in a <script>.
-static Result<std::string> ReadChartJs() {
-  auto chartjs = ReadTextFile(KILN_CHARTJS_PATH);
-  if (!chartjs)
-    return Error{fmt::format("--report needs Chart.js at {} (Debian package libjs-chart.js; "
-                             "scripts/install-deps installs it): {}",
-                             KILN_CHARTJS_PATH, chartjs.error().message),
-                 SourceLocation{}};
-  // Chart.js does not contain `</script`; make sure a future version cannot end its element.
-  if (chartjs->find("</script") != std::string::npos)
-    return Error{fmt::format("{} contains `</script`; it cannot be inlined", KILN_CHARTJS_PATH),
-                 SourceLocation{}};
-  return std::move(*chartjs);
-}
-
-Result<std::string> FormatReportHtml(const SimulationResult& result, const ClusterSpec& cluster) {
-  auto chartjs = ReadChartJs();
-  if (!chartjs) return chartjs.error();
-  std::string page;
-  page.reserve(chartjs->size() + 65536);
-  page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  page += "<title>Kiln simulation</title>\n<style>";
-  page += kStyle;
-  page += "</style>\n<script>\n";
-  page += *chartjs;
-  page += "\n</script>\n</head><body>\n";
-  page += R"(<h1 id="title"></h1>
-<div id="kiln-errors"></div>
-<div class="card"><table class="summary"><tbody id="summary"></tbody></table></div>
-<h2>Waiting time per queue (seconds, nearest-rank percentiles)</h2>
-<table><thead><tr><th>queue</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="queue-table"></tbody></table>
-<div id="topology-waiting" style="display: none">
-<h2>Waiting time per queue and network topology mode (seconds)</h2>
-<table><thead><tr><th>queue</th><th>topology</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="topology-table"></tbody></table>
-</div>
-<h2>Over time</h2>
-<div class="grid" id="charts"></div>
-<h2>Sessions</h2>
-<p><label>show <select id="filter"><option value="">all sessions</option><option value="busy">sessions that decided something</option><option value="stuck">sessions with pending pods</option></select></label>
-<button id="prev">previous</button> <button id="next">next</button> <span id="page"></span></p>
-<table><thead><tr><th>session</th><th>time</th><th>binds</th><th>evictions</th><th>pipelined</th><th>pending (unschedulable)</th></tr></thead><tbody id="sessions-body"></tbody></table>
-<div id="kiln-rendered" hidden></div>
-)";
-  page += "<script id=\"kiln-data\" type=\"application/json\">";
-  page += ScriptSafeJson(ReportData(result, cluster));
-  page += "</script>\n<script>";
-  page += kScript;
-  page += "</script>\n</body></html>\n";
-  return page;
-}
-
-// The comparison page: built like the run report (the data as JSON in a script element, every
-// element from it through textContent), two sides A and B drawn solid and dashed.
+// The comparison page's own script: two sides A and B drawn solid and dashed.
 constexpr const char* kCompareScript = R"JS(
-(function () {
-  'use strict';
-  var errors = [];
-  function fail(msg) {
-    errors.push(String(msg));
-    var e = document.getElementById('kiln-errors');
-    if (e) e.textContent = errors.join('\n');
-  }
-  window.addEventListener('error', function (ev) { fail(ev.message); });
-  var D = JSON.parse(document.getElementById('kiln-data').textContent);
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
   function pct(x) { return x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%'; }
   function num(x) { return x === null || x === undefined ? '—' : (Math.round(x * 10) / 10).toString(); }
   var palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
@@ -502,17 +440,8 @@ constexpr const char* kCompareScript = R"JS(
   function points(series, f) {
     return series.map(function (p) { return {x: (p.time - t0) / 6e10, y: f(p)}; });
   }
-  function card(title) {
-    var c = el('div', null, 'card');
-    c.appendChild(el('h3', title));
-    var canvas = document.createElement('canvas');
-    canvas.width = 560; canvas.height = 260;
-    c.appendChild(canvas);
-    document.getElementById('charts').appendChild(c);
-    return canvas;
-  }
   function lineChart(title, datasets, yTitle) {
-    charts.push(new Chart(card(title), {
+    charts.push(new Chart(card(document.getElementById('charts'), title), {
       type: 'line', data: {datasets: datasets},
       options: {animation: false, responsive: false,
                 elements: {point: {radius: 0}, line: {borderWidth: 1.5}},
@@ -544,29 +473,34 @@ constexpr const char* kCompareScript = R"JS(
   D.differences.slice(0, 500).forEach(function (d) { row(dt, [d.after, d.pod, d.kind, d.a, d.b]); });
   document.getElementById('diff-count').textContent = D.differences.length + ' decisions differ' +
       (D.differences.length > 500 ? ' (the first 500 shown)' : '');
-
-  var canvases = document.querySelectorAll('canvas'), painted = 0;
-  canvases.forEach(function (c) {
-    var px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) { painted++; break; }
-  });
-  var marker = document.getElementById('kiln-rendered');
-  marker.setAttribute('data-charts', String(charts.length));
-  marker.setAttribute('data-canvases', String(canvases.length));
-  marker.setAttribute('data-painted', String(painted));
-  marker.setAttribute('data-errors', String(errors.length));
-  marker.setAttribute('data-done', 'yes');
-})();
 )JS";
 
-Result<std::string> FormatCompareReportHtml(const std::string& comparison_json) {
+// Chart.js from Debian's libjs-chart.js, checked so that it can be inlined in a <script>.
+Result<std::string> ReadChartJs() {
+  auto chartjs = ReadTextFile(KILN_CHARTJS_PATH);
+  if (!chartjs)
+    return Error{fmt::format("--report needs Chart.js at {} (Debian package libjs-chart.js; "
+                             "scripts/install-deps installs it): {}",
+                             KILN_CHARTJS_PATH, chartjs.error().message),
+                 SourceLocation{}};
+  // Chart.js does not contain `</script`; make sure a future version cannot end its element.
+  if (chartjs->find("</script") != std::string::npos)
+    return Error{fmt::format("{} contains `</script`; it cannot be inlined", KILN_CHARTJS_PATH),
+                 SourceLocation{}};
+  return std::move(*chartjs);
+}
+
+// A page: its head (title, style, Chart.js inlined); the title, errors and summary elements,
+// `body` and the marker; then the data as JSON in a script element and the page's script
+// between kScriptStart and kScriptEnd.
+Result<std::string> Page(const char* title, const char* body, const Json& data,
+                         const char* script) {
   auto chartjs = ReadChartJs();
   if (!chartjs) return chartjs.error();
-  Json data = Json::parse(comparison_json);
   std::string page;
   page.reserve(chartjs->size() + 65536);
   page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  page += "<title>Kiln compare-conf</title>\n<style>";
+  page += fmt::format("<title>{}</title>\n<style>", title);
   page += kStyle;
   page += "</style>\n<script>\n";
   page += *chartjs;
@@ -574,21 +508,54 @@ Result<std::string> FormatCompareReportHtml(const std::string& comparison_json) 
   page += R"(<h1 id="title"></h1>
 <div id="kiln-errors"></div>
 <div class="card"><table class="summary"><tbody id="summary"></tbody></table></div>
-<h2>Waiting time per queue (seconds)</h2>
+)";
+  page += body;
+  page += R"(<div id="kiln-rendered" hidden></div>
+)";
+  page += "<script id=\"kiln-data\" type=\"application/json\">";
+  page += ScriptSafeJson(data);
+  page += "</script>\n<script>";
+  page += kScriptStart;
+  page += script;
+  page += kScriptEnd;
+  page += "</script>\n</body></html>\n";
+  return page;
+}
+
+// The run report's body: the elements kScript fills.
+constexpr const char* kBody = R"(<h2>Waiting time per queue (seconds, nearest-rank percentiles)</h2>
+<table><thead><tr><th>queue</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="queue-table"></tbody></table>
+<div id="topology-waiting" style="display: none">
+<h2>Waiting time per queue and network topology mode (seconds)</h2>
+<table><thead><tr><th>queue</th><th>topology</th><th>jobs started</th><th>not started</th><th>mean</th><th>p50</th><th>p95</th><th>max</th></tr></thead><tbody id="topology-table"></tbody></table>
+</div>
+<h2>Over time</h2>
+<div class="grid" id="charts"></div>
+<h2>Sessions</h2>
+<p><label>show <select id="filter"><option value="">all sessions</option><option value="busy">sessions that decided something</option><option value="stuck">sessions with pending pods</option></select></label>
+<button id="prev">previous</button> <button id="next">next</button> <span id="page"></span></p>
+<table><thead><tr><th>session</th><th>time</th><th>binds</th><th>evictions</th><th>pipelined</th><th>pending (unschedulable)</th></tr></thead><tbody id="sessions-body"></tbody></table>
+)";
+
+// The comparison page's body: the elements kCompareScript fills.
+constexpr const char* kCompareBody = R"(<h2>Waiting time per queue (seconds)</h2>
 <table><thead><tr><th>queue</th><th>A jobs started</th><th>A mean</th><th>A p95</th><th>B jobs started</th><th>B mean</th><th>B p95</th></tr></thead><tbody id="queue-table"></tbody></table>
 <h2>Over time</h2>
 <div class="grid" id="charts"></div>
 <h2>Decisions that differ</h2>
 <p id="diff-count"></p>
 <table><thead><tr><th>after</th><th>pod</th><th>kind</th><th>A</th><th>B</th></tr></thead><tbody id="diff-table"></tbody></table>
-<div id="kiln-rendered" hidden></div>
 )";
-  page += "<script id=\"kiln-data\" type=\"application/json\">";
-  page += ScriptSafeJson(data);
-  page += "</script>\n<script>";
-  page += kCompareScript;
-  page += "</script>\n</body></html>\n";
-  return page;
+
+}  // namespace
+
+Result<std::string> FormatReportHtml(const SimulationResult& result, const ClusterSpec& cluster) {
+  return Page("Kiln simulation", kBody, ReportData(result, cluster), kScript);
+}
+
+// The comparison page is built like the run report.
+Result<std::string> FormatCompareReportHtml(const std::string& comparison_json) {
+  return Page("Kiln compare-conf", kCompareBody, Json::parse(comparison_json), kCompareScript);
 }
 
 }  // namespace kiln::cli

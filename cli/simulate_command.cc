@@ -198,10 +198,8 @@ int RunSimulate(const SimulateOptions& opts) {
     c.report = opts.report;
     return RunCompareConf(c);
   }
-  if (opts.output != "table" && opts.output != "json") {
-    return BadInput(
-        Error{fmt::format("--output must be table or json, got `{}`", opts.output), {}});
-  }
+  if (Status s = CheckChoice("--output", opts.output, {"table", "json"}); !s)
+    return BadInput(s.error());
   if (opts.cycles < 1) {
     return BadInput(Error{fmt::format("--cycles must be at least 1, got {}", opts.cycles), {}});
   }

@@ -373,10 +373,8 @@ std::string FormatJunit(const TestOptions& opts, const std::vector<CaseRun>& run
 }
 
 int RunTests(const TestOptions& opts) {
-  if (opts.output != "table" && opts.output != "json" && opts.output != "junit") {
-    return BadInput(
-        Error{fmt::format("--output must be table, json or junit, got `{}`", opts.output), {}});
-  }
+  if (Status s = CheckChoice("--output", opts.output, {"table", "json", "junit"}); !s)
+    return BadInput(s.error());
   if (opts.paths.empty()) {
     return BadInput(
         Error{"kiln test needs at least one PATH (a scenario file or a directory of them)", {}});

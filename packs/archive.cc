@@ -6,21 +6,12 @@
 
 #include <memory>
 
+#include "packs/c_handle.h"
 #include "packs/manifest.h"
 
 namespace kiln::packs {
 
 namespace {
-
-struct ReadFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-struct WriteFree {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryFree {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
 
 la_ssize_t AppendToString(archive*, void* client, const void* buffer, size_t length) {
   static_cast<std::string*>(client)->append(static_cast<const char*>(buffer), length);
@@ -36,7 +27,7 @@ std::string ArchiveError(archive* a) {
 
 Result<PackFiles> ReadPackArchive(std::string_view bytes, const std::string& name,
                                   const ArchiveLimits& limits) {
-  std::unique_ptr<archive, ReadFree> a(archive_read_new());
+  CHandle<archive, archive_read_free> a(archive_read_new());
   // Only what a .kpack is: zstd-compressed tar. Anything else (zip, plain tar, gzip) is refused
   // rather than parsed by a format reader we never meant to expose.
   archive_read_support_filter_zstd(a.get());
@@ -103,7 +94,7 @@ Result<PackFiles> ReadPackArchive(std::string_view bytes, const std::string& nam
 
 Result<std::string> WritePackArchive(const PackFiles& files) {
   std::string out;
-  std::unique_ptr<archive, WriteFree> a(archive_write_new());
+  CHandle<archive, archive_write_free> a(archive_write_new());
   if (archive_write_add_filter_zstd(a.get()) != ARCHIVE_OK ||
       archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK)
     return Error{fmt::format("cannot set up the archive writer: {}", ArchiveError(a.get())), {}};
@@ -112,7 +103,7 @@ Result<std::string> WritePackArchive(const PackFiles& files) {
   if (archive_write_open2(a.get(), &out, nullptr, AppendToString, nullptr, nullptr) != ARCHIVE_OK)
     return Error{fmt::format("cannot open the archive: {}", ArchiveError(a.get())), {}};
   for (const auto& [path, data] : files) {  // std::map: sorted, so the bytes are reproducible
-    std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
+    CHandle<archive_entry, archive_entry_free> e(archive_entry_new());
     archive_entry_set_pathname(e.get(), path.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);

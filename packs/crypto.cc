@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "packs/c_handle.h"
+
 namespace kiln::packs {
 
 namespace {
@@ -19,17 +21,8 @@ namespace {
 constexpr size_t kEd25519KeyBytes = 32;
 constexpr size_t kEd25519SigBytes = 64;
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+using Pkey = CHandle<EVP_PKEY, EVP_PKEY_free>;
+using MdCtx = CHandle<EVP_MD_CTX, EVP_MD_CTX_free>;
 
 std::string OpenSslError() {
   unsigned long code = ERR_get_error();
@@ -73,7 +66,7 @@ PublicKey MakePublicKey(std::string raw, std::string source) {
 }
 
 Result<Pkey> ReadPem(const std::string& path, bool want_private) {
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_file(path.c_str(), "r"));
+  CHandle<BIO, BIO_free> bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) return Error{fmt::format("cannot read key file {}", path), SourceLocation{path}};
   EVP_PKEY* key = want_private ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
                                : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);

@@ -292,16 +292,24 @@ Status HttpEndpoints::Start(const std::string& listen) {
   s.Get("/config", [&h](const httplib::Request&, httplib::Response& res) {
     res.set_content(h.config_json ? h.config_json() : "{}", "application/json");
   });
-  s.Get("/snapshot", [&h](const httplib::Request&, httplib::Response& res) {
-    std::string reason = "no snapshot here: kiln serve runs with --no-snapshot, or on a scenario";
-    std::optional<std::string> yaml = h.snapshot_yaml ? h.snapshot_yaml(&reason) : std::nullopt;
-    if (!yaml) {
-      res.status = 404;
-      res.set_content(reason + "\n", "text/plain");
-      return;
-    }
-    res.set_content(std::move(*yaml), "application/yaml");
-  });
+  // A document that may be missing (`handler` unset, or it says why not): 404 with the reason.
+  using OptionalDocument = std::function<std::optional<std::string>(std::string* reason)>;
+  auto document = [&s](const char* path, const OptionalDocument& handler, const char* missing,
+                       const char* type) {
+    s.Get(path, [&handler, missing, type](const httplib::Request&, httplib::Response& res) {
+      std::string reason = missing;
+      std::optional<std::string> doc = handler ? handler(&reason) : std::nullopt;
+      if (!doc) {
+        res.status = 404;
+        res.set_content(reason + "\n", "text/plain");
+        return;
+      }
+      res.set_content(std::move(*doc), type);
+    });
+  };
+  document("/snapshot", h.snapshot_yaml,
+           "no snapshot here: kiln serve runs with --no-snapshot, or on a scenario",
+           "application/yaml");
 
   auto reply = [](httplib::Response& res, HttpReply r) {
     res.status = r.status;
@@ -327,16 +335,8 @@ Status HttpEndpoints::Start(const std::string& listen) {
     }
     reply(res, h.explain(pod ? "pod" : "podgroup", req.get_param_value(pod ? "pod" : "podgroup")));
   });
-  s.Get("/shadow", [&h](const httplib::Request&, httplib::Response& res) {
-    std::string reason = "no shadow: kiln serve runs without --shadow";
-    std::optional<std::string> json = h.shadow_json ? h.shadow_json(&reason) : std::nullopt;
-    if (!json) {
-      res.status = 404;
-      res.set_content(reason + "\n", "text/plain");
-      return;
-    }
-    res.set_content(std::move(*json), "application/json");
-  });
+  document("/shadow", h.shadow_json, "no shadow: kiln serve runs without --shadow",
+           "application/json");
 
   if (port == 0) {
     port = s.bind_to_any_port(host.c_str());

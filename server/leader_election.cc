@@ -37,6 +37,21 @@ LeaderElector::LeaderElector(kube::LeaseStore& store, LeaderElectionConfig confi
                              ElectionClock clock)
     : store_(store), config_(std::move(config)), clock_(std::move(clock)) {}
 
+bool LeaderElector::Hold(const kube::LeaseReply& reply, const char* verb, TimeNs mono,
+                         bool* was_holding) {
+  if (!reply.ok()) {
+    spdlog::debug("leader election: {} {}: {}", verb, store_.Describe(), reply.message);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (was_holding != nullptr) *was_holding = holding_;
+  observed_ = reply.record;
+  observed_mono_ = mono;
+  renewed_mono_ = mono;
+  holding_ = true;
+  return true;
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
   const TimeNs wall = clock_.wall();
   const TimeNs mono = clock_.mono();
@@ -50,15 +65,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   kube::LeaseReply got = store_.Get();
   if (got.code == kube::LeaseReply::Code::kNotFound) {
     kube::LeaseReply created = store_.Create(mine);
-    if (!created.ok()) {
-      spdlog::debug("leader election: create {}: {}", store_.Describe(), created.message);
-      return IsLeader();
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    observed_ = created.record;
-    observed_mono_ = mono;
-    renewed_mono_ = mono;
-    holding_ = true;
+    if (!Hold(created, "create", mono)) return IsLeader();
     spdlog::info("leader election: {} acquired {} (created)", config_.identity, store_.Describe());
     return true;
   }
@@ -94,18 +101,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     mine.resource_version = old.resource_version;
   }
   kube::LeaseReply updated = store_.Update(mine);
-  if (!updated.ok()) {
-    spdlog::debug("leader election: update {}: {}", store_.Describe(), updated.message);
-    return IsLeader();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  observed_ = updated.record;
-  observed_mono_ = mono;
-  renewed_mono_ = mono;
-  if (!holding_ || !was_holder)
+  bool was_holding = false;
+  if (!Hold(updated, "update", mono, &was_holding)) return IsLeader();
+  if (!was_holding || !was_holder)
     spdlog::info("leader election: {} acquired {} (transitions {})", config_.identity,
                  store_.Describe(), updated.record.lease_transitions);
-  holding_ = true;
   return true;
 }
 

@@ -70,6 +70,11 @@ class LeaderElector {
   kube::LeaseRecord observed() const;
 
  private:
+  // After a create or update of the lease: false (logged) when it failed; else `reply`'s record
+  // is the lease this replica holds, renewed at `mono`, and `*was_holding` whether it held it.
+  bool Hold(const kube::LeaseReply& reply, const char* verb, TimeNs mono,
+            bool* was_holding = nullptr);
+
   kube::LeaseStore& store_;
   LeaderElectionConfig config_;
   ElectionClock clock_;

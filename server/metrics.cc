@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <fmt/format.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "server/policy_set.h"
 
@@ -42,6 +44,40 @@ Family<Counter>& CounterFamily(prometheus::Registry& r, const std::string& name,
                                const std::string& help) {
   return prometheus::BuildCounter().Name(name).Help(help).Register(r);
 }
+
+using Usage = SessionResult::QueueUsage;
+
+// Volcano's per-queue gauges (queue.go): volcano_queue_<name>_milli_cpu ("<help> CPU count for
+// one queue") and volcano_queue_<name>_memory_bytes ("<help> memory for one queue") of four
+// figures, then volcano_queue_weight.
+struct QueueFigure {
+  const char* name;
+  const char* help;
+  double Usage::*milli_cpu;
+  double Usage::*memory;
+  bool deserved;  // set only when a plugin computed it at open; else the last value stays
+};
+constexpr QueueFigure kQueueFigures[] = {
+    {"allocated", "Allocated", &Usage::allocated_milli_cpu, &Usage::allocated_memory, false},
+    {"request", "Request", &Usage::request_milli_cpu, &Usage::request_memory, false},
+    {"deserved", "Deserved", &Usage::deserved_milli_cpu, &Usage::deserved_memory, true},
+    {"capacity", "Capacity", &Usage::capability_milli_cpu, &Usage::capability_memory, false},
+};
+
+std::vector<Family<Gauge>*> QueueGaugeFamilies(prometheus::Registry& r) {
+  std::vector<Family<Gauge>*> out;
+  for (const QueueFigure& f : kQueueFigures) {
+    out.push_back(&GaugeFamily(r, fmt::format("volcano_queue_{}_milli_cpu", f.name),
+                               fmt::format("{} CPU count for one queue", f.help)));
+    out.push_back(&GaugeFamily(r, fmt::format("volcano_queue_{}_memory_bytes", f.name),
+                               fmt::format("{} memory for one queue", f.help)));
+  }
+  out.push_back(&GaugeFamily(r, "volcano_queue_weight", "Weight for one queue"));
+  return out;
+}
+
+// Whether a reload of `kind` is counted: one that changed nothing is not.
+bool CountedReload(ReloadOutcome::Kind kind) { return kind != ReloadOutcome::Kind::kUnchanged; }
 
 }  // namespace
 
@@ -81,23 +117,8 @@ struct ServerMetrics::Impl {
   Gauge& unschedule_job = GaugeFamily(r, "volcano_unschedule_job_count",
                                       "Number of jobs could not be scheduled")
                               .Add({});
-  Family<Gauge>& q_alloc_cpu = GaugeFamily(r, "volcano_queue_allocated_milli_cpu",
-                                           "Allocated CPU count for one queue");
-  Family<Gauge>& q_alloc_mem = GaugeFamily(r, "volcano_queue_allocated_memory_bytes",
-                                           "Allocated memory for one queue");
-  Family<Gauge>& q_req_cpu = GaugeFamily(r, "volcano_queue_request_milli_cpu",
-                                         "Request CPU count for one queue");
-  Family<Gauge>& q_req_mem = GaugeFamily(r, "volcano_queue_request_memory_bytes",
-                                         "Request memory for one queue");
-  Family<Gauge>& q_des_cpu = GaugeFamily(r, "volcano_queue_deserved_milli_cpu",
-                                         "Deserved CPU count for one queue");
-  Family<Gauge>& q_des_mem = GaugeFamily(r, "volcano_queue_deserved_memory_bytes",
-                                         "Deserved memory for one queue");
-  Family<Gauge>& q_cap_cpu = GaugeFamily(r, "volcano_queue_capacity_milli_cpu",
-                                         "Capacity CPU count for one queue");
-  Family<Gauge>& q_cap_mem = GaugeFamily(r, "volcano_queue_capacity_memory_bytes",
-                                         "Capacity memory for one queue");
-  Family<Gauge>& q_weight = GaugeFamily(r, "volcano_queue_weight", "Weight for one queue");
+  // Per queue: kQueueFigures' CPU and memory gauges in order, then the weight.
+  std::vector<Family<Gauge>*> queue_gauges = QueueGaugeFamilies(r);
 
   // Kiln's own.
   Family<Counter>& faults = CounterFamily(
@@ -218,26 +239,20 @@ void ServerMetrics::ObserveSession(const SessionResult& s, double e2e_ms) {
   std::set<std::string> seen;
   for (const auto& q : s.queues) {
     prometheus::Labels l{{"queue_name", q.name}};
-    m.q_alloc_cpu.Add(l).Set(q.allocated_milli_cpu);
-    m.q_alloc_mem.Add(l).Set(q.allocated_memory);
-    m.q_req_cpu.Add(l).Set(q.request_milli_cpu);
-    m.q_req_mem.Add(l).Set(q.request_memory);
-    if (q.has_deserved) {
-      m.q_des_cpu.Add(l).Set(q.deserved_milli_cpu);
-      m.q_des_mem.Add(l).Set(q.deserved_memory);
+    for (size_t i = 0; i < std::size(kQueueFigures); ++i) {
+      const QueueFigure& f = kQueueFigures[i];
+      if (f.deserved && !q.has_deserved) continue;
+      m.queue_gauges[2 * i]->Add(l).Set(q.*f.milli_cpu);
+      m.queue_gauges[2 * i + 1]->Add(l).Set(q.*f.memory);
     }
-    m.q_cap_cpu.Add(l).Set(q.capability_milli_cpu);
-    m.q_cap_mem.Add(l).Set(q.capability_memory);
-    m.q_weight.Add(l).Set(static_cast<double>(q.weight));
+    m.queue_gauges.back()->Add(l).Set(static_cast<double>(q.weight));
     seen.insert(q.name);
   }
   // A deleted queue's series go away (Volcano's DeleteQueueMetrics).
   for (const std::string& name : m.queues) {
     if (seen.count(name)) continue;
     prometheus::Labels l{{"queue_name", name}};
-    for (Family<Gauge>* f : {&m.q_alloc_cpu, &m.q_alloc_mem, &m.q_req_cpu, &m.q_req_mem,
-                             &m.q_des_cpu, &m.q_des_mem, &m.q_cap_cpu, &m.q_cap_mem, &m.q_weight})
-      f->Remove(&f->Add(l));
+    for (Family<Gauge>* f : m.queue_gauges) f->Remove(&f->Add(l));
   }
   m.queues = std::move(seen);
 }
@@ -247,14 +262,9 @@ void ServerMetrics::ObserveSessionError() {
 }
 
 void ServerMetrics::ObserveReload(const ReloadOutcome& outcome, const PolicySet* active) {
-  if (outcome.initial)
-    ;  // the first load is not a reload
-  else if (outcome.kind == ReloadOutcome::Kind::kOk)
-    impl_->reloads.Add({{"result", "ok"}}).Increment();
-  else if (outcome.kind == ReloadOutcome::Kind::kRejected)
-    impl_->reloads.Add({{"result", "rejected"}}).Increment();
-  else if (outcome.kind == ReloadOutcome::Kind::kAbandoned)
-    impl_->reloads.Add({{"result", "abandoned"}}).Increment();
+  // The first load is not a reload.
+  if (CountedReload(outcome.kind) && !outcome.initial)
+    impl_->reloads.Add({{"result", std::string(ToString(outcome.kind))}}).Increment();
   if (active != nullptr) impl_->generation.Set(static_cast<double>(active->generation));
 }
 
@@ -288,12 +298,8 @@ void ServerMetrics::CountShadowSkipped(std::string_view reason) {
 void ServerMetrics::ObserveShadowReload(const ReloadOutcome& outcome, const PolicySet* active) {
   // Unlike the live configuration's, the candidate's first load counts too: it happens after
   // serving started, and an operator watching a rollout wants to see it fail.
-  if (outcome.kind == ReloadOutcome::Kind::kOk)
-    impl_->shadow_reloads.Add({{"result", "ok"}}).Increment();
-  else if (outcome.kind == ReloadOutcome::Kind::kRejected)
-    impl_->shadow_reloads.Add({{"result", "rejected"}}).Increment();
-  else if (outcome.kind == ReloadOutcome::Kind::kAbandoned)
-    impl_->shadow_reloads.Add({{"result", "abandoned"}}).Increment();
+  if (CountedReload(outcome.kind))
+    impl_->shadow_reloads.Add({{"result", std::string(ToString(outcome.kind))}}).Increment();
   if (active != nullptr) impl_->shadow_generation.Set(static_cast<double>(active->generation));
 }
 
