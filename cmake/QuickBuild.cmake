@@ -4,7 +4,7 @@
 #   - a unity build: each library compiles as one translation unit, so the headers every file
 #     shares (the standard library, fmt, spdlog, yaml-cpp, LLVM in kiln_compiler) are parsed once
 #     per library instead of once per file — they are most of a file's compile time;
-#   - -O0 and no debug info: code generation and DWARF were half of a file's compile time, and
+#   - -O0 and no debug info: optimisation and DWARF were over half of a heavy file's compile, and
 #     the demo's scenario runs in milliseconds either way (policies are JIT-compiled by libLLVM,
 #     which is prebuilt and optimised whatever this build does);
 #   - NDEBUG, as in the default RelWithDebInfo build, so asserts are the same.
