@@ -38,6 +38,7 @@ set(KILN_QUICK_BUILD_ALONE
   simulator/random_cluster.cc   # its PriorityClass(int) is ambiguous with kiln::PriorityClass
                                 # once another file has included runtime/model.h
   kubernetes/scenario_writer.cc # class Object (a function Object() in kubernetes/decode.cc)
+  kubernetes/volcano_job.cc     # struct BadField, another one in kubernetes/decode.cc
   compiler/codegen/state_in_place.cc  # class Analysis (also in passes/analyze_score_cache.cc)
   compiler/host/kept_state.cc   # InstantiateConfValue() (also in compiler/host/arg_binding.cc)
   server/shadow.cc              # ParentDir() (also in server/policy_set.cc); Json is
