@@ -55,7 +55,24 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+namespace {
+thread_local ThreadPool* t_nodes_override = nullptr;
+thread_local ThreadPool* t_io_override = nullptr;
+}  // namespace
+
+ThreadPool::ThreadOverride::ThreadOverride(ThreadPool& nodes, ThreadPool& io)
+    : saved_nodes_(t_nodes_override), saved_io_(t_io_override) {
+  t_nodes_override = &nodes;
+  t_io_override = &io;
+}
+
+ThreadPool::ThreadOverride::~ThreadOverride() {
+  t_nodes_override = saved_nodes_;
+  t_io_override = saved_io_;
+}
+
 ThreadPool& ThreadPool::Default() {
+  if (t_nodes_override) return *t_nodes_override;
   // KILN_THREADS pins the worker count (1 runs every loop on the calling thread); unset or
   // invalid means one worker per hardware thread.
   static ThreadPool pool([] {
@@ -66,6 +83,7 @@ ThreadPool& ThreadPool::Default() {
 }
 
 ThreadPool& ThreadPool::Io() {
+  if (t_io_override) return *t_io_override;
   static ThreadPool& pool = []() -> ThreadPool& {
     const char* env = std::getenv("KILN_IO_THREADS");
     const int n = env ? std::atoi(env) : 0;

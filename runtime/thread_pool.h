@@ -63,6 +63,22 @@ class ThreadPool {
   // count, one index per range.
   static ThreadPool& Io();
 
+  // While it lives, Default() and Io() answer the given pools on the constructing thread. A
+  // pool runs one loop at a time, so a session run off the scheduling path (a shadow candidate)
+  // on the process-wide pools would make the live session's loops wait behind its own, at the
+  // off-path thread's lower priority; on pools of its own it cannot.
+  class ThreadOverride {
+   public:
+    ThreadOverride(ThreadPool& nodes, ThreadPool& io);
+    ~ThreadOverride();
+    ThreadOverride(const ThreadOverride&) = delete;
+    ThreadOverride& operator=(const ThreadOverride&) = delete;
+
+   private:
+    ThreadPool* saved_nodes_;
+    ThreadPool* saved_io_;
+  };
+
   // How long the rest of a loop must promise to take before the workers are woken (50µs by
   // default). Tests pin it to make the inline-or-parallel choice independent of machine load.
   void set_wake_threshold(std::chrono::nanoseconds t) { wake_threshold_ = t; }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "runtime/explain.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
+#include "runtime/thread_pool.h"
 #include "server/config_watcher.h"
 #include "server/metrics.h"
 
@@ -90,9 +92,13 @@ Json TaskJson(const TaskExplain& t, const std::set<std::string>& always) {
 }
 
 // The thread runs below the loop's priority: on a busy machine the live session gets the CPU.
+// Under SCHED_IDLE the kernel gives it a core only when nothing else wants one, so the live
+// session's two threads are not slowed by it; niceness is the fallback where that is refused.
 void LowerThreadPriority(int nice) {
   if (nice <= 0) return;
   pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  sched_param idle{};
+  if (::sched_setscheduler(tid, SCHED_IDLE, &idle) == 0) return;
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) != 0)
     spdlog::debug("shadow: could not lower the shadow thread's priority");
 }
@@ -314,6 +320,10 @@ void ShadowRunner::LiveDone(const SessionResult* live) {
 
 void ShadowRunner::ThreadMain() {
   LowerThreadPriority(options_.nice);
+  // The candidate's sessions run every loop on this thread: on the process-wide pools, whose
+  // loops run one at a time, the live session would wait for the shadow's.
+  ThreadPool nodes(1), io(1, /*min_grain=*/1);
+  ThreadPool::ThreadOverride own_pools(nodes, io);
   LoadCandidate([this] {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_;

@@ -10,9 +10,9 @@
 //      the previous session, this session is skipped and counted, and the loop pays nothing more;
 //   2. after the live session, the loop hands over what it decided (binds, evictions, pipelined
 //      pods): a copy of three maps;
-//   3. the shadow thread (nice 10) builds the snapshot into a session model, runs the candidate's
-//      session on it, compares the decisions pod by pod and counts what differs
-//      (kiln_shadow_decisions_differ_total{kind});
+//   3. the shadow thread (SCHED_IDLE, or nice 10 where refused; loops on pools of its own) builds
+//      the snapshot into a session model, runs the candidate's session on it, compares the
+//      decisions pod by pod and counts what differs (kiln_shadow_decisions_differ_total{kind});
 //   4. for the first few differing pods of the session it explains both sides (runtime/explain.h)
 //      by running each configuration once more on the same snapshot with an ExplainRecorder for
 //      those pods only. Those reruns use configurations of their own, loaded without a kept-state
@@ -117,7 +117,7 @@ struct ShadowOptions {
   size_t log_capacity = 100;    // differing decisions kept for GET /shadow (oldest dropped)
   size_t explain_per_session = 8;  // differing pods explained per session
   std::chrono::milliseconds reload_quiet{200};
-  int nice = 10;                // the shadow thread's niceness (0: as the loop)
+  int nice = 10;                // >0: idle priority (SCHED_IDLE, else this niceness); 0: as the loop
 };
 
 class ShadowRunner {

@@ -147,6 +147,43 @@ TEST(ThreadPoolTest, SizeCountsTheCallingThread) {
   EXPECT_GE(ThreadPool::Default().size(), 1);
 }
 
+// A thread whose pools are overridden (a shadow session's) runs its loops while a loop on the
+// process-wide pool is stuck, instead of queueing behind it; other threads keep the shared pool.
+TEST(ThreadPoolTest, AnOverrideKeepsAThreadsLoopsOffTheSharedPools) {
+  std::atomic<bool> release{false}, holding{false}, own_done{false};
+  std::thread stuck([&] {
+    ThreadPool::Default().ParallelFor(
+        2,
+        [&](size_t) {
+          holding = true;
+          for (int i = 0; i < 10000 && !release; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        },
+        1);
+  });
+  while (!holding) std::this_thread::yield();
+  ThreadPool* shared = &ThreadPool::Default();
+  std::thread off_path([&] {
+    ThreadPool nodes(1), io(1, 1);
+    {
+      ThreadPool::ThreadOverride own(nodes, io);
+      EXPECT_EQ(&ThreadPool::Default(), &nodes);
+      EXPECT_EQ(&ThreadPool::Io(), &io);
+      std::atomic<int> sum{0};
+      ThreadPool::Default().ParallelFor(100, [&](size_t i) { sum += static_cast<int>(i); }, 1);
+      ThreadPool::Io().ParallelFor(10, [&](size_t) { sum += 1; }, 1);
+      EXPECT_EQ(sum.load(), 4950 + 10);
+      own_done = true;
+    }
+    EXPECT_EQ(&ThreadPool::Default(), shared);
+  });
+  for (int i = 0; i < 10000 && !own_done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(own_done.load()) << "the overridden thread waited for the shared pool's loop";
+  EXPECT_EQ(&ThreadPool::Default(), shared);
+  release = true;
+  stuck.join();
+  off_path.join();
+}
+
 TEST(ThreadPoolTest, ZeroIterationsCallsNothing) {
   ThreadPool pool(2);
   bool called = false;
