@@ -134,9 +134,11 @@ StringMap Map(od::value& v) {
   StringMap out;
   if (IsNull(v)) return out;
   for (auto field : Get(v.get_object())) {
-    std::string key(Get(field.unescaped_key()));
+    std::string_view key = Get(field.unescaped_key());
     od::value e = Get(field.value());
-    out[std::move(key)] = Str(e);
+    // The API server writes map keys sorted (Go's encoding/json), so each goes at the end; a
+    // key given twice keeps its last value, as the reference's parser does.
+    out.try_emplace(out.end(), std::string(key))->second = Str(e);
   }
   return out;
 }
