@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kubernetes/decode_fast.h"
 #include "runtime/file_read.h"
 
 namespace kiln::kube {
@@ -35,7 +36,8 @@ struct WatchState {
   std::string error_body;
   long http_status = 0;
   bool stopped = false;
-  const std::function<bool(std::string_view, const json&)>* on_event = nullptr;
+  std::string line;  // the line being handed out, padded
+  const std::function<bool(std::string_view, std::string_view)>* on_event = nullptr;
   CURL* handle = nullptr;
 };
 
@@ -52,15 +54,16 @@ size_t WatchWrite(char* data, size_t size, size_t n, void* user) {
   for (size_t nl; (nl = st->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
     std::string_view line(st->pending.data() + start, nl - start);
     if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
-    json ev = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (ev.is_discarded() || !ev.is_object()) {
+    st->line.assign(line);
+    std::string type;
+    std::string_view object;
+    WatchLine split = SplitWatchEvent(PadInPlace(st->line), &type, &object);
+    if (split == WatchLine::NotJson) {
       spdlog::warn("watch: skipping an event line that is not JSON ({} bytes)", line.size());
       continue;
     }
-    auto type = ev.find("type");
-    auto object = ev.find("object");
-    if (type == ev.end() || !type->is_string() || object == ev.end()) continue;
-    if (!(*st->on_event)(type->get_ref<const std::string&>(), *object)) {
+    if (split == WatchLine::Incomplete) continue;
+    if (!(*st->on_event)(type, object)) {
       st->stopped = true;
       return 0;  // aborts the transfer
     }
@@ -292,9 +295,9 @@ Result<Response> KubeClient::Patch(const std::string& path, std::string_view bod
   return Do("PATCH", path, body, ct);
 }
 
-Status KubeClient::List(const std::string& path, const std::string& query, int page_size,
-                        const std::function<void(const json& item)>& on_item,
-                        std::string* resource_version, ApiStatus* status) {
+Status KubeClient::ListRaw(const std::string& path, const std::string& query, int page_size,
+                           const std::function<Status(std::string_view item)>& on_item,
+                           std::string* resource_version, ApiStatus* status) {
   std::string cont;
   for (;;) {
     std::string url = fmt::format("{}?limit={}", path, page_size);
@@ -307,22 +310,31 @@ Status KubeClient::List(const std::string& path, const std::string& query, int p
       if (status) *status = s;
       return Error{fmt::format("LIST {}: {}", path, Describe(s)), {}};
     }
-    json page = json::parse(resp->body, nullptr, false);
-    if (page.is_discarded() || !page.is_object())
-      return Error{fmt::format("LIST {}: the answer is not a JSON object", path), {}};
-    const json& meta = page.contains("metadata") ? page["metadata"] : json::object();
-    if (auto items = page.find("items"); items != page.end() && items->is_array())
-      for (const json& item : *items) on_item(item);
-    cont = meta.is_object() ? meta.value("continue", "") : "";
+    ListPageMeta meta;
+    if (Status s = ForEachListItem(PadInPlace(resp->body), on_item, &meta); !s)
+      return Error{fmt::format("LIST {}: {}", path, s.error().message), {}};
+    cont = std::move(meta.continue_token);
     if (cont.empty()) {
-      if (resource_version && meta.is_object()) *resource_version = meta.value("resourceVersion", "");
+      if (resource_version) *resource_version = std::move(meta.resource_version);
       return Status::Ok();
     }
   }
 }
 
+Status KubeClient::List(const std::string& path, const std::string& query, int page_size,
+                        const std::function<void(const json& item)>& on_item,
+                        std::string* resource_version, ApiStatus* status) {
+  auto parsed = [&](std::string_view text) -> Status {
+    json item = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (item.is_discarded()) return Error{"an item is not JSON", {}};
+    on_item(item);
+    return Status::Ok();
+  };
+  return ListRaw(path, query, page_size, parsed, resource_version, status);
+}
+
 Result<WatchEnd> KubeClient::Watch(const std::string& path, const std::string& query,
-                                   const std::function<bool(std::string_view, const json&)>& on_event,
+                                   const std::function<bool(std::string_view, std::string_view)>& on_event,
                                    WatchCanceller* canceller) {
   ++requests_;
   CURL* h = curl_easy_init();

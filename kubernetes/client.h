@@ -109,19 +109,26 @@ class KubeClient {
   }
 
   // Paged LIST of `path` (no query; `query` adds e.g. "labelSelector=a%3Db"): limit=`page_size`
-  // and continue tokens until the last page. on_item gets each item; *resource_version the
-  // list's resourceVersion. A non-2xx answer is an Error whose message starts with the code
-  // ("410 Expired: ...") and is also returned in *status when given.
+  // and continue tokens until the last page. on_item gets the JSON text of each item, padded as
+  // kubernetes/decode_fast.h asks (no DOM of the page is built); an Error it returns ends the
+  // LIST with that Error. *resource_version gets the list's resourceVersion. A non-2xx answer is
+  // an Error whose message starts with the code ("410 Expired: ...") and is also returned in
+  // *status when given.
+  Status ListRaw(const std::string& path, const std::string& query, int page_size,
+                 const std::function<Status(std::string_view item)>& on_item,
+                 std::string* resource_version, ApiStatus* status = nullptr);
+  // The same with each item parsed (an item that is not JSON fails the LIST).
   Status List(const std::string& path, const std::string& query, int page_size,
               const std::function<void(const nlohmann::json& item)>& on_item,
               std::string* resource_version, ApiStatus* status = nullptr);
 
   // WATCH `path` with `query` (the caller adds resourceVersion, allowWatchBookmarks,
-  // timeoutSeconds; watch=1 is added here). on_event(type, object) for every event line; return
-  // false to stop. Returns how the stream ended; a transport failure is an Error.
+  // timeoutSeconds; watch=1 is added here). on_event(type, object) for every event line, with
+  // the object's JSON text (padded as kubernetes/decode_fast.h asks); return false to stop.
+  // Returns how the stream ended; a transport failure is an Error.
   Result<WatchEnd> Watch(const std::string& path, const std::string& query,
                          const std::function<bool(std::string_view type,
-                                                  const nlohmann::json& object)>& on_event,
+                                                  std::string_view object)>& on_event,
                          WatchCanceller* canceller);
 
   // Number of requests made (all verbs, watches included).

@@ -9,6 +9,7 @@
 #include <set>
 #include <type_traits>
 
+#include "kubernetes/decode_shared.h"
 #include "runtime/cpuset.h"
 #include "runtime/quantity.h"
 
@@ -310,19 +311,14 @@ TopologySpreadConstraint SpreadOf(const json& e, const std::string& p) {
 bool PodQosGuaranteed(const json& spec, const json& status) {
   std::string cls = Str(status, "qosClass", "status");
   if (!cls.empty()) return cls == "Guaranteed";
-  bool any = false, guaranteed = true;
-  Resource requests, limits;
+  std::vector<detail::QosResources> all;
   // One container's (or the pod's) resources.
   auto add = [&](const json& res, const std::string& p) {
-    Resource req = Resources(res, "requests", p), lim = Resources(res, "limits", p);
+    detail::QosResources c{Resources(res, "requests", p), Resources(res, "limits", p)};
     const json& named = Object(res, "requests", p);
-    any = true;
-    for (auto [id, name] : {std::pair{kCpu, "cpu"}, std::pair{kMemory, "memory"}}) {
-      double l = lim.Get(id), r = Member(named, name) ? req.Get(id) : l;
-      if (l <= 0) guaranteed = false;
-      if (l > 0) limits.Set(id, limits.Get(id) + l);
-      if (r > 0) requests.Set(id, requests.Get(id) + r);
-    }
+    c.names_cpu = Member(named, "cpu") != nullptr;
+    c.names_memory = Member(named, "memory") != nullptr;
+    all.push_back(std::move(c));
   };
   if (Member(spec, "resources")) {
     add(Object(spec, "resources", "spec"), "spec.resources");
@@ -331,8 +327,7 @@ bool PodQosGuaranteed(const json& spec, const json& status) {
       Each(spec, list, "spec",
            [&](const json& c, const std::string& p) { add(Object(c, "resources", p), p + ".resources"); });
   }
-  return any && guaranteed && requests.Get(kCpu) == limits.Get(kCpu) &&
-         requests.Get(kMemory) == limits.Get(kMemory);
+  return detail::QosGuaranteed(all);
 }
 
 PreemptionPolicy ParsePreemption(const std::string& s, const std::string& path) {
@@ -541,22 +536,10 @@ ObjectMeta DecodeMeta(const json& obj) {
 
 Result<DecodedPod> DecodePod(const json& obj) {
   return DecodeWorkload<DecodedPod>("pod", obj, [&](DecodedPod& out, PodSpec& p) {
-    if (auto it = p.annotations.find(kGroupNameAnnotation); it != p.annotations.end()) {
-      p.group = it->second;
-      p.annotations.erase(it);
-    }
-    if (auto it = p.annotations.find(kTaskSpecAnnotation); it != p.annotations.end()) {
-      p.task = it->second;
-      p.annotations.erase(it);
-    }
-    if (auto it = p.annotations.find(kDurationAnnotation); it != p.annotations.end()) {
-      auto d = ParseGoDuration(it->second);
-      if (!d || *d <= 0)
-        Fail("metadata.annotations." + std::string(kDurationAnnotation),
-             fmt::format("must be a positive Go duration, got `{}`", it->second));
-      p.duration = *d;
-      p.annotations.erase(it);
-    }
+    if (!detail::TakePodAnnotations(p))
+      Fail("metadata.annotations." + std::string(kDurationAnnotation),
+           fmt::format("must be a positive Go duration, got `{}`",
+                       p.annotations.find(kDurationAnnotation)->second));
     p.deleting = Member(Object(obj, "metadata", "pod"), "deletionTimestamp") != nullptr;
 
     const json& spec = Object(obj, "spec", "pod");
@@ -596,12 +579,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
 
     const json& status = Object(obj, "status", "pod");
     out.qos_guaranteed = PodQosGuaranteed(spec, status);
-    std::string phase = Str(status, "phase", "status", "Pending");
-    if (phase == "Pending") p.phase = PodPhase::Pending;
-    else if (phase == "Running") p.phase = PodPhase::Running;
-    else if (phase == "Succeeded") p.phase = PodPhase::Succeeded;
-    else if (phase == "Failed") p.phase = PodPhase::Failed;
-    else p.phase = PodPhase::Unknown;
+    p.phase = detail::PodPhaseOf(Str(status, "phase", "status", "Pending"));
     p.nominated_node = Str(status, "nominatedNodeName", "status");
     Each(status, "conditions", "status", [&](const json& c, const std::string& cp) {
       if (Str(c, "type", cp) != "PodScheduled") return;
@@ -808,5 +786,50 @@ Result<NumatopologySpec> DecodeNumatopology(const json& obj, ObjectMeta* meta_ou
     });
   });
 }
+
+namespace detail {
+
+bool QosGuaranteed(const std::vector<QosResources>& all) {
+  bool guaranteed = true;
+  Resource requests, limits;
+  for (const QosResources& c : all) {
+    for (auto [id, named] : {std::pair{kCpu, c.names_cpu}, std::pair{kMemory, c.names_memory}}) {
+      double l = c.limits.Get(id), r = named ? c.requests.Get(id) : l;
+      if (l <= 0) guaranteed = false;
+      if (l > 0) limits.Set(id, limits.Get(id) + l);
+      if (r > 0) requests.Set(id, requests.Get(id) + r);
+    }
+  }
+  return !all.empty() && guaranteed && requests.Get(kCpu) == limits.Get(kCpu) &&
+         requests.Get(kMemory) == limits.Get(kMemory);
+}
+
+PodPhase PodPhaseOf(std::string_view phase) {
+  if (phase == "Pending") return PodPhase::Pending;
+  if (phase == "Running") return PodPhase::Running;
+  if (phase == "Succeeded") return PodPhase::Succeeded;
+  if (phase == "Failed") return PodPhase::Failed;
+  return PodPhase::Unknown;
+}
+
+bool TakePodAnnotations(PodSpec& p) {
+  if (auto it = p.annotations.find(kGroupNameAnnotation); it != p.annotations.end()) {
+    p.group = it->second;
+    p.annotations.erase(it);
+  }
+  if (auto it = p.annotations.find(kTaskSpecAnnotation); it != p.annotations.end()) {
+    p.task = it->second;
+    p.annotations.erase(it);
+  }
+  if (auto it = p.annotations.find(kDurationAnnotation); it != p.annotations.end()) {
+    auto d = ParseGoDuration(it->second);
+    if (!d || *d <= 0) return false;
+    p.duration = *d;
+    p.annotations.erase(it);
+  }
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace kiln::kube

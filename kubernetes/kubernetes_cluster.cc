@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kubernetes/decode_fast.h"
 #include "runtime/pod_group_status.h"
 
 namespace kiln::kube {
@@ -99,21 +100,23 @@ bool DecodedOrSkipped(KubernetesCluster::State& st, const std::string& resource,
 }
 
 // Wires a reflector to a store: `decode` turns an object into (key, value) or an Error, which is
-// logged and counted, and the object skipped.
-template <typename T, typename Decode>
+// logged and counted, and the object skipped. `decode_text`, when given, does the same from the
+// object's JSON text (kubernetes/decode_fast.h), and the reflector then hands over text only.
+template <typename T, typename Decode, typename DecodeText = std::nullptr_t>
 ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std::string resource,
-                              Decode decode, std::function<void(const std::string&, const T*)> on_change = {}) {
+                              Decode decode, std::function<void(const std::string&, const T*)> on_change = {},
+                              DecodeText decode_text = nullptr) {
   ReflectorHandler h;
   h.begin_list = [&st, &store] {
     std::lock_guard lock(st.mu);
     store.staging.clear();
   };
-  h.list_item = [&st, &store, decode, resource](const json& obj) {
-    auto r = decode(obj);
+  auto stage = [&st, &store, resource](auto r) {
     std::lock_guard lock(st.mu);
     if (!DecodedOrSkipped(st, resource, r)) return;
     store.staging[r->first] = std::move(r->second);
   };
+  h.list_item = [stage, decode](const json& obj) { stage(decode(obj)); };
   h.end_list = [&st, &store, on_change] {
     std::lock_guard lock(st.mu);
     store.items.swap(store.staging);
@@ -121,22 +124,37 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     if (on_change)
       for (const auto& [k, v] : store.items) on_change(k, &v);
   };
-  h.event = [&st, &store, decode, resource, on_change](std::string_view type, const json& obj) {
-    if (type == "DELETED") {
-      ObjectMeta m = DecodeMeta(obj);
-      std::string key = Key(m);
-      std::lock_guard lock(st.mu);
-      store.items.erase(key);
-      if (on_change) on_change(key, nullptr);
-      return;
-    }
-    auto r = decode(obj);
+  auto remove = [&st, &store, on_change](const ObjectMeta& m) {
+    std::string key = Key(m);
+    std::lock_guard lock(st.mu);
+    store.items.erase(key);
+    if (on_change) on_change(key, nullptr);
+  };
+  auto apply = [&st, &store, resource, on_change](auto r) {
     std::lock_guard lock(st.mu);
     if (!DecodedOrSkipped(st, resource, r)) return;
     auto& slot = store.items[r->first];
     slot = std::move(r->second);
     if (on_change) on_change(r->first, &slot);
   };
+  h.event = [remove, apply, decode](std::string_view type, const json& obj) {
+    if (type == "DELETED") return remove(DecodeMeta(obj));
+    apply(decode(obj));
+  };
+  if constexpr (!std::is_same_v<DecodeText, std::nullptr_t>) {
+    h.list_item_text = [stage, decode_text, resource](std::string_view text) -> Status {
+      auto r = decode_text(text);
+      // Text that is not JSON fails the LIST, as a page that did not parse always has.
+      if (!r && !json::accept(text))
+        return Error{fmt::format("{}: an item is not JSON: {}", resource, r.error().message), {}};
+      stage(std::move(r));
+      return Status::Ok();
+    };
+    h.event_text = [remove, apply, decode_text](std::string_view type, std::string_view text) {
+      if (type == "DELETED") return remove(DecodeMetaJson(text));
+      apply(decode_text(text));
+    };
+  }
   return h;
 }
 
@@ -146,17 +164,25 @@ Result<std::pair<std::string, T>> Keyed(Result<T> r, const ObjectMeta& m) {
   return std::pair<std::string, T>(Key(m), std::move(*r));
 }
 
+// What a decoder reads (a DOM, or JSON text): its first parameter.
+template <typename F>
+struct Input;
+template <typename R, typename In, typename... Rest>
+struct Input<R (*)(In, Rest...)> {
+  using type = In;
+};
+
 // A decoder for objects keyed by their metadata (namespace/name, or name).
-template <typename T, Result<T> (*Decode)(const json&, ObjectMeta*)>
-Result<std::pair<std::string, T>> DecodeKeyed(const json& o) {
+template <typename T, auto Decode>
+Result<std::pair<std::string, T>> DecodeKeyed(typename Input<decltype(Decode)>::type o) {
   ObjectMeta m;
   auto r = Decode(o, &m);
   return Keyed(std::move(r), m);
 }
 
 // A decoder for objects whose decoded form carries its own key (`Key` reads it).
-template <typename T, Result<T> (*Decode)(const json&), std::string (*Key)(const T&)>
-Result<std::pair<std::string, T>> DecodeSelfKeyed(const json& o) {
+template <typename T, auto Decode, std::string (*Key)(const T&)>
+Result<std::pair<std::string, T>> DecodeSelfKeyed(typename Input<decltype(Decode)>::type o) {
   auto r = Decode(o);
   if (!r) return r.error();
   std::string key = Key(*r);
@@ -198,10 +224,11 @@ void KubernetesCluster::Start() {
         st.unschedulable_written.erase(u);
   };
   add("pods", "/api/v1/pods",
-      StoreHandler<DecodedPod>(st, st.pods, "pods",
-                               DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod));
+      StoreHandler<DecodedPod>(st, st.pods, "pods", DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod,
+                               DecodeSelfKeyed<DecodedPod, DecodePodJson, PodKey>));
   add("nodes", "/api/v1/nodes",
-      StoreHandler<NodeSpec>(st, st.nodes, "nodes", DecodeKeyed<NodeSpec, DecodeNode>));
+      StoreHandler<NodeSpec>(st, st.nodes, "nodes", DecodeKeyed<NodeSpec, DecodeNode>, {},
+                             DecodeKeyed<NodeSpec, DecodeNodeJson>));
   auto on_pg = [&st](const std::string& key, const DecodedPodGroup* g) {
     // The written status has arrived (or the group is gone): the overlay is no longer needed.
     auto it = st.pg_overlay.find(key);

@@ -7,6 +7,8 @@
 #include <optional>
 #include <random>
 
+#include "kubernetes/decode_fast.h"
+
 namespace kiln::kube {
 
 using json = nlohmann::json;
@@ -53,6 +55,20 @@ void Reflector::Backoff() {
   cv_.wait_for(lock, wait, [&] { return stop_.load(); });
 }
 
+void Reflector::Deliver(std::string_view type, std::string_view object) {
+  if (handler_.event_text) {
+    handler_.event_text(type, object);
+    return;
+  }
+  if (!handler_.event) return;
+  json parsed = json::parse(object, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    spdlog::warn("reflector {}: skipping a {} event whose object is not JSON", resource_, type);
+    return;
+  }
+  handler_.event(type, parsed);
+}
+
 namespace {
 // resourceVersions are opaque to clients, but every API server backed by etcd writes its
 // revision, a decimal number. nullopt for anything else (then no order is assumed).
@@ -72,12 +88,12 @@ void Reflector::Run() {
       if (handler_.begin_list) handler_.begin_list();
       std::string rv;
       ApiStatus status;
-      Status s = client_->List(
-          path_, "", options_.page_size,
-          [&](const json& item) {
-            if (handler_.list_item) handler_.list_item(item);
-          },
-          &rv, &status);
+      auto parsed = [&](const json& item) {
+        if (handler_.list_item) handler_.list_item(item);
+      };
+      Status s = handler_.list_item_text
+                     ? client_->ListRaw(path_, "", options_.page_size, handler_.list_item_text, &rv, &status)
+                     : client_->List(path_, "", options_.page_size, parsed, &rv, &status);
       if (!s && options_.optional && status.code == 404) {
         // Not served here (its CRD is not installed): nothing of it exists. Empty the store
         // once, count as synced, and look again later without watching.
@@ -131,9 +147,9 @@ void Reflector::Run() {
     ++watches_;
     auto end = client_->Watch(
         path_, query,
-        [&](std::string_view type, const json& object) {
+        [&](std::string_view type, std::string_view object) {
           if (type == "ERROR") {
-            ApiStatus st = DecodeStatus(500, object.dump());
+            ApiStatus st = DecodeStatus(500, object);
             if (st.code == 410) {
               gone = true;
             } else if (st.resource_version_too_large) {
@@ -144,9 +160,7 @@ void Reflector::Run() {
             }
             return false;
           }
-          std::string rv;
-          if (auto m = object.find("metadata"); m != object.end() && m->is_object())
-            rv = m->value("resourceVersion", "");
+          std::string rv = DecodeMetaJson(object).resource_version;
           // A watch delivers versions in increasing order; one below a version already seen
           // means the server's history is not the one this cache was built from.
           if (auto seen = Revision(last_resource_version()), got = Revision(rv);
@@ -156,7 +170,7 @@ void Reflector::Run() {
                          resource_, rv, *seen);
             return false;
           }
-          if (type != "BOOKMARK" && handler_.event) handler_.event(type, object);
+          if (type != "BOOKMARK") Deliver(type, object);
           if (!rv.empty()) {
             std::lock_guard lock(mu_);
             rv_ = rv;

@@ -30,11 +30,18 @@ namespace kiln::kube {
 // Where a reflector delivers what it sees. begin_list/list_item/end_list bracket one full LIST
 // (the store replaces its contents at end_list; a LIST that fails midway never reaches end_list
 // and the next one starts again with begin_list). event gets ADDED, MODIFIED and DELETED.
+//
+// Objects arrive as JSON text (padded as kubernetes/decode_fast.h asks) to list_item_text and
+// event_text when those are set, for the fast decoders; otherwise the reflector parses each one
+// for list_item and event. list_item_text's Error fails the LIST (an item that is not JSON fails
+// it, as a page that did not parse did).
 struct ReflectorHandler {
   std::function<void()> begin_list;
   std::function<void(const nlohmann::json& object)> list_item;
   std::function<void()> end_list;
   std::function<void(std::string_view type, const nlohmann::json& object)> event;
+  std::function<Status(std::string_view object)> list_item_text;
+  std::function<void(std::string_view type, std::string_view object)> event_text;
 };
 
 struct ReflectorOptions {
@@ -78,6 +85,8 @@ class Reflector {
   void Run();
   // Sleeps for the current backoff (interrupted by Stop) and doubles it.
   void Backoff();
+  // Hands a watch event's object to the handler (as text, or parsed).
+  void Deliver(std::string_view type, std::string_view object);
 
   std::shared_ptr<KubeClient> client_;
   std::string resource_;
