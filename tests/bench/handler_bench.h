@@ -146,6 +146,14 @@ inline std::vector<const Node*> AllNodes(PairSession& p) {
   return {p.cluster().nodes().begin(), p.cluster().nodes().end()};
 }
 
+// Registers a native's handlers `fns` for the points P… with `ctx` (the native) as their
+// context; what its OnSessionOpen then returns.
+template <ExtensionPoint... P>
+Status RegisterHandlers(Session& ssn, PluginHandle self, void* ctx, HandlerFn<P>... fns) {
+  (ssn.Register<P>(self, ctx, fns), ...);
+  return Status::Ok();
+}
+
 // ============================================================================================
 // Sessions, checks and benchmarks
 

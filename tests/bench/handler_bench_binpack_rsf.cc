@@ -10,14 +10,12 @@ namespace {
 
 class NativeBinpack : public Plugin {
  public:
-  explicit NativeBinpack(const PluginOption& o)
-      : weight_(ArgInt(o, "binpack.weight", 1)),
-        cpu_weight_(ArgInt(o, "binpack.cpu", 1)),
-        memory_weight_(ArgInt(o, "binpack.memory", 1)) {
-    // session_open: the listed resources (weights from binpack.resources.<name>, 1 by default,
-    // negative → 1), then cpu and memory, in first-insertion order.
+  explicit NativeBinpack(const PluginOption& o) : weight_(ArgInt(o, "binpack.weight", 1)) {
+    // session_open: the listed resources (weights from binpack.resources.<name>), then cpu and
+    // memory (binpack.cpu, binpack.memory), in first-insertion order; 1 by default, negative → 1.
     std::vector<std::pair<std::string, int64_t>> weights;
     auto put = [&](const std::string& name, int64_t w) {
+      if (w < 0) w = 1;
       for (auto& [n, v] : weights)
         if (n == name) {
           v = w;
@@ -32,15 +30,12 @@ class NativeBinpack : public Plugin {
       std::string name = list.substr(start, end == std::string::npos ? end : end - start);
       name.erase(0, name.find_first_not_of(" \t\n\r"));
       name.erase(name.find_last_not_of(" \t\n\r") + 1);
-      if (!name.empty()) {
-        int64_t w = ArgInt(o, "binpack.resources." + name, 1);
-        put(name, w < 0 ? 1 : w);
-      }
+      if (!name.empty()) put(name, ArgInt(o, "binpack.resources." + name, 1));
       if (end == std::string::npos) break;
       start = end + 1;
     }
-    put("cpu", cpu_weight_ < 0 ? 1 : cpu_weight_);
-    put("memory", memory_weight_ < 0 ? 1 : memory_weight_);
+    put("cpu", ArgInt(o, "binpack.cpu", 1));
+    put("memory", ArgInt(o, "binpack.memory", 1));
     for (auto& [n, w] : weights) weighted_.push_back({Rid(n), w});
   }
   Status OnSessionOpen(Session& ssn, PluginHandle self) override {
@@ -81,7 +76,7 @@ class NativeBinpack : public Plugin {
     ResourceId id;
     int64_t weight;
   };
-  int64_t weight_, cpu_weight_, memory_weight_;
+  int64_t weight_;
   std::vector<Weighted> weighted_;
 };
 

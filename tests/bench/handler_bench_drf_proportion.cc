@@ -23,10 +23,9 @@ class NativeDrf : public Plugin {
         if (AllocatedStatus(t->status)) a.Add(t->resreq);
       Set(job, a);
     }
-    ssn.Register<ExtensionPoint::JobOrder>(self, this, &JobOrder);
-    ssn.Register<ExtensionPoint::OnAllocate>(self, this, &Allocate);
-    ssn.Register<ExtensionPoint::OnDeallocate>(self, this, &Deallocate);
-    return Status::Ok();
+    return RegisterHandlers<ExtensionPoint::JobOrder, ExtensionPoint::OnAllocate,
+                            ExtensionPoint::OnDeallocate>(ssn, self, this, &JobOrder,
+                                                          &Allocate, &Deallocate);
   }
   static int32_t JobOrder(void* ctx, const Job* l, const Job* r) {
     const auto& self = *static_cast<const NativeDrf*>(ctx);
@@ -91,10 +90,9 @@ class NativeProportion : public Plugin {
       // (inqueue/elastic feed only job_enqueueable, which is not benchmarked here.)
     }
     ComputeDeserved();
-    ssn.Register<ExtensionPoint::QueueOrder>(self, this, &QueueOrder);
-    ssn.Register<ExtensionPoint::Overused>(self, this, &Overused);
-    ssn.Register<ExtensionPoint::Allocatable>(self, this, &Allocatable);
-    return Status::Ok();
+    return RegisterHandlers<ExtensionPoint::QueueOrder, ExtensionPoint::Overused,
+                            ExtensionPoint::Allocatable>(ssn, self, this, &QueueOrder,
+                                                         &Overused, &Allocatable);
   }
   static int32_t QueueOrder(void* ctx, const Queue* l, const Queue* r) {
     const auto& self = *static_cast<const NativeProportion*>(ctx);
@@ -345,15 +343,6 @@ void PerQueue(benchmark::State& s, Fn fn, void* ctx, PairSession& p) {
     for (const Queue* q : p.cluster().queues()) benchmark::DoNotOptimize(target(ctx, q));
   s.counters["calls"] = static_cast<double>(p.cluster().queues().size());
 }
-void BM_JitProportionOverused(benchmark::State& s) {
-  auto& p = ProportionPair();
-  PerQueue(s, p.jit->Fn<ExtensionPoint::Overused>(), p.jit->ctx(), p);
-}
-void BM_NativeProportionOverused(benchmark::State& s) {
-  auto& p = ProportionPair();
-  PerQueue(s, HandlerFn<ExtensionPoint::Overused>(&NativeProportion::Overused),
-           static_cast<NativeProportion*>(p.native), p);
-}
 template <typename Fn>
 void PerQueueTask(benchmark::State& s, Fn fn, void* ctx, PairSession& p) {
   auto items = QueueTasks(p);
@@ -362,15 +351,28 @@ void PerQueueTask(benchmark::State& s, Fn fn, void* ctx, PairSession& p) {
     for (auto [q, t] : items) benchmark::DoNotOptimize(target(ctx, q, t));
   s.counters["calls"] = static_cast<double>(items.size());
 }
-void BM_JitProportionAllocatable(benchmark::State& s) {
+// One side of proportion's handler at point P: the JIT's, or NativeProportion's `native`; timed
+// per queue (overused) or per (queue, task) (allocatable).
+template <ExtensionPoint P>
+void ProportionSide(benchmark::State& s, bool jit, HandlerFn<P> native) {
   auto& p = ProportionPair();
-  PerQueueTask(s, p.jit->Fn<ExtensionPoint::Allocatable>(), p.jit->ctx(), p);
+  HandlerFn<P> fn = jit ? p.jit->Fn<P>() : native;
+  void* ctx = jit ? p.jit->ctx() : static_cast<NativeProportion*>(p.native);
+  if constexpr (P == ExtensionPoint::Overused)
+    PerQueue(s, fn, ctx, p);
+  else
+    PerQueueTask(s, fn, ctx, p);
 }
-void BM_NativeProportionAllocatable(benchmark::State& s) {
-  auto& p = ProportionPair();
-  PerQueueTask(s, HandlerFn<ExtensionPoint::Allocatable>(&NativeProportion::Allocatable),
-               static_cast<NativeProportion*>(p.native), p);
-}
+#define KILN_PROPORTION_PAIR(Point)                                                             \
+  void BM_JitProportion##Point(benchmark::State& s) {                                           \
+    ProportionSide<ExtensionPoint::Point>(s, true, &NativeProportion::Point);                   \
+  }                                                                                             \
+  void BM_NativeProportion##Point(benchmark::State& s) {                                        \
+    ProportionSide<ExtensionPoint::Point>(s, false, &NativeProportion::Point);                  \
+  }
+KILN_PROPORTION_PAIR(Overused)
+KILN_PROPORTION_PAIR(Allocatable)
+
 BENCHMARK(BM_JitProportionQueueOrder);
 BENCHMARK(BM_NativeProportionQueueOrder);
 BENCHMARK(BM_JitProportionOverused);

@@ -37,9 +37,8 @@ class NativeNodeOrder : public Plugin {
       for (const Node* n : nodes)
         for (const auto& [image, size] : n->images) image_nodes_[image] += 1;
     }
-    ssn.Register<ExtensionPoint::NodeOrder>(self, this, &NodeOrder);
-    ssn.Register<ExtensionPoint::BatchNodeOrder>(self, this, &BatchNodeOrder);
-    return Status::Ok();
+    return RegisterHandlers<ExtensionPoint::NodeOrder, ExtensionPoint::BatchNodeOrder>(
+        ssn, self, this, &NodeOrder, &BatchNodeOrder);
   }
 
   static int32_t NodeOrder(void* ctx, const Task* task, const Node* node, double* out) {

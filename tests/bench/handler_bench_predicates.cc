@@ -60,9 +60,8 @@ class NativePredicates : public Plugin {
     session_ = &ssn;
     evicted_.assign(ssn.cluster().tasks().size(), 0);
     evicted_on_.assign(ssn.cluster().nodes().size(), 0);
-    ssn.Register<ExtensionPoint::PrePredicate>(self, this, &PrePredicate);
-    ssn.Register<ExtensionPoint::Predicate>(self, this, &Predicate);
-    return Status::Ok();
+    return RegisterHandlers<ExtensionPoint::PrePredicate, ExtensionPoint::Predicate>(
+        ssn, self, this, &PrePredicate, &Predicate);
   }
 
   static int32_t PrePredicate(void* ctx, const Task* task, KStatusOut*) {

@@ -47,6 +47,7 @@
 #include "tests/bench/bench_session.h"
 #include "tests/oracles/cdp_oracle.h"
 #include "tests/oracles/gang_oracle.h"
+#include "tests/oracles/oracle_plugins.h"
 #include "tests/oracles/priority_oracle.h"
 
 namespace kiln {
@@ -144,19 +145,10 @@ bool OracleGangJobReady(void*, const Job* j) { return oracles::gang::JobReady(*j
 int32_t OracleGangJobOrder(void*, const Job* l, const Job* r) {
   return oracles::gang::JobOrder(*l, *r);
 }
-int32_t MarkAll(const Task* const* c, size_t n, uint8_t* sel,
-                const std::vector<const Task*>& victims) {
-  size_t v = 0;
-  for (size_t i = 0; i < n && v < victims.size(); ++i)
-    if (c[i] == victims[v]) {
-      sel[i] = 1;
-      ++v;
-    }
-  return 1;
-}
+using oracles::MarkVictims;
 int32_t NativePriorityPreemptable(void*, const Task* p, const Task* const* c, size_t n,
                                   uint8_t* sel) {
-  return MarkAll(c, n, sel, oracles::priority::Victims(*p, std::span(c, n)));
+  return MarkVictims(c, n, sel, oracles::priority::Victims(*p, std::span(c, n)));
 }
 // The gang oracle's victim rule, with the job's ready count from the runtime's counter.
 int32_t NativeGangPreemptable(void*, const Task*, const Task* const* c, size_t n,
@@ -172,7 +164,7 @@ int32_t NativeGangPreemptable(void*, const Task*, const Task* const* c, size_t n
       victims.push_back(c[i]);
     }
   }
-  return MarkAll(c, n, sel, victims);
+  return MarkVictims(c, n, sel, victims);
 }
 int32_t NativeFlatGangPreemptable(void*, const Task*, const Task* const* c, size_t n,
                                   uint8_t* sel) {
@@ -210,7 +202,7 @@ int32_t NativeFlatGangPreemptable(void*, const Task*, const Task* const* c, size
 }
 int32_t OracleGangPreemptable(void*, const Task* p, const Task* const* c, size_t n,
                               uint8_t* sel) {
-  return MarkAll(c, n, sel, oracles::gang::Victims(*p, std::span(c, n)));
+  return MarkVictims(c, n, sel, oracles::gang::Victims(*p, std::span(c, n)));
 }
 // cdp with the runtime's label map and the parser behind the stdlib's parse_duration.
 int32_t NativeCdpPreemptable(void* ctx, const Task*, const Task* const* c, size_t n,
@@ -234,12 +226,12 @@ int32_t NativeCdpPreemptable(void* ctx, const Task*, const Task* const* c, size_
     }
     if (!protect) victims.push_back(c[i]);
   }
-  return MarkAll(c, n, sel, victims);
+  return MarkVictims(c, n, sel, victims);
 }
 int32_t OracleCdpPreemptable(void* ctx, const Task* p, const Task* const* c, size_t n,
                              uint8_t* sel) {
-  return MarkAll(c, n, sel,
-                 oracles::cdp::Victims(*p, std::span(c, n), static_cast<PolicyContext*>(ctx)->now));
+  return MarkVictims(c, n, sel,
+                     oracles::cdp::Victims(*p, std::span(c, n), static_cast<PolicyContext*>(ctx)->now));
 }
 
 // The per-call path shape every JIT/C++ pair is measured through (bench_session.h).
@@ -255,13 +247,18 @@ PolicyContext& NativeCtx() {
   return ctx;
 }
 
-void BM_JitPriorityJobOrder(benchmark::State& s) {
-  auto& l = Builtin("priority");
+// job_order of the fixture's jobs 0 and 1: the built-in policy `policy`'s compiled handler, or
+// a C++ side of it.
+void JitJobOrder(benchmark::State& s, std::string_view policy) {
+  auto& l = Builtin(policy);
   Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
 }
-void BM_NativePriorityJobOrder(benchmark::State& s) {
-  Run(s, &NativePriorityJobOrder, &NativeCtx(), F().jobs[0].get(), F().jobs[1].get());
+void NativeJobOrder(benchmark::State& s, HandlerFn<ExtensionPoint::JobOrder> fn) {
+  Run(s, fn, &NativeCtx(), F().jobs[0].get(), F().jobs[1].get());
 }
+
+void BM_JitPriorityJobOrder(benchmark::State& s) { JitJobOrder(s, "priority"); }
+void BM_NativePriorityJobOrder(benchmark::State& s) { NativeJobOrder(s, &NativePriorityJobOrder); }
 void BM_JitPriorityTaskOrder(benchmark::State& s) {
   auto& l = Builtin("priority");
   Run(s, l.Fn<ExtensionPoint::TaskOrder>(), &l.ctx, F().candidates[0], F().candidates[1]);
@@ -279,16 +276,9 @@ void BM_NativeGangJobReady(benchmark::State& s) {
 void BM_OracleGangJobReady(benchmark::State& s) {
   Run(s, &OracleGangJobReady, &NativeCtx(), static_cast<const Job*>(F().jobs[0].get()));
 }
-void BM_JitGangJobOrder(benchmark::State& s) {
-  auto& l = Builtin("gang");
-  Run(s, l.Fn<ExtensionPoint::JobOrder>(), &l.ctx, F().jobs[0].get(), F().jobs[1].get());
-}
-void BM_NativeGangJobOrder(benchmark::State& s) {
-  Run(s, &NativeGangJobOrder, &NativeCtx(), F().jobs[0].get(), F().jobs[1].get());
-}
-void BM_OracleGangJobOrder(benchmark::State& s) {
-  Run(s, &OracleGangJobOrder, &NativeCtx(), F().jobs[0].get(), F().jobs[1].get());
-}
+void BM_JitGangJobOrder(benchmark::State& s) { JitJobOrder(s, "gang"); }
+void BM_NativeGangJobOrder(benchmark::State& s) { NativeJobOrder(s, &NativeGangJobOrder); }
+void BM_OracleGangJobOrder(benchmark::State& s) { NativeJobOrder(s, &OracleGangJobOrder); }
 
 template <typename Fn>
 void RunVictims(benchmark::State& state, Fn fn, void* ctx) {

@@ -18,8 +18,8 @@
 
 namespace kiln::oracles {
 
-namespace detail {
-// Victims ABI: mark the selected candidates and Permit (1).
+// Victims ABI: mark the selected candidates and Permit (1). The C++ sides of jit_bench's
+// preemptable benchmarks answer through it too.
 inline int32_t MarkVictims(const Task* const* tasks, size_t n, uint8_t* selected,
                            const std::vector<const Task*>& victims) {
   size_t v = 0;
@@ -30,7 +30,6 @@ inline int32_t MarkVictims(const Task* const* tasks, size_t n, uint8_t* selected
     }
   return 1;
 }
-}  // namespace detail
 
 class GangOracle : public Plugin {
  public:
@@ -44,7 +43,7 @@ class GangOracle : public Plugin {
       return v.pass;
     });
     auto victims = [](const Task* p, const Task* const* c, size_t n, uint8_t* sel) {
-      return detail::MarkVictims(c, n, sel, gang::Victims(*p, std::span(c, n)));
+      return MarkVictims(c, n, sel, gang::Victims(*p, std::span(c, n)));
     };
     ssn.On<ExtensionPoint::Preemptable>(self, victims);
     ssn.On<ExtensionPoint::Reclaimable>(self, victims);
@@ -67,7 +66,7 @@ class PriorityOracle : public Plugin {
         self, [](const Job* l, const Job* r) { return int32_t{priority::JobOrder(*l, *r)}; });
     ssn.On<ExtensionPoint::Preemptable>(
         self, [](const Task* p, const Task* const* c, size_t n, uint8_t* sel) {
-          return detail::MarkVictims(c, n, sel, priority::Victims(*p, std::span(c, n)));
+          return MarkVictims(c, n, sel, priority::Victims(*p, std::span(c, n)));
         });
     ssn.On<ExtensionPoint::JobStarving>(self,
                                         [](const Job* j) { return priority::JobStarving(*j); });
@@ -81,7 +80,7 @@ class CdpOracle : public Plugin {
     // The session clock, read once: it does not move during a session.
     TimeNs now = ssn.now();
     auto victims = [now](const Task* p, const Task* const* c, size_t n, uint8_t* sel) {
-      return detail::MarkVictims(c, n, sel, cdp::Victims(*p, std::span(c, n), now));
+      return MarkVictims(c, n, sel, cdp::Victims(*p, std::span(c, n), now));
     };
     ssn.On<ExtensionPoint::Preemptable>(self, victims);
     ssn.On<ExtensionPoint::Reclaimable>(self, victims);

@@ -35,67 +35,9 @@ from serve_util import ServeProcess, kiln_from_argv  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
 
-# Six 4-cpu nodes. Leaves s0 = {n0, n1} and s1 = {n2, n3} are nearly full (n0 and n2 have 2 cpu
-# free, n1 and n3 one); n4 and n5 are empty but each is a leaf of its own (s2, s3); the spine
-# (tier 2) holds the four leaves. Gang `near` (2 × 1 cpu, hard, tier 1) may only go where n0-n3's
-# spare cpu is (its pods select pool=a), both pods in one leaf: without the topology, nodeorder
-# would put them on n0 and n2, the two emptiest nodes, in different leaves. Gang `wide` (2 × 4
-# cpu, hard, tier 1) needs two empty nodes in one leaf: none until s2 is edited to hold n4 and n5.
-SCENARIO = """name: serve-topology
-now: "2025-01-01T00:00:00Z"
-conf: |
-""" + textwrap.indent(scheduler_conf("allocate", ["priority", "gang", "predicates", "network-topology-aware",
-                                                  "nodeorder"]), "  ") + """cluster:
-  queues: [{name: q1, weight: 1}]
-  nodes:
-  - {name: n0, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
-  - {name: n1, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
-  - {name: n2, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
-  - {name: n3, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: a}}
-  - {name: n4, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: b}}
-  - {name: n5, allocatable: {cpu: "4", memory: 16Gi}, labels: {pool: b}}
-  hyperNodes:
-  - name: s0
-    tier: 1
-    tierName: leaf
-    members:
-    - {type: Node, selector: {exactMatch: {name: n0}}}
-    - {type: Node, selector: {exactMatch: {name: n1}}}
-  - name: s1
-    tier: 1
-    tierName: leaf
-    members: [{type: Node, selector: {regexMatch: {pattern: "^n[23]$"}}}]
-  - name: s2
-    tier: 1
-    tierName: leaf
-    members: [{type: Node, selector: {exactMatch: {name: n4}}}]
-  - name: s3
-    tier: 1
-    tierName: leaf
-    members: [{type: Node, selector: {labelMatch: {matchLabels: {kubernetes.io/hostname: n5}}}}]
-  - name: spine
-    tier: 2
-    tierName: spine
-    members:
-    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s1}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s2}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s3}}}
-  podGroups:
-  - {name: near, namespace: c1, queue: q1, minMember: 2, phase: Inqueue, annotations: {team: a},
-     networkTopology: {mode: hard, highestTierAllowed: 1}}
-  - {name: wide, namespace: c1, queue: q1, minMember: 2, phase: Inqueue, annotations: {team: b},
-     networkTopology: {mode: hard, highestTierName: leaf}}
-  pods:
-  - {name: r0, namespace: c1, node: n0, phase: Running, requests: {cpu: "2"}}
-  - {name: r1, namespace: c1, node: n1, phase: Running, requests: {cpu: "3"}}
-  - {name: r2, namespace: c1, node: n2, phase: Running, requests: {cpu: "2"}}
-  - {name: r3, namespace: c1, node: n3, phase: Running, requests: {cpu: "3"}}
-  - {name: near-0, namespace: c1, group: near, requests: {cpu: "1"}, nodeSelector: {pool: a}}
-  - {name: near-1, namespace: c1, group: near, requests: {cpu: "1"}, nodeSelector: {pool: a}}
-  - {name: wide-0, namespace: c1, group: wide, requests: {cpu: "4"}}
-  - {name: wide-1, namespace: c1, group: wide, requests: {cpu: "4"}}
-"""
+# The cluster, its leaves and the gangs `near` and `wide`: data/serve-topology.yaml.
+with open(os.path.join(HERE, "data", "serve-topology.yaml")) as f:
+    SCENARIO = f.read()
 
 LEAVES = {"n0": "s0", "n1": "s0", "n2": "s1", "n3": "s1", "n4": "s2", "n5": "s3"}
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "kubernetes/decode.h"
@@ -24,35 +26,41 @@ namespace fs = std::filesystem;
 
 using namespace kiln::testing;
 
+// Appends the spec `decoded` holds to `into` (a pod's or PodGroup's spec, the others are their
+// own), or fails the test naming the object's kind.
+template <typename Decoded, typename Spec>
+void Add(const std::string& kind, const Result<Decoded>& decoded, std::vector<Spec>& into) {
+  if (!decoded.ok()) {
+    ADD_FAILURE() << kind << ": " << decoded.error().message;
+  } else if constexpr (std::is_same_v<Decoded, Spec>) {
+    into.push_back(*decoded);
+  } else {
+    into.push_back(decoded->spec);
+  }
+}
+
 // Decodes a manifest list as the reflectors would, into a ClusterSpec completed like the cache's.
 ClusterSpec DecodeAll(const json& list, TimeNs now) {
   ClusterSpec c;
   for (const json& item : list["items"]) {
     std::string kind = item.value("kind", "");
-    auto fail = [&](const Error& e) { ADD_FAILURE() << kind << ": " << e.message; };
-    if (kind == "PriorityClass") {
-      if (auto r = DecodePriorityClass(item)) c.priority_classes.push_back(*r); else fail(r.error());
-    } else if (kind == "Queue") {
-      if (auto r = DecodeQueue(item)) c.queues.push_back(*r); else fail(r.error());
-    } else if (kind == "Node") {
-      if (auto r = DecodeNode(item)) c.nodes.push_back(*r); else fail(r.error());
-    } else if (kind == "PodGroup") {
-      if (auto r = DecodePodGroup(item)) c.pod_groups.push_back(r->spec); else fail(r.error());
-    } else if (kind == "Pod") {
-      if (auto r = DecodePod(item)) c.pods.push_back(r->spec); else fail(r.error());
-    } else if (kind == "PodDisruptionBudget") {
-      if (auto r = DecodePdb(item)) c.pdbs.push_back(*r); else fail(r.error());
-    } else if (kind == "ResourceQuota") {
-      if (auto r = DecodeResourceQuota(item)) c.resource_quotas.push_back(*r); else fail(r.error());
-    } else if (kind == "HyperNode") {
-      if (auto r = DecodeHyperNode(item)) c.hyper_nodes.push_back(*r); else fail(r.error());
-    } else if (kind == "Numatopology") {
-      if (auto r = DecodeNumatopology(item)) c.numatopologies.push_back(*r); else fail(r.error());
-    } else if (kind == "Namespace") {
-      EXPECT_TRUE(DecodeNamespace(item).ok());
-    } else {
+    const std::map<std::string, std::function<void()>> decoders = {
+        {"PriorityClass", [&] { Add(kind, DecodePriorityClass(item), c.priority_classes); }},
+        {"Queue", [&] { Add(kind, DecodeQueue(item), c.queues); }},
+        {"Node", [&] { Add(kind, DecodeNode(item), c.nodes); }},
+        {"PodGroup", [&] { Add(kind, DecodePodGroup(item), c.pod_groups); }},
+        {"Pod", [&] { Add(kind, DecodePod(item), c.pods); }},
+        {"PodDisruptionBudget", [&] { Add(kind, DecodePdb(item), c.pdbs); }},
+        {"ResourceQuota", [&] { Add(kind, DecodeResourceQuota(item), c.resource_quotas); }},
+        {"HyperNode", [&] { Add(kind, DecodeHyperNode(item), c.hyper_nodes); }},
+        {"Numatopology", [&] { Add(kind, DecodeNumatopology(item), c.numatopologies); }},
+        {"Namespace", [&] { EXPECT_TRUE(DecodeNamespace(item).ok()); }},
+    };
+    auto decoder = decoders.find(kind);
+    if (decoder == decoders.end())
       ADD_FAILURE() << "unexpected kind " << kind;
-    }
+    else
+      decoder->second();
   }
   CompleteOptions options;
   options.now = now;

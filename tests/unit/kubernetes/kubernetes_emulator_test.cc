@@ -166,6 +166,11 @@ class Emulator {
     json s = Stats();
     return s.contains(table) && s[table].contains(key) ? s[table][key].get<int>() : 0;
   }
+  // `table` (binds, evictions) counts `sent` requests for `key`, `ok` of them successful.
+  void ExpectRequests(const std::string& table, const std::string& key, int sent, int ok) {
+    EXPECT_EQ(Count(table, key), sent) << table << " of " << key;
+    EXPECT_EQ(Count(table + "Ok", key), ok) << table << "Ok of " << key;
+  }
   json GetPod(const std::string& name) {
     auto r = client_->Get("/api/v1/namespaces/ns/pods/" + name);
     return r && r->ok() ? json::parse(r->body) : json();
@@ -512,8 +517,7 @@ TEST(KubernetesEmulator, BindAssumesAtOnceAndNeverBindsTwice) {
   EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->node, "n1");
   ASSERT_TRUE(k.Apply(s));  // a second decision for the same pod (e.g. a stale session) is dropped
   EXPECT_TRUE(Eventually([&] { return k.emu.GetPod("p1")["spec"].value("nodeName", "") == "n1"; }));
-  EXPECT_EQ(k.emu.Count("binds", "ns/p1"), 1);
-  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p1"), 1);
+  k.emu.ExpectRequests("binds", "ns/p1", 1, 1);
   EXPECT_TRUE(Eventually([&] { return k.emu.Count("events", "ns/p1") == 1; }));  // Scheduled
   EXPECT_EQ(k.cluster->stats().binds_ok, 1);
 }
@@ -529,8 +533,7 @@ TEST(KubernetesEmulator, BindConflictReReadsThePod) {
   EXPECT_EQ(k.cluster->stats().binds_conflict, 1);
   EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p2")->node, "n2");  // the truth, not our guess
   ASSERT_TRUE(k.Apply(s));  // a later session that still wants it: nothing to do, it is bound
-  EXPECT_EQ(k.emu.Count("binds", "ns/p2"), 1);
-  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p2"), 0);
+  k.emu.ExpectRequests("binds", "ns/p2", 1, 0);
 }
 
 TEST(KubernetesEmulator, BindServerErrorKeepsThePodPendingAndRetriesAfterBackoff) {
@@ -546,8 +549,7 @@ TEST(KubernetesEmulator, BindServerErrorKeepsThePodPendingAndRetriesAfterBackoff
   EXPECT_EQ(k.emu.Count("binds", "ns/p3"), 1);
   std::this_thread::sleep_for(350ms);
   ASSERT_TRUE(k.Apply(s));
-  EXPECT_EQ(k.emu.Count("binds", "ns/p3"), 2);
-  EXPECT_EQ(k.emu.Count("bindsOk", "ns/p3"), 1);
+  k.emu.ExpectRequests("binds", "ns/p3", 2, 1);
 }
 
 TEST(KubernetesEmulator, EvictionMarksDisruptionTargetThenDeletesOnce) {
@@ -587,8 +589,7 @@ TEST(KubernetesEmulator, EvictionApiRefusedByABudgetIsRetriedLater) {
   EXPECT_EQ(k.cluster->stats().evictions_refused, 1);
   EXPECT_FALSE(FindPod(k.cluster->SnapshotSpec(0), "ns/r1")->deleting);
   ASSERT_TRUE(k.Apply(s));  // a later session may try again
-  EXPECT_EQ(k.emu.Count("evictions", "ns/r1"), 2);
-  EXPECT_EQ(k.emu.Count("evictionsOk", "ns/r1"), 0);
+  k.emu.ExpectRequests("evictions", "ns/r1", 2, 0);
 }
 
 TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {

@@ -132,16 +132,27 @@ SessionResult RunWithOneVerb(const std::string& verb, ExtenderServer::Handler ha
   return MustRun(Scenario(actions, first_tier, Args(s, verb_args), cluster));
 }
 
+// RunWithOneVerb with a server that answers `verb` with status 500, and `extender.ignorable`.
+SessionResult RunWithVerbFailing(const std::string& verb, const std::string& verb_args,
+                                 bool ignorable, const std::string& actions,
+                                 const std::string& first_tier, const std::string& cluster) {
+  return RunWithOneVerb(
+      verb, [](const Json&, httplib::Response& res) { res.status = 500; },
+      verb_args + Ignorable(ignorable), actions, first_tier, cluster);
+}
+
+// The pod the one-pod clusters below schedule: p of PodGroup pg, 1 cpu and 1Gi.
+const std::string kPodP =
+    "  pods:\n  - {name: p, namespace: c1, group: pg, requests: {cpu: \"1\", memory: 1Gi}}\n";
+
 // Two equal nodes; one pending pod. Without an extender opinion it goes to n1 (node order).
-const char* kTwoNodes = R"(cluster:
+const std::string kTwoNodes = R"(cluster:
   nodes:
   - {name: n1, allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
   - {name: n2, allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
   podGroups:
   - {name: pg, namespace: c1, minMember: 1, phase: Inqueue}
-  pods:
-  - {name: p, namespace: c1, group: pg, requests: {cpu: "1", memory: 1Gi}}
-)";
+)" + kPodP;
 
 TEST(ExtenderTest, PredicateRejectsANode) {
   ExtenderServer s;
@@ -262,10 +273,9 @@ TEST(ExtenderTest, PreemptableAbstainLeavesPriorityToDecide) {
 
 TEST(ExtenderTest, PreemptableErrorEvictsNothingEitherWay) {
   for (bool ignorable : {false, true}) {
-    SessionResult r = RunWithOneVerb(
-        "preemptable", [](const Json&, httplib::Response& res) { res.status = 500; },
-        "        extender.preemptableVerb: preemptable\n" + Ignorable(ignorable),
-        "allocate, preempt", "    - name: priority\n", kPreempt);
+    SessionResult r =
+        RunWithVerbFailing("preemptable", "        extender.preemptableVerb: preemptable\n",
+                           ignorable, "allocate, preempt", "    - name: priority\n", kPreempt);
     EXPECT_TRUE(r.evictions.empty()) << "ignorable=" << ignorable;
   }
 }
@@ -348,14 +358,12 @@ TEST(ExtenderTest, UnreachableServerIsAnError) {
   }
 }
 
-const char* kEnqueue = R"(cluster:
+const std::string kEnqueue = R"(cluster:
   nodes:
   - {name: n1, allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
   podGroups:
   - {name: pg, namespace: c1, minMember: 1, phase: Pending, minResources: {cpu: "1"}}
-  pods:
-  - {name: p, namespace: c1, group: pg, requests: {cpu: "1", memory: 1Gi}}
-)";
+)" + kPodP;
 
 TEST(ExtenderTest, EnqueueableRejectsAndEnqueuedIsNotified) {
   ExtenderServer s;
@@ -385,10 +393,9 @@ TEST(ExtenderTest, EnqueueableRejectsAndEnqueuedIsNotified) {
 
 TEST(ExtenderTest, EnqueueableErrorRejectsUnlessIgnorable) {
   for (bool ignorable : {false, true}) {
-    SessionResult r = RunWithOneVerb(
-        "enqueueable", [](const Json&, httplib::Response& res) { res.status = 500; },
-        "        extender.jobEnqueueableVerb: enqueueable\n" + Ignorable(ignorable),
-        "enqueue, allocate", "", kEnqueue);
+    SessionResult r =
+        RunWithVerbFailing("enqueueable", "        extender.jobEnqueueableVerb: enqueueable\n",
+                           ignorable, "enqueue, allocate", "", kEnqueue);
     EXPECT_EQ(r.binds.size(), ignorable ? 1u : 0u) << "ignorable=" << ignorable;
   }
 }

@@ -6,13 +6,11 @@
 #include "tests/oracles/cdp_oracle.h"
 #include "tests/unit/policies/oracle_test_util.h"
 
-namespace kiln::oracles {
+namespace kiln::oracles::testing {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::Optional;
-using testing::MiniCluster;
-using testing::Names;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr TimeNs kNow = 1'700'000'000 * kSecond;
@@ -85,4 +83,4 @@ TEST(OracleCdp, OnlyRunningPodsWithASchedulingTimeAreProtected) {
 }
 
 }  // namespace
-}  // namespace kiln::oracles
+}  // namespace kiln::oracles::testing

@@ -6,13 +6,11 @@
 #include "tests/oracles/gang_oracle.h"
 #include "tests/unit/policies/oracle_test_util.h"
 
-namespace kiln::oracles {
+namespace kiln::oracles::testing {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::MiniCluster;
-using testing::Names;
 
 // A job `ns/j` of minAvailable `min` whose roles ps and worker need one task each.
 Job& AddPsWorkerJob(MiniCluster& c, int64_t min) {
@@ -161,4 +159,4 @@ TEST(OracleGang, StarvingIgnoresRoleMinimaAndCountsPipelined) {
 }
 
 }  // namespace
-}  // namespace kiln::oracles
+}  // namespace kiln::oracles::testing

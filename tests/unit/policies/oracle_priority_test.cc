@@ -10,11 +10,8 @@
 #include "tests/oracles/priority_oracle.h"
 #include "tests/unit/policies/oracle_test_util.h"
 
-namespace kiln::oracles {
+namespace kiln::oracles::testing {
 namespace {
-
-using testing::MiniCluster;
-using testing::Names;
 
 TEST(OraclePriority, HigherTaskPriorityGoesFirst) {
   MiniCluster c;
@@ -94,4 +91,4 @@ TEST(OraclePriority, StarvingUntilEveryTaskIsPlacedOrPipelined) {
 }
 
 }  // namespace
-}  // namespace kiln::oracles
+}  // namespace kiln::oracles::testing

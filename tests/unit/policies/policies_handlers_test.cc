@@ -13,6 +13,7 @@
 #include "simulator/scenario.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
@@ -71,26 +72,22 @@ class PolicySession {
   std::unique_ptr<Session> session_;
 };
 
-std::string Scenario(const std::string& plugins, const std::string& cluster) {
-  return "name: handlers\nconf: |\n  actions: \"\"\n  tiers:\n  - plugins:\n" + plugins +
-         "cluster:\n" + cluster;
+// The cluster of tests/unit/policies/data/handlers/`name`.yaml (its header comment says what the
+// expected values below are worked out from): the `cluster:` section of a scenario.
+std::string Cluster(const std::string& name) {
+  auto text = ReadTextFile(
+      (KilnSourceDir() / "tests/unit/policies/data/handlers" / (name + ".yaml")).string());
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().Format());
+  return text.ok() ? *text : "";
 }
 
-constexpr char kBinpackCluster[] = R"(  nodes:
-  - {name: busy, allocatable: {cpu: "4", memory: 8Gi, nvidia.com/gpu: "4"}}
-  - {name: full, allocatable: {cpu: "2", memory: 8Gi}}
-  podGroups:
-  - {name: r, namespace: c1, queue: default, minMember: 1, phase: Running}
-  - {name: t, namespace: c1, queue: default, minMember: 1, phase: Inqueue}
-  pods:
-  - {name: r-0, namespace: c1, group: r, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: busy}
-  - {name: r-1, namespace: c1, group: r, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: full}
-  - {name: t-0, namespace: c1, group: t, requests: {cpu: "1", memory: 1Gi}}
-  - {name: g-0, namespace: c1, group: t, requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "2"}}
-)";
+std::string Scenario(const std::string& plugins, const std::string& cluster) {
+  return "name: handlers\n" + cluster +
+         "conf: |\n  actions: \"\"\n  tiers:\n  - plugins:\n" + plugins;
+}
 
 TEST(PoliciesHandlers, BinpackScoresFullnessAfterPlacement) {
-  PolicySession s(Scenario("    - name: binpack\n", kBinpackCluster));
+  PolicySession s(Scenario("    - name: binpack\n", Cluster("binpack")));
   ASSERT_TRUE(s.ok());
   // busy: cpu (1 + 2)/4 = 0.75, memory (1 + 1)/8 = 0.25 → (0.75 + 0.25)/2 · 100 = 50.
   EXPECT_DOUBLE_EQ(s.Score("c1-t-0", "busy"), 50.0);
@@ -103,7 +100,7 @@ TEST(PoliciesHandlers, BinpackScoresFullnessAfterPlacement) {
 TEST(PoliciesHandlers, BinpackWeightsAndListedResources) {
   PolicySession s(Scenario(R"(    - name: binpack
       arguments: {binpack.weight: 2, binpack.cpu: 3, binpack.resources: nvidia.com/gpu}
-)", kBinpackCluster));
+)", Cluster("binpack")));
   ASSERT_TRUE(s.ok());
   // cpu 0.75 · 3 + memory 0.25 · 1 = 2.5, Σw = 4 → 0.625 · 100 · 2 = 125.
   EXPECT_DOUBLE_EQ(s.Score("c1-t-0", "busy"), 125.0);
@@ -111,20 +108,8 @@ TEST(PoliciesHandlers, BinpackWeightsAndListedResources) {
   EXPECT_DOUBLE_EQ(s.Score("c1-g-0", "busy"), 120.0);
 }
 
-constexpr char kDrfCluster[] = R"(  nodes:
-  - {name: n1, allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
-  podGroups:
-  - {name: big, namespace: c1, queue: default, minMember: 1, phase: Running}
-  - {name: small, namespace: c1, queue: default, minMember: 1, phase: Running}
-  - {name: idle, namespace: c1, queue: default, minMember: 1, phase: Inqueue}
-  pods:
-  - {name: big-0, namespace: c1, group: big, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
-  - {name: small-0, namespace: c1, group: small, requests: {cpu: "1", memory: 4Gi}, phase: Running, node: n1}
-  - {name: idle-0, namespace: c1, group: idle, requests: {cpu: "1", memory: 1Gi}}
-)";
-
 TEST(PoliciesHandlers, DrfOrdersJobsByDominantShare) {
-  PolicySession s(Scenario("    - name: drf\n", kDrfCluster));
+  PolicySession s(Scenario("    - name: drf\n", Cluster("drf")));
   ASSERT_TRUE(s.ok());
   // big: max(2/4 cpu, 1/8 mem) = 0.5; small: max(1/4, 4/8) = 0.5; idle: 0.
   EXPECT_EQ(s->JobCompareFn(s.job("c1/idle"), s.job("c1/big")), -1);
@@ -133,16 +118,7 @@ TEST(PoliciesHandlers, DrfOrdersJobsByDominantShare) {
 }
 
 TEST(PoliciesHandlers, OvercommitAdmitsUpToTheInflatedIdle) {
-  PolicySession s(Scenario("    - name: overcommit\n", R"(  nodes:
-  - {name: n1, allocatable: {cpu: "4", memory: 8Gi}}
-  podGroups:
-  - {name: r, namespace: c1, queue: default, minMember: 1, phase: Running}
-  - {name: fits, namespace: c1, queue: default, minMember: 1, phase: Pending, minResources: {cpu: "2700m"}}
-  - {name: over, namespace: c1, queue: default, minMember: 1, phase: Pending, minResources: {cpu: "2900m"}}
-  - {name: none, namespace: c1, queue: default, minMember: 1, phase: Pending}
-  pods:
-  - {name: r-0, namespace: c1, group: r, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
-)"));
+  PolicySession s(Scenario("    - name: overcommit\n", Cluster("overcommit")));
   ASSERT_TRUE(s.ok());
   // idle = 4 × 1.2 − 2 = 2.8 cpu.
   EXPECT_TRUE(s->JobEnqueueable(s.job("c1/fits")));
@@ -151,21 +127,7 @@ TEST(PoliciesHandlers, OvercommitAdmitsUpToTheInflatedIdle) {
 }
 
 TEST(PoliciesHandlers, ProportionDeservedCapsAllocatableAndOverused) {
-  PolicySession s(Scenario("    - name: proportion\n", R"(  queues:
-  - {name: q1, weight: 3}
-  - {name: q2, weight: 1}
-  nodes:
-  - {name: n1, allocatable: {cpu: "8", memory: 16Gi}}
-  podGroups:
-  - {name: a, namespace: c1, queue: q1, minMember: 1, phase: Running}
-  - {name: b, namespace: c1, queue: q2, minMember: 1, phase: Running}
-  pods:
-  - {name: a-0, namespace: c1, group: a, requests: {cpu: "5", memory: 1Gi}, phase: Running, node: n1}
-  - {name: a-1, namespace: c1, group: a, requests: {cpu: "3", memory: 1Gi}}
-  - {name: a-2, namespace: c1, group: a, requests: {cpu: "1", memory: 1Gi}}
-  - {name: b-0, namespace: c1, group: b, requests: {cpu: "2", memory: 1Gi}, phase: Running, node: n1}
-  - {name: b-1, namespace: c1, group: b, requests: {cpu: "2", memory: 1Gi}}
-)"));
+  PolicySession s(Scenario("    - name: proportion\n", Cluster("proportion")));
   ASSERT_TRUE(s.ok());
   // Round 1 splits 8 cpu 3:1 → q1 6 (asks 9), q2 2 (asks 4); no cpu is left for round 2.
   // q1 deserves 6 cpu and holds 5: a-2 (1) fits, a-1 (3) would exceed it; q2 deserves 2 and
@@ -178,29 +140,13 @@ TEST(PoliciesHandlers, ProportionDeservedCapsAllocatableAndOverused) {
   EXPECT_FALSE(s->Overused(s.queue("q2")));
 }
 
-
-constexpr char kGpuCluster[] = R"(  nodes:
-  - {name: busy, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "4"}}
-  - {name: empty, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "4"}}
-  - {name: cpu-only, allocatable: {cpu: "8", memory: 32Gi}}
-  - {name: one-gpu, allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1"}}
-  podGroups:
-  - {name: r, namespace: c1, queue: default, minMember: 1, phase: Running}
-  - {name: t, namespace: c1, queue: default, minMember: 1, phase: Inqueue}
-  pods:
-  - {name: r-0, namespace: c1, group: r, requests: {cpu: "4", memory: 1Gi, nvidia.com/gpu: "2"}, phase: Running, node: busy}
-  - {name: gpu-0, namespace: c1, group: t, requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}}
-  - {name: cpu-0, namespace: c1, group: t, requests: {cpu: "3", memory: 1Gi}}
-  - {name: cpu-big, namespace: c1, group: t, requests: {cpu: "5", memory: 1Gi}}
-)";
-
 TEST(PoliciesHandlers, ResourceStrategyFitScoresPerResourceStrategy) {
   PolicySession s(Scenario(R"(    - name: resource-strategy-fit
       arguments:
         resources:
           nvidia.com/gpu: {type: MostAllocated, weight: 2}
           cpu: {type: LeastAllocated, weight: 1}
-)", kGpuCluster));
+)", Cluster("gpu")));
   ASSERT_TRUE(s.ok());
   // busy: gpu (2+1)/4·2 = 1.5, cpu (8−4−1)/8 = 0.375 → 1.875/3 · 100 · 10 = 625.
   EXPECT_DOUBLE_EQ(s.Score("c1-gpu-0", "busy"), 625.0);
@@ -213,7 +159,7 @@ TEST(PoliciesHandlers, ResourceStrategyFitSraSteersAwayFromScarceNodes) {
       arguments:
         resourceStrategyFitWeight: 0
         sra: {enable: true, resources: nvidia.com/gpu, weight: 10}
-)", kGpuCluster));
+)", Cluster("gpu")));
   ASSERT_TRUE(s.ok());
   // A cpu task: a node without the scarce resource scores (1 − 0/1) · 100 · 10, one with it 0.
   EXPECT_DOUBLE_EQ(s.Score("c1-cpu-0", "cpu-only"), 1000.0);
@@ -229,7 +175,7 @@ TEST(PoliciesHandlers, ResourceStrategyFitProportionalKeepsCpuForIdleGpus) {
           enable: true
           resources: nvidia.com/gpu
           resourceProportion: {nvidia.com/gpu.cpu: 4, nvidia.com/gpu.memory: 8}
-)", kGpuCluster));
+)", Cluster("gpu")));
   ASSERT_TRUE(s.ok());
   // one-gpu keeps 4 cpu for its idle GPU: a 3-cpu task leaves 5 (fits), a 5-cpu task leaves 3.
   EXPECT_FALSE(s->PredicateFn(s.task("c1-cpu-0"), s.node("one-gpu")).has_value());

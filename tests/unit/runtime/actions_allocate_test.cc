@@ -8,40 +8,34 @@
 #include "runtime/statement.h"
 #include "tests/unit/runtime/actions_test_util.h"
 
-namespace kiln {
+namespace kiln::actions_testing {
 namespace {
 
-using actions_testing::ActionsTest;
-using actions_testing::GangLike;
-using actions_testing::NodeRes;
-using actions_testing::Reject;
-using actions_testing::Res;
-using EP = ExtensionPoint;
-
-class AllocateTest : public ActionsTest {
+class AllocateTest : public DefaultQueueTest {
  protected:
-  void SetUp() override { b.AddQueue("default"); }
+  // n1 with `cpu` milli-cores and the Inqueue job j, whose tasks the test adds.
+  Job& JobOnOneNode(double cpu) {
+    b.AddNode("n1", NodeRes(cpu));
+    return InqueueJob("j");
+  }
 };
 
 TEST_F(AllocateTest, FitsTasksInNodeOrderWhenScoresTie) {
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(2000, 0));
   b.AddTask(j, "j-1", Res(2000, 0));
   b.AddTask(j, "j-2", Res(2000, 0));
   Open({});
-  Run("allocate");
   // Without plugins JobReady is true after each task: commit, re-queue, next task.
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n1", "j-1@n1", "j-2@n2"}));
+  ExpectBinds("allocate", {"j-0@n1", "j-1@n1", "j-2@n2"});
   EXPECT_EQ(N("n1")->idle.cpu(), 0);
   EXPECT_EQ(N("n2")->idle.cpu(), 2000);
   EXPECT_EQ(T("j-0")->status, TaskStatus::Binding);
 }
 
 TEST_F(AllocateTest, InsufficientResourceReasonsInKubernetesStyle) {
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   b.AddNode("tiny", Res(16000, 16384));  // no pods allocatable: fits no task at all
   Job& j = InqueueJob("j");
   b.AddTask(j, "big-0", Res(8000, 0));
@@ -51,19 +45,16 @@ TEST_F(AllocateTest, InsufficientResourceReasonsInKubernetesStyle) {
 }
 
 TEST_F(AllocateTest, GangHoldsJobUntilMinAvailableFitsAndDiscards) {
-  b.AddNode("n1", NodeRes(2000));
-  b.AddNode("n2", NodeRes(2000));
+  AddNodes(2, 2000);
   Job& gang = InqueueJob("gang", "default", 3);
   for (int i = 0; i < 3; ++i) b.AddTask(gang, "gang-" + std::to_string(i), Res(2000, 0));
   Job& small = InqueueJob("small");
   small.creation_time = 5;  // orders after the gang
   b.AddTask(small, "small-0", Res(2000, 0));
-  Plugin("gang", GangLike());
-  Open({{"gang"}});
-  Run("allocate");
+  OpenWithPlugin("gang", GangLike());
   // Two of three gang tasks fit, the job is neither ready nor pipelined: discarded, so the
   // small job gets the node the gang had taken first.
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"small-0@n1"}));
+  ExpectBinds("allocate", {"small-0@n1"});
   EXPECT_EQ(T("gang-0")->status, TaskStatus::Pending);
   EXPECT_EQ(T("gang-1")->status, TaskStatus::Pending);
   EXPECT_EQ(N("n2")->idle.cpu(), 2000);
@@ -82,14 +73,12 @@ TEST_F(AllocateTest, PipelinesOntoReleasingResourcesWithoutCommitting) {
   Job& late = InqueueJob("late");
   late.creation_time = 2;
   b.AddTask(late, "late-0", Res(1000, 0));
-  Plugin("gang", GangLike());
-  Open({{"gang"}});
+  OpenWithPlugin("gang", GangLike());
   ASSERT_EQ(N("n1")->idle.cpu(), 0);
   ASSERT_EQ(N("n1")->FutureIdle().cpu(), 4000);
-  Run("allocate");
   // Both tasks of j go onto what old-0 releases: pipelined, not ready, so not bound — and the
   // statement is not discarded either, so `late` finds no future idle left.
-  EXPECT_TRUE(Binds().empty());
+  ExpectBinds("allocate", {});
   EXPECT_EQ(Pipelined(), (std::vector<std::string>{"j-0@n1", "j-1@n1"}));
   EXPECT_EQ(N("n1")->pipelined.cpu(), 4000);
   EXPECT_EQ(T("late-0")->status, TaskStatus::Pending);
@@ -97,32 +86,29 @@ TEST_F(AllocateTest, PipelinesOntoReleasingResourcesWithoutCommitting) {
 }
 
 TEST_F(AllocateTest, IdleNodesArePreferredOverReleasingOnes) {
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   Job& old = RunningJob("old");
   b.AddTask(old, "old-0", Res(4000, 0), TaskStatus::Releasing, "n1");
   b.AddTask(old, "old-1", Res(2000, 0), TaskStatus::Running, "n2");
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(2000, 0));
   // A score that prefers n1 does not matter: n1 only fits through its future idle.
-  Plugin("prefer-n1", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("prefer-n1", [](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
       *score = n->name == "n1" ? 100 : 0;
       return 0;
     });
   });
-  Open({{"prefer-n1"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n2"}));
+  ExpectBinds("allocate", {"j-0@n2"});
 }
 
 TEST_F(AllocateTest, ScoresBestNodeAndNodeOrderTies) {
-  for (const char* n : {"n1", "n2", "n3"}) b.AddNode(n, NodeRes(4000));
+  AddNodes(3, 4000);
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
   b.AddTask(j, "j-1", Res(1000, 0));
   // NodeOrder + BatchNodeOrder add up: n2 = 10 + 0, n3 = 4 + 6 → tie at 10, node order picks n2.
-  Plugin("score", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("score", [](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node* n, double* score) {
       *score = n->name == "n2" ? 10 : n->name == "n3" ? 4 : 0;
       return 0;
@@ -132,16 +118,14 @@ TEST_F(AllocateTest, ScoresBestNodeAndNodeOrderTies) {
       return 0;
     });
   });
-  Open({{"score"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n2", "j-1@n2"}));
+  ExpectBinds("allocate", {"j-0@n2", "j-1@n2"});
 }
 
 TEST_F(AllocateTest, BestNodePluginOverridesScores) {
-  for (const char* n : {"n1", "n2", "n3"}) b.AddNode(n, NodeRes(4000));
+  AddNodes(3, 4000);
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
-  Plugin("best", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("best", [](Session& s, PluginHandle h) {
     s.On<EP::BestNode>(
         h, [](const Task*, const Node* const* nodes, size_t n, const double*) -> const Node* {
           for (size_t i = 0; i < n; ++i)
@@ -149,26 +133,21 @@ TEST_F(AllocateTest, BestNodePluginOverridesScores) {
           return nullptr;
         });
   });
-  Open({{"best"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n3"}));
+  ExpectBinds("allocate", {"j-0@n3"});
 }
 
 TEST_F(AllocateTest, ScoresAtOrBelowMinusOneSelectNoNode) {
   // Volcano's SelectBestNode starts its running maximum at -1.
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
-  Plugin("negative", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("negative", [](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [](const Task*, const Node*, double* score) {
       *score = -5;
       return 0;
     });
   });
-  Open({{"negative"}});
-  Run("allocate");
-  EXPECT_TRUE(Binds().empty());
+  ExpectBinds("allocate", {});
   EXPECT_EQ(T("j-0")->status, TaskStatus::Pending);
 }
 
@@ -179,41 +158,33 @@ TEST_F(AllocateTest, OverusedQueueIsDropped) {
   b.AddTask(a, "a-0", Res(1000, 0));
   Job& c = InqueueJob("c");
   b.AddTask(c, "c-0", Res(1000, 0));
-  Plugin("overused", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("overused", [](Session& s, PluginHandle h) {
     s.On<EP::Overused>(h, [](const Queue* q) { return q->name == "busy"; });
   });
-  Open({{"overused"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"c-0@n1"}));
+  ExpectBinds("allocate", {"c-0@n1"});
   EXPECT_EQ(T("a-0")->status, TaskStatus::Pending);
 }
 
 TEST_F(AllocateTest, AllocatableIsAskedPerTask) {
-  b.AddNode("n1", NodeRes(8000));
-  Job& j = InqueueJob("j");
+  Job& j = JobOnOneNode(8000);
   b.AddTask(j, "j-0", Res(1000, 0));
   b.AddTask(j, "j-1", Res(3000, 0));
   b.AddTask(j, "j-2", Res(1000, 0));
-  Plugin("cap", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("cap", [](Session& s, PluginHandle h) {
     s.On<EP::Allocatable>(h, [](const Queue*, const Task* t) { return t->resreq.cpu() < 2000; });
   });
-  Open({{"cap"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n1", "j-2@n1"}));
+  ExpectBinds("allocate", {"j-0@n1", "j-2@n1"});
   EXPECT_EQ(T("j-1")->status, TaskStatus::Pending);
 }
 
 TEST_F(AllocateTest, BestEffortTasksAreLeftToBackfill) {
-  b.AddNode("n1", NodeRes(4000));
-  Job& j = InqueueJob("j");
+  Job& j = JobOnOneNode(4000);
   b.AddTask(j, "be-0", Res(0, 0));
   b.AddTask(j, "j-1", Res(1000, 0));
   Open({});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-1@n1"}));
+  ExpectBinds("allocate", {"j-1@n1"});
   EXPECT_EQ(T("be-0")->status, TaskStatus::Pending);
-  Run("backfill");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-1@n1", "be-0@n1"}));
+  ExpectBinds("backfill", {"j-1@n1", "be-0@n1"});
 }
 
 TEST_F(AllocateTest, PendingPodGroupWaitsForEnqueueWhenEnqueueIsConfigured) {
@@ -221,8 +192,7 @@ TEST_F(AllocateTest, PendingPodGroupWaitsForEnqueueWhenEnqueueIsConfigured) {
   Job& j = b.AddJob("ns", "j", "default", 1);  // phase Pending
   b.AddTask(j, "j-0", Res(1000, 0));
   Open({}, {"enqueue", "allocate"});
-  Run("allocate");
-  EXPECT_TRUE(Binds().empty());
+  ExpectBinds("allocate", {});
   EXPECT_EQ(J("j")->phase, PodGroupPhase::Pending);
 }
 
@@ -231,29 +201,24 @@ TEST_F(AllocateTest, PendingPodGroupIsAdmittedWithoutEnqueue) {
   Job& j = b.AddJob("ns", "j", "default", 1);  // phase Pending
   b.AddTask(j, "j-0", Res(1000, 0));
   Open({}, {"allocate"});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n1"}));
+  ExpectBinds("allocate", {"j-0@n1"});
   EXPECT_EQ(J("j")->phase, PodGroupPhase::Inqueue);
 }
 
 TEST_F(AllocateTest, InvalidJobIsSkipped) {
-  b.AddNode("n1", NodeRes(4000));
-  Job& j = InqueueJob("j");
+  Job& j = JobOnOneNode(4000);
   b.AddTask(j, "j-0", Res(1000, 0));
-  Plugin("valid", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("valid", [](Session& s, PluginHandle h) {
     s.On<EP::JobValid>(h, [](const Job*, KStatusOut*) { return false; });
   });
-  Open({{"valid"}});
-  Run("allocate");
-  EXPECT_TRUE(Binds().empty());
+  ExpectBinds("allocate", {});
 }
 
 // A predicate that rejects n1 for every task, counting its calls.
 class PredicateCacheTest : public AllocateTest {
  protected:
   void Build() {
-    b.AddNode("n1", NodeRes(8000));
-    b.AddNode("n2", NodeRes(8000));
+    AddNodes(2, 8000);
     Job& j = InqueueJob("j", "default", 3);
     for (int i = 0; i < 3; ++i)
       b.AddTask(j, "w-" + std::to_string(i), Res(1000, 0), TaskStatus::Pending, "", "worker");
@@ -272,8 +237,7 @@ class PredicateCacheTest : public AllocateTest {
 TEST_F(PredicateCacheTest, RoleSharesNodeRejections) {
   Build();
   Open({{"gang", "pred"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"w-0@n2", "w-1@n2", "w-2@n2"}));
+  ExpectBinds("allocate", {"w-0@n2", "w-1@n2", "w-2@n2"});
   // w-0 asks n1 and n2; w-1 and w-2 skip n1 (cached for role worker) and ask n2 only.
   EXPECT_EQ(calls.load(), 4);
 }
@@ -282,22 +246,19 @@ TEST_F(PredicateCacheTest, CacheCanBeTurnedOff) {
   Build();
   conf.action_arguments["allocate"].predicate_error_cache_enable = false;
   Open({{"gang", "pred"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"w-0@n2", "w-1@n2", "w-2@n2"}));
+  ExpectBinds("allocate", {"w-0@n2", "w-1@n2", "w-2@n2"});
   EXPECT_EQ(calls.load(), 6);
 }
 
 TEST_F(AllocateTest, FailedRoleSkipsItsOtherTasks) {
-  b.AddNode("n1", NodeRes(2000));
-  Job& j = InqueueJob("j");
+  Job& j = JobOnOneNode(2000);
   b.AddTask(j, "ps-0", Res(4000, 0), TaskStatus::Pending, "", "ps");
   b.AddTask(j, "ps-1", Res(4000, 0), TaskStatus::Pending, "", "ps");
   b.AddTask(j, "w-0", Res(1000, 0), TaskStatus::Pending, "", "worker");
   Open({});
-  Run("allocate");
   // ps-0 fails; minAvailable 1 < 3 tasks and role ps has no minimum, so allocation continues:
   // ps-1 is skipped by the role cache, w-0 is placed.
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"w-0@n1"}));
+  ExpectBinds("allocate", {"w-0@n1"});
   EXPECT_EQ(Unschedulable("ps-1"),
             "Task ps-1 with role spec ps has already predicated failed, skip");
   EXPECT_EQ(Unschedulable("ps-0"), "0/1 nodes are available: 1 Insufficient cpu.");
@@ -312,40 +273,34 @@ TEST_F(AllocateTest, StopsJobWhenAFailedRoleMissesItsMinimum) {
   b.AddTask(j, "ps-0", Res(4000, 0), TaskStatus::Pending, "", "ps");
   b.AddTask(j, "w-0", Res(1000, 0), TaskStatus::Pending, "", "worker");
   b.AddTask(j, "w-1", Res(1000, 0), TaskStatus::Pending, "", "worker");
-  Plugin("gang", GangLike());
-  Open({{"gang"}});
-  Run("allocate");
+  OpenWithPlugin("gang", GangLike());
   // ps-0 (first in task order) fails and role ps needs 1: NeedContinueAllocating is false.
-  EXPECT_TRUE(Binds().empty());
+  ExpectBinds("allocate", {});
   EXPECT_TRUE(Pipelined().empty());
   EXPECT_EQ(T("w-0")->status, TaskStatus::Pending);
   EXPECT_EQ(Unschedulable("w-0"), "");
 }
 
 TEST_F(AllocateTest, PrePredicateFailureRejectsEveryNode) {
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   Job& j = InqueueJob("j");
   b.AddTask(j, "j-0", Res(1000, 0));
-  Plugin("pre", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("pre", [](Session& s, PluginHandle h) {
     s.On<EP::PrePredicate>(h, [](const Task*, KStatusOut* out) -> int32_t {
       return Reject(out, "pod has unbound immediate PersistentVolumeClaims");
     });
   });
-  Open({{"pre"}});
   ExpectNoBind("allocate", "j-0",
                "0/2 nodes are available: 2 pod has unbound immediate PersistentVolumeClaims.");
 }
 
 TEST_F(AllocateTest, NominatedNodeIsTriedFirst) {
-  b.AddNode("n1", NodeRes(4000));
-  b.AddNode("n2", NodeRes(4000));
+  AddNodes(2, 4000);
   Job& j = InqueueJob("j");
   Task& t = b.AddTask(j, "j-0", Res(1000, 0));
   t.nominated_node_name = "n2";
   Open({});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"j-0@n2"}));
+  ExpectBinds("allocate", {"j-0@n2"});
 }
 
 TEST_F(AllocateTest, QueuesTakeTurns) {
@@ -361,7 +316,7 @@ TEST_F(AllocateTest, QueuesTakeTurns) {
   }
   // A queue order by allocated cpu (what proportion's share does): the queue that just got a
   // task goes behind the other one.
-  Plugin("share", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("share", [](Session& s, PluginHandle h) {
     s.On<EP::QueueOrder>(h, [](const Queue* l, const Queue* r) {
       auto cpu = [](const Queue* q) {
         double sum = 0;
@@ -372,9 +327,7 @@ TEST_F(AllocateTest, QueuesTakeTurns) {
       return a < c ? -1 : a > c ? 1 : 0;
     });
   });
-  Open({{"share"}});
-  Run("allocate");
-  EXPECT_EQ(Binds(), (std::vector<std::string>{"default0-0@n1", "other0-0@n1", "default1-0@n1"}));
+  ExpectBinds("allocate", {"default0-0@n1", "other0-0@n1", "default1-0@n1"});
   EXPECT_EQ(Unschedulable("other1-0"), "0/1 nodes are available: 1 Insufficient cpu.");
 }
 
@@ -436,7 +389,7 @@ TEST(ActionHelpers, PredicateNodesRotatesAndIsIndependentOfThreads) {
 }
 
 }  // namespace
-}  // namespace kiln
+}  // namespace kiln::actions_testing
 
 namespace kiln {
 namespace {

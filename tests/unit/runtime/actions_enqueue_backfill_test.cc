@@ -5,14 +5,8 @@
 #include "runtime/actions/action.h"
 #include "tests/unit/runtime/actions_test_util.h"
 
-namespace kiln {
+namespace kiln::actions_testing {
 namespace {
-
-using actions_testing::ActionsTest;
-using actions_testing::NodeRes;
-using actions_testing::Reject;
-using actions_testing::Res;
-using EP = ExtensionPoint;
 
 TEST(ActionRegistry, FindsKilnActionsAndKnowsVolcanoNames) {
   for (std::string_view name :
@@ -54,11 +48,10 @@ TEST_F(EnqueueTest, JobEnqueueableVotesDecideJobsWithMinResources) {
   PendingJob("nominres", "q1", 3, false);
   Job& running = RunningJob("running", "q1");
   std::vector<std::string> enqueued;
-  Plugin("vote", [&](Session& s, PluginHandle h) {
+  OpenWithPlugin("vote", [&](Session& s, PluginHandle h) {
     s.On<EP::JobEnqueueable>(h, [](const Job* j) { return j->name == "permit" ? 1 : -1; });
     s.On<EP::JobEnqueued>(h, [&](const Job* j) { enqueued.push_back(j->name); });
   });
-  Open({{"vote"}});
   Run("enqueue");
   EXPECT_EQ(J("permit")->phase, PodGroupPhase::Inqueue);
   EXPECT_EQ(J("reject")->phase, PodGroupPhase::Pending);
@@ -76,7 +69,7 @@ TEST_F(EnqueueTest, QueuesTakeTurnsOneJobEach) {
   PendingJob("b2", "q2", 4, false);
   std::vector<std::string> enqueued;
   std::vector<std::string> order;  // queue of every job admitted, in admission order
-  Plugin("rr", [&](Session& s, PluginHandle h) {
+  OpenWithPlugin("rr", [&](Session& s, PluginHandle h) {
     // Queues ordered by how many of their jobs are Inqueue: the one just served goes behind.
     s.On<EP::QueueOrder>(h, [](const Queue* l, const Queue* r) {
       auto admitted = [](const Queue* q) {
@@ -88,7 +81,6 @@ TEST_F(EnqueueTest, QueuesTakeTurnsOneJobEach) {
     });
     s.On<EP::JobEnqueued>(h, [&](const Job* j) { enqueued.push_back(j->name); });
   });
-  Open({{"rr"}});
   Run("enqueue");
   EXPECT_EQ(enqueued, (std::vector<std::string>{"a1", "b1", "a2", "b2"}));
 }
@@ -109,7 +101,7 @@ TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
   b.AddTask(j, "be-0", Res(0, 0));
   b.AddTask(j, "be-1", Res(0, 0));
   b.AddTask(j, "cpu-0", Res(500, 0));
-  Plugin("pred", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("pred", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task* t, const Node* n, KStatusOut* out) -> int32_t {
       if (t->name == "be-1" && n->name == "n1") {
         return Reject(out, "node(s) had untolerated taint {dedicated: gpu}");
@@ -117,7 +109,6 @@ TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
       return 0;
     });
   });
-  Open({{"pred"}});
   Run("backfill");
   // No resource check: both full nodes take BestEffort pods; cpu-0 is not backfill's.
   EXPECT_EQ(Binds(), (std::vector<std::string>{"be-0@n1", "be-1@n2"}));
@@ -127,12 +118,11 @@ TEST_F(BackfillTest, PlacesBestEffortTasksByPredicatesOnly) {
 TEST_F(BackfillTest, RecordsWhyNoNodeTookABestEffortTask) {
   Job& j = InqueueJob("j");
   b.AddTask(j, "be-0", Res(0, 0));
-  Plugin("pred", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("pred", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task*, const Node*, KStatusOut* out) -> int32_t {
       return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
-  Open({{"pred"}});
   ExpectNoBind("backfill", "be-0",
                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
 }
@@ -142,10 +132,9 @@ TEST_F(BackfillTest, SkipsPendingPodGroupsAndInvalidJobs) {
   b.AddTask(pending, "p-0", Res(0, 0));
   Job& invalid = InqueueJob("invalid");
   b.AddTask(invalid, "i-0", Res(0, 0));
-  Plugin("valid", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("valid", [](Session& s, PluginHandle h) {
     s.On<EP::JobValid>(h, [](const Job* j, KStatusOut*) { return j->name != "invalid"; });
   });
-  Open({{"valid"}});
   Run("backfill");
   EXPECT_TRUE(Binds().empty());
 }
@@ -154,10 +143,9 @@ TEST_F(BackfillTest, BindsOnlyOnceTheJobIsReady) {
   Job& j = InqueueJob("j", "default", 2);
   b.AddTask(j, "be-0", Res(0, 0));
   b.AddTask(j, "be-1", Res(0, 0));
-  Plugin("ready", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("ready", [](Session& s, PluginHandle h) {
     s.On<EP::JobReady>(h, [](const Job* job) { return job->ReadyTaskNum() >= job->min_available; });
   });
-  Open({{"ready"}});
   Run("backfill");
   // be-0 waits Allocated until be-1 makes the job ready; then both are bound.
   EXPECT_EQ(Binds(), (std::vector<std::string>{"be-0@n1", "be-1@n1"}));
@@ -167,7 +155,7 @@ TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
   Job& j = InqueueJob("j");
   b.AddTask(j, "be-0", Res(0, 0));
   std::vector<std::string> events;
-  Plugin("events", [&events](Session& s, PluginHandle h) {
+  OpenWithPlugin("events", [&events](Session& s, PluginHandle h) {
     s.On<EP::OnAllocate>(h, [&events](const Task* t) { events.push_back("+" + t->name); });
     s.On<EP::OnDeallocate>(h, [&events](const Task* t) { events.push_back("-" + t->name); });
     // be-0 may only run on n2.
@@ -176,7 +164,6 @@ TEST_F(BackfillTest, TakesPipelinedBestEffortTasksBackOutOfThePipeline) {
       return Reject(out, "node(s) didn't match Pod's node affinity/selector");
     });
   });
-  Open({{"events"}});
   ASSERT_TRUE(ssn->Pipeline(T("be-0"), N("n1")).ok());
   ASSERT_EQ(N("n1")->pipelined.Get(kPods), 1);
   Run("backfill");
@@ -189,12 +176,11 @@ TEST_F(BackfillTest, ShuffleEvictsTheVictimTasksPluginsName) {
   Job& j = RunningJob("j");
   b.AddTask(j, "r-0", Res(500, 0), TaskStatus::Running, "n1");
   b.AddTask(j, "r-1", Res(500, 0), TaskStatus::Running, "n2");
-  Plugin("victims", [](Session& s, PluginHandle h) {
+  OpenWithPlugin("victims", [](Session& s, PluginHandle h) {
     s.On<EP::VictimTasks>(h, [](const Task* const* tasks, size_t n, uint8_t* sel) {
       for (size_t i = 0; i < n; ++i) sel[i] = tasks[i]->name == "r-1";
     });
   });
-  Open({{"victims"}});
   Run("shuffle");
   EXPECT_EQ(Evictions(), (std::vector<std::string>{"r-1"}));
   EXPECT_EQ(T("r-1")->status, TaskStatus::Releasing);
@@ -202,4 +188,4 @@ TEST_F(BackfillTest, ShuffleEvictsTheVictimTasksPluginsName) {
 }
 
 }  // namespace
-}  // namespace kiln
+}  // namespace kiln::actions_testing

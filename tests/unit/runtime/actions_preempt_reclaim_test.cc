@@ -7,22 +7,11 @@
 
 #include "tests/unit/runtime/actions_test_util.h"
 
-namespace kiln {
+namespace kiln::actions_testing {
 namespace {
 
-using actions_testing::ActionsTest;
-using actions_testing::ByPriority;
-using actions_testing::GangLike;
-using actions_testing::NodeRes;
-using actions_testing::Reject;
-using actions_testing::Res;
-using actions_testing::SelectAll;
-using EP = ExtensionPoint;
-
-class PreemptTest : public ActionsTest {
+class PreemptTest : public DefaultQueueTest {
  protected:
-  void SetUp() override { b.AddQueue("default"); }
-
   Job& WaitingJob(std::string name, std::string queue = "default", int64_t min = 1) {
     Job& j = InqueueJob(std::move(name), std::move(queue), min);
     j.creation_time = 100;  // after the running jobs
@@ -46,6 +35,23 @@ class PreemptTest : public ActionsTest {
   }
   // The preemptor: job hi, waiting with one task hi-0 that asks for `cpu` milli-cores.
   Task& Preemptor(double cpu) { return b.AddTask(WaitingJob("hi"), "hi-0", Res(cpu, 0)); }
+  // n1 (`node_cpu`) runs the job low's tasks low-0 … low-<count - 1>, 1 cpu each.
+  void LowTasksOnN1(double node_cpu, int count) {
+    b.AddNode("n1", NodeRes(node_cpu));
+    Job& low = RunningJob("low");
+    for (int i = 0; i < count; ++i)
+      b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
+  }
+  // n1 (1 cpu) is full with the running job low's task low-0, which is returned.
+  Task& OneFullNode() {
+    b.AddNode("n1", NodeRes(1000));
+    return b.AddTask(RunningJob("low"), "low-0", Res(1000, 0), TaskStatus::Running, "n1");
+  }
+  // n1 and n2 (1 cpu each) and the running job low, whose tasks the test places.
+  Job& TwoOneCpuNodes() {
+    AddNodes(2, 1000);
+    return RunningJob("low");
+  }
   // Preemption with a choice: n1 (4 cpu) runs low's va (1 cpu, priority 1) and vb (3 cpu,
   // priority 2); hi-0 (priority 10) asks for 3 cpu.
   void BuildTwoVictimsOnOneNode() {
@@ -58,12 +64,19 @@ class PreemptTest : public ActionsTest {
   // n1 and n2 (2 cpu each) run low's on-n1 (priority 5) and on-n2 (priority 1); hi-0 (priority
   // 10) asks for 2 cpu.
   void BuildOneVictimPerNode() {
-    b.AddNode("n1", NodeRes(2000));
-    b.AddNode("n2", NodeRes(2000));
+    AddNodes(2, 2000);
     Job& low = RunningJob("low");
     b.AddTask(low, "on-n1", Res(2000, 0), TaskStatus::Running, "n1").priority = 5;
     b.AddTask(low, "on-n2", Res(2000, 0), TaskStatus::Running, "n2").priority = 1;
     Preemptor(2000).priority = 10;
+  }
+  // Runs `action`: it evicts exactly `evicted`, in eviction order, and pipelines exactly
+  // `pipelined` ("task@node").
+  void ExpectPreempted(std::string_view action, const std::vector<std::string>& evicted,
+                       const std::vector<std::string>& pipelined) {
+    Run(action);
+    EXPECT_EQ(Evictions(), evicted);
+    EXPECT_EQ(Pipelined(), pipelined);
   }
   // A pod-count-like predicate as plugin "podcount": a node running `max` pods or more is
   // Unschedulable (so it passes for preemption), whatever the resources.
@@ -80,16 +93,11 @@ class PreemptTest : public ActionsTest {
 };
 
 TEST_F(PreemptTest, EvictsInReverseTaskOrderUntilThePreemptorFits) {
-  b.AddNode("n1", NodeRes(4000));
-  Job& low = RunningJob("low");
-  for (int i = 0; i < 4; ++i)
-    b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
+  LowTasksOnN1(4000, 4);
   Preemptor(2000);
   OpenWithPreemptable();
-  Run("preempt");
   // The task that would be scheduled last goes first; two evictions make room.
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-3", "low-2"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n1"}));
+  ExpectPreempted("preempt", {"low-3", "low-2"}, {"hi-0@n1"});
   EXPECT_TRUE(Binds().empty()) << "preempt never binds";
   EXPECT_TRUE(T("hi-0")->eviction_occurred);
   EXPECT_EQ(T("low-3")->status, TaskStatus::Releasing);
@@ -124,15 +132,12 @@ TEST_F(PreemptTest, JobThatOrdersLaterLosesItsTasksFirst) {
     });
   });
   OpenWithPreemptable({"order"});
-  Run("preempt");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"lowA-0"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n1"}));
+  ExpectPreempted("preempt", {"lowA-0"}, {"hi-0@n1"});
 }
 
 TEST_F(PreemptTest, NeverTouchesOtherQueuesAndUsesPhaseTwoInsideTheJob) {
   b.AddQueue("other");
-  b.AddNode("n1", NodeRes(2000));
-  b.AddNode("n2", NodeRes(2000));
+  AddNodes(2, 2000);
   Job& foreign = RunningJob("foreign", "other");
   b.AddTask(foreign, "foreign-0", Res(2000, 0), TaskStatus::Running, "n2");
   // A job that needs 3 but runs 2: starving, and only its own tasks are in its queue.
@@ -150,32 +155,23 @@ TEST_F(PreemptTest, NeverTouchesOtherQueuesAndUsesPhaseTwoInsideTheJob) {
     });
   });
   Open({{"gang", "victims", "lower"}});
-  Run("preempt");
   // Phase 1 finds no victim in other jobs of the queue; phase 2 evicts the job's own
   // lower-priority task (the later one in task order); the other queue is never touched.
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"self-1"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"self-2@n1"}));
+  ExpectPreempted("preempt", {"self-1"}, {"self-2@n1"});
   EXPECT_EQ(T("foreign-0")->status, TaskStatus::Running);
 }
 
 TEST_F(PreemptTest, PredicatesAreRerunAfterEveryEviction) {
-  b.AddNode("n1", NodeRes(8000));
-  Job& low = RunningJob("low");
-  for (int i = 0; i < 3; ++i)
-    b.AddTask(low, "low-" + std::to_string(i), Res(1000, 0), TaskStatus::Running, "n1");
+  LowTasksOnN1(8000, 3);
   Preemptor(1000);
   // Resources are plentiful; a pod-count-like predicate wants fewer than 2 running pods.
   PodCountPredicate(2);
   OpenWithPreemptable({"podcount"});
-  Run("preempt");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-2", "low-1"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n1"}));
+  ExpectPreempted("preempt", {"low-2", "low-1"}, {"hi-0@n1"});
 }
 
 TEST_F(PreemptTest, UnresolvableNodesAreNotCandidates) {
-  b.AddNode("n1", NodeRes(1000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
+  OneFullNode();
   Preemptor(1000);
   Plugin("selector", [](Session& s, PluginHandle h) {
     s.On<EP::Predicate>(h, [](const Task* t, const Node*, KStatusOut* out) -> int32_t {
@@ -184,15 +180,11 @@ TEST_F(PreemptTest, UnresolvableNodesAreNotCandidates) {
     });
   });
   OpenWithPreemptable({"selector"});
-  Run("preempt");
-  EXPECT_TRUE(Evictions().empty());
-  EXPECT_TRUE(Pipelined().empty());
+  ExpectPreempted("preempt", {}, {});
 }
 
 TEST_F(PreemptTest, NodesAllocateFoundUnresolvableAreSkipped) {
-  b.AddNode("n1", NodeRes(1000));
-  b.AddNode("n2", NodeRes(1000));
-  Job& low = RunningJob("low");
+  Job& low = TwoOneCpuNodes();
   b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n2");
   Preemptor(1000);
   bool allocating = true;
@@ -212,16 +204,12 @@ TEST_F(PreemptTest, NodesAllocateFoundUnresolvableAreSkipped) {
             "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node "
             "affinity/selector.");
   allocating = false;
-  Run("preempt");
   // n1 would take hi-0 without evicting anyone, but allocate ruled it out for this task.
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-1"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n2"}));
+  ExpectPreempted("preempt", {"low-1"}, {"hi-0@n2"});
 }
 
 TEST_F(PreemptTest, NominatedPreemptorWaitsForItsNode) {
-  b.AddNode("n1", NodeRes(1000));
-  b.AddNode("n2", NodeRes(1000));
-  Job& low = RunningJob("low");
+  Job& low = TwoOneCpuNodes();
   b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n1");
   b.AddTask(low, "low-2", Res(1000, 0), TaskStatus::Running, "n2");
   Job& hi = WaitingJob("hi");
@@ -232,15 +220,11 @@ TEST_F(PreemptTest, NominatedPreemptorWaitsForItsNode) {
   // Nothing nominated: preempts normally.
   b.AddTask(hi, "hi-2", Res(1000, 0));
   OpenWithPreemptable();
-  Run("preempt");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"low-1"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-2@n1"}));
+  ExpectPreempted("preempt", {"low-1"}, {"hi-2@n1"});
 }
 
 TEST_F(PreemptTest, PreemptionPolicyNeverDoesNotPreempt) {
-  b.AddNode("n1", NodeRes(1000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
+  OneFullNode();
   Preemptor(1000).preemption_policy = PreemptionPolicy::Never;
   OpenWithPreemptable();
   Run("preempt");
@@ -249,9 +233,7 @@ TEST_F(PreemptTest, PreemptionPolicyNeverDoesNotPreempt) {
 }
 
 TEST_F(PreemptTest, NonPreemptableTasksAreNeverVictims) {
-  b.AddNode("n1", NodeRes(1000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1").preemptable = false;
+  OneFullNode().preemptable = false;
   Preemptor(1000);
   OpenWithPreemptable();
   Run("preempt");
@@ -260,31 +242,25 @@ TEST_F(PreemptTest, NonPreemptableTasksAreNeverVictims) {
 
 TEST_F(PreemptTest, NothingHappensWithoutAStarvingJob) {
   // JobStarving defaults to false when no plugin answers (§6.3).
-  b.AddNode("n1", NodeRes(1000));
-  Job& low = RunningJob("low");
-  b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
+  OneFullNode();
   Preemptor(1000);
-  Plugin("victims", [](Session& s, PluginHandle h) { s.On<EP::Preemptable>(h, SelectAll); });
-  Open({{"victims"}});
+  OpenWithPlugin("victims",
+                 [](Session& s, PluginHandle h) { s.On<EP::Preemptable>(h, SelectAll); });
   Run("preempt");
   Run("reclaim");
   EXPECT_TRUE(Evictions().empty());
 }
 
 TEST_F(PreemptTest, DiscardsWhenTheJobCannotBePipelined) {
-  b.AddNode("n1", NodeRes(1000));
-  b.AddNode("n2", NodeRes(1000));
-  Job& low = RunningJob("low");
+  Job& low = TwoOneCpuNodes();
   b.AddTask(low, "low-0", Res(1000, 0), TaskStatus::Running, "n1");
   b.AddTask(low, "low-1", Res(1000, 0), TaskStatus::Running, "n2").preemptable = false;
   Job& hi = WaitingJob("hi", "default", 2);
   b.AddTask(hi, "hi-0", Res(1000, 0));
   b.AddTask(hi, "hi-1", Res(1000, 0));
   OpenWithPreemptable();
-  Run("preempt");
   // hi-0 could take n1, hi-1 finds nothing: the gang is not pipelined, the eviction is undone.
-  EXPECT_TRUE(Evictions().empty());
-  EXPECT_TRUE(Pipelined().empty());
+  ExpectPreempted("preempt", {}, {});
   EXPECT_EQ(T("low-0")->status, TaskStatus::Running);
   EXPECT_EQ(N("n1")->idle.cpu(), 0);
 }
@@ -308,10 +284,8 @@ TEST_F(PreemptTest, NormalPreemptEvictsEveryVictimItPops) {
 TEST_F(TopologyAwarePreemptTest, ReprievesVictimsThePreemptorFitsWithout) {
   BuildTwoVictimsOnOneNode();
   OpenWithPreemptableByPriority();
-  Run("preempt");
   // Dry run removes va then vb; giving va back still leaves room for 3000: only vb goes.
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"vb"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n1"}));
+  ExpectPreempted("preempt", {"vb"}, {"hi-0@n1"});
   EXPECT_EQ(T("va")->status, TaskStatus::Running);
 }
 
@@ -320,9 +294,7 @@ TEST_F(TopologyAwarePreemptTest, PicksTheNodeWithTheLowestPriorityVictims) {
   conf.action_arguments["preempt"].min_candidate_nodes_absolute = 2;
   BuildOneVictimPerNode();
   OpenWithPreemptable();
-  Run("preempt");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"on-n2"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"hi-0@n2"}));
+  ExpectPreempted("preempt", {"on-n2"}, {"hi-0@n2"});
 }
 
 TEST_F(PreemptTest, NormalPreemptTakesTheFirstNodeInScoreOrder) {
@@ -357,9 +329,7 @@ class ReclaimTest : public PreemptTest {
 TEST_F(ReclaimTest, TakesOnlyRunningTasksOfOtherQueues) {
   Build();
   OpenWithPreemptable();
-  Run("reclaim");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"r-0"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"h-0@n1"}));
+  ExpectPreempted("reclaim", {"r-0"}, {"h-0@n1"});
   EXPECT_TRUE(T("h-0")->eviction_occurred);
   EXPECT_EQ(T("r-1")->status, TaskStatus::Bound);
   EXPECT_EQ(T("m-0")->status, TaskStatus::Running);
@@ -410,10 +380,8 @@ TEST_F(ReclaimTest, FitsOnReleasingResourcesWithoutEvicting) {
   Job& hungry = WaitingJob("hungry", "q1");
   b.AddTask(hungry, "h-0", Res(2000, 0));
   OpenWithPreemptable();
-  Run("reclaim");
   // The fit check comes before each eviction: x-0's release already makes room.
-  EXPECT_TRUE(Evictions().empty());
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"h-0@n1"}));
+  ExpectPreempted("reclaim", {}, {"h-0@n1"});
   EXPECT_FALSE(T("h-0")->eviction_occurred);
 }
 
@@ -423,10 +391,8 @@ TEST_F(ReclaimTest, DoesNotRerunPredicatesAfterEvicting) {
   // it still fails after r-0 goes (m-0 runs on), but reclaim trusts the resource arithmetic.
   PodCountPredicate(1);
   OpenWithPreemptable({"podcount"});
-  Run("reclaim");
-  EXPECT_EQ(Evictions(), (std::vector<std::string>{"r-0"}));
-  EXPECT_EQ(Pipelined(), (std::vector<std::string>{"h-0@n1"}));
+  ExpectPreempted("reclaim", {"r-0"}, {"h-0@n1"});
 }
 
 }  // namespace
-}  // namespace kiln
+}  // namespace kiln::actions_testing

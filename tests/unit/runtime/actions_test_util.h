@@ -99,6 +99,17 @@ class ActionsTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
 
+  // Nodes n1 … n<count>, each with `cpu` milli-cores (and NodeRes's memory and pods).
+  void AddNodes(int count, double cpu) {
+    for (int i = 1; i <= count; ++i) b.AddNode("n" + std::to_string(i), NodeRes(cpu));
+  }
+
+  // Registers the plugin `name` (see Plugin) and opens the session with it alone.
+  void OpenWithPlugin(const std::string& name, OpenFn open) {
+    Plugin(name, std::move(open));
+    Open({{name}});
+  }
+
   // A job of namespace ns in the phase it enters the session with.
   Job& RunningJob(std::string name, std::string queue = "default", int64_t min = 1) {
     Job& j = b.AddJob("ns", std::move(name), std::move(queue), min);
@@ -134,6 +145,11 @@ class ActionsTest : public ::testing::Test {
         out.push_back(t->name + "@" + (t->node ? t->node->name : std::string("?")));
     return out;
   }
+  // Runs `action`: it binds exactly `binds` ("task@node"), in bind order.
+  void ExpectBinds(std::string_view action, const std::vector<std::string>& binds) {
+    Run(action);
+    EXPECT_EQ(Binds(), binds);
+  }
   // Runs `action`: it binds nothing, and `task` stays pending with the reason `why`.
   void ExpectNoBind(std::string_view action, std::string_view task, std::string_view why) {
     Run(action);
@@ -152,6 +168,12 @@ class ActionsTest : public ::testing::Test {
   PluginRegistry reg;
   SchedulerConf conf;
   std::unique_ptr<Session> ssn;
+};
+
+// The fixture of the tests whose jobs all sit in one queue, "default".
+class DefaultQueueTest : public ActionsTest {
+ protected:
+  void SetUp() override { b.AddQueue("default"); }
 };
 
 // Common plugins.

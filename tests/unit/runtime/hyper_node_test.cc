@@ -11,6 +11,7 @@
 #include "runtime/hyper_node.h"
 #include "simulator/scenario.h"
 #include "tests/unit/scenario_test_util.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
@@ -37,73 +38,19 @@ std::vector<std::string> Names(std::span<HyperNode* const> hns) {
   return out;
 }
 
-// Volcano's event_handlers_test "Add hyperNodes with regex match" shape, with a label member and
-// tier names: s0,s1 under s4; s2,s3 under s5; s4,s5 under s6.
-constexpr std::string_view kTree = R"(name: tree
-cluster:
-  nodes:
-  - {name: node-0, allocatable: {cpu: "4"}}
-  - {name: node-1, allocatable: {cpu: "4"}}
-  - {name: node-2, allocatable: {cpu: "4"}}
-  - {name: node-3, allocatable: {cpu: "4"}}
-  - {name: prefix-0, allocatable: {cpu: "4"}}
-  - {name: prefix-1, allocatable: {cpu: "4"}}
-  - {name: r-a, allocatable: {cpu: "4"}, labels: {rack: r3}}
-  - {name: lone, allocatable: {cpu: "4"}}
-  hyperNodes:
-  - name: s0
-    tier: 1
-    tierName: leaf
-    members:
-    - {type: Node, selector: {exactMatch: {name: node-0}}}
-    - {type: Node, selector: {exactMatch: {name: node-1}}}
-  - name: s1
-    tier: 1
-    members: [{type: Node, selector: {regexMatch: {pattern: "^node-[23]$"}}}]
-  - name: s2
-    tier: 1
-    members: [{type: Node, selector: {regexMatch: {pattern: "prefix"}}}]
-  - name: s3
-    tier: 1
-    members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r3}}}}]
-  - name: s4
-    tier: 2
-    tierName: spine
-    members:
-    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s1}}}
-  - name: s5
-    tier: 2
-    members:
-    - {type: HyperNode, selector: {exactMatch: {name: s2}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s3}}}
-  - name: s6
-    tier: 3
-    members:
-    - {type: HyperNode, selector: {exactMatch: {name: s4}}}
-    - {type: HyperNode, selector: {exactMatch: {name: s5}}}
-  podGroups:
-  - name: hard
-    namespace: c1
-    networkTopology: {mode: hard, highestTierAllowed: 2}
-  - name: named
-    namespace: c1
-    networkTopology: {highestTierName: spine}
-  - name: soft
-    namespace: c1
-    networkTopology: {mode: soft}
-  - name: plain
-    namespace: c1
-  pods:
-  - {name: a, namespace: c1, group: hard, requests: {cpu: "1"}, phase: Running, node: node-0}
-  - {name: b, namespace: c1, group: hard, requests: {cpu: "1"}, phase: Running, node: node-3}
-  - {name: c, namespace: c1, group: hard, requests: {cpu: "1"}}
-  - {name: d, namespace: c1, group: named, requests: {cpu: "1"}, phase: Running, node: node-1}
-  - {name: e, namespace: c1, group: soft, requests: {cpu: "1"}, phase: Running, node: lone}
-)";
+// The text of tests/unit/runtime/data/`name`, for MustParse (whose warnings then name s.yaml).
+std::string DataText(std::string_view name) {
+  auto text = ReadTextFile((KilnSourceDir() / "tests/unit/runtime/data" / name).string());
+  EXPECT_TRUE(text.ok()) << (text.ok() ? "" : text.error().Format());
+  return text.ok() ? *text : "";
+}
+
+// The tree most tests here start from: data/hyper-node-tree.yaml (s0,s1 under s4; s2,s3 under
+// s5; s4,s5 under s6).
+ScenarioSpec Tree() { return MustParse(DataText("hyper-node-tree.yaml")); }
 
 TEST(HyperNodeTest, ResolvesRealNodesTiersAndTop) {
-  ScenarioSpec spec = MustParse(kTree);
+  ScenarioSpec spec = Tree();
   EXPECT_TRUE(spec.warnings.empty()) << spec.warnings.front().message;
   ASSERT_EQ(spec.cluster.hyper_nodes.size(), 7u);
   EXPECT_EQ(spec.cluster.hyper_nodes[0].tier_name, "leaf");
@@ -137,7 +84,7 @@ TEST(HyperNodeTest, ResolvesRealNodesTiersAndTop) {
 }
 
 TEST(HyperNodeTest, LcaLeafAndLowestCovering) {
-  ScenarioSpec spec = MustParse(kTree);
+  ScenarioSpec spec = Tree();
   Cluster c = MustBuild(spec);
   const HyperNodeTree& t = *c.hyper_nodes();
   HyperNode* s0 = t.Find("s0");
@@ -164,7 +111,7 @@ TEST(HyperNodeTest, LcaLeafAndLowestCovering) {
 }
 
 TEST(HyperNodeTest, OpenNormalisesTopologyAndRecoversPlacement) {
-  ScenarioSpec spec = MustParse(kTree);
+  ScenarioSpec spec = Tree();
   Cluster c = MustBuild(spec);
   OpenTopology(c);
   const HyperNodeTree& t = *c.hyper_nodes();
@@ -228,7 +175,7 @@ void Unplace(HyperNodeTree& tree, Task* t) {
 // A HyperNode's `used` is kept as a running sum only while that is bit for bit the fresh sum
 // (integers below 2^53); fractional quantities fall back to summing afresh on each read.
 TEST(HyperNodeTest, UsedSumIsKeptExactlyAsItsNodesAddUp) {
-  ScenarioSpec spec = MustParse(kTree);
+  ScenarioSpec spec = Tree();
   Cluster c = MustBuild(spec);
   OpenTopology(c);
   HyperNodeTree& t = *c.hyper_nodes();
@@ -296,26 +243,8 @@ cluster:
 }
 
 TEST(HyperNodeTest, MembersThatSelectNothingAreLocatedWarnings) {
-  ScenarioSpec spec = MustParse(R"(name: dangling
-cluster:
-  nodes: [{name: n1, allocatable: {cpu: "2"}}]
-  hyperNodes:
-  - name: s0
-    tier: 1
-    members:
-    - {type: Node, selector: {exactMatch: {name: n1}}}
-    - {type: Node, selector: {exactMatch: {name: gone}}}
-    - {type: Node, selector: {regexMatch: {pattern: "^x"}}}
-    - {type: Node, selector: {labelMatch: {}}}
-    - {type: Node, selector: {regexMatch: {pattern: "(["}}}
-  - name: s1
-    tier: 2
-    members:
-    - {type: HyperNode, selector: {exactMatch: {name: s0}}}
-    - {type: HyperNode, selector: {exactMatch: {name: missing}}}
-    - {type: HyperNode, selector: {regexMatch: {pattern: "s"}}}
-  podGroups: [{name: pg, namespace: c1, networkTopology: {highestTierName: rack}}]
-)");
+  ScenarioSpec spec = MustParse(DataText("hyper-node-dangling.yaml"));
+
   ASSERT_EQ(spec.warnings.size(), 7u);
   const auto& w = spec.warnings;
   EXPECT_EQ(w[0].message, "hyperNode `s0`: member {type: Node, exactMatch: gone} selects no node");

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "runtime/session.h"
 #include "runtime/statement.h"
 #include "tests/unit/core_test_util.h"
@@ -39,11 +41,20 @@ class InvariantsTest : public ::testing::Test {
       if (v.find(text) != std::string::npos) return true;
     return false;
   }
+  // The start of each eviction check below: action `action` begins and a new statement `st`
+  // evicts `victim` for it. Call it inside ASSERT_NO_FATAL_FAILURE: a failed eviction ends the
+  // test.
+  void BeginEviction(std::string_view action, std::string_view victim) {
+    ssn->invariants()->BeginAction(action);
+    st.emplace(*ssn);
+    ASSERT_TRUE(st->Evict(T(victim), std::string(action)).ok());
+  }
 
   ClusterBuilder b;
   SchedulerConf conf;
   PluginRegistry reg;
   std::unique_ptr<Session> ssn;
+  std::optional<Statement> st;  // BeginEviction's
 };
 
 TEST_F(InvariantsTest, SoundSessionIsSilent) {
@@ -104,50 +115,40 @@ TEST_F(InvariantsTest, NamesTheTaskADiscardLeftChanged) {
 }
 
 TEST_F(InvariantsTest, CatchesEvictingANonPreemptablePod) {
-  ssn->invariants()->BeginAction("reclaim");
   T("ns-v-0")->preemptable = false;
-  Statement st(*ssn);
-  ASSERT_TRUE(st.Evict(T("ns-v-0"), "reclaim").ok());
+  ASSERT_NO_FATAL_FAILURE(BeginEviction("reclaim", "ns-v-0"));
   EXPECT_TRUE(FoundWith("reclaim: reclaim evicts ns/v-0, which is not preemptable"));
-  st.Discard();
+  st->Discard();
 }
 
 TEST_F(InvariantsTest, CatchesReclaimTakingABoundPod) {
-  ssn->invariants()->BeginAction("reclaim");
-  Statement st(*ssn);
-  ASSERT_TRUE(st.Evict(T("ns-v-1"), "reclaim").ok());
+  ASSERT_NO_FATAL_FAILURE(BeginEviction("reclaim", "ns-v-1"));
   EXPECT_TRUE(FoundWith("reclaim evicts ns/v-1, which is Bound"));
-  st.Discard();
+  st->Discard();
 }
 
 TEST_F(InvariantsTest, CatchesPreemptTakingFromAnotherQueue) {
-  ssn->invariants()->BeginAction("preempt");
-  Statement st(*ssn);
-  ASSERT_TRUE(st.Evict(T("ns-v-0"), "preempt").ok());
-  ASSERT_TRUE(st.Pipeline(T("ns-p-0"), N("n2"), true).ok());
+  ASSERT_NO_FATAL_FAILURE(BeginEviction("preempt", "ns-v-0"));
+  ASSERT_TRUE(st->Pipeline(T("ns-p-0"), N("n2"), true).ok());
   EXPECT_TRUE(FoundWith("preempt took ns/v-0 from queue b for ns/p-0 of queue a"));
   EXPECT_FALSE(FoundWith("not preemptable"));
-  st.Discard();
+  st->Discard();
 }
 
 TEST_F(InvariantsTest, ReclaimAcrossQueuesIsFine) {
-  ssn->invariants()->BeginAction("reclaim");
-  Statement st(*ssn);
-  ASSERT_TRUE(st.Evict(T("ns-v-0"), "reclaim").ok());
-  ASSERT_TRUE(st.Pipeline(T("ns-p-0"), N("n2"), true).ok());
-  st.Commit();
+  ASSERT_NO_FATAL_FAILURE(BeginEviction("reclaim", "ns-v-0"));
+  ASSERT_TRUE(st->Pipeline(T("ns-p-0"), N("n2"), true).ok());
+  st->Commit();
   ssn->invariants()->AfterAction();
   EXPECT_TRUE(Found().empty()) << Found().front();
 }
 
 TEST_F(InvariantsTest, CatchesAPreemptorThatMayNotPreempt) {
-  ssn->invariants()->BeginAction("reclaim");
   T("ns-p-0")->preemption_policy = PreemptionPolicy::Never;
-  Statement st(*ssn);
-  ASSERT_TRUE(st.Evict(T("ns-v-0"), "reclaim").ok());
-  ASSERT_TRUE(st.Pipeline(T("ns-p-0"), N("n2"), true).ok());
+  ASSERT_NO_FATAL_FAILURE(BeginEviction("reclaim", "ns-v-0"));
+  ASSERT_TRUE(st->Pipeline(T("ns-p-0"), N("n2"), true).ok());
   EXPECT_TRUE(FoundWith("whose preemptionPolicy is Never"));
-  st.Discard();
+  st->Discard();
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,79 +15,25 @@
 #include "simulator/scenario.h"
 #include "runtime/session.h"
 #include "simulator/simulator.h"
+#include "tests/unit/source_dir.h"
 
 namespace kiln {
 namespace {
 
-// Orders by nothing itself, but allocates in its victim-queue order (so that handler runs with
-// its own call arena, nested inside reclaimable), and names as its only victim the candidate the
-// session would evict first — looked up in a list built *before* the call, which must still be
-// intact afterwards. (The session reports victims in candidate order, so one victim per call is
-// how the order shows.)
-constexpr char kProbePolicy[] = R"(
-policy victim_probe;
-
-on victim_queue_order(l: Queue, r: Queue, preemptor: Queue) -> int {
-  let names = [q.name for q in [l, r, preemptor] where q.name != ""];
-  return len(names) == 3 ? 0 : 1;
-}
-
-on reclaimable(reclaimer: Task, candidates: list<Task>) -> Victims {
-  let before = [c for c in candidates where c.name != ""];
-  let ordered = victim_order(reclaimer, candidates);
-  for c in ordered {
-    if c in before { return victims([c]); }
-  }
-  return victims([]);
-}
-)";
-
-// qa holds one job with three tasks of priorities 10, 5 and 1; qb one task. The reclaimer is in
-// qc. Victims of different queues follow the inverse queue order (the probe answers 0, so the
-// default — creation, then name — puts qa first and qb's task is evicted first); within qa's job
-// the task that orders last (lowest priority, by the priority plugin) goes first.
-constexpr char kScenario[] = R"(name: victim-order
-conf: |
-  actions: ""
-  tiers:
-  - plugins:
-    - name: priority
-    - name: victim_probe
-cluster:
-  queues:
-  - {name: qa}
-  - {name: qb}
-  - {name: qc}
-  nodes:
-  - {name: n1, allocatable: {cpu: "8", memory: 8Gi, pods: "10"}}
-  podGroups:
-  - {name: a, namespace: ns, queue: qa, minMember: 1, phase: Running}
-  - {name: b, namespace: ns, queue: qb, minMember: 1, phase: Running}
-  - {name: c, namespace: ns, queue: qc, minMember: 1, phase: Inqueue}
-  pods:
-  - {name: a-0, namespace: ns, group: a, requests: {cpu: "1"}, priority: 10, phase: Running, node: n1}
-  - {name: a-1, namespace: ns, group: a, requests: {cpu: "1"}, priority: 5, phase: Running, node: n1}
-  - {name: a-2, namespace: ns, group: a, requests: {cpu: "1"}, priority: 1, phase: Running, node: n1}
-  - {name: b-0, namespace: ns, group: b, requests: {cpu: "1"}, phase: Running, node: n1}
-  - {name: c-0, namespace: ns, group: c, requests: {cpu: "1"}}
-)";
+// The probe policy (victim_probe.policy) and the scenario (victim-order.yaml) of these tests:
+// their header comments say what the probe does and in which order the session evicts.
+const std::filesystem::path kData = KilnSourceDir() / "tests/unit/stdlib/data/victim-order";
 
 class VictimOrderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kiln_victim_order_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
-    std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ / "victim_probe.policy") << kProbePolicy;
-
-    auto spec = ParseScenario(kScenario, "victim-order.yaml");
+    auto spec = LoadScenarioFile((kData / "victim-order.yaml").string());
     ASSERT_TRUE(spec.ok()) << spec.error().Format();
     auto conf = ResolveScenarioConf(*spec, nullptr, "");
     ASSERT_TRUE(conf.ok()) << conf.error().Format();
     conf_ = std::make_unique<SchedulerConf>(std::move(*conf));
     CompiledPolicyOptions options;
-    options.policy_dirs.push_back(dir_.string());
+    options.policy_dirs.push_back(kData.string());
     auto provider = MakeCompiledPolicyProvider(options);
     ASSERT_TRUE(provider.ok()) << provider.error().Format();
     provider_ = std::move(*provider);
@@ -107,8 +52,6 @@ class VictimOrderTest : public ::testing::Test {
   void TearDown() override {
     if (session_) session_->Close();
     session_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   std::vector<std::string> Reclaim(const std::vector<std::string>& candidates) {
@@ -120,7 +63,6 @@ class VictimOrderTest : public ::testing::Test {
     return names;
   }
 
-  std::filesystem::path dir_;
   std::unique_ptr<SchedulerConf> conf_;
   std::unique_ptr<PolicyProvider> provider_;
   PluginRegistry registry_;
