@@ -66,8 +66,9 @@ struct PredicateResult {
   bool scored = false;
 };
 
-// Whether allocate scores nodes in its predicate pass (default on). Process-wide; tests turn it off
-// to compare the fused path with the plain one.
+// Whether allocate scores nodes in its predicate pass and answers the resource checks from
+// FitColumns (default on). Process-wide; tests turn it off to compare these fast paths with the
+// plain one.
 void SetFusedAllocateSearch(bool on);
 bool FusedAllocateSearch();
 
