@@ -192,7 +192,7 @@ class AllocateRun {
             AllocateForTopologyJob(job, sheet, ssn_.cluster().hyper_nodes()->top());
         trail_.End(job, stmt.has_value());
         if (stmt && ssn_.JobReady(job)) {
-          stmt->Commit();
+          Settle(*stmt, /*commit=*/true);
           RecordTopologyDecision(job);
           if (!sheet.Empty()) jobs.Push(job);
         }
@@ -205,7 +205,7 @@ class AllocateRun {
           AllocateFromNomination(job, job->uid, job->DefaultSubJob(), tasks);
       if (!stmt) stmt = AllocateForJob(job, tasks);
       if (stmt && ssn_.JobReady(job)) {
-        stmt->Commit();
+        Settle(*stmt, /*commit=*/true);
         ClearNomination(job->uid, job->DefaultSubJob());  // redeemed
         if (!tasks.Empty()) jobs.Push(job);
       }
@@ -226,7 +226,7 @@ class AllocateRun {
                                          std::span<Node* const> all_nodes, HyperNode* hn) {
     Statement stmt(ssn_);
     // Volcano makes a predicate helper (and so a fresh error cache) per job attempt.
-    PredicateHelper helper(&rotation_, pool_);
+    PredicateHelper helper(&rotation_, pool_, &columns_);
     // T4: the sub-job's allocated HyperNode as its tasks are placed (sub-jobs with a topology).
     const bool track_hn = hn != nullptr && sub != nullptr && sub->HasNetworkTopology();
     HyperNode* allocated_hn = track_hn ? sub->allocated_hyper_node : nullptr;
@@ -312,7 +312,7 @@ class AllocateRun {
 
     if (ready()) return stmt;
     if (sub != nullptr ? ssn_.SubJobPipelined(job, sub) : ssn_.JobPipelined(job)) return stmt;
-    stmt.Discard();
+    Settle(stmt, /*commit=*/false);
     return std::nullopt;
   }
 
@@ -338,6 +338,7 @@ class AllocateRun {
       if (!s.ok())
         spdlog::error("allocate: placing task {} on node {} again failed: {}", tn.first->Key(),
                       tn.second->name, s.error().message);
+      columns_.Refresh(tn.second);
     }
     return stmt;
   }
@@ -452,7 +453,7 @@ class AllocateRun {
     std::optional<Solution> out;
     if (solution) out = Solution{hn, std::move(placements), std::move(copy), score,
                                  std::move(sub_job_hns)};
-    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) it->Discard();
+    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) Settle(*it, /*commit=*/false);
     return out;
   }
 
@@ -726,7 +727,7 @@ class AllocateRun {
           placements.emplace_back();
           AppendPlacements(*stmt, placements.back());
           remaining.push_back(std::move(copy));
-          stmt->Discard();
+          Settle(*stmt, /*commit=*/false);
         }
       }
       if (placed.empty()) continue;
@@ -762,8 +763,26 @@ class AllocateRun {
       job->sub_job_allocated_hyper_node = d->allocated_hyper_node;
   }
 
+  // Commits or discards `stmt`, then refreshes the columns of the nodes it had touched (a discard
+  // frees them; a bind that fails is undone).
+  void Settle(Statement& stmt, bool commit) {
+    touched_.clear();
+    for (const Statement::Operation& op : stmt.operations()) touched_.push_back(op.node);
+    if (commit) {
+      stmt.Commit();
+    } else {
+      stmt.Discard();
+    }
+    for (const Node* n : touched_) columns_.Refresh(n);
+  }
+
   // 3f. False when the statement refused the placement (logged).
   bool AllocateTask(Statement& stmt, Task* t, Node* node) {
+    const bool ok = PlaceTask(stmt, t, node);
+    columns_.Refresh(node);
+    return ok;
+  }
+  bool PlaceTask(Statement& stmt, Task* t, Node* node) {
     if (t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero)) {
       if (Status s = stmt.Allocate(t, node); !s.ok()) {
         spdlog::error("allocate: binding task {} to node {} failed: {}", t->Key(), node->name,
@@ -837,7 +856,7 @@ class AllocateRun {
     for (auto [t, node] : plan) {
       if (sub != nullptr && sub->HasNetworkTopology()) t->job_allocated_hyper_node = pinned;
       if (!AllocateTask(stmt, t, node)) {
-        stmt.Discard();
+        Settle(stmt, /*commit=*/false);
         return miss("placing a task failed");
       }
     }
@@ -919,6 +938,10 @@ class AllocateRun {
   const ActionArguments& args_;
   ThreadPool& pool_;
   size_t rotation_ = 0;
+  // The nodes' fit values for the searches (actions::FitColumns): every placement, commit and
+  // discard below refreshes the nodes it touched.
+  actions::FitColumns columns_{ssn_.cluster()};
+  std::vector<const Node*> touched_;  // Settle's, reused
   uint64_t searches_ = 0;  // node searches over a span of nodes (SearchBestFirst's rotation)
   // SearchBestFirst: where AllocateTasks logs each job_allocated_hyper_node it gives a task,
   // with the gradient position of the dry run (log_position_).

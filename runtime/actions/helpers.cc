@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 
 #include "runtime/reason_codes.h"
@@ -59,6 +60,37 @@ FeasibleNode::State StateOf(Session::SpeculativeScore s) {
   return FeasibleNode::kFaulted;
 }
 
+// FitsFutureIdle (over Node::fit_future) or LessEqual(·, Zero) against Node::idle for one
+// request, read from FitColumns by node index: the same dimensions — cpu,
+// memory, the request's scalars — and the same comparison, so the same answer.
+class ColumnFit {
+ public:
+  ColumnFit(const Resource& req, const FitColumns& columns, bool future) {
+    auto column = [&](ResourceId id) { return future ? columns.Future(id) : columns.Idle(id); };
+    Add(req.values[kCpu], column(kCpu));
+    Add(req.values[kMemory], column(kMemory));
+    ForEachBit(req.scalar_mask(), [&](ResourceId id) { Add(req.values[id], column(id)); });
+  }
+  bool Fits(size_t index) const {
+    for (int d = 0; d < count_; ++d) {
+      const double l = request_[d];
+      const double r = column_[d][index];
+      if (!(l < r || std::abs(l - r) < kMinResource)) return false;
+    }
+    return true;
+  }
+
+ private:
+  void Add(double request, const double* column) {
+    request_[count_] = request;
+    column_[count_] = column;
+    ++count_;
+  }
+  std::array<double, kMaxResources> request_{};
+  std::array<const double*, kMaxResources> column_{};
+  int count_ = 0;
+};
+
 // The first group BestIdleThenFutureIdleNode scores: the feasible nodes whose Idle fits when
 // there are any, else the others (which all fit FutureIdle: the search checked it).
 bool FirstGroupIsIdle(const PredicateResult& found) {
@@ -67,6 +99,29 @@ bool FirstGroupIsIdle(const PredicateResult& found) {
   return false;
 }
 }  // namespace
+
+FitColumns::FitColumns(const Cluster& cluster)
+    : list_(cluster.nodes().data()),
+      nodes_(cluster.nodes().size()),
+      dims_(ResourceRegistry::Count()),
+      future_(nodes_ * static_cast<size_t>(dims_)),
+      idle_(nodes_ * static_cast<size_t>(dims_)) {
+  for (const Node* n : cluster.nodes()) Refresh(n);
+}
+
+void FitColumns::Refresh(const Node* n) {
+  if (n->index < 0 || static_cast<size_t>(n->index) >= nodes_ || list_[n->index] != n) return;
+  const auto i = static_cast<size_t>(n->index);
+  for (int id = 0; id < dims_; ++id) {
+    future_[id * nodes_ + i] = n->fit_future[id];
+    idle_[id * nodes_ + i] = n->idle.values[id];
+  }
+}
+
+bool FitColumns::Answers(std::span<Node* const> nodes, const Resource& req) const {
+  return nodes.data() == list_ && nodes.size() == nodes_ &&
+         (dims_ >= kMaxResources || (req.scalar_mask() >> dims_) == 0);
+}
 
 void SetFusedAllocateSearch(bool on) { g_fused_allocate_search.store(on); }
 bool FusedAllocateSearch() { return g_fused_allocate_search.load(std::memory_order_relaxed); }
@@ -202,10 +257,25 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   const size_t start = *rotation_ % n;
   // The node at rotated position k (< n): start + k < 2n, so one subtraction instead of a
   // division per node.
-  auto rotated = [&](size_t k) {
+  auto rotated_at = [&](size_t k) {
     size_t i = start + k;
-    return nodes[i >= n ? i - n : i];
+    return i >= n ? i - n : i;
   };
+  auto rotated = [&](size_t k) { return nodes[rotated_at(k)]; };
+  // Over the node list the columns were built from (position = Node::index), the columns
+  // answer the resource checks: a node that fails them, or that the role's cache rejects, is
+  // never read. Late in a big session most nodes examined are full. Like the fused scores, off
+  // with SetFusedAllocateSearch(false): the plain path the tests compare with reads the nodes.
+  std::optional<ColumnFit> future_fit, idle_fit;
+  if (columns_ != nullptr && FusedAllocateSearch() && future_idle_request == &t->init_resreq() &&
+      columns_->Answers(nodes, *future_idle_request)) {
+    future_fit.emplace(*future_idle_request, *columns_, /*future=*/true);
+    idle_fit.emplace(*future_idle_request, *columns_, /*future=*/false);
+  }
+  // Lines worth asking for ahead of the predicates and the scorers: none when no plugin reads
+  // the node there (the plugin-free session).
+  const bool prefetch_node = ssn == nullptr || ssn->HasHandlers(ExtensionPoint::Predicate);
+  const bool prefetch_score = ssn == nullptr || ssn->HasHandlers(ExtensionPoint::NodeOrder);
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
@@ -232,32 +302,66 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     pool_->ParallelForChunks(block, [&](size_t begin, size_t end) {
       for (size_t window = begin; window < end; window += kScoreWindow) {
         const size_t window_end = std::min(end, window + kScoreWindow);
-        for (size_t i = window; i < window_end; ++i) {
-          const Node* node = rotated(processed + i);
-          if (processed + i + kPrefetchAhead < n)
-            PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
-          if (cached) {
-            if (const NodeRejection* hit = cached->Find(node->index)) {
-              verdict[i] = kCached;
-              cache_hit[i] = hit;
+        if (future_fit) {
+          // The window's cache and resource checks from the columns, then the predicates of the
+          // nodes left, whose lines are requested in between.
+          for (size_t i = window; i < window_end; ++i) {
+            const size_t index = rotated_at(processed + i);
+            if (cached) {
+              if (const NodeRejection* hit = cached->Find(static_cast<int64_t>(index))) {
+                verdict[i] = kCached;
+                cache_hit[i] = hit;
+                continue;
+              }
+            }
+            if (!future_fit->Fits(index)) {
+              verdict[i] = kNoFit;
               continue;
             }
+            verdict[i] = kFeasible;
+            if (prefetch_node) __builtin_prefetch(nodes[index]);
           }
-          if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
-            verdict[i] = kNoFit;
-            continue;
+          for (size_t i = window; i < window_end; ++i) {
+            if (verdict[i] != kFeasible) continue;
+            const Node* node = rotated(processed + i);
+            assert(FitsFutureIdle(*future_idle_request, node) && "FitColumns are stale");
+            if (prefetch_score) PrefetchForScore(node);
+            verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
           }
-          PrefetchForScore(node);
-          // `check` sets the error whenever it rejects, so a stale one is never read.
-          verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
+        } else {
+          for (size_t i = window; i < window_end; ++i) {
+            const Node* node = rotated(processed + i);
+            if (processed + i + kPrefetchAhead < n)
+              PrefetchForSearch(rotated(processed + i + kPrefetchAhead));
+            if (cached) {
+              if (const NodeRejection* hit = cached->Find(node->index)) {
+                verdict[i] = kCached;
+                cache_hit[i] = hit;
+                continue;
+              }
+            }
+            if (future_idle_request && !FitsFutureIdle(*future_idle_request, node)) {
+              verdict[i] = kNoFit;
+              continue;
+            }
+            if (prefetch_score) PrefetchForScore(node);
+            // `check` sets the error whenever it rejects, so a stale one is never read.
+            verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
+          }
         }
         if constexpr (kFused) {
           for (size_t i = window; i < window_end; ++i) {
             if (verdict[i] != kFeasible) continue;
-            const Node* node = rotated(processed + i);
             FeasibleNode& f = fused[i];
             f = FeasibleNode{};
-            f.idle_fit = t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero);
+            const Node* node = rotated(processed + i);
+            if (idle_fit) {
+              f.index = static_cast<int64_t>(rotated_at(processed + i));
+              f.idle_fit = idle_fit->Fits(static_cast<size_t>(f.index));
+            } else {
+              f.index = node->index;
+              f.idle_fit = t->init_resreq().LessEqual(node->idle, DimensionDefault::Zero);
+            }
             if (f.idle_fit && i < needed)
               f.state = StateOf(ssn->NodeOrderSpeculative(t, node, &f.score, &f.called));
           }
@@ -504,6 +608,24 @@ Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult&
                        ThreadPool& pool) {
   if (!found.scored || found.feasible.size() != found.nodes.size())
     return BestIdleThenFutureIdleNode(ssn, t, found.nodes, pool);
+  if (!ssn.HasHandlers(ExtensionPoint::NodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BatchNodeOrder) &&
+      !ssn.HasHandlers(ExtensionPoint::BestNode)) {
+    // Nobody scores (BestOfScored's first case): the lowest node index of the first non-empty
+    // group, the first of equals, read from the search's notes instead of the nodes.
+    for (bool idle : {true, false}) {
+      const FeasibleNode* best = nullptr;
+      Node* best_node = nullptr;
+      for (size_t i = 0; i < found.nodes.size(); ++i) {
+        const FeasibleNode& f = found.feasible[i];
+        if (f.idle_fit != idle || (best != nullptr && f.index >= best->index)) continue;
+        best = &f;
+        best_node = found.nodes[i];
+      }
+      if (best_node != nullptr) return best_node;
+    }
+    return nullptr;
+  }
   thread_local std::vector<Node*> group;
   thread_local std::vector<double> scores;
   bool first = true;

@@ -49,6 +49,7 @@ struct FeasibleNode {
   };
   double score = 0;
   uint64_t called = 0;   // Session::NodeOrderSpeculative's handler bits
+  int64_t index = -1;    // the node's Node::index, so that choosing by node order reads no node
   bool idle_fit = false;  // InitResreq ≤ Idle (else only FutureIdle fits)
   State state = kUnscored;
 };
@@ -65,8 +66,9 @@ struct PredicateResult {
   bool scored = false;
 };
 
-// Whether allocate scores nodes in its predicate pass (default on). Process-wide; tests turn it off
-// to compare the fused path with the plain one.
+// Whether allocate scores nodes in its predicate pass and answers the resource checks from
+// FitColumns (default on). Process-wide; tests turn it off to compare these fast paths with the
+// plain one.
 void SetFusedAllocateSearch(bool on);
 bool FusedAllocateSearch();
 
@@ -77,6 +79,33 @@ struct NodeRejection {
   std::optional<FitError> error;
 };
 
+// What allocate's search compares for every (task, node) pair, copied out of the nodes into one
+// array per resource dimension, indexed by position in the cluster's node list (= Node::index):
+// Node::fit_future (FitsFutureIdle's side) and Node::idle's values (the idle fit of a feasible
+// node). At 10k nodes a node the search visits is cold, and late in a big session most of those
+// it visits are full: two doubles read from dense arrays answer them without touching the node.
+// The owner keeps the copy exact: Refresh(node) after every change it makes to a node (allocate:
+// each placement, and the nodes of each statement it commits or discards); nothing else changes
+// nodes while an action runs.
+class FitColumns {
+ public:
+  // Covers cluster.nodes() and the resource ids interned by now.
+  explicit FitColumns(const Cluster& cluster);
+  void Refresh(const Node* n);
+
+  // Whether a search over `nodes` with request `req` can read the columns: `nodes` is the list
+  // they were built from, and every dimension of `req` has a column.
+  bool Answers(std::span<Node* const> nodes, const Resource& req) const;
+  const double* Future(ResourceId id) const { return future_.data() + id * nodes_; }
+  const double* Idle(ResourceId id) const { return idle_.data() + id * nodes_; }
+
+ private:
+  const Node* const* list_ = nullptr;  // the cluster's node list
+  size_t nodes_ = 0;
+  int dims_ = 0;                        // ids [0, dims_) have a column
+  std::vector<double> future_, idle_;  // node i's value of id at [id * nodes_ + i]
+};
+
 // Volcano's PredicateHelper. One per action run (allocate makes one per job attempt, as Volcano
 // does); it remembers, per (job, role), which nodes rejected a task of that role, so the role's
 // later tasks skip those nodes without calling the predicates again.
@@ -84,8 +113,10 @@ class PredicateHelper {
  public:
   // `rotation` is Volcano's lastProcessedNodeIndex: where the next search starts, so that large
   // clusters share the work of being examined. Shared by the helpers of one action run.
-  explicit PredicateHelper(size_t* rotation, ThreadPool& pool = ThreadPool::Default())
-      : rotation_(rotation), pool_(&pool) {}
+  // `columns` (optional) answers SearchForAllocate's resource checks over the nodes it covers.
+  explicit PredicateHelper(size_t* rotation, ThreadPool& pool = ThreadPool::Default(),
+                           const FitColumns* columns = nullptr)
+      : rotation_(rotation), pool_(&pool), columns_(columns) {}
 
   // Checks `nodes` from the rotation point, in parallel, until NumNodesToFind feasible nodes are
   // found (all nodes when there are ≤ 100). A node is feasible when `future_idle_request` (if
@@ -133,6 +164,7 @@ class PredicateHelper {
 
   size_t* rotation_;
   ThreadPool* pool_;
+  const FitColumns* columns_;
   std::unordered_map<std::string, RoleCache> error_cache_;
   std::string group_key_;  // reused: "<job uid>/<role>"
 };
