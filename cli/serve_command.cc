@@ -1,6 +1,7 @@
 // `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
 //             [--policy-dir D]... [--packs DIR [--trust PUB.pem]...] [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
 //             [--shadow PACK_OR_CONF] [--kube-api-qps Q --kube-api-burst B] [--write-workers N]
+//             [--write-queue-capacity N]
 //             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
 //
 // The long-running scheduler (server/server.h): one session per period against a cluster, with
@@ -65,6 +66,11 @@ struct ServeFlags {
   double kube_api_qps = 0;
   int kube_api_burst = 0;
   int write_workers = kube::KubernetesClusterOptions{}.write_workers;
+  // Writes waiting for a writer thread. A session's binds beyond it are dropped and decided
+  // again by a later session, which at 100k pending pods costs a whole session each time: the
+  // default holds the binds of a 10k-node × 100k-pod cluster's first session and its PodGroup
+  // status writes (a queued bind is about 200 bytes: 40 MB when full).
+  size_t write_queue_capacity = 200000;
 };
 
 // holderIdentity: unique per process, readable in `kubectl get lease -o yaml` (client-go uses
@@ -98,6 +104,8 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
                           {}});
   if (f.write_workers < 1 || f.write_workers > 256)
     return BadInput(Error{fmt::format("--write-workers must be from 1 to 256, got {}", f.write_workers), {}});
+  if (f.write_queue_capacity < 1)
+    return BadInput(Error{"--write-queue-capacity must be at least 1", {}});
   kube::ClientOptions client_options;
   client_options.qps = f.kube_api_qps;
   client_options.burst = f.kube_api_burst;
@@ -111,6 +119,7 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
   kopts.scheduler_names = {f.scheduler_name};
   kopts.evict_with_eviction_api = f.evict_with_eviction_api;
   kopts.write_workers = f.write_workers;
+  kopts.write_queue_capacity = f.write_queue_capacity;
   kopts.on_bind = [&metrics](double seconds, bool ok) {
     if (server::ServerMetrics* m = metrics.load()) m->ObserveBind(seconds * 1000, ok ? "ok" : "error");
   };
@@ -283,6 +292,9 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--write-workers", f->write_workers,
                   "threads writing binds, evictions and status to the API server, each with its "
                   "own keep-alive connection (default 8)");
+  cmd->add_option("--write-queue-capacity", f->write_queue_capacity,
+                  "writes that may wait for a writer; a session's writes beyond it are dropped "
+                  "and redone by a later session (default 200000)");
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");
   cmd->callback([f] {
     int code = RunServe(*f);
