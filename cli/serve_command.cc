@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <variant>
 
 #include "cli/commands.h"
 #include "cli/errors.h"
@@ -284,17 +285,27 @@ void AddServeCommand(CLI::App& app) {
                   "kiln_shadow_* metrics); watched: create, replace or delete it live");
   cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
                 "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
-  cmd->add_option("--kube-api-qps", f->kube_api_qps,
-                  "requests per second to the API server, watches aside (default 0: no limit; "
-                  "Volcano's scheduler uses 2000)");
-  cmd->add_option("--kube-api-burst", f->kube_api_burst,
-                  "requests let through at once above --kube-api-qps (default: the qps)");
-  cmd->add_option("--write-workers", f->write_workers,
-                  "threads writing binds, evictions and status to the API server, each with its "
-                  "own keep-alive connection (default 8)");
-  cmd->add_option("--write-queue-capacity", f->write_queue_capacity,
-                  "writes that may wait for a writer; a session's writes beyond it are dropped "
-                  "and redone by a later session (default 200000)");
+  // How kiln serve talks to the API server: one row per flag.
+  struct ClientFlag {
+    const char* name;
+    std::variant<double*, int*, size_t*> value;
+    const char* help;
+  };
+  const ClientFlag client_flags[] = {
+      {"--kube-api-qps", &f->kube_api_qps,
+       "requests per second to the API server, watches aside (default 0: no limit; Volcano's "
+       "scheduler uses 2000)"},
+      {"--kube-api-burst", &f->kube_api_burst,
+       "requests let through at once above --kube-api-qps (default: the qps)"},
+      {"--write-workers", &f->write_workers,
+       "threads writing binds, evictions and status to the API server, each with its own "
+       "keep-alive connection (default 8)"},
+      {"--write-queue-capacity", &f->write_queue_capacity,
+       "writes that may wait for a writer; a session's writes beyond it are dropped and redone "
+       "by a later session (default 200000)"},
+  };
+  for (const ClientFlag& flag : client_flags)
+    std::visit([&](auto* value) { cmd->add_option(flag.name, *value, flag.help); }, flag.value);
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");
   cmd->callback([f] {
     int code = RunServe(*f);

@@ -17,8 +17,6 @@ import unittest
 import urllib.error
 import urllib.request
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
@@ -27,19 +25,10 @@ from serve_util import ServeProcess, kiln_from_argv, wait_for  # noqa: E402
 
 KILN = kiln_from_argv(ROOT)
 SINK = os.environ.get("KILN_BIND_SINK", os.path.join(ROOT, "build", "kiln_bind_sink"))
-NODES, GANGS, GANG = 40, 120, 10  # 1,200 pods: three LIST pages of 500
+NODES, GANGS, GANG = 160, 120, 10  # 1,200 pods (three LIST pages of 500) on 8-cpu nodes
 
-
-def scenario():
-    return {"name": "bind-sink",
-            "cluster": {"nodes": [{"name": f"node-{i:03d}",
-                                   "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}
-                                  for i in range(NODES)],
-                        "podGroups": [{"name": f"job-{j:03d}", "namespace": "bench", "minMember": GANG}
-                                      for j in range(GANGS)],
-                        "pods": [{"name": f"job-{j:03d}-{k}", "namespace": "bench", "group": f"job-{j:03d}",
-                                  "requests": {"cpu": "1", "memory": "1Gi"}}
-                                 for j in range(GANGS) for k in range(GANG)]}}
+# serve_cluster_test's cluster where every pod fits (imported after KILN is taken off argv).
+from serve_cluster_test import small_scenario  # noqa: E402
 
 
 class Sink:
@@ -80,8 +69,7 @@ class BindSink(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="kiln-bind-sink-")
         path = os.path.join(self.tmp, "scenario.yaml")
-        with open(path, "w") as f:
-            yaml.safe_dump(scenario(), f)
+        small_scenario(path, nodes=NODES, jobs=GANGS, per_job=GANG)
         self.manifests = os.path.join(self.tmp, "cluster.json")
         subprocess.run([KILN, "export-manifests", path, "--format", "json", "-o", self.manifests], check=True)
         self.conf = os.path.join(self.tmp, "scheduler.conf")
@@ -117,20 +105,20 @@ class BindSink(unittest.TestCase):
         wait_for(lambda: self.sink.stats()["touch"]["deliveredSeconds"] > 0, "the touched pods on the watch")
 
     def test_a_second_binding_is_a_conflict_and_counted(self):
-        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "job-000-0", "namespace": "bench"},
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": "node-000"}}
-        path = "/api/v1/namespaces/bench/pods/job-000-0/binding"
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "job0-0", "namespace": "c1"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "n0"}}
+        path = "/api/v1/namespaces/c1/pods/job0-0/binding"
         self.assertEqual(self.sink.request("POST", path, binding)[0], 201)
         code, status = self.sink.request("POST", path, binding)
         self.assertEqual(code, 409)
         self.assertEqual(status["reason"], "Conflict")
-        code, pod = self.sink.request("GET", "/api/v1/namespaces/bench/pods/job-000-0")
-        self.assertEqual((code, pod["spec"]["nodeName"]), (200, "node-000"))
+        code, pod = self.sink.request("GET", "/api/v1/namespaces/c1/pods/job0-0")
+        self.assertEqual((code, pod["spec"]["nodeName"]), (200, "n0"))
         # A binding whose uid is not the pod's is refused and binds nothing.
-        stranger = dict(binding, metadata={"name": "job-000-1", "namespace": "bench", "uid": "not-the-pod"})
-        self.assertEqual(self.sink.request("POST", "/api/v1/namespaces/bench/pods/job-000-1/binding",
+        stranger = dict(binding, metadata={"name": "job0-1", "namespace": "c1", "uid": "not-the-pod"})
+        self.assertEqual(self.sink.request("POST", "/api/v1/namespaces/c1/pods/job0-1/binding",
                                            stranger)[0], 409)
-        self.assertEqual(self.sink.request("POST", "/api/v1/namespaces/bench/pods/missing/binding", binding)[0], 404)
+        self.assertEqual(self.sink.request("POST", "/api/v1/namespaces/c1/pods/missing/binding", binding)[0], 404)
         stats = self.sink.stats()
         self.assertEqual((stats["binds"], stats["bindConflicts"], stats["podsBound"]), (1, 1, 1))
 

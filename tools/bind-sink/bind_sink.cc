@@ -67,26 +67,20 @@ struct Resource {
   std::condition_variable changed;  // an event was appended to `history`
 };
 
-// The resources kiln serve lists and watches (kubernetes/kubernetes_cluster.cc) and writes.
-struct ResourceRow {
+// The resources kiln serve lists and watches (kubernetes/kubernetes_cluster.cc) and writes, by
+// API group: "plural=Kind", with a trailing '!' for a cluster-scoped one.
+struct ApiGroupRow {
   const char* prefix;  // "/api/v1" or "/apis/GROUP/VERSION"
-  const char* name;
-  const char* kind;
-  bool namespaced;
+  const char* resources;
 };
-constexpr ResourceRow kResources[] = {
-    {"/api/v1", "pods", "Pod", true},
-    {"/api/v1", "nodes", "Node", false},
-    {"/api/v1", "namespaces", "Namespace", false},
-    {"/api/v1", "resourcequotas", "ResourceQuota", true},
-    {"/api/v1", "events", "Event", true},
-    {"/apis/scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup", true},
-    {"/apis/scheduling.volcano.sh/v1beta1", "queues", "Queue", false},
-    {"/apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false},
-    {"/apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true},
-    {"/apis/topology.volcano.sh/v1alpha1", "hypernodes", "HyperNode", false},
-    {"/apis/nodeinfo.volcano.sh/v1alpha1", "numatopologies", "Numatopology", false},
-    {"/apis/coordination.k8s.io/v1", "leases", "Lease", true},
+constexpr ApiGroupRow kApiGroups[] = {
+    {"/api/v1", "pods=Pod nodes=Node! namespaces=Namespace! resourcequotas=ResourceQuota events=Event"},
+    {"/apis/scheduling.volcano.sh/v1beta1", "podgroups=PodGroup queues=Queue!"},
+    {"/apis/scheduling.k8s.io/v1", "priorityclasses=PriorityClass!"},
+    {"/apis/policy/v1", "poddisruptionbudgets=PodDisruptionBudget"},
+    {"/apis/topology.volcano.sh/v1alpha1", "hypernodes=HyperNode!"},
+    {"/apis/nodeinfo.volcano.sh/v1alpha1", "numatopologies=Numatopology!"},
+    {"/apis/coordination.k8s.io/v1", "leases=Lease"},
 };
 
 struct Stats {
@@ -105,15 +99,20 @@ struct Stats {
 class Store {
  public:
   Store() {
-    for (const ResourceRow& r : kResources) {
-      auto res = std::make_unique<Resource>();
-      res->name = r.name;
-      res->kind = r.kind;
-      std::string_view p = r.prefix;
-      res->api_version = p == "/api/v1" ? "v1" : std::string(p.substr(6));
-      res->namespaced = r.namespaced;
-      by_path_[std::string(r.prefix) + "/" + r.name] = res.get();
-      resources_.push_back(std::move(res));
+    for (const ApiGroupRow& g : kApiGroups) {
+      std::string_view prefix = g.prefix;
+      std::istringstream words(g.resources);
+      for (std::string word; words >> word;) {
+        auto res = std::make_unique<Resource>();
+        size_t eq = word.find('=');
+        res->name = word.substr(0, eq);
+        res->kind = word.substr(eq + 1);
+        res->namespaced = res->kind.back() != '!';
+        if (!res->namespaced) res->kind.pop_back();
+        res->api_version = prefix == "/api/v1" ? "v1" : std::string(prefix.substr(6));
+        by_path_[std::string(prefix) + "/" + res->name] = res.get();
+        resources_.push_back(std::move(res));
+      }
     }
   }
 
