@@ -393,6 +393,14 @@ class Sink {
     Fail(res, 404, "NotFound", fmt::format("{} \"{}\" not found", p.resource->name, p.name));
   }
 
+  // The object at `p` (the caller holds store_.mu); nullptr once 404 is answered.
+  Object* Stored(const ApiPath& p, httplib::Response& res) {
+    auto it = p.resource->objects.find(Key(p.ns, p.name));
+    if (it != p.resource->objects.end()) return &it->second;
+    NotFound(res, p);
+    return nullptr;
+  }
+
   void List(Resource& r, const std::string& ns, const httplib::Request& req, httplib::Response& res) {
     size_t limit = req.has_param("limit") ? std::stoul(req.get_param_value("limit")) : 0;
     std::string cont = req.has_param("continue") ? req.get_param_value("continue") : "";
@@ -536,9 +544,9 @@ class Sink {
     std::lock_guard lock(store_.mu);
     Resource& r = *p.resource;
     std::string key = Key(p.ns, p.name);
-    auto it = r.objects.find(key);
-    if (it == r.objects.end()) return NotFound(res, p);
-    json pod = json::parse(it->second.text);
+    Object* stored = Stored(p, res);
+    if (!stored) return;
+    json pod = json::parse(stored->text);
     const json& bm = binding.contains("metadata") ? binding["metadata"] : json::object();
     std::string uid = bm.is_object() ? bm.value("uid", "") : "";
     if (!uid.empty() && uid != pod["metadata"].value("uid", ""))
@@ -572,16 +580,16 @@ class Sink {
     std::lock_guard lock(store_.mu);
     Resource& r = *p->resource;
     std::string key = Key(p->ns, p->name);
-    auto it = r.objects.find(key);
-    if (it == r.objects.end()) return NotFound(res, *p);
+    Object* stored = Stored(*p, res);
+    if (!stored) return;
     // Optimistic concurrency: the version the writer read must still be the current one.
     if (!body["metadata"].is_object()) body["metadata"] = json::object();
     std::string rv = body["metadata"].value("resourceVersion", "");
-    if (!rv.empty() && rv != std::to_string(it->second.rv))
+    if (!rv.empty() && rv != std::to_string(stored->rv))
       return Fail(res, 409, "Conflict",
                   fmt::format("Operation cannot be fulfilled on {} \"{}\": the object has been modified",
                               r.name, p->name));
-    json cur = json::parse(it->second.text);
+    json cur = json::parse(stored->text);
     if (p->sub == "status") {
       cur["status"] = body.value("status", json::object());
     } else {
@@ -604,9 +612,9 @@ class Sink {
     std::lock_guard lock(store_.mu);
     Resource& r = *p->resource;
     std::string key = Key(p->ns, p->name);
-    auto it = r.objects.find(key);
-    if (it == r.objects.end()) return NotFound(res, *p);
-    json cur = json::parse(it->second.text);
+    Object* stored = Stored(*p, res);
+    if (!stored) return;
+    json cur = json::parse(stored->text);
     if (p->sub == "status") {
       json only = json::object();
       if (patch.contains("status")) only["status"] = patch["status"];
@@ -636,9 +644,9 @@ class Sink {
     std::lock_guard lock(store_.mu);
     Resource& r = *p.resource;
     std::string key = Key(p.ns, p.name);
-    auto it = r.objects.find(key);
-    if (it == r.objects.end()) return NotFound(res, p);
-    json cur = json::parse(it->second.text);
+    Object* stored = Stored(p, res);
+    if (!stored) return;
+    json cur = json::parse(stored->text);
     if (!uid.empty() && uid != cur["metadata"].value("uid", ""))
       return Fail(res, 409, "Conflict", fmt::format("{} {}: the precondition uid {} does not match", r.name, key, uid));
     if (r.kind == "Pod" && cur["spec"].is_object() && !cur["spec"].value("nodeName", "").empty()) --bound_;
