@@ -393,12 +393,16 @@ class Sink {
     Fail(res, 404, "NotFound", fmt::format("{} \"{}\" not found", p.resource->name, p.name));
   }
 
-  // The object at `p` (the caller holds store_.mu); nullptr once 404 is answered.
-  Object* Stored(const ApiPath& p, httplib::Response& res) {
+  // The object at `p`, parsed, and its resourceVersion in *rv (the caller holds store_.mu);
+  // nullopt once 404 is answered.
+  std::optional<json> Current(const ApiPath& p, httplib::Response& res, uint64_t* rv = nullptr) {
     auto it = p.resource->objects.find(Key(p.ns, p.name));
-    if (it != p.resource->objects.end()) return &it->second;
-    NotFound(res, p);
-    return nullptr;
+    if (it == p.resource->objects.end()) {
+      NotFound(res, p);
+      return std::nullopt;
+    }
+    if (rv) *rv = it->second.rv;
+    return json::parse(it->second.text);
   }
 
   void List(Resource& r, const std::string& ns, const httplib::Request& req, httplib::Response& res) {
@@ -542,11 +546,11 @@ class Sink {
     if (auto t = binding.find("target"); t != binding.end() && t->is_object()) node = t->value("name", "");
     if (node.empty()) return Fail(res, 422, "Invalid", "binding.target.name is required");
     std::lock_guard lock(store_.mu);
+    std::optional<json> current = Current(p, res);
+    if (!current) return;
+    json& pod = *current;
     Resource& r = *p.resource;
     std::string key = Key(p.ns, p.name);
-    Object* stored = Stored(p, res);
-    if (!stored) return;
-    json pod = json::parse(stored->text);
     const json& bm = binding.contains("metadata") ? binding["metadata"] : json::object();
     std::string uid = bm.is_object() ? bm.value("uid", "") : "";
     if (!uid.empty() && uid != pod["metadata"].value("uid", ""))
@@ -578,18 +582,19 @@ class Sink {
     json body = json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) return Fail(res, 400, "BadRequest", "the body is not a JSON object");
     std::lock_guard lock(store_.mu);
+    uint64_t stored_rv = 0;
+    std::optional<json> current = Current(*p, res, &stored_rv);
+    if (!current) return;
+    json& cur = *current;
     Resource& r = *p->resource;
     std::string key = Key(p->ns, p->name);
-    Object* stored = Stored(*p, res);
-    if (!stored) return;
     // Optimistic concurrency: the version the writer read must still be the current one.
     if (!body["metadata"].is_object()) body["metadata"] = json::object();
     std::string rv = body["metadata"].value("resourceVersion", "");
-    if (!rv.empty() && rv != std::to_string(stored->rv))
+    if (!rv.empty() && rv != std::to_string(stored_rv))
       return Fail(res, 409, "Conflict",
                   fmt::format("Operation cannot be fulfilled on {} \"{}\": the object has been modified",
                               r.name, p->name));
-    json cur = json::parse(stored->text);
     if (p->sub == "status") {
       cur["status"] = body.value("status", json::object());
     } else {
@@ -610,11 +615,11 @@ class Sink {
     if (patch.is_discarded() || !patch.is_object())
       return Fail(res, 400, "BadRequest", "the patch is not a JSON object (JSON patches are not served)");
     std::lock_guard lock(store_.mu);
+    std::optional<json> current = Current(*p, res);
+    if (!current) return;
+    json& cur = *current;
     Resource& r = *p->resource;
     std::string key = Key(p->ns, p->name);
-    Object* stored = Stored(*p, res);
-    if (!stored) return;
-    json cur = json::parse(stored->text);
     if (p->sub == "status") {
       json only = json::object();
       if (patch.contains("status")) only["status"] = patch["status"];
@@ -642,11 +647,11 @@ class Sink {
 
   void Remove(const ApiPath& p, const std::string& uid, httplib::Response& res) {
     std::lock_guard lock(store_.mu);
+    std::optional<json> current = Current(p, res);
+    if (!current) return;
+    json& cur = *current;
     Resource& r = *p.resource;
     std::string key = Key(p.ns, p.name);
-    Object* stored = Stored(p, res);
-    if (!stored) return;
-    json cur = json::parse(stored->text);
     if (!uid.empty() && uid != cur["metadata"].value("uid", ""))
       return Fail(res, 409, "Conflict", fmt::format("{} {}: the precondition uid {} does not match", r.name, key, uid));
     if (r.kind == "Pod" && cur["spec"].is_object() && !cur["spec"].value("nodeName", "").empty()) --bound_;
