@@ -394,15 +394,22 @@ class Sink {
   }
 
   // The object at `p`, parsed, and its resourceVersion in *rv (the caller holds store_.mu);
-  // nullopt once 404 is answered.
-  std::optional<json> Current(const ApiPath& p, httplib::Response& res, uint64_t* rv = nullptr) {
+  // nullopt once 404 is answered, or 409 when `uid` (a precondition, if not empty) is not its uid.
+  std::optional<json> Current(const ApiPath& p, httplib::Response& res, uint64_t* rv = nullptr,
+                              const std::string& uid = "") {
     auto it = p.resource->objects.find(Key(p.ns, p.name));
     if (it == p.resource->objects.end()) {
       NotFound(res, p);
       return std::nullopt;
     }
     if (rv) *rv = it->second.rv;
-    return json::parse(it->second.text);
+    json obj = json::parse(it->second.text);
+    if (!uid.empty() && uid != obj["metadata"].value("uid", "")) {
+      Fail(res, 409, "Conflict", fmt::format("{} {}: the precondition uid {} is not the object's", p.resource->name,
+                                             it->first, uid));
+      return std::nullopt;
+    }
+    return obj;
   }
 
   void List(Resource& r, const std::string& ns, const httplib::Request& req, httplib::Response& res) {
@@ -545,16 +552,12 @@ class Sink {
     std::string node;
     if (auto t = binding.find("target"); t != binding.end() && t->is_object()) node = t->value("name", "");
     if (node.empty()) return Fail(res, 422, "Invalid", "binding.target.name is required");
-    std::lock_guard lock(store_.mu);
-    std::optional<json> current = Current(p, res);
-    if (!current) return;
-    json& pod = *current;
-    Resource& r = *p.resource;
-    std::string key = Key(p.ns, p.name);
     const json& bm = binding.contains("metadata") ? binding["metadata"] : json::object();
     std::string uid = bm.is_object() ? bm.value("uid", "") : "";
-    if (!uid.empty() && uid != pod["metadata"].value("uid", ""))
-      return Fail(res, 409, "Conflict", fmt::format("pod {}: the binding's uid {} is not the pod's", key, uid));
+    std::lock_guard lock(store_.mu);
+    std::optional<json> current = Current(p, res, nullptr, uid);
+    if (!current) return;
+    json& pod = *current;
     std::string have = pod["spec"].is_object() ? pod["spec"].value("nodeName", "") : "";
     if (!have.empty()) {
       ++store_.stats.bind_conflicts;
@@ -566,7 +569,7 @@ class Sink {
     pod["spec"]["nodeName"] = node;
     if (bm.is_object() && bm.contains("annotations") && bm["annotations"].is_object())
       for (const auto& [k, v] : bm["annotations"].items()) pod["metadata"]["annotations"][k] = v;
-    store_.Put(r, key, pod, "MODIFIED");
+    store_.Put(*p.resource, Key(p.ns, p.name), pod, "MODIFIED");
     ++bound_;
     int64_t now = store_.SinceStartNs();
     if (++store_.stats.binds == 1) store_.stats.first_bind_ns = now;
@@ -647,13 +650,11 @@ class Sink {
 
   void Remove(const ApiPath& p, const std::string& uid, httplib::Response& res) {
     std::lock_guard lock(store_.mu);
-    std::optional<json> current = Current(p, res);
+    std::optional<json> current = Current(p, res, nullptr, uid);
     if (!current) return;
     json& cur = *current;
     Resource& r = *p.resource;
     std::string key = Key(p.ns, p.name);
-    if (!uid.empty() && uid != cur["metadata"].value("uid", ""))
-      return Fail(res, 409, "Conflict", fmt::format("{} {}: the precondition uid {} does not match", r.name, key, uid));
     if (r.kind == "Pod" && cur["spec"].is_object() && !cur["spec"].value("nodeName", "").empty()) --bound_;
     store_.Erase(r, key);
     res.set_content(R"({"kind":"Status","apiVersion":"v1","status":"Success"})", kJson);
