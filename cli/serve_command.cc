@@ -1,6 +1,7 @@
 // `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
 //             [--policy-dir D]... [--packs DIR [--trust PUB.pem]...] [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
-//             [--shadow PACK_OR_CONF]
+//             [--shadow PACK_OR_CONF] [--kube-api-qps Q --kube-api-burst B] [--write-workers N]
+//             [--write-queue-capacity N]
 //             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
 //
 // The long-running scheduler (server/server.h): one session per period against a cluster, with
@@ -23,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <variant>
 
 #include "cli/commands.h"
 #include "cli/errors.h"
@@ -60,6 +62,16 @@ struct ServeFlags {
   bool no_snapshot = false;
   std::string shadow;
   int verbosity = 0;
+  // The API client's rate limit (0: none) and the writer threads, each with its own keep-alive
+  // connection.
+  double kube_api_qps = 0;
+  int kube_api_burst = 0;
+  int write_workers = kube::KubernetesClusterOptions{}.write_workers;
+  // Writes waiting for a writer thread. A session's binds beyond it are dropped and decided
+  // again by a later session, which at 100k pending pods costs a whole session each time: the
+  // default holds the binds of a 10k-node × 100k-pod cluster's first session and its PodGroup
+  // status writes (a queued bind is about 200 bytes: 40 MB when full).
+  size_t write_queue_capacity = 200000;
 };
 
 // holderIdentity: unique per process, readable in `kubectl get lease -o yaml` (client-go uses
@@ -87,12 +99,28 @@ kube::ObjectReference SchedulerObject(const ServeFlags& f) {
 int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::ServeHooks hooks) {
   auto config = kube::ResolveKubeConfig(f.kubeconfig);
   if (!config) return BadInput(config.error());
-  auto client = kube::KubeClient::Create(*config);
+  if (f.kube_api_qps < 0 || f.kube_api_burst < 0)
+    return BadInput(Error{fmt::format("--kube-api-qps and --kube-api-burst must not be negative, got {} and {}",
+                                      f.kube_api_qps, f.kube_api_burst),
+                          {}});
+  if (f.write_workers < 1 || f.write_workers > 256)
+    return BadInput(Error{fmt::format("--write-workers must be from 1 to 256, got {}", f.write_workers), {}});
+  if (f.write_queue_capacity < 1)
+    return BadInput(Error{"--write-queue-capacity must be at least 1", {}});
+  kube::ClientOptions client_options;
+  client_options.qps = f.kube_api_qps;
+  client_options.burst = f.kube_api_burst;
+  // An idle connection for every writer plus the reflectors' LISTs and status reads, so none is
+  // closed and reopened between two writes.
+  client_options.max_idle_handles = f.write_workers + 16;
+  auto client = kube::KubeClient::Create(*config, client_options);
   if (!client) return BadInput(client.error());
   std::atomic<server::ServerMetrics*> metrics{nullptr};
   kube::KubernetesClusterOptions kopts;
   kopts.scheduler_names = {f.scheduler_name};
   kopts.evict_with_eviction_api = f.evict_with_eviction_api;
+  kopts.write_workers = f.write_workers;
+  kopts.write_queue_capacity = f.write_queue_capacity;
   kopts.on_bind = [&metrics](double seconds, bool ok) {
     if (server::ServerMetrics* m = metrics.load()) m->ObserveBind(seconds * 1000, ok ? "ok" : "error");
   };
@@ -257,6 +285,27 @@ void AddServeCommand(CLI::App& app) {
                   "kiln_shadow_* metrics); watched: create, replace or delete it live");
   cmd->add_flag("--evict-with-eviction-api", f->evict_with_eviction_api,
                 "evict through pods/eviction (PodDisruptionBudget aware) instead of DELETE");
+  // How kiln serve talks to the API server: one row per flag.
+  struct ClientFlag {
+    const char* name;
+    std::variant<double*, int*, size_t*> value;
+    const char* help;
+  };
+  const ClientFlag client_flags[] = {
+      {"--kube-api-qps", &f->kube_api_qps,
+       "requests per second to the API server, watches aside (default 0: no limit; Volcano's "
+       "scheduler uses 2000)"},
+      {"--kube-api-burst", &f->kube_api_burst,
+       "requests let through at once above --kube-api-qps (default: the qps)"},
+      {"--write-workers", &f->write_workers,
+       "threads writing binds, evictions and status to the API server, each with its own "
+       "keep-alive connection (default 8)"},
+      {"--write-queue-capacity", &f->write_queue_capacity,
+       "writes that may wait for a writer; a session's writes beyond it are dropped and redone "
+       "by a later session (default 200000)"},
+  };
+  for (const ClientFlag& flag : client_flags)
+    std::visit([&](auto* value) { cmd->add_option(flag.name, *value, flag.help); }, flag.value);
   cmd->add_option("-v,--v", f->verbosity, "log verbosity (klog levels: 0 info, 2-3 debug, 4+ trace)");
   cmd->callback([f] {
     int code = RunServe(*f);

@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "kubernetes/decode_fast.h"
 #include "runtime/file_read.h"
@@ -131,8 +133,35 @@ void WatchCanceller::Cancel() {
   if (multi_) curl_multi_wakeup(static_cast<CURLM*>(multi_));
 }
 
+TokenBucket::TokenBucket(double qps, int burst)
+    : qps_(qps),
+      burst_(burst > 0 ? burst : std::max(1.0, qps)),
+      tokens_(burst_),
+      last_(Clock::now()) {}
+
+std::chrono::nanoseconds TokenBucket::Acquire() {
+  if (qps_ <= 0) return std::chrono::nanoseconds(0);
+  std::chrono::duration<double> wait(0);
+  {
+    std::lock_guard lock(mu_);
+    auto now = Clock::now();
+    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
+    last_ = now;
+    tokens_ -= 1;
+    // Below zero, this caller holds the slot after every earlier waiter's: it is due when the
+    // refill has paid back what is owed.
+    if (tokens_ < 0) wait = std::chrono::duration<double>(-tokens_ / qps_);
+  }
+  if (wait.count() <= 0) return std::chrono::nanoseconds(0);
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait);
+  std::this_thread::sleep_for(ns);
+  return ns;
+}
+
 KubeClient::KubeClient(KubeConfig config, ClientOptions options)
-    : config_(std::move(config)), options_(std::move(options)) {
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      limiter_(options_.qps, options_.burst) {
   token_ = config_.token;
 }
 
@@ -254,6 +283,7 @@ void* KubeClient::Prepare(void* hv, const std::string& url, std::string_view con
 
 Result<Response> KubeClient::Do(std::string_view method, const std::string& path,
                                 std::string_view body, std::string_view content_type) {
+  throttled_ns_ += limiter_.Acquire().count();
   ++requests_;
   CURL* h = static_cast<CURL*>(AcquireHandle());
   if (!h) return Error{"kubernetes client: curl_easy_init failed", {}};

@@ -33,8 +33,34 @@ struct ClientOptions {
   // ends streams after timeoutSeconds, so a silent connection is a dead one).
   std::chrono::seconds watch_idle_timeout{120};
   std::string user_agent = "kiln-scheduler";
-  // How many idle connections (curl handles) the pool keeps.
+  // How many idle connections (curl handles) the pool keeps: at least one per thread that
+  // writes at once (the write pool) plus the reflectors' LISTs, or connections are closed and
+  // opened again under load.
   int max_idle_handles = 16;
+  // Client-side rate limit of requests (not of watch streams), as kube-scheduler's and Volcano's
+  // --kube-api-qps / --kube-api-burst: `burst` at once, then `qps` per second. qps <= 0: none.
+  double qps = 0;
+  int burst = 0;  // <= 0: max(1, qps)
+};
+
+// A token bucket: up to `burst` tokens, refilled at `qps` per second. Acquire takes one, waiting
+// until it is due when none is left. Waiters are served in the order they asked (each reserves
+// the next slot), so N acquisitions from a full bucket take at least (N - burst) / qps seconds
+// whatever the number of threads. qps <= 0 never waits. Thread-safe.
+class TokenBucket {
+ public:
+  TokenBucket(double qps, int burst);
+  // Takes a token; returns how long it waited.
+  std::chrono::nanoseconds Acquire();
+  bool limited() const { return qps_ > 0; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double qps_;
+  double burst_;
+  std::mutex mu_;
+  double tokens_;  // may go below zero: tokens reserved by callers still waiting
+  Clock::time_point last_;
 };
 
 struct Response {
@@ -133,6 +159,8 @@ class KubeClient {
 
   // Number of requests made (all verbs, watches included).
   int64_t request_count() const { return requests_.load(); }
+  // Time requests spent waiting for the rate limit (ClientOptions::qps), in total.
+  std::chrono::nanoseconds throttled() const { return std::chrono::nanoseconds(throttled_ns_.load()); }
 
  private:
   KubeClient(KubeConfig config, ClientOptions options);
@@ -150,6 +178,8 @@ class KubeClient {
   std::string token_;
   int64_t token_mtime_ns_ = -1;
   std::atomic<int64_t> requests_{0};
+  TokenBucket limiter_;
+  std::atomic<int64_t> throttled_ns_{0};
 };
 
 // Percent-encodes a query value.

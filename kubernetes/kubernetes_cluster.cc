@@ -24,6 +24,8 @@ template <typename T>
 struct Store {
   std::map<std::string, T> items;
   std::map<std::string, T> staging;
+  Clock::time_point list_started{};  // of the LIST in progress
+  bool listed = false;               // the first LIST has ended (and was logged)
 };
 
 std::string Key(const ObjectMeta& m) {
@@ -70,6 +72,10 @@ struct KubernetesCluster::State {
 
   std::set<std::string> warnings;  // CompleteCluster's, as of the last snapshot
 
+  // The initial sync's duration (issue 33: LIST + decode at scale), logged once.
+  Clock::time_point started{}, last_list_done{};
+  std::atomic<bool> sync_logged{false};
+
   KubernetesClusterStats stats;
 };
 
@@ -110,6 +116,7 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
   h.begin_list = [&st, &store] {
     std::lock_guard lock(st.mu);
     store.staging.clear();
+    store.list_started = Clock::now();
   };
   auto stage = [&st, &store, resource](auto r) {
     std::lock_guard lock(st.mu);
@@ -117,10 +124,17 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     store.staging[r->first] = std::move(r->second);
   };
   h.list_item = [stage, decode](const json& obj) { stage(decode(obj)); };
-  h.end_list = [&st, &store, on_change] {
+  h.end_list = [&st, &store, on_change, resource] {
     std::lock_guard lock(st.mu);
     store.items.swap(store.staging);
     store.staging.clear();
+    st.last_list_done = Clock::now();
+    if (!store.listed) {
+      store.listed = true;
+      spdlog::info("kubernetes: initial LIST of {}: {} objects listed and decoded in {:.0f} ms", resource,
+                   store.items.size(),
+                   std::chrono::duration<double, std::milli>(st.last_list_done - store.list_started).count());
+    }
     if (on_change)
       for (const auto& [k, v] : store.items) on_change(k, &v);
   };
@@ -197,6 +211,7 @@ std::string NamespaceKey(const DecodedNamespace& n) { return n.meta.name; }
 void KubernetesCluster::Start() {
   if (!reflectors_.empty()) return;
   State& st = *state_;
+  st.started = Clock::now();
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.write_workers), options_.write_queue_capacity);
   auto add = [&](std::string resource, std::string path, ReflectorHandler h) {
     reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
@@ -277,6 +292,12 @@ bool KubernetesCluster::HasSynced() const {
   if (reflectors_.empty()) return false;
   for (const auto& r : reflectors_)
     if (!r->HasSynced()) return false;
+  if (!state_->sync_logged.exchange(true)) {
+    std::lock_guard lock(state_->mu);
+    spdlog::info("kubernetes: caches synced {:.0f} ms after start ({} pods, {} nodes, {} podgroups)",
+                 std::chrono::duration<double, std::milli>(state_->last_list_done - state_->started).count(),
+                 state_->pods.items.size(), state_->nodes.items.size(), state_->pod_groups.items.size());
+  }
   return true;
 }
 
@@ -391,22 +412,32 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
 }
 
 Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
-  Result<Cluster> cluster = BuildCluster(SnapshotSpec(now));
+  auto t0 = Clock::now();
+  ClusterSpec spec = SnapshotSpec(now);
+  auto t1 = Clock::now();
+  Result<Cluster> cluster = BuildCluster(std::move(spec));
   if (!cluster) return cluster;
   // BuildCluster judges QoS from one container's requests and limits (a scenario pod's); the
   // decoder judged the whole pod as Kubernetes does (DecodedPod::qos_guaranteed).
   std::lock_guard lock(state_->mu);
   for (const auto& [key, p] : state_->pods.items)
     if (Task* t = cluster->FindTask(p.spec.Uid())) t->qos_guaranteed = p.qos_guaranteed;
+  using Ms = std::chrono::duration<double, std::milli>;
+  auto t2 = Clock::now();
+  spdlog::debug("kubernetes: snapshot {:.1f} ms (copy of the cache {:.1f} ms, model built {:.1f} ms)",
+                Ms(t2 - t0).count(), Ms(t1 - t0).count(), Ms(t2 - t1).count());
   return cluster;
 }
 
-void KubernetesCluster::SubmitWrite(std::function<void()> work) {
-  if (!pool_ || !pool_->TrySubmit(std::move(work))) {
-    std::lock_guard lock(state_->mu);
-    ++state_->stats.writes_dropped;
-    spdlog::warn("kubernetes: the write queue is full; a write is dropped (a later session redoes it)");
-  }
+void KubernetesCluster::SubmitWrite(std::function<void()> work, std::function<void(State&)> undo) {
+  if (pool_ && pool_->TrySubmit(std::move(work))) return;
+  std::lock_guard lock(state_->mu);
+  if (undo) undo(*state_);
+  // One line per thousand, not one per write: a session of 100k binds would log 80k of them.
+  if (state_->stats.writes_dropped++ % 1000 == 0)
+    spdlog::warn("kubernetes: the write queue is full; a write is dropped (a later session redoes "
+                 "it; {} dropped so far)",
+                 state_->stats.writes_dropped);
 }
 
 void KubernetesCluster::PostEvent(ObjectReference about, std::string type, std::string reason,
@@ -511,15 +542,18 @@ void KubernetesCluster::ApplyBinds(const SessionResult& result) {
       st.assumed[key] = State::Assumed{uid, it->second, annotations};
       st.nominated.erase(key);
     }
-    SubmitWrite([this, key, uid, node = it->second, annotations] {
-      if (!writes_enabled_) {
-        std::lock_guard lock(state_->mu);
-        state_->assumed.erase(key);
-        ++state_->stats.writes_dropped;
-        return;
-      }
-      Bind(key, uid, node, annotations);
-    });
+    SubmitWrite(
+        [this, key, uid, node = it->second, annotations] {
+          if (!writes_enabled_) {
+            std::lock_guard lock(state_->mu);
+            state_->assumed.erase(key);
+            ++state_->stats.writes_dropped;
+            return;
+          }
+          Bind(key, uid, node, annotations);
+        },
+        // Not sent: an assumption nothing will confirm would hold the pod on the node for good.
+        [key](State& s) { s.assumed.erase(key); });
   }
 }
 
@@ -556,7 +590,7 @@ void KubernetesCluster::ApplyEvictions(const SessionResult& result) {
       s.evicting.erase(key);
       if (r.outcome == O::kRetryLater || r.outcome == O::kFailed)
         spdlog::warn("kubernetes: {}", r.message);
-    });
+    }, [key](State& s) { s.evicting.erase(key); });
   }
 }
 
@@ -584,7 +618,7 @@ void KubernetesCluster::ApplyNominations(const SessionResult& result) {
         ++state_->stats.status_write_failures;
         state_->nominated.erase(key);
       }
-    });
+    }, [key](State& s) { s.nominated.erase(key); });
   }
 }
 
@@ -655,7 +689,7 @@ void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
           state_->pg_overlay.erase(o);
         spdlog::warn("kubernetes: {}", r.message);
       }
-    });
+    }, [uid](State& s) { s.pg_overlay.erase(uid); });
   }
 }
 
@@ -694,7 +728,7 @@ void KubernetesCluster::ApplyUnschedulable(const SessionResult& result) {
         ++state_->stats.status_write_failures;
         state_->unschedulable_written.erase(key);
       }
-    });
+    }, [key](State& s) { s.unschedulable_written.erase(key); });
   }
 }
 
@@ -745,7 +779,7 @@ void KubernetesCluster::ApplyQueueStatus() {
         ++state_->stats.status_write_failures;
         state_->queue_allocated.erase(queue);
       }
-    });
+    }, [queue](State& s) { s.queue_allocated.erase(queue); });
 }
 
 }  // namespace kiln::kube

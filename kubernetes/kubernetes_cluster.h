@@ -115,7 +115,10 @@ class KubernetesCluster : public ClusterBinding {
 
  private:
   bool Ours(const std::string& scheduler_name) const;
-  void SubmitWrite(std::function<void()> work);
+  // Queues a write. When the queue is full (or the pool stopped) the write is counted, logged and
+  // dropped, and `undo` runs under the cache's lock to forget the claim the caller made for it
+  // (an assumed bind, an eviction, a status "already written"), so a later session redoes it.
+  void SubmitWrite(std::function<void()> work, std::function<void(State&)> undo = {});
   void Bind(const std::string& key, const std::string& uid, const std::string& node,
             const StringMap& annotations);
   // Apply, one decision kind each: claim what the cache says is not done yet, queue the write.
