@@ -65,7 +65,7 @@ Value* Lowering::EmitExpr(const ast::Expr& e) {
     case ast::NodeKind::StringLit: return Str(static_cast<const ast::StringLit&>(e).value);
     case ast::NodeKind::BoolLit: return b_.getInt1(static_cast<const ast::BoolLit&>(e).value);
     case ast::NodeKind::DurationLit:
-      return b_.getInt64(static_cast<const ast::DurationLit&>(e).nanos);
+      return b_.getInt64(static_cast<const ast::DurationLit&>(e).value);
     case ast::NodeKind::QuantityLit:
       return llvm::ConstantFP::get(f64_, static_cast<const ast::QuantityLit&>(e).value);
     case ast::NodeKind::NoneLit:
