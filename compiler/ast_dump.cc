@@ -103,6 +103,15 @@ class Dumper {
     return s;
   }
 
+  // An if's or if-let's then block, and its else branch under an `Else` line.
+  void Branches(const ast::Stmt* then, const ast::Stmt* otherwise, int depth) {
+    Stmt(then, depth + 1);
+    if (otherwise) {
+      Line(depth, "Else");
+      Stmt(otherwise, depth + 1);
+    }
+  }
+
   void Stmt(const ast::Stmt* s, int depth) {
     if (!s) return;
     std::string head = fmt::format("{} @{}", KindName(s->kind), Pos(s->range));
@@ -129,22 +138,14 @@ class Dumper {
         auto* i = static_cast<const If*>(s);
         Line(depth, head);
         Expr(i->cond.get(), depth + 1);
-        Stmt(i->then.get(), depth + 1);
-        if (i->otherwise) {
-          Line(depth, "Else");
-          Stmt(i->otherwise.get(), depth + 1);
-        }
+        Branches(i->then.get(), i->otherwise.get(), depth);
         break;
       }
       case NodeKind::IfLet: {
         auto* i = static_cast<const IfLet*>(s);
         Line(depth, head + " " + LocalText(i->local.get()));
         Expr(i->value.get(), depth + 1);
-        Stmt(i->then.get(), depth + 1);
-        if (i->otherwise) {
-          Line(depth, "Else");
-          Stmt(i->otherwise.get(), depth + 1);
-        }
+        Branches(i->then.get(), i->otherwise.get(), depth);
         break;
       }
       case NodeKind::For: {
@@ -176,7 +177,7 @@ class Dumper {
       case NodeKind::FloatLit: head += fmt::format(" {}", static_cast<const FloatLit*>(e)->value); break;
       case NodeKind::StringLit: head += fmt::format(" \"{}\"", static_cast<const StringLit*>(e)->value); break;
       case NodeKind::BoolLit: head += static_cast<const BoolLit*>(e)->value ? " true" : " false"; break;
-      case NodeKind::DurationLit: head += fmt::format(" {}ns", static_cast<const DurationLit*>(e)->nanos); break;
+      case NodeKind::DurationLit: head += fmt::format(" {}ns", static_cast<const DurationLit*>(e)->value); break;
       case NodeKind::QuantityLit: head += fmt::format(" {} ({})", static_cast<const QuantityLit*>(e)->text, static_cast<const QuantityLit*>(e)->value); break;
       case NodeKind::NameRef: {
         auto* n = static_cast<const NameRef*>(e);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace kiln {
 
@@ -53,12 +54,9 @@ std::string_view LineOf(std::string_view text, int line) {
 }
 
 const char* SeverityName(Severity s) {
-  switch (s) {
-    case Severity::Error: return "error";
-    case Severity::Warning: return "warning";
-    case Severity::Note: return "note";
-  }
-  return "error";
+  static constexpr const char* kNames[] = {"error", "warning", "note"};  // by Severity
+  auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "error";
 }
 
 void FormatOne(std::string& out, Severity sev, const SourceRange& range, const std::string& msg,

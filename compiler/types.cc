@@ -74,20 +74,7 @@ std::vector<std::string> ScalarTypeNames() {
   return out;
 }
 
-bool Type::HasZero() const {
-  switch (kind) {
-    case TypeKind::Task:
-    case TypeKind::Job:
-    case TypeKind::Node:
-    case TypeKind::Queue:
-    case TypeKind::Session:
-    case TypeKind::Shape:
-    case TypeKind::Void:
-      return false;
-    default:
-      return true;
-  }
-}
+bool Type::HasZero() const { return !IsView() && kind != TypeKind::Void; }
 
 std::string Type::Name() const {
   switch (kind) {

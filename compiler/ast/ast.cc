@@ -1,6 +1,8 @@
 // Out-of-line pieces of the AST: names of kinds and operators, Policy lookups.
 #include "compiler/ast.h"
 
+#include <iterator>
+
 namespace kiln::ast {
 
 const char* KindName(NodeKind kind) {
@@ -21,49 +23,32 @@ const char* KindName(NodeKind kind) {
   return "?";
 }
 
+namespace {
+// names[e], for an enum whose enumerators run 0, 1, ... in the order of `names`.
+template <typename E, size_t N>
+const char* NameOf(E e, const char* const (&names)[N]) {
+  auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "?";
+}
+}  // namespace
+
 const char* BinaryOpSpelling(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::Eq: return "==";
-    case BinaryOp::Ne: return "!=";
-    case BinaryOp::Lt: return "<";
-    case BinaryOp::Le: return "<=";
-    case BinaryOp::Gt: return ">";
-    case BinaryOp::Ge: return ">=";
-    case BinaryOp::In: return "in";
-    case BinaryOp::And: return "and";
-    case BinaryOp::Or: return "or";
-    case BinaryOp::Coalesce: return "??";
-  }
-  return "?";
+  static constexpr const char* kSpellings[] = {"+",  "-",  "*", "/",  "%",  "==",  "!=", "<",
+                                               "<=", ">",  ">=", "in", "and", "or", "??"};
+  static_assert(std::size(kSpellings) == static_cast<size_t>(BinaryOp::Coalesce) + 1);
+  return NameOf(op, kSpellings);
 }
 
 const char* AssignOpSpelling(AssignOp op) {
-  switch (op) {
-    case AssignOp::Set: return "=";
-    case AssignOp::Add: return "+=";
-    case AssignOp::Sub: return "-=";
-    case AssignOp::Mul: return "*=";
-    case AssignOp::Div: return "/=";
-  }
-  return "?";
+  static constexpr const char* kSpellings[] = {"=", "+=", "-=", "*=", "/="};
+  static_assert(std::size(kSpellings) == static_cast<size_t>(AssignOp::Div) + 1);
+  return NameOf(op, kSpellings);
 }
 
 const char* AggregateName(Aggregate a) {
-  switch (a) {
-    case Aggregate::List: return "list";
-    case Aggregate::Sum: return "sum";
-    case Aggregate::Count: return "count";
-    case Aggregate::Any: return "any";
-    case Aggregate::All: return "all";
-    case Aggregate::Max: return "max";
-    case Aggregate::Min: return "min";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"list", "sum", "count", "any", "all", "max", "min"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Aggregate::Min) + 1);
+  return NameOf(a, kNames);
 }
 
 Comprehension::~Comprehension() = default;

@@ -24,35 +24,19 @@ struct Expr : Node {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
-struct IntLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::IntLit;
-  explicit IntLit(SourceRange r, int64_t v) : Expr(kKind, r), value(v) {}
-  int64_t value;
+// A literal holding its value as written: `42`, `1.5`, `"a"` (escapes already decoded), `true`,
+// `1h30m` (in nanoseconds: 5400e9).
+template <NodeKind K, typename V>
+struct Literal : Expr {
+  static constexpr NodeKind kKind = K;
+  explicit Literal(SourceRange r, V v) : Expr(kKind, r), value(std::move(v)) {}
+  V value;
 };
-
-struct FloatLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::FloatLit;
-  explicit FloatLit(SourceRange r, double v) : Expr(kKind, r), value(v) {}
-  double value;
-};
-
-struct StringLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::StringLit;
-  explicit StringLit(SourceRange r, std::string v) : Expr(kKind, r), value(std::move(v)) {}
-  std::string value;  // escapes already decoded
-};
-
-struct BoolLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::BoolLit;
-  explicit BoolLit(SourceRange r, bool v) : Expr(kKind, r), value(v) {}
-  bool value;
-};
-
-struct DurationLit : Expr {
-  static constexpr NodeKind kKind = NodeKind::DurationLit;
-  explicit DurationLit(SourceRange r, int64_t ns) : Expr(kKind, r), nanos(ns) {}
-  int64_t nanos;  // `1h30m` → 5400e9
-};
+using IntLit = Literal<NodeKind::IntLit, int64_t>;
+using FloatLit = Literal<NodeKind::FloatLit, double>;
+using StringLit = Literal<NodeKind::StringLit, std::string>;
+using BoolLit = Literal<NodeKind::BoolLit, bool>;
+using DurationLit = Literal<NodeKind::DurationLit, int64_t>;
 
 struct QuantityLit : Expr {
   static constexpr NodeKind kKind = NodeKind::QuantityLit;

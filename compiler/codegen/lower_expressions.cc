@@ -65,7 +65,7 @@ Value* Lowering::EmitExpr(const ast::Expr& e) {
     case ast::NodeKind::StringLit: return Str(static_cast<const ast::StringLit&>(e).value);
     case ast::NodeKind::BoolLit: return b_.getInt1(static_cast<const ast::BoolLit&>(e).value);
     case ast::NodeKind::DurationLit:
-      return b_.getInt64(static_cast<const ast::DurationLit&>(e).nanos);
+      return b_.getInt64(static_cast<const ast::DurationLit&>(e).value);
     case ast::NodeKind::QuantityLit:
       return llvm::ConstantFP::get(f64_, static_cast<const ast::QuantityLit&>(e).value);
     case ast::NodeKind::NoneLit:
@@ -471,13 +471,8 @@ Function* Lowering::StrEqFn() {
   fn->setDoesNotThrow();
   fn->setWillReturn();
   llvm::IRBuilder<> b(ctx_);
-  auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-  auto* same_len = BasicBlock::Create(ctx_, "same_len", fn);
-  auto* bytes = BasicBlock::Create(ctx_, "bytes", fn);
-  auto* inline_bytes = BasicBlock::Create(ctx_, "inline_bytes", fn);
-  auto* host_bytes = BasicBlock::Create(ctx_, "host_bytes", fn);
-  auto* differ = BasicBlock::Create(ctx_, "differ", fn);
-  auto* equal = BasicBlock::Create(ctx_, "equal", fn);
+  auto [entry, same_len, bytes, inline_bytes, host_bytes, differ, equal] = Blocks(
+      fn, {"entry", "same_len", "bytes", "inline_bytes", "host_bytes", "differ", "equal"});
   b.SetInsertPoint(entry);
   b.CreateCondBr(b.CreateICmpEQ(fn->getArg(1), fn->getArg(3)), same_len, differ);
   b.SetInsertPoint(same_len);

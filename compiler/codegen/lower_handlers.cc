@@ -37,14 +37,7 @@ bool Lowering::EmitFilterVictimsThunk(const ast::HandlerDecl& h, const Extension
   auto* fn = Function::Create(
       llvm::FunctionType::get(i32_, {ptr_, ptr_, ptr_, i64_, ptr_}, false),
       Function::ExternalLinkage, name, m_);
-  fn_ = fn;
-  current_ = &h;
-  allocates_ = false;
-  locals_.assign(static_cast<size_t>(std::max(h.local_count, 0)), nullptr);
-  loops_.clear();
-  budget_loops_.clear();
-  b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
-  ictx_ = fn->getArg(0);
+  BeginBody(fn, &h);
   b_.CreateStore(fn->getArg(1), LocalSlot(h.params[0].local.get()));
   {
     // The candidate list parameter, in case a leading `let` reads it.
@@ -262,14 +255,8 @@ Function* Lowering::MarkSelectedFn() {
   Value* chosen = fn->getArg(2);
   Value* m = fn->getArg(3);
   Value* selected = fn->getArg(4);
-  auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-  auto* loop = BasicBlock::Create(ctx_, "loop", fn);
-  auto* check = BasicBlock::Create(ctx_, "check", fn);
-  auto* mark = BasicBlock::Create(ctx_, "mark", fn);
-  auto* next = BasicBlock::Create(ctx_, "next", fn);
-  auto* done = BasicBlock::Create(ctx_, "done", fn);
-  auto* rest = BasicBlock::Create(ctx_, "rest", fn);
-  auto* out = BasicBlock::Create(ctx_, "out", fn);
+  auto [entry, loop, check, mark, next, done, rest, out] =
+      Blocks(fn, {"entry", "loop", "check", "mark", "next", "done", "rest", "out"});
   b.SetInsertPoint(entry);
   b.CreateBr(loop);
   b.SetInsertPoint(loop);
@@ -311,11 +298,7 @@ Function* Lowering::MarkSelectedFn() {
 void Lowering::EmitStateInit() {
   auto* fn = Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr_}, false),
                               Function::ExternalLinkage, kStateInitSymbol, m_);
-  fn_ = fn;
-  current_ = nullptr;
-  locals_.clear();
-  b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
-  ictx_ = fn->getArg(0);
+  BeginBody(fn, nullptr);
   Value* prev = CallRt("kiln_rt_set_arena", ptr_, {CtxField(kCtxSessionArena, ptr_)});
   Value* state = CallRt("kiln_rt_alloc", ptr_, {b_.getInt64(std::max<uint64_t>(SizeOf(state_ty_), 1))}, true);
   b_.CreateStore(state, b_.CreateStructGEP(ctx_ty_, ictx_, kCtxState));
@@ -367,11 +350,7 @@ void Lowering::EmitStateInit() {
 void Lowering::EmitArgsDefault() {
   auto* fn = Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false),
                               Function::ExternalLinkage, kArgsDefaultSymbol, m_);
-  fn_ = fn;
-  current_ = nullptr;
-  locals_.clear();
-  b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
-  ictx_ = fn->getArg(1);
+  BeginBody(fn, nullptr, /*ctx_arg=*/1);
   Value* args = fn->getArg(0);
   for (const ast::ArgDecl* a : policy_.All<ast::ArgDecl>()) {
     const Type* t = a->declared.resolved;

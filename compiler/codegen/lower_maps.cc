@@ -77,30 +77,19 @@ Function* Lowering::MapLookupFn(MapLookup kind) {
   llvm::IRBuilder<> b(ctx_);
   Value* key = fn->getArg(1);
   MapReader m{b, ptr_, fn->getArg(0), fn->getArg(2)};
-  auto block = [&](const char* name) { return BasicBlock::Create(ctx_, name, fn); };
-  auto* entry = block("entry");
+  BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
   b.SetInsertPoint(entry);
   switch (kind) {
     case MapLookup::Scan: {
-      auto* scan = block("scan");
-      auto* loop = block("loop");
-      auto* body = block("body");
-      auto* next = block("next");
-      auto* found = block("found");
-      auto* missing = block("missing");
-      auto* hashed = block("hashed");
+      auto [scan, loop, body, next, found, missing, hashed] =
+          Blocks(fn, {"scan", "loop", "body", "next", "found", "missing", "hashed"});
       Value* size = m.Field(i64_, kMapSizeOffset);
       b.CreateCondBr(b.CreateICmpSLE(size, b.getInt64(kMapLinearLimit)), scan, hashed);
       b.SetInsertPoint(hashed);
       b.CreateRet(b.CreateCall(MapLookupFn(MapLookup::Probe), {m.map, key, m.value_size}));
       b.SetInsertPoint(scan);
       Value* keys = m.Field(ptr_, kMapIntKeysOffset);
-      b.CreateBr(loop);
-      b.SetInsertPoint(loop);
-      llvm::PHINode* i = b.CreatePHI(i64_, 2);
-      i->addIncoming(b.getInt64(0), scan);
-      b.CreateCondBr(b.CreateICmpSLT(i, size), body, missing);
-      b.SetInsertPoint(body);
+      llvm::PHINode* i = EnterCountedLoop(b, loop, body, missing, size);
       b.CreateCondBr(b.CreateICmpEQ(m.KeyAt(keys, i), key), found, next);
       b.SetInsertPoint(next);
       i->addIncoming(b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true), next);
@@ -112,11 +101,8 @@ Function* Lowering::MapLookupFn(MapLookup kind) {
       break;
     }
     case MapLookup::Probe: {
-      auto* probe = block("probe");
-      auto* occupied = block("occupied");
-      auto* hit = block("hit");
-      auto* step = block("next");
-      auto* missing = block("missing");
+      auto [probe, occupied, hit, step, missing] =
+          Blocks(fn, {"probe", "occupied", "hit", "next", "missing"});
       Value* keys = m.Field(ptr_, kMapIntKeysOffset);
       Value* index = m.Field(ptr_, kMapIndexOffset);
       Value* mask = m.Field(i64_, kMapIndexMaskOffset);
@@ -142,12 +128,8 @@ Function* Lowering::MapLookupFn(MapLookup kind) {
       break;
     }
     case MapLookup::View: {
-      auto* has_table = block("has_table");
-      auto* has_key = block("has_key");
-      auto* in_table = block("in_table");
-      auto* candidate = block("candidate");
-      auto* hit = block("hit");
-      auto* generic = block("generic");
+      auto [has_table, has_key, in_table, candidate, hit, generic] =
+          Blocks(fn, {"has_table", "has_key", "in_table", "candidate", "hit", "generic"});
       Value* size = m.Field(i64_, kMapSizeOffset);
       Value* dense = m.Field(ptr_, kMapDenseOffset);
       b.CreateCondBr(b.CreateIsNotNull(dense), has_table, generic);

@@ -285,19 +285,9 @@ bool Lowering::CallsPolicyFunction(const ast::Expr& e) {
 void Lowering::LoopN(Value* n, const std::function<void(Value*)>& body, BasicBlock** continue_to,
                      BasicBlock** break_to) {
   Value* reserved = budget_.Reserve(b_, n);
-  BasicBlock* pre = b_.GetInsertBlock();
-  BasicBlock* head = BasicBlock::Create(ctx_, "for", fn_);
-  BasicBlock* bodyb = BasicBlock::Create(ctx_, "for.body", fn_);
-  BasicBlock* step = BasicBlock::Create(ctx_, "for.step", fn_);
-  BasicBlock* exit = BasicBlock::Create(ctx_, "for.exit", fn_);
-  BasicBlock* brk = BasicBlock::Create(ctx_, "for.break", fn_);
-  BasicBlock* done = BasicBlock::Create(ctx_, "for.done", fn_);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
-  llvm::PHINode* i = b_.CreatePHI(i64_, 2);
-  i->addIncoming(b_.getInt64(0), pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(i, reserved), bodyb, exit);
-  b_.SetInsertPoint(bodyb);
+  auto [head, bodyb, step, exit, brk, done] =
+      Blocks(fn_, {"for", "for.body", "for.step", "for.exit", "for.break", "for.done"});
+  llvm::PHINode* i = EnterCountedLoop(b_, head, bodyb, exit, reserved);
   if (continue_to) *continue_to = step;
   if (break_to) *break_to = brk;
   budget_loops_.emplace_back(reserved, i);

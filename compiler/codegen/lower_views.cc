@@ -135,13 +135,8 @@ Value* Lowering::ResourceIdOf(Value* name) {
     llvm::IRBuilder<> b(ctx_);
     Value* p = fn->getArg(0);
     Value* n = fn->getArg(1);
-    auto* entry = BasicBlock::Create(ctx_, "entry", fn);
-    auto* len3 = BasicBlock::Create(ctx_, "len3", fn);
-    auto* not3 = BasicBlock::Create(ctx_, "not3", fn);
-    auto* len6 = BasicBlock::Create(ctx_, "len6", fn);
-    auto* is_cpu = BasicBlock::Create(ctx_, "cpu", fn);
-    auto* is_memory = BasicBlock::Create(ctx_, "memory", fn);
-    auto* host = BasicBlock::Create(ctx_, "host", fn);
+    auto [entry, len3, not3, len6, is_cpu, is_memory, host] =
+        Blocks(fn, {"entry", "len3", "not3", "len6", "cpu", "memory", "host"});
     // Little-endian byte images of the names.
     auto bytes = [&](llvm::IRBuilder<>& bb, int offset, llvm::Type* t) {
       return bb.CreateAlignedLoad(t, bb.CreateConstGEP1_64(i8_, p, offset), llvm::MaybeAlign(1));

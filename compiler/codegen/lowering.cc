@@ -124,15 +124,22 @@ Function* Lowering::Declare(const ast::Callable& c, const std::string& name, boo
   return fn;
 }
 
-void Lowering::Define(const ast::Callable& c, Function* fn) {
+// Starts lowering a body into `fn`: the per-function state reset, the builder in a new entry
+// block, the PolicyContext from parameter `ctx_arg`. `c` is null for the module's own functions
+// (state init, argument defaults), which have no locals of a callable.
+void Lowering::BeginBody(Function* fn, const ast::Callable* c, unsigned ctx_arg) {
   fn_ = fn;
-  current_ = &c;
+  current_ = c;
   allocates_ = false;
-  locals_.assign(static_cast<size_t>(std::max(c.local_count, 0)), nullptr);
+  locals_.assign(c ? static_cast<size_t>(std::max(c->local_count, 0)) : 0, nullptr);
   loops_.clear();
   budget_loops_.clear();
   b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
-  ictx_ = fn->getArg(0);
+  ictx_ = fn->getArg(ctx_arg);
+}
+
+void Lowering::Define(const ast::Callable& c, Function* fn) {
+  BeginBody(fn, &c);
   for (size_t i = 0; i < c.params.size(); ++i) {
     Value* slot = LocalSlot(c.params[i].local.get());
     b_.CreateStore(fn->getArg(static_cast<unsigned>(i + 1)), slot);

@@ -26,6 +26,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -67,14 +68,34 @@ inline bool IsIntLike(const Type* t) {
 inline bool IsFloatLike(const Type* t) {
   return t && (t->kind == TypeKind::Float || t->kind == TypeKind::Quantity);
 }
-inline bool IsViewPtr(const Type* t) {
-  return t && (t->kind == TypeKind::Task || t->kind == TypeKind::Job ||
-               t->kind == TypeKind::Node || t->kind == TypeKind::Queue ||
-               t->kind == TypeKind::Session || t->kind == TypeKind::Shape);
-}
+inline bool IsViewPtr(const Type* t) { return t && t->IsView(); }
 // Optionals of views are nullable pointers; other optionals are {i1, T}.
 inline bool IsPtrOptional(const Type* t) {
   return IsKind(t, TypeKind::Optional) && IsViewPtr(t->elem);
+}
+
+// Appends one basic block per name to `fn`, in order (the order they print in the IR):
+// `auto [head, body, done] = Blocks(fn, {"loop", "loop.body", "loop.done"});`.
+template <size_t N>
+std::array<BasicBlock*, N> Blocks(Function* fn, const char* const (&names)[N]) {
+  std::array<BasicBlock*, N> out;
+  for (size_t i = 0; i < N; ++i) out[i] = BasicBlock::Create(fn->getContext(), names[i], fn);
+  return out;
+}
+
+// Enters a counted loop from the builder's block: branches to `head`, where the index starts at
+// 0 and `index < n` goes on to `body` (where the builder is left), else to `exit`. Returns the
+// index; its back edge is the caller's to add.
+inline llvm::PHINode* EnterCountedLoop(llvm::IRBuilder<>& b, BasicBlock* head, BasicBlock* body,
+                                       BasicBlock* exit, Value* n) {
+  BasicBlock* pre = b.GetInsertBlock();
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2);
+  i->addIncoming(b.getInt64(0), pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, n), body, exit);
+  b.SetInsertPoint(body);
+  return i;
 }
 
 // The forms of the one map-lookup emitter (lower_maps.cc): scan-or-probe for int keys, the hash
@@ -99,6 +120,7 @@ class Lowering {
   Value* CallStrOut(const std::string& name, std::vector<Value*> args, bool allocates);
   Value* Alloca(llvm::Type* t);
   Function* Declare(const ast::Callable& c, const std::string& name, bool handler = false);
+  void BeginBody(Function* fn, const ast::Callable* c, unsigned ctx_arg = 0);
   void Define(const ast::Callable& c, Function* fn);
   void PropagateAllocates();
   Value* LocalSlot(const ast::Local* local);
@@ -239,16 +261,8 @@ class Lowering {
   // Emits `for (i = 0; i < n; ++i) body(i)`.
   template <typename F>
   void ForRange(Value* n, F body) {
-    BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* head = BasicBlock::Create(ctx_, "loop", fn_);
-    BasicBlock* bodyb = BasicBlock::Create(ctx_, "loop.body", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx_, "loop.done", fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* i = b_.CreatePHI(i64_, 2);
-    i->addIncoming(b_.getInt64(0), pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, n), bodyb, done);
-    b_.SetInsertPoint(bodyb);
+    auto [head, bodyb, done] = Blocks(fn_, {"loop", "loop.body", "loop.done"});
+    llvm::PHINode* i = EnterCountedLoop(b_, head, bodyb, done, n);
     body(i);
     Value* next = b_.CreateAdd(i, b_.getInt64(1));
     i->addIncoming(next, b_.GetInsertBlock());

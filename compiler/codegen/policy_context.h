@@ -29,12 +29,10 @@ struct PolicyContext {
   void* kept = nullptr;
 };
 
-inline constexpr int kCtxState = 0;
-inline constexpr int kCtxArgs = 1;
-inline constexpr int kCtxNow = 2;
-inline constexpr int kCtxSessionArena = 3;
-inline constexpr int kCtxSession = 4;
-inline constexpr int kCtxKept = 5;
+// PolicyContext's fields in order: the index codegen gives CreateStructGEP for each.
+enum PolicyContextField : int {
+  kCtxState, kCtxArgs, kCtxNow, kCtxSessionArena, kCtxSession, kCtxKept,
+};
 static_assert(offsetof(PolicyContext, now) == 16 && offsetof(PolicyContext, session) == 32 &&
               offsetof(PolicyContext, kept) == 40);
 

@@ -83,7 +83,7 @@ Scalar EvalConst(const ast::Expr* e) {
     case ast::NodeKind::FloatLit: return {static_cast<const ast::FloatLit*>(e)->value};
     case ast::NodeKind::BoolLit: return {static_cast<const ast::BoolLit*>(e)->value};
     case ast::NodeKind::StringLit: return {static_cast<const ast::StringLit*>(e)->value};
-    case ast::NodeKind::DurationLit: return {static_cast<const ast::DurationLit*>(e)->nanos};
+    case ast::NodeKind::DurationLit: return {static_cast<const ast::DurationLit*>(e)->value};
     case ast::NodeKind::QuantityLit: return {static_cast<const ast::QuantityLit*>(e)->value};
     case ast::NodeKind::NameRef: {
       auto* n = static_cast<const ast::NameRef*>(e);

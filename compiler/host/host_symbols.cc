@@ -23,6 +23,22 @@ template <typename T>
 KList List(const std::vector<T*>& v) {
   return KList{reinterpret_cast<const void* const*>(v.data()), v.size()};
 }
+std::string Text(const char* s, size_t n) { return std::string(s ? s : "", s ? n : 0); }
+
+// A builtin that changes the session, for the view it names: nothing without a session (a
+// benchmark's or a test's own context) or a view; a C++ exception becomes a policy fault naming
+// the builtin instead of unwinding through JIT'd frames.
+template <typename F>
+void UpdateSession(void* ctx, const void* view, const char* builtin, F&& update) {
+  auto* c = static_cast<PolicyContext*>(ctx);
+  if (!c->session || !view) return;
+  try {
+    update(*c);
+  } catch (const std::exception& e) {
+    std::string msg = std::string(builtin) + ": " + e.what();
+    kiln_policy_fault(msg.data(), msg.size());
+  }
+}
 }  // namespace
 
 std::vector<HostSymbol> AllHostSymbols() {
@@ -114,63 +130,41 @@ const kiln::Resource* kiln_host_session_total(const void* ctx) {
 void kiln_host_set_condition(void* ctx, const kiln::Job* job, const char* type, size_t type_len,
                              const char* status, size_t status_len, const char* reason,
                              size_t reason_len, const char* message, size_t message_len) {
-  auto* c = static_cast<kiln::PolicyContext*>(ctx);
-  if (!c->session || !job) return;
-  try {
+  kiln::UpdateSession(ctx, job, "set_condition", [&](kiln::PolicyContext& c) {
     kiln::PodGroupCondition cond;
-    cond.type.assign(type ? type : "", type ? type_len : 0);
-    cond.status.assign(status ? status : "", status ? status_len : 0);
-    cond.reason.assign(reason ? reason : "", reason ? reason_len : 0);
-    cond.message.assign(message ? message : "", message ? message_len : 0);
-    cond.last_transition_time = c->now;
-    cond.transition_id = c->session->uid();
+    cond.type = kiln::Text(type, type_len);
+    cond.status = kiln::Text(status, status_len);
+    cond.reason = kiln::Text(reason, reason_len);
+    cond.message = kiln::Text(message, message_len);
+    cond.last_transition_time = c.now;
+    cond.transition_id = c.session->uid();
     // The job views handed to policies are const; the session owns them and lets plugins
     // update PodGroup conditions, as Volcano's UpdatePodGroupCondition does.
-    c->session->UpdatePodGroupCondition(const_cast<kiln::Job*>(job), std::move(cond));
-  } catch (const std::exception& e) {
-    std::string msg = std::string("set_condition: ") + e.what();
-    kiln_policy_fault(msg.data(), msg.size());
-  }
+    c.session->UpdatePodGroupCondition(const_cast<kiln::Job*>(job), std::move(cond));
+  });
 }
 
 void kiln_host_set_fit_error(void* ctx, const kiln::Job* job, const char* message,
                              size_t message_len) {
-  auto* c = static_cast<kiln::PolicyContext*>(ctx);
-  if (!c->session || !job) return;
-  try {
+  kiln::UpdateSession(ctx, job, "set_fit_error", [&](kiln::PolicyContext& c) {
     // As for conditions: the session owns the job and lets plugins record its fit error.
-    c->session->SetJobFitError(const_cast<kiln::Job*>(job),
-                               std::string(message ? message : "", message ? message_len : 0));
-  } catch (const std::exception& e) {
-    std::string msg = std::string("set_fit_error: ") + e.what();
-    kiln_policy_fault(msg.data(), msg.size());
-  }
+    c.session->SetJobFitError(const_cast<kiln::Job*>(job), kiln::Text(message, message_len));
+  });
 }
 
 void kiln_host_set_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
                                   size_t key_len, const char* value, size_t value_len) {
-  auto* c = static_cast<kiln::PolicyContext*>(ctx);
-  if (!c->session || !task) return;
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(key_len + value_len))) return;
-  try {
-    c->session->SetPodAnnotation(task, std::string(key ? key : "", key ? key_len : 0),
-                                 std::string(value ? value : "", value ? value_len : 0));
-  } catch (const std::exception& e) {
-    std::string msg = std::string("set_pod_annotation: ") + e.what();
-    kiln_policy_fault(msg.data(), msg.size());
-  }
+  kiln::UpdateSession(ctx, task, "set_pod_annotation", [&](kiln::PolicyContext& c) {
+    if (!kiln::ChargeHostWork(static_cast<int64_t>(key_len + value_len))) return;
+    c.session->SetPodAnnotation(task, kiln::Text(key, key_len), kiln::Text(value, value_len));
+  });
 }
 
 void kiln_host_remove_pod_annotation(void* ctx, const kiln::Task* task, const char* key,
                                      size_t key_len) {
-  auto* c = static_cast<kiln::PolicyContext*>(ctx);
-  if (!c->session || !task) return;
-  try {
-    c->session->RemovePodAnnotation(task, std::string(key ? key : "", key ? key_len : 0));
-  } catch (const std::exception& e) {
-    std::string msg = std::string("remove_pod_annotation: ") + e.what();
-    kiln_policy_fault(msg.data(), msg.size());
-  }
+  kiln::UpdateSession(ctx, task, "remove_pod_annotation", [&](kiln::PolicyContext& c) {
+    c.session->RemovePodAnnotation(task, kiln::Text(key, key_len));
+  });
 }
 
 void kiln_host_victim_order(void* ctx, const kiln::Task* preemptor, const void* const* items,

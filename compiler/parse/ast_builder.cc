@@ -210,21 +210,8 @@ class Builder {
       out->value = Expr(s->value);
       return out;
     }
-    if (auto* s = dynamic_cast<P::IfLetStmtContext*>(c)) {
-      auto out = std::make_unique<IfLet>(r);
-      out->local = NewLocal(s->name, false);
-      out->value = Expr(s->value);
-      out->then = BlockOf(s->then);
-      if (s->otherwise) out->otherwise = Else(s->otherwise);
-      return out;
-    }
-    if (auto* s = dynamic_cast<P::IfStmtContext*>(c)) {
-      auto out = std::make_unique<If>(r);
-      out->cond = Expr(s->cond);
-      out->then = BlockOf(s->then);
-      if (s->otherwise) out->otherwise = Else(s->otherwise);
-      return out;
-    }
+    if (auto* s = dynamic_cast<P::IfLetStmtContext*>(c)) return IfLetOf(r, s);
+    if (auto* s = dynamic_cast<P::IfStmtContext*>(c)) return IfOf(r, s);
     if (auto* s = dynamic_cast<P::ForStmtContext*>(c)) {
       auto out = std::make_unique<For>(r);
       out->first = NewLocal(s->first, false);
@@ -251,19 +238,26 @@ class Builder {
     DepthGuard g(this, RangeOf(c));
     SourceRange r = RangeOf(c);
     if (auto* e = dynamic_cast<P::ElseBlockContext*>(c)) return BlockOf(e->body);
-    if (auto* e = dynamic_cast<P::ElseIfLetContext*>(c)) {
-      auto out = std::make_unique<IfLet>(r);
-      out->local = NewLocal(e->name, false);
-      out->value = Expr(e->value);
-      out->then = BlockOf(e->then);
-      if (e->otherwise) out->otherwise = Else(e->otherwise);
-      return out;
-    }
-    auto* e = dynamic_cast<P::ElseIfContext*>(c);
+    if (auto* e = dynamic_cast<P::ElseIfLetContext*>(c)) return IfLetOf(r, e);
+    return IfOf(r, dynamic_cast<P::ElseIfContext*>(c));
+  }
+
+  // `if let` and `if`, as statements and after `else` (the two contexts name the same parts).
+  template <typename Ctx>
+  StmtPtr IfLetOf(SourceRange r, Ctx* s) {
+    auto out = std::make_unique<IfLet>(r);
+    out->local = NewLocal(s->name, false);
+    out->value = Expr(s->value);
+    out->then = BlockOf(s->then);
+    if (s->otherwise) out->otherwise = Else(s->otherwise);
+    return out;
+  }
+  template <typename Ctx>
+  StmtPtr IfOf(SourceRange r, Ctx* s) {
     auto out = std::make_unique<If>(r);
-    out->cond = Expr(e->cond);
-    out->then = BlockOf(e->then);
-    if (e->otherwise) out->otherwise = Else(e->otherwise);
+    out->cond = Expr(s->cond);
+    out->then = BlockOf(s->then);
+    if (s->otherwise) out->otherwise = Else(s->otherwise);
     return out;
   }
 
@@ -299,11 +293,19 @@ class Builder {
     return Not(dynamic_cast<P::PlainAndContext*>(c)->value);
   }
 
-  ExprPtr Not(P::NotExprContext* c) {
+  // A prefix level (`not x`, `-x`): the operator applied to this level again (`not not x`), or
+  // else the next level down.
+  template <typename OpCtx, typename PlainCtx, typename Ctx, typename Same, typename Down>
+  ExprPtr Prefix(Ctx* c, UnaryOp op, Same same, Down down) {
     DepthGuard g(this, RangeOf(c));
-    if (auto* e = dynamic_cast<P::NotContext*>(c))
-      return std::make_unique<ast::Unary>(RangeOf(c), UnaryOp::Not, Not(e->operand));
-    return Relation(dynamic_cast<P::PlainNotContext*>(c)->value);
+    if (auto* e = dynamic_cast<OpCtx*>(c))
+      return std::make_unique<ast::Unary>(RangeOf(c), op, (this->*same)(e->operand));
+    return (this->*down)(dynamic_cast<PlainCtx*>(c)->value);
+  }
+
+  ExprPtr Not(P::NotExprContext* c) {
+    return Prefix<P::NotContext, P::PlainNotContext>(c, UnaryOp::Not, &Builder::Not,
+                                                     &Builder::Relation);
   }
 
   ExprPtr Relation(P::RelationContext* c) {
@@ -341,10 +343,8 @@ class Builder {
   }
 
   ExprPtr Unary(P::UnaryContext* c) {
-    DepthGuard g(this, RangeOf(c));
-    if (auto* e = dynamic_cast<P::NegateContext*>(c))
-      return std::make_unique<ast::Unary>(RangeOf(c), UnaryOp::Neg, Unary(e->operand));
-    return Postfix(dynamic_cast<P::PlainUnaryContext*>(c)->value);
+    return Prefix<P::NegateContext, P::PlainUnaryContext>(c, UnaryOp::Neg, &Builder::Unary,
+                                                          &Builder::Postfix);
   }
 
   ExprPtr Postfix(P::PostfixContext* c) {

@@ -39,6 +39,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -343,18 +344,26 @@ class CostEstimator {
     return cost;
   }
 
+  // The bound `of` gives an expression that passes a value on: a conditional's larger branch, a
+  // named constant's value; none for any other expression (Size and StrLen share these).
+  template <typename Of>
+  std::optional<Poly> PassedOn(const ast::Expr* e, Of of) {
+    if (const auto* c = ast::As<Conditional>(e))
+      return Larger(of(c->then.get()), of(c->otherwise.get()));
+    if (const auto* n = ast::As<NameRef>(e); n && n->ref == NameKind::Const && n->const_decl)
+      return of(n->const_decl->value.get());
+    return std::nullopt;
+  }
+
   // An upper bound on the number of elements of a list/map-valued expression.
   Poly Size(const ast::Expr* e) {
     if (!e) return {};
+    if (auto passed = PassedOn(e, [&](const ast::Expr* x) { return Size(x); })) return *passed;
     switch (e->kind) {
       case NodeKind::ListLit: return Constant(static_cast<double>(static_cast<const ListLit*>(e)->elements.size()));
       case NodeKind::MapLit:
       case NodeKind::ResourceLit: return Constant(static_cast<double>(Entries(e).size()));
       case NodeKind::Comprehension: return Size(static_cast<const Comprehension*>(e)->source.get());
-      case NodeKind::Conditional: {
-        auto* c = static_cast<const Conditional*>(e);
-        return Larger(Size(c->then.get()), Size(c->otherwise.get()));
-      }
       case NodeKind::NameRef: {
         auto* n = static_cast<const NameRef*>(e);
         if (n->ref == NameKind::Local) {
@@ -362,7 +371,6 @@ class CostEstimator {
           if (it != sizes_.end()) return it->second;
           return ByType(e, "collection");
         }
-        if (n->ref == NameKind::Const && n->const_decl) return Size(n->const_decl->value.get());
         if (n->ref == NameKind::Arg) return Symbol("args");
         return ByType(e, "collection");
       }
@@ -552,6 +560,7 @@ class CostEstimator {
   // An upper bound on the length of a string expression, in bytes.
   Poly StrLen(const ast::Expr* e) {
     if (!e) return {};
+    if (auto passed = PassedOn(e, [&](const ast::Expr* x) { return StrLen(x); })) return *passed;
     switch (e->kind) {
       case NodeKind::StringLit:
         return Constant(static_cast<double>(static_cast<const StringLit*>(e)->value.size()));
@@ -561,17 +570,12 @@ class CostEstimator {
         if (b->op == BinaryOp::Coalesce) return Larger(StrLen(b->left.get()), StrLen(b->right.get()));
         break;
       }
-      case NodeKind::Conditional: {
-        auto* c = static_cast<const Conditional*>(e);
-        return Larger(StrLen(c->then.get()), StrLen(c->otherwise.get()));
-      }
       case NodeKind::NameRef: {
         auto* n = static_cast<const NameRef*>(e);
         if (n->ref == NameKind::Local) {
           if (auto it = str_sizes_.find(n->local); it != str_sizes_.end()) return it->second;
           return GrownSize(n->local, Symbol("text"));
         }
-        if (n->ref == NameKind::Const && n->const_decl) return StrLen(n->const_decl->value.get());
         break;
       }
       default: break;
