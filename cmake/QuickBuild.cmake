@@ -34,7 +34,6 @@ set(CMAKE_UNITY_BUILD_BATCH_SIZE 0)  # one translation unit per library
 # Internal-linkage names defined in two files of one library: one of each pair stays apart.
 set(KILN_QUICK_BUILD_ALONE
   runtime/actions/action.cc     # Registry, TheRegistry (also in runtime/resource.cc)
-  runtime/cluster_spec.cc       # kPreemptableKey (also in runtime/actions/gang_evict.cc)
   simulator/random_cluster.cc   # its PriorityClass(int) is ambiguous with kiln::PriorityClass
                                 # once another file has included runtime/model.h
   kubernetes/scenario_writer.cc # class Object (a function Object() in kubernetes/decode.cc)
