@@ -4,10 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <tuple>
-#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -100,15 +98,11 @@ bool DecodedOrSkipped(KubernetesCluster::State& st, const std::string& resource,
   return false;
 }
 
-// Told of each object stored (by key) or deleted (nullptr).
-template <typename T>
-using OnChange = std::function<void(const std::string&, const T*)>;
-
 // Wires a reflector to a store: `decode` turns an object into (key, value) or an Error, which is
 // logged and counted, and the object skipped.
 template <typename T, typename Decode>
 ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std::string resource,
-                              Decode decode, OnChange<T> on_change = {}) {
+                              Decode decode, std::function<void(const std::string&, const T*)> on_change = {}) {
   ReflectorHandler h;
   h.begin_list = [&st, &store] {
     std::lock_guard lock(st.mu);
@@ -152,19 +146,12 @@ Result<std::pair<std::string, T>> Keyed(Result<T> r, const ObjectMeta& m) {
   return std::pair<std::string, T>(Key(m), std::move(*r));
 }
 
-// A decoder that fills the object's metadata keys the object by it (namespace/name, or name);
-// one that gives (key, value) itself (DecodeSelfKeyed below) is used as it is.
-template <typename T>
-auto KeyedDecoder(Result<T> (*decode)(const json&, ObjectMeta*)) {
-  return [decode](const json& o) {
-    ObjectMeta m;
-    auto r = decode(o, &m);
-    return Keyed(std::move(r), m);
-  };
-}
-template <typename Decode>
-Decode KeyedDecoder(Decode decode) {
-  return decode;
+// A decoder for objects keyed by their metadata (namespace/name, or name).
+template <typename T, Result<T> (*Decode)(const json&, ObjectMeta*)>
+Result<std::pair<std::string, T>> DecodeKeyed(const json& o) {
+  ObjectMeta m;
+  auto r = Decode(o, &m);
+  return Keyed(std::move(r), m);
 }
 
 // A decoder for objects whose decoded form carries its own key (`Key` reads it).
@@ -185,17 +172,9 @@ void KubernetesCluster::Start() {
   if (!reflectors_.empty()) return;
   State& st = *state_;
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.write_workers), options_.write_queue_capacity);
-  // One reflector per resource, keeping `store` (StoreHandler). An optional resource is one a
-  // cluster may not have installed: a 404 lists it as empty.
-  auto watch = [&]<typename T>(std::string resource, std::string path, Store<T>& store, auto decode,
-                               std::type_identity_t<OnChange<T>> on_change = {},
-                               bool optional = false) {
-    ReflectorOptions o = options_.reflector;
-    if (optional) o.optional = true;
-    ReflectorHandler h =
-        StoreHandler<T>(st, store, resource, KeyedDecoder(decode), std::move(on_change));
+  auto add = [&](std::string resource, std::string path, ReflectorHandler h) {
     reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
-                                                      std::move(h), o));
+                                                      std::move(h), options_.reflector));
   };
   // Pod updates settle the cache's own bookkeeping: an assumed pod whose node the API server now
   // shows is simply bound; a pod that is terminating (or gone) is no longer "being evicted".
@@ -218,8 +197,11 @@ void KubernetesCluster::Start() {
       if (p->scheduled_status == "False" && p->scheduled_message == u->second)
         st.unschedulable_written.erase(u);
   };
-  watch("pods", "/api/v1/pods", st.pods, DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod);
-  watch("nodes", "/api/v1/nodes", st.nodes, DecodeNode);
+  add("pods", "/api/v1/pods",
+      StoreHandler<DecodedPod>(st, st.pods, "pods",
+                               DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod));
+  add("nodes", "/api/v1/nodes",
+      StoreHandler<NodeSpec>(st, st.nodes, "nodes", DecodeKeyed<NodeSpec, DecodeNode>));
   auto on_pg = [&st](const std::string& key, const DecodedPodGroup* g) {
     // The written status has arrived (or the group is gone): the overlay is no longer needed.
     auto it = st.pg_overlay.find(key);
@@ -228,20 +210,39 @@ void KubernetesCluster::Start() {
                SameConditions(g->spec.conditions, it->second.conditions)))
       st.pg_overlay.erase(it);
   };
-  watch("podgroups", "/apis/scheduling.volcano.sh/v1beta1/podgroups", st.pod_groups,
-        DecodeSelfKeyed<DecodedPodGroup, DecodePodGroup, PodGroupKey>, on_pg);
-  watch("queues", "/apis/scheduling.volcano.sh/v1beta1/queues", st.queues, DecodeQueue);
-  watch("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses", st.priority_classes,
-        DecodePriorityClass);
-  watch("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", st.pdbs, DecodePdb);
-  watch("resourcequotas", "/api/v1/resourcequotas", st.quotas, DecodeResourceQuota);
-  watch("namespaces", "/api/v1/namespaces", st.namespaces,
-        DecodeSelfKeyed<DecodedNamespace, DecodeNamespace, NamespaceKey>);
-  // Volcano's topology CRDs (its cache lists both) are optional.
-  watch("hypernodes", "/apis/topology.volcano.sh/v1alpha1/hypernodes", st.hyper_nodes,
-        DecodeHyperNode, {}, /*optional=*/true);
-  watch("numatopologies", "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", st.numatopologies,
-        DecodeNumatopology, {}, /*optional=*/true);
+  add("podgroups", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+      StoreHandler<DecodedPodGroup>(st, st.pod_groups, "podgroups",
+                                    DecodeSelfKeyed<DecodedPodGroup, DecodePodGroup, PodGroupKey>,
+                                    on_pg));
+  add("queues", "/apis/scheduling.volcano.sh/v1beta1/queues",
+      StoreHandler<QueueSpec>(st, st.queues, "queues", DecodeKeyed<QueueSpec, DecodeQueue>));
+  add("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses",
+      StoreHandler<PriorityClassSpec>(st, st.priority_classes, "priorityclasses",
+                                      DecodeKeyed<PriorityClassSpec, DecodePriorityClass>));
+  add("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets",
+      StoreHandler<PodDisruptionBudget>(st, st.pdbs, "poddisruptionbudgets",
+                                        DecodeKeyed<PodDisruptionBudget, DecodePdb>));
+  add("resourcequotas", "/api/v1/resourcequotas",
+      StoreHandler<ResourceQuota>(st, st.quotas, "resourcequotas",
+                                  DecodeKeyed<ResourceQuota, DecodeResourceQuota>));
+  add("namespaces", "/api/v1/namespaces",
+      StoreHandler<DecodedNamespace>(
+          st, st.namespaces, "namespaces",
+          DecodeSelfKeyed<DecodedNamespace, DecodeNamespace, NamespaceKey>));
+  // Volcano's topology CRDs (its cache lists both): a cluster that has not installed them
+  // simply has none, so their reflectors are optional (a 404 is an empty list).
+  auto add_optional = [&](std::string resource, std::string path, ReflectorHandler h) {
+    ReflectorOptions o = options_.reflector;
+    o.optional = true;
+    reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
+                                                      std::move(h), o));
+  };
+  add_optional("hypernodes", "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+               StoreHandler<HyperNodeSpec>(st, st.hyper_nodes, "hypernodes",
+                                           DecodeKeyed<HyperNodeSpec, DecodeHyperNode>));
+  add_optional("numatopologies", "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies",
+               StoreHandler<NumatopologySpec>(st, st.numatopologies, "numatopologies",
+                                              DecodeKeyed<NumatopologySpec, DecodeNumatopology>));
   for (auto& r : reflectors_) r->Start();
 }
 
