@@ -46,15 +46,6 @@ struct ExplainOptions {
 
 // ---- quantities for people ------------------------------------------------------------------
 
-Json ResourceJson(const Resource& r) {
-  Json out = Json::object();
-  ForEachBit(r.present, [&](ResourceId id) {
-    std::string_view name = ResourceRegistry::Name(id);
-    out[std::string(name)] = FormatResourceQuantity(name, r.values[id]);
-  });
-  return out;
-}
-
 std::string ResourceText(const Resource& r) {
   std::vector<std::string> parts;
   ForEachBit(r.present, [&](ResourceId id) {
@@ -279,8 +270,10 @@ void WriteExplainJson(std::FILE* out, const std::string& scenario, const Explana
     for (const auto& [plugin, figures] : q.plugins) {
       Json f = Json::object();
       for (const Figure& fig : figures) {
-        if (const Resource* r = std::get_if<Resource>(&fig.value)) f[fig.name] = ResourceJson(*r);
-        else f[fig.name] = std::get<double>(fig.value);
+        if (const Resource* r = std::get_if<Resource>(&fig.value))
+          f[fig.name] = ResourceJson(*r, /*with_pods=*/true);
+        else
+          f[fig.name] = std::get<double>(fig.value);
       }
       plugins[plugin] = std::move(f);
     }

@@ -8,7 +8,21 @@
 #include <string>
 #include <utility>
 
+#include "runtime/quantity.h"
+#include "runtime/resource.h"
+
 namespace kiln::cli {
+
+// A Resource as {name: quantity in Kubernetes notation} over its present dimensions, pods left
+// out unless `with_pods`.
+inline nlohmann::ordered_json ResourceJson(const Resource& r, bool with_pods) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  ForEachBit(with_pods ? r.present : r.present & ~(1u << kPods), [&](ResourceId id) {
+    std::string_view name = ResourceRegistry::Name(id);
+    out[std::string(name)] = FormatResourceQuantity(name, r.values[id]);
+  });
+  return out;
+}
 
 // An object from keys known to be distinct, in the given order. ordered_json's own insert
 // searches the object linearly for the key first, which made the output quadratic in the number

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output_format.h"
+#include "runtime/call_inputs.h"
 
 namespace kiln::cli {
 
@@ -37,16 +38,7 @@ Json ValueJson(const CallValue& v) {
 // The input keys of a call, in a fixed order.
 template <typename F>
 void ForEachInput(const CallSpec& c, F&& f) {
-  auto opt = [&](std::string_view k, const std::optional<std::string>& v) {
-    if (v) f(k, Json(*v));
-  };
-  opt("task", c.task);
-  opt("node", c.node);
-  opt("job", c.job);
-  opt("queue", c.queue);
-  opt("l", c.l);
-  opt("r", c.r);
-  opt("subJob", c.sub_job);
+  ForEachNamedInput(c, [&](std::string_view k, const std::string& v) { f(k, Json(v)); });
   if (c.has_preemptor) f("preemptor", c.preemptor ? Json(*c.preemptor) : Json(nullptr));
   if (c.candidates) f("candidates", Json(*c.candidates));
   if (c.nodes) f("nodes", Json(*c.nodes));

@@ -11,15 +11,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json ResourceJson(const Resource& r) {
-  Json out = Json::object();
-  ForEachBit(r.present & ~(1u << kPods), [&](ResourceId id) {
-    std::string_view name = ResourceRegistry::Name(id);
-    out[std::string(name)] = FormatResourceQuantity(name, r.values[id]);
-  });
-  return out;
-}
-
 Json SharesJson(const std::vector<std::pair<std::string, double>>& shares) {
   return ObjectOfDistinctKeys(shares, [](const auto& kv) { return std::pair(kv.first, kv.second); });
 }
@@ -38,8 +29,8 @@ Json MetricsJson(const SessionMetrics& m) {
   Json queues = Json::object();
   for (const auto& [name, q] : m.queues) {
     Json qj;
-    qj["allocated"] = ResourceJson(q.allocated);
-    if (q.deserved) qj["deserved"] = ResourceJson(*q.deserved);
+    qj["allocated"] = ResourceJson(q.allocated, /*with_pods=*/false);
+    if (q.deserved) qj["deserved"] = ResourceJson(*q.deserved, /*with_pods=*/false);
     qj["pending"] = q.pending;
     queues[name] = std::move(qj);
   }

@@ -35,6 +35,7 @@
 #include "cli/output_format.h"
 #include "cli/shared_options.h"
 #include "packs/pack.h"
+#include "runtime/text_util.h"
 #include "simulator/random_cluster.h"
 #include "simulator/testing.h"
 
@@ -181,13 +182,7 @@ std::string CallStatus(const CallCheck& c) {
 // `text` with every line indented by `prefix`.
 std::string Indent(const std::string& text, const std::string& prefix) {
   std::string out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out += prefix + text.substr(start, end - start) + "\n";
-    start = end + 1;
-  }
+  AppendIndented(out, text, prefix);
   return out;
 }
 

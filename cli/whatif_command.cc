@@ -4,7 +4,6 @@
 // JSON (the server's answer, a contract: docs/serve.md) by default; a table for people.
 //
 // Exit codes: 0 answered (whatever the answer), 2 bad input or the server refused the request.
-#include <curl/curl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/errors.h"
+#include "cli/serve_client.h"
 #include "simulator/scenario.h"
 
 namespace kiln::cli {
@@ -34,46 +34,6 @@ struct WhatIfFlags {
 };
 
 constexpr size_t kMaxAnswerBytes = size_t{64} << 20;
-
-size_t Append(char* data, size_t size, size_t n, void* out) {
-  auto* body = static_cast<std::string*>(out);
-  if (body->size() + size * n > kMaxAnswerBytes) return 0;
-  body->append(data, size * n);
-  return size * n;
-}
-
-struct Answer {
-  long status = 0;
-  std::string body;
-};
-
-Result<Answer> Post(const std::string& url, const std::string& body, const std::string& type,
-                    double timeout_s) {
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Error{"cannot start an HTTP client (curl_easy_init)", {}};
-  Answer a;
-  char error[CURL_ERROR_SIZE] = "";
-  curl_slist* headers = curl_slist_append(nullptr, ("Content-Type: " + type).c_str());
-  headers = curl_slist_append(headers, "Accept: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a.body);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  CURLcode rc = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &a.status);
-  curl_easy_cleanup(curl);
-  curl_slist_free_all(headers);
-  if (rc != CURLE_OK)
-    return Error{fmt::format("POST {}: {}", url, error[0] ? error : curl_easy_strerror(rc)), {}};
-  return a;
-}
 
 std::string Table(const nlohmann::json& a) {
   std::string out;
@@ -135,11 +95,12 @@ int WhatIf(const WhatIfFlags& f) {
     size_t i = body.find_first_not_of(" \t\r\n");
     json = i != std::string::npos && (body[i] == '{' || body[i] == '[');
   }
-  std::string base = f.server;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.find("://") == std::string::npos) base = "http://" + base;
-  auto answer = Post(base + "/whatif", body, json ? "application/json" : "application/yaml",
-                     f.timeout_s);
+  std::string base = ServerBaseUrl(f.server);
+  auto answer = AskServe({.url = base + "/whatif",
+                          .timeout_s = f.timeout_s,
+                          .max_answer_bytes = kMaxAnswerBytes,
+                          .post_body = std::move(body),
+                          .content_type = json ? "application/json" : "application/yaml"});
   if (!answer) return BadInput(answer.error());
   nlohmann::json doc = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
   if (answer->status != 200) {
@@ -170,11 +131,8 @@ void AddWhatIfCommand(CLI::App& app) {
                   "the job: a PodGroup and its pods (YAML or JSON; a List, or several "
                   "documents), - for standard input")
       ->required();
-  cmd->add_option("--server", f->server, "base URL of kiln serve's HTTP endpoints (default "
-                                         "http://127.0.0.1:8080)");
-  cmd->add_option("-o,--output", f->output, "json (default: the server's answer) or table");
-  cmd->add_option("--timeout", f->timeout_s, "seconds to wait for the answer (default 30)")
-      ->check(CLI::Range(0.1, 3600.0));
+  AddServeClientOptions(*cmd, f->server, f->output, "json (default: the server's answer) or table",
+                        f->timeout_s);
   cmd->callback([f] { EndCommand(WhatIf(*f)); });
 }
 

@@ -34,17 +34,12 @@ set(CMAKE_UNITY_BUILD_BATCH_SIZE 0)  # one translation unit per library
 # Internal-linkage names defined in two files of one library: one of each pair stays apart.
 set(KILN_QUICK_BUILD_ALONE
   runtime/actions/action.cc     # Registry, TheRegistry (also in runtime/resource.cc)
-  runtime/cluster_spec.cc       # kPreemptableKey (also in runtime/actions/gang_evict.cc)
   simulator/random_cluster.cc   # its PriorityClass(int) is ambiguous with kiln::PriorityClass
                                 # once another file has included runtime/model.h
   kubernetes/scenario_writer.cc # class Object (a function Object() in kubernetes/decode.cc)
   kubernetes/volcano_job.cc     # struct BadField, another one in kubernetes/decode.cc
   compiler/codegen/state_in_place.cc  # class Analysis (also in passes/analyze_score_cache.cc)
-  compiler/host/kept_state.cc   # InstantiateConfValue() (also in compiler/host/arg_binding.cc)
-  server/shadow.cc              # ParentDir() (also in server/policy_set.cc); Json is
-                                # ordered_json here and json in server/whatif.cc
-  cli/whatif_command.cc         # Append() (also in cli/snapshot_command.cc)
-  cli/output_json.cc            # ResourceJson() (also in cli/explain_command.cc)
+  server/shadow.cc              # Json is ordered_json here and json in server/whatif.cc
 )
 list(TRANSFORM KILN_QUICK_BUILD_ALONE PREPEND ${PROJECT_SOURCE_DIR}/)
 set_source_files_properties(${KILN_QUICK_BUILD_ALONE} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -87,18 +87,16 @@ inline constexpr DerivedJobBool kJobIsPipelined{
 inline constexpr DerivedJobBool kJobIsStarving{
     DerivedJobBool::SumBelowMin,
     {offsetof(Job, waiting_num), offsetof(Job, ready_num), DerivedJobBool::kNoTerm}};
-inline constexpr DerivedJobBool kJobCheckTaskValid{
-    DerivedJobBool::NoRoleShort,
-    {offsetof(Job, roles_short_valid), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
-inline constexpr DerivedJobBool kJobCheckTaskReady{
-    DerivedJobBool::NoRoleShort,
-    {offsetof(Job, roles_short_ready), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
-inline constexpr DerivedJobBool kJobCheckTaskPipelined{
-    DerivedJobBool::NoRoleShort,
-    {offsetof(Job, roles_short_pipelined), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
-inline constexpr DerivedJobBool kJobCheckTaskStarving{
-    DerivedJobBool::SomeRoleShort,
-    {offsetof(Job, roles_short_starving), DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+// check_task_*: a role-short formula over one counter of Job (its roles_short_* member).
+constexpr DerivedJobBool RoleShortOf(size_t counter,
+                                     DerivedJobBool::Rule rule = DerivedJobBool::NoRoleShort) {
+  return {rule, {counter, DerivedJobBool::kNoTerm, DerivedJobBool::kNoTerm}};
+}
+inline constexpr auto kJobCheckTaskValid = RoleShortOf(offsetof(Job, roles_short_valid));
+inline constexpr auto kJobCheckTaskReady = RoleShortOf(offsetof(Job, roles_short_ready));
+inline constexpr auto kJobCheckTaskPipelined = RoleShortOf(offsetof(Job, roles_short_pipelined));
+inline constexpr auto kJobCheckTaskStarving =
+    RoleShortOf(offsetof(Job, roles_short_starving), DerivedJobBool::SomeRoleShort);
 #pragma GCC diagnostic pop
 
 // clang-format off

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "runtime/call_inputs.h"
 #include "runtime/fit_error.h"
 #include "runtime/reason_codes.h"
 #include "runtime/session.h"
@@ -352,16 +353,9 @@ std::string FormatNumber(double x) {
 // The inputs of a call, for messages: "predicate(task: c1/p1, node: n1)".
 std::string Describe(const CallSpec& c) {
   std::vector<std::string> parts;
-  auto add = [&](std::string_view k, const std::optional<std::string>& v) {
-    if (v) parts.push_back(fmt::format("{}: {}", k, *v));
-  };
-  add("task", c.task);
-  add("node", c.node);
-  add("job", c.job);
-  add("queue", c.queue);
-  add("l", c.l);
-  add("r", c.r);
-  add("subJob", c.sub_job);
+  ForEachNamedInput(c, [&](std::string_view k, const std::string& v) {
+    parts.push_back(fmt::format("{}: {}", k, v));
+  });
   if (c.has_preemptor) parts.push_back(fmt::format("preemptor: {}", c.preemptor.value_or("null")));
   if (c.candidates) parts.push_back(fmt::format("candidates: [{}]", fmt::join(*c.candidates, ", ")));
   if (c.nodes) parts.push_back(fmt::format("nodes: [{}]", fmt::join(*c.nodes, ", ")));

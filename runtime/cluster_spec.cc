@@ -15,8 +15,7 @@ namespace kiln {
 
 namespace {
 
-// Volcano reads these annotations/labels (§3.1, §3.2).
-constexpr std::string_view kPreemptableKey = "volcano.sh/preemptable";
+// Volcano reads these annotations/labels (§3.1, §3.2; kPreemptableKey is in runtime/model.h).
 constexpr std::string_view kTaskSpecKey = "volcano.sh/task-spec";
 constexpr std::string_view kTaskPriorityKey = "volcano.sh/task-priority";
 

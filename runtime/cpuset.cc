@@ -1,16 +1,10 @@
 #include "runtime/cpuset.h"
 
+#include "runtime/text_util.h"
+
 namespace kiln {
 
-std::optional<int64_t> ParseCpuId(std::string_view t) {
-  if (t.empty() || t.size() > 6) return std::nullopt;
-  int64_t v = 0;
-  for (char ch : t) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    v = v * 10 + (ch - '0');
-  }
-  return v;
-}
+std::optional<int64_t> ParseCpuId(std::string_view t) { return ParseDigits(t, 6); }
 
 std::optional<std::set<int64_t>> ParseCpuSet(std::string_view text, std::string_view* bad_part) {
   std::set<int64_t> cpus;

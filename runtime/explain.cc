@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <numeric>
 
@@ -148,6 +149,28 @@ std::optional<Resource> ShownDeserved(Session& ssn, const Queue* q) {
   return std::nullopt;
 }
 
+namespace {
+
+// `items` in the session's order (`order(l, r) < 0`: l first; ties keep the snapshot's order),
+// each made into an entry numbered from 1 by `fill`; then the entries sorted by `key` for output.
+template <typename Entry, typename T, typename Order, typename Fill, typename Key>
+void ExplainRanked(std::vector<T*> items, Order order, Fill fill, Key key,
+                   std::vector<Entry>& out) {
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const T* l, const T* r) { return order(l, r) < 0; });
+  out.clear();
+  for (size_t i = 0; i < items.size(); ++i) {
+    Entry e;
+    e.order = static_cast<int>(i) + 1;
+    fill(items[i], e);
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(),
+            [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
+}
+
+}  // namespace
+
 void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
   // The show handlers report to the session's recorder; at open there is none yet.
   ExplainRecorder scratch;
@@ -157,46 +180,32 @@ void ExplainJobsAndQueues(Session& ssn, Explanation& out) {
     ssn.set_explain(&scratch);
   }
 
-  std::vector<Job*> jobs = ssn.cluster().jobs();
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [&](const Job* l, const Job* r) { return ssn.JobOrderFn(l, r) < 0; });
-  out.jobs.clear();
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const Job* j = jobs[i];
-    JobExplain je;
-    je.uid = j->uid;
-    je.queue = j->queue ? j->queue->name : "";
-    je.order = static_cast<int>(i) + 1;
-    je.ready = ssn.JobReady(j);
-    je.pipelined = ssn.JobPipelined(j);
-    if (std::optional<ValidateResult> v = ssn.JobValid(j)) {
-      je.valid = false;
-      je.invalid_reason = fmt::format("{}: {}", v->plugin, v->reason);
-      je.invalid_code = v->reason;  // Volcano's reasons are stable codes already
-      if (!v->message.empty()) je.invalid_reason += ": " + v->message;
-    }
-    je.starving = ssn.JobStarving(j);
-    je.phase = std::string(ToString(j->phase));
-    out.jobs.push_back(std::move(je));
-  }
-  std::sort(out.jobs.begin(), out.jobs.end(),
-            [](const JobExplain& a, const JobExplain& b) { return a.uid < b.uid; });
-
-  std::vector<Queue*> queues = ssn.cluster().queues();
-  std::stable_sort(queues.begin(), queues.end(),
-                   [&](const Queue* l, const Queue* r) { return ssn.QueueOrderFn(l, r) < 0; });
-  out.queues.clear();
-  for (size_t i = 0; i < queues.size(); ++i) {
-    const Queue* q = queues[i];
-    QueueExplain qe;
-    qe.name = q->name;
-    qe.order = static_cast<int>(i) + 1;
-    qe.overused = ssn.Overused(q);
-    qe.plugins = ShowQueueFigures(ssn, q);
-    out.queues.push_back(std::move(qe));
-  }
-  std::sort(out.queues.begin(), out.queues.end(),
-            [](const QueueExplain& a, const QueueExplain& b) { return a.name < b.name; });
+  ExplainRanked(
+      ssn.cluster().jobs(), [&](const Job* l, const Job* r) { return ssn.JobOrderFn(l, r); },
+      [&](const Job* j, JobExplain& je) {
+        je.uid = j->uid;
+        je.queue = j->queue ? j->queue->name : "";
+        je.ready = ssn.JobReady(j);
+        je.pipelined = ssn.JobPipelined(j);
+        if (std::optional<ValidateResult> v = ssn.JobValid(j)) {
+          je.valid = false;
+          je.invalid_reason = fmt::format("{}: {}", v->plugin, v->reason);
+          je.invalid_code = v->reason;  // Volcano's reasons are stable codes already
+          if (!v->message.empty()) je.invalid_reason += ": " + v->message;
+        }
+        je.starving = ssn.JobStarving(j);
+        je.phase = std::string(ToString(j->phase));
+      },
+      [](const JobExplain& je) -> const std::string& { return je.uid; }, out.jobs);
+  ExplainRanked(
+      ssn.cluster().queues(),
+      [&](const Queue* l, const Queue* r) { return ssn.QueueOrderFn(l, r); },
+      [&](const Queue* q, QueueExplain& qe) {
+        qe.name = q->name;
+        qe.overused = ssn.Overused(q);
+        qe.plugins = ShowQueueFigures(ssn, q);
+      },
+      [](const QueueExplain& qe) -> const std::string& { return qe.name; }, out.queues);
   if (recorder == &scratch) ssn.set_explain(nullptr);
 }
 
@@ -281,6 +290,25 @@ struct ExplainedTasks::Strings {
   const std::string& at(uint32_t id) const { return values[id]; }
 };
 
+namespace {
+
+// The text fields of a pod's explanation that ExplainedTasks keeps as interned strings, as
+// (TaskExplain member, compact member) pairs, so that compacting and expanding walk one list.
+template <typename CompactTask>
+constexpr auto InternedTaskFields() {
+  using E = TaskExplain;
+  using Field = std::pair<std::string E::*, uint32_t CompactTask::*>;
+  return std::array<Field, 7>{{{&E::key, &CompactTask::key},
+                               {&E::job, &CompactTask::job},
+                               {&E::action, &CompactTask::action},
+                               {&E::note, &CompactTask::note},
+                               {&E::note_code, &CompactTask::note_code},
+                               {&E::result_kind, &CompactTask::result_kind},
+                               {&E::result_value, &CompactTask::result_value}}};
+}
+
+}  // namespace
+
 ExplainedTasks::ExplainedTasks() : strings_(std::make_unique<Strings>()) { strings_->Intern(""); }
 ExplainedTasks::~ExplainedTasks() = default;
 ExplainedTasks::ExplainedTasks(ExplainedTasks&&) noexcept = default;
@@ -289,13 +317,7 @@ ExplainedTasks& ExplainedTasks::operator=(ExplainedTasks&&) noexcept = default;
 ExplainedTasks::Task ExplainedTasks::Compact(const TaskExplain& t) {
   Strings& s = *strings_;
   Task out;
-  out.key = s.Intern(t.key);
-  out.job = s.Intern(t.job);
-  out.action = s.Intern(t.action);
-  out.note = s.Intern(t.note);
-  out.note_code = s.Intern(t.note_code);
-  out.result_kind = s.Intern(t.result_kind);
-  out.result_value = s.Intern(t.result_value);
+  for (const auto& [text, id] : InternedTaskFields<Task>()) out.*id = s.Intern(t.*text);
   out.result_codes = s.Intern(JoinCodes(t.result_codes));
   if (t.pre_predicate) {
     out.has_pre = true;
@@ -348,13 +370,7 @@ TaskExplain ExplainedTasks::operator[](size_t i) const {
   const Strings& s = *strings_;
   const Task& c = tasks_[i];
   TaskExplain t;
-  t.key = s.at(c.key);
-  t.job = s.at(c.job);
-  t.action = s.at(c.action);
-  t.note = s.at(c.note);
-  t.note_code = s.at(c.note_code);
-  t.result_kind = s.at(c.result_kind);
-  t.result_value = s.at(c.result_value);
+  for (const auto& [text, id] : InternedTaskFields<Task>()) t.*text = s.at(c.*id);
   t.result_codes = SplitCodes(s.at(c.result_codes));
   if (c.has_pre)
     t.pre_predicate = PluginAnswer{s.at(c.pre.plugin), c.pre.code, s.at(c.pre.reason),

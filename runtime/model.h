@@ -268,6 +268,10 @@ struct PodShape {
 // ---------------------------------------------------------------------------------------------
 // Task (TaskInfo, §3.1). Scalar and reference fields first (ABI, direct loads).
 
+// The annotation or label by which a pod or PodGroup says whether it may be preempted (read into
+// Task and Job::preemptable; gang eviction also asks whether a PodGroup says it at all).
+inline constexpr std::string_view kPreemptableKey = "volcano.sh/preemptable";
+
 struct Task {
   int64_t index = -1;  // dense id in the Cluster
   TaskStatus status = TaskStatus::Pending;

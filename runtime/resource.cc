@@ -31,6 +31,78 @@ constexpr uint32_t kPodsBit = 1u << kPods;
 // Volcano's lessEqualFunc: l < r || |l − r| < 0.1.
 inline bool LessEqualTol(double l, double r) { return l < r || std::abs(l - r) < kMinResource; }
 
+// Volcano's whole comparisons (LessEqual, Less): `cmp` holds for cpu, memory and every scalar of
+// `l`. With Infinity a scalar `rr` lacks is skipped (unbounded), and one `rr` has that `l` lacks
+// fails.
+template <typename Cmp>
+bool AllDimensions(const Resource& l, const Resource& rr, DimensionDefault d, Cmp cmp) {
+  if (!cmp(l.values[kCpu], rr.values[kCpu])) return false;
+  if (!cmp(l.values[kMemory], rr.values[kMemory])) return false;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (inf && (rr.scalar_mask() & ~l.scalar_mask()) != 0) return false;
+  uint32_t mask = l.scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) continue;
+    if (!cmp(l.values[id], rr.values[id])) return false;
+  }
+  return true;
+}
+
+// The partial ones (LessPartly, LessEqualPartly): `cmp` holds for cpu, memory or some scalar of
+// `l`. A scalar `rr` has that `l` lacks counts with Zero; one of `l`'s that `rr` lacks with
+// Infinity.
+template <typename Cmp>
+bool AnyDimension(const Resource& l, const Resource& rr, DimensionDefault d, Cmp cmp) {
+  if (cmp(l.values[kCpu], rr.values[kCpu]) || cmp(l.values[kMemory], rr.values[kMemory]))
+    return true;
+  const bool inf = d == DimensionDefault::Infinity;
+  if (!inf && (rr.scalar_mask() & ~l.scalar_mask()) != 0) return true;
+  uint32_t mask = l.scalar_mask();
+  while (mask) {
+    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
+    mask &= mask - 1;
+    if (!rr.Has(id) && inf) return true;
+    if (cmp(l.values[id], rr.values[id])) return true;
+  }
+  return false;
+}
+
+constexpr auto kLessEqualTol = [](double l, double r) { return LessEqualTol(l, r); };
+constexpr auto kLess = [](double l, double r) { return l < r; };
+
+// Volcano's per-dimension checks against a request: they visit cpu, memory and then the request's
+// scalars but pods (its loops over ScalarResources skip pods), only where the request asks for
+// some (> 0). Pushes each visited dimension where `test` holds onto `out` (when given) and says
+// whether there was any; `scalars` false visits cpu and memory only.
+template <typename Test>
+bool AnyRequested(const Resource& req, bool scalars, ResourceIdList* out, Test test) {
+  bool any = false;
+  auto visit = [&](ResourceId id) {
+    if (!(req.values[id] > 0) || !test(id)) return;
+    any = true;
+    if (out) out->Push(id);
+  };
+  visit(kCpu);
+  visit(kMemory);
+  if (scalars) ForEachBit(req.scalar_mask() & ~kPodsBit, visit);
+  return any;
+}
+
+// The part of `req` (what it asks for, > 0) in the dimensions the filters keep: `keep_base` for
+// cpu and memory, `keep_scalar` for every scalar (pods included).
+template <typename KeepBase, typename KeepScalar>
+Resource RequestedWhere(const Resource& req, KeepBase keep_base, KeepScalar keep_scalar) {
+  Resource filtered;
+  for (ResourceId id : {kCpu, kMemory})
+    if (req.values[id] > 0 && keep_base(id)) filtered.values[id] = req.values[id];
+  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
+    if (req.values[id] > 0 && keep_scalar(id)) filtered.Set(id, req.values[id]);
+  });
+  return filtered;
+}
+
 }  // namespace
 
 Result<ResourceId> ResourceRegistry::Intern(std::string_view name) {
@@ -231,63 +303,19 @@ ResourceIdList Resource::ResourceNames() const {
 }
 
 bool Resource::LessEqual(const Resource& rr, DimensionDefault d) const {
-  if (!LessEqualTol(values[kCpu], rr.values[kCpu])) return false;
-  if (!LessEqualTol(values[kMemory], rr.values[kMemory])) return false;
-  const bool inf = d == DimensionDefault::Infinity;
-  if (inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return false;
-  uint32_t mask = scalar_mask();
-  while (mask) {
-    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
-    mask &= mask - 1;
-    if (!rr.Has(id) && inf) continue;
-    if (!LessEqualTol(values[id], rr.values[id])) return false;
-  }
-  return true;
+  return AllDimensions(*this, rr, d, kLessEqualTol);
 }
 
 bool Resource::Less(const Resource& rr, DimensionDefault d) const {
-  if (!(values[kCpu] < rr.values[kCpu])) return false;
-  if (!(values[kMemory] < rr.values[kMemory])) return false;
-  const bool inf = d == DimensionDefault::Infinity;
-  if (inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return false;
-  uint32_t mask = scalar_mask();
-  while (mask) {
-    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
-    mask &= mask - 1;
-    if (!rr.Has(id) && inf) continue;
-    if (!(values[id] < rr.values[id])) return false;
-  }
-  return true;
+  return AllDimensions(*this, rr, d, kLess);
 }
 
 bool Resource::LessPartly(const Resource& rr, DimensionDefault d) const {
-  if (values[kCpu] < rr.values[kCpu] || values[kMemory] < rr.values[kMemory]) return true;
-  const bool inf = d == DimensionDefault::Infinity;
-  if (!inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return true;
-  uint32_t mask = scalar_mask();
-  while (mask) {
-    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
-    mask &= mask - 1;
-    if (!rr.Has(id) && inf) return true;
-    if (values[id] < rr.values[id]) return true;
-  }
-  return false;
+  return AnyDimension(*this, rr, d, kLess);
 }
 
 bool Resource::LessEqualPartly(const Resource& rr, DimensionDefault d) const {
-  if (LessEqualTol(values[kCpu], rr.values[kCpu]) ||
-      LessEqualTol(values[kMemory], rr.values[kMemory]))
-    return true;
-  const bool inf = d == DimensionDefault::Infinity;
-  if (!inf && (rr.scalar_mask() & ~scalar_mask()) != 0) return true;
-  uint32_t mask = scalar_mask();
-  while (mask) {
-    ResourceId id = static_cast<ResourceId>(std::countr_zero(mask));
-    mask &= mask - 1;
-    if (!rr.Has(id) && inf) return true;
-    if (LessEqualTol(values[id], rr.values[id])) return true;
-  }
-  return false;
+  return AnyDimension(*this, rr, d, kLessEqualTol);
 }
 
 bool Resource::Equal(const Resource& rr, DimensionDefault) const {
@@ -321,74 +349,37 @@ bool Resource::LessEqualWithResourcesName(const Resource& rr, DimensionDefault d
 
 bool Resource::LessEqualWithDimensionAndResourcesName(const Resource& rr, const Resource& req,
                                                       ResourceIdList* insufficient) const {
-  bool ok = true;
-  auto fail = [&](ResourceId id) {
-    ok = false;
-    if (insufficient) insufficient->Push(id);
-  };
-  if (req.values[kCpu] > 0 && values[kCpu] > rr.values[kCpu]) fail(kCpu);
-  if (req.values[kMemory] > 0 && values[kMemory] > rr.values[kMemory]) fail(kMemory);
-  if (!HasScalars()) return ok;
-  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
-    if (req.values[id] > 0 && values[id] > rr.values[id]) fail(id);
-  });
-  return ok;
+  return !AnyRequested(req, HasScalars(), insufficient,
+                       [&](ResourceId id) { return values[id] > rr.values[id]; });
 }
 
 bool Resource::LessEqualPartlyWithDimension(const Resource& rr, const Resource& req,
                                             ResourceIdList* matched) const {
-  bool found = false;
-  auto hit = [&](ResourceId id) {
-    found = true;
-    if (matched) matched->Push(id);
-  };
-  if (req.values[kCpu] > 0 && LessEqualTol(values[kCpu], rr.values[kCpu])) hit(kCpu);
-  if (req.values[kMemory] > 0 && LessEqualTol(values[kMemory], rr.values[kMemory])) hit(kMemory);
-  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
-    if (req.values[id] > 0 && LessEqualTol(values[id], rr.values[id])) hit(id);
-  });
-  return found;
+  return AnyRequested(req, true, matched,
+                      [&](ResourceId id) { return LessEqualTol(values[id], rr.values[id]); });
 }
 
 bool Resource::LessEqualPartlyWithDimensionZeroFiltered(const Resource& rr, const Resource& req,
                                                         ResourceIdList* matched) const {
-  Resource filtered;
-  auto both_zero = [&](ResourceId id) {
-    return values[id] < kMinResource && rr.values[id] < kMinResource;
+  auto not_both_zero = [&](ResourceId id) {
+    return !(values[id] < kMinResource && rr.values[id] < kMinResource);
   };
-  if (req.values[kCpu] > 0 && !both_zero(kCpu)) filtered.values[kCpu] = req.values[kCpu];
-  if (req.values[kMemory] > 0 && !both_zero(kMemory)) filtered.values[kMemory] = req.values[kMemory];
-  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
-    if (req.values[id] > 0 && !both_zero(id)) filtered.Set(id, req.values[id]);
-  });
-  return LessEqualPartlyWithDimension(rr, filtered, matched);
+  return LessEqualPartlyWithDimension(rr, RequestedWhere(req, not_both_zero, not_both_zero),
+                                      matched);
 }
 
 bool Resource::GreaterPartlyWithDimension(const Resource& rr, const Resource& req,
                                           ResourceIdList* greater) const {
-  bool found = false;
-  auto hit = [&](ResourceId id) {
-    found = true;
-    if (greater) greater->Push(id);
-  };
-  if (req.values[kCpu] > 0 && values[kCpu] > rr.values[kCpu]) hit(kCpu);
-  if (req.values[kMemory] > 0 && values[kMemory] > rr.values[kMemory]) hit(kMemory);
-  ForEachBit(req.scalar_mask() & ~kPodsBit, [&](ResourceId id) {
-    if (req.values[id] > 0 && values[id] > rr.values[id]) hit(id);
-  });
-  return found;
+  return AnyRequested(req, true, greater,
+                      [&](ResourceId id) { return values[id] > rr.values[id]; });
 }
 
 bool Resource::GreaterPartlyWithRelevantDimensions(const Resource& rr, const Resource& req,
                                                    ResourceIdList* greater) const {
-  Resource filtered;
-  if (req.values[kCpu] > 0 && !(rr.values[kCpu] < kMinResource))
-    filtered.values[kCpu] = req.values[kCpu];
-  if (req.values[kMemory] > 0 && !(rr.values[kMemory] < kMinResource))
-    filtered.values[kMemory] = req.values[kMemory];
-  ForEachBit(req.scalar_mask(), [&](ResourceId id) {
-    if (req.values[id] > 0 && rr.Has(id)) filtered.Set(id, req.values[id]);
-  });
+  // cpu and memory count where `rr` has some; a scalar where `rr` names it at all.
+  Resource filtered = RequestedWhere(
+      req, [&](ResourceId id) { return !(rr.values[id] < kMinResource); },
+      [&](ResourceId id) { return rr.Has(id); });
   return GreaterPartlyWithDimension(rr, filtered, greater);
 }
 

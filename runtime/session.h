@@ -82,42 +82,23 @@ template <> struct AbiParams<AbiKind::HyperNodeList> {
 template <> struct AbiParams<AbiKind::SubJob> { using type = std::tuple<const SubJob*>; };
 
 template <AbiKind R> struct AbiResult;
-template <> struct AbiResult<AbiKind::Void> { using ret = void; using extra = std::tuple<>; };
-template <> struct AbiResult<AbiKind::Int> { using ret = int32_t; using extra = std::tuple<>; };
-template <> struct AbiResult<AbiKind::Bool> { using ret = bool; using extra = std::tuple<>; };
-template <> struct AbiResult<AbiKind::Vote> { using ret = int32_t; using extra = std::tuple<>; };
-template <> struct AbiResult<AbiKind::Float> {
-  using ret = int32_t;
-  using extra = std::tuple<double*>;
+// A result kind's return type and the out parameters it adds after the inputs.
+template <typename Ret, typename... Extra> struct AbiReturns {
+  using ret = Ret;
+  using extra = std::tuple<Extra...>;
 };
-template <> struct AbiResult<AbiKind::FloatList> {
-  using ret = int32_t;
-  using extra = std::tuple<double*>;
-};
-template <> struct AbiResult<AbiKind::Status> {
-  using ret = int32_t;
-  using extra = std::tuple<KStatusOut*>;
-};
-template <> struct AbiResult<AbiKind::Validation> {
-  using ret = bool;
-  using extra = std::tuple<KStatusOut*>;
-};
-template <> struct AbiResult<AbiKind::NodeOrNone> {
-  using ret = const Node*;
-  using extra = std::tuple<const double*>;
-};
-template <> struct AbiResult<AbiKind::Victims> {
-  using ret = int32_t;
-  using extra = std::tuple<uint8_t*>;
-};
-template <> struct AbiResult<AbiKind::TaskList> {
-  using ret = void;
-  using extra = std::tuple<uint8_t*>;
-};
-template <> struct AbiResult<AbiKind::HyperNodeList> {
-  using ret = void;
-  using extra = std::tuple<uint8_t*>;
-};
+template <> struct AbiResult<AbiKind::Void> : AbiReturns<void> {};
+template <> struct AbiResult<AbiKind::Int> : AbiReturns<int32_t> {};
+template <> struct AbiResult<AbiKind::Bool> : AbiReturns<bool> {};
+template <> struct AbiResult<AbiKind::Vote> : AbiReturns<int32_t> {};
+template <> struct AbiResult<AbiKind::Float> : AbiReturns<int32_t, double*> {};
+template <> struct AbiResult<AbiKind::FloatList> : AbiReturns<int32_t, double*> {};
+template <> struct AbiResult<AbiKind::Status> : AbiReturns<int32_t, KStatusOut*> {};
+template <> struct AbiResult<AbiKind::Validation> : AbiReturns<bool, KStatusOut*> {};
+template <> struct AbiResult<AbiKind::NodeOrNone> : AbiReturns<const Node*, const double*> {};
+template <> struct AbiResult<AbiKind::Victims> : AbiReturns<int32_t, uint8_t*> {};
+template <> struct AbiResult<AbiKind::TaskList> : AbiReturns<void, uint8_t*> {};
+template <> struct AbiResult<AbiKind::HyperNodeList> : AbiReturns<void, uint8_t*> {};
 
 template <typename Ret, typename Tuple> struct MakeFn;
 template <typename Ret, typename... A> struct MakeFn<Ret, std::tuple<A...>> {

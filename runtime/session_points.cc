@@ -10,6 +10,7 @@
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
 #include "runtime/session_dispatch.h"
+#include "runtime/text_util.h"
 
 namespace kiln {
 
@@ -28,14 +29,7 @@ int CompareStr(std::string_view l, std::string_view r) {
 std::optional<int64_t> PodNameIndex(std::string_view name) {
   size_t dashes = std::count(name.begin(), name.end(), '-');
   if (dashes < 2) return std::nullopt;
-  std::string_view suffix = name.substr(name.rfind('-') + 1);
-  if (suffix.empty() || suffix.size() > 18) return std::nullopt;
-  int64_t v = 0;
-  for (char c : suffix) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
+  return ParseDigits(name.substr(name.rfind('-') + 1), 18);
 }
 }  // namespace
 

@@ -155,14 +155,8 @@ void Statement::UnPipeline(Task* t) {
   ssn_->FireDeallocate(t);
 }
 
-void Statement::UnAllocate(Task* t) {
-  ssn_->UnplaceTask(t);
-  if (t->job != nullptr) {
-    if (Status s = ssn_->UpdateTaskStatus(t, TaskStatus::Pending); !s.ok())
-      spdlog::error("failed to restore task {}: {}", t->uid, s.error().message);
-  }
-  ssn_->FireDeallocate(t);
-}
+// An allocation is undone as a pipelining is: the task leaves its node and is pending again.
+void Statement::UnAllocate(Task* t) { UnPipeline(t); }
 
 void Statement::Commit() {
   for (Operation& op : ops_) {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace kiln::server {
 
@@ -176,6 +177,11 @@ bool ConfigWatcher::WaitIdle(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     idle_cv_.wait_for(lock, std::chrono::milliseconds(10));
   }
+}
+
+std::string ParentDir(const std::string& file) {
+  std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  return parent.empty() ? "." : parent.string();
 }
 
 }  // namespace kiln::server

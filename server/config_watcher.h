@@ -101,4 +101,7 @@ class ConfigWatcher {
   bool stopping_ = false;
 };
 
+// The directory to watch for `file`: its parent, "." for a bare file name.
+std::string ParentDir(const std::string& file);
+
 }  // namespace kiln::server

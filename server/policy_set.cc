@@ -16,6 +16,7 @@
 #include "packs/pack.h"
 #include "runtime/file_read.h"
 #include "runtime/scheduler.h"
+#include "server/config_watcher.h"
 
 namespace kiln::server {
 
@@ -322,10 +323,7 @@ std::shared_ptr<const PolicySet> PolicyReloader::Current() const {
 
 std::vector<std::string> PolicyReloader::WatchDirectories() const {
   std::vector<std::string> dirs;
-  if (!sources_.conf_file.empty()) {
-    fs::path parent = fs::path(sources_.conf_file).parent_path();
-    dirs.push_back(parent.empty() ? "." : parent.string());
-  }
+  if (!sources_.conf_file.empty()) dirs.push_back(ParentDir(sources_.conf_file));
   for (const std::string& d : sources_.policy_dirs) dirs.push_back(d);
   if (!sources_.packs_dir.empty()) dirs.push_back(sources_.packs_dir);
   for (const std::string& p : sources_.pack_files) {
@@ -336,8 +334,7 @@ std::vector<std::string> PolicyReloader::WatchDirectories() const {
       for (const auto& entry : fs::recursive_directory_iterator(p, ec))
         if (entry.is_directory()) dirs.push_back(entry.path().string());
     } else {
-      fs::path parent = fs::path(p).parent_path();
-      dirs.push_back(parent.empty() ? "." : parent.string());
+      dirs.push_back(ParentDir(p));
     }
   }
   std::sort(dirs.begin(), dirs.end());
@@ -346,10 +343,6 @@ std::vector<std::string> PolicyReloader::WatchDirectories() const {
 }
 
 namespace {
-std::string ParentDir(const std::string& file) {
-  fs::path parent = fs::path(file).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }

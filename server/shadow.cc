@@ -33,11 +33,6 @@ bool IsPack(const std::string& path) {
          (path.size() > 6 && path.compare(path.size() - 6, 6, ".kpack") == 0);
 }
 
-std::string ParentDir(const std::string& file) {
-  fs::path parent = fs::path(file).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
-
 Json DecisionJson(const ShadowDecision& d) {
   Json j = Json::object();
   j["bind"] = d.bound ? Json(d.bind_node) : Json(nullptr);

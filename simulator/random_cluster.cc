@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "runtime/conf.h"
+#include "runtime/text_util.h"
 
 namespace kiln {
 
@@ -186,16 +187,6 @@ namespace {
 
 const char* PriorityClass(int priority) {
   return priority >= 2 ? "high" : priority == 1 ? "mid" : "low";
-}
-
-void AppendIndented(std::string& out, const std::string& text, const char* indent) {
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out += indent + text.substr(start, end - start) + "\n";
-    start = end + 1;
-  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "compiler/diagnostics.h"
+#include "compiler/host/conf_value_complete.h"
 #include "compiler/host/compiled_policy.h"
 #include "runtime/quantity.h"
 #include "runtime/resource.h"
@@ -16,10 +17,6 @@
 namespace kiln {
 
 namespace {
-
-// clang-16 with libstdc++ 12 fails to instantiate pair<string, ConfValue> (ConfValue::Map) unless
-// ConfValue itself was instantiated first in the translation unit; this does that.
-[[maybe_unused]] void InstantiateConfValue() { ConfValue v; }
 
 struct Layout {
   uint64_t size;

@@ -5,13 +5,11 @@
 #include <iterator>
 #include <variant>
 
+#include "compiler/host/conf_value_complete.h"
+
 namespace kiln {
 
 namespace {
-
-// clang-16 with libstdc++ 12 instantiates pair<string, ConfValue> (ConfValue::Map) only after
-// ConfValue itself was instantiated in the translation unit (as compiler/host/arg_binding.cc).
-[[maybe_unused]] void InstantiateConfValue() { ConfValue v; }
 
 // A written-out form of a conf value in which different values differ: each value is tagged with
 // its kind and lengths prefix strings, so no two arguments maps write the same text.

@@ -88,8 +88,6 @@ namespace {
 
 enum class GangEvictKind { Preempt, Reclaim };
 
-constexpr std::string_view kPreemptableKey = "volcano.sh/preemptable";
-
 struct Bundle {
   bool whole = false;
   Job* job = nullptr;
