@@ -18,6 +18,7 @@
 #include "server/whatif.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/server/server_fixtures.h"
 #include "tests/unit/temp_dir.h"
 
 namespace kiln::server {
@@ -346,6 +347,54 @@ TEST(WhatIf, EvictionsAreTheJobsOwn) {
   EXPECT_EQ(fresh->pipelined, a->pipelined);
 }
 
+// A what-if on a copy whose session model was built ahead (OffPathCluster::spare) answers as one
+// that builds the whole copy with the job in it: for a job placed, one left unplaced (a second
+// session explains it), one refused at enqueue, and a job whose pods join a PodGroup the cluster
+// has. The model is used up; the copy is left as it was.
+TEST(WhatIf, TheModelBuiltAheadAnswersAsABuildOfTheWholeCopy) {
+  auto set = DefaultSet();
+  ASSERT_TRUE(set);
+  const std::vector<std::string> bodies = {
+      std::string(kJob),
+      "kind: Pod\nmetadata: {name: picky, namespace: c1}\n"
+      "spec: {nodeSelector: {disktype: nvme}, containers: [{name: m, resources: {requests: "
+      "{cpu: '1'}}}]}\n",
+      "kind: Pod\nmetadata: {name: huge, namespace: c1}\n"
+      "spec: {containers: [{name: m, resources: {requests: {cpu: '64'}}}]}\n",
+      "kind: Pod\nmetadata: {name: w2, namespace: c1, annotations: {scheduling.k8s.io/group-name: "
+      "waiting}}\nspec: {containers: [{name: m, resources: {requests: {cpu: '1'}}}]}\n"};
+  for (const std::string& body : bodies) {
+    SCOPED_TRACE(body);
+    auto objects = ParseWhatIfObjects(body, false, {});
+    ASSERT_TRUE(objects.ok()) << objects.error().Format();
+    auto fresh = RunWhatIf(TestCluster(), *objects, *set, 0);
+    ASSERT_TRUE(fresh.ok()) << fresh.error().Format();
+    EXPECT_FALSE(fresh->prebuilt);
+
+    OffPathCluster base;
+    base.spec = TestCluster();
+    NormaliseLikeScenario(base.spec);
+    base.warnings = CompleteCluster(base.spec, {});
+    base.spare.emplace(base.spec);
+    const size_t pods = base.spec.pods.size(), groups = base.spec.pod_groups.size();
+    auto a = RunWhatIfOn(base, *objects, *set);
+    ASSERT_TRUE(a.ok()) << a.error().Format();
+    EXPECT_TRUE(a->prebuilt);
+    EXPECT_FALSE(base.spare) << "used up";
+    EXPECT_EQ(WhatIfJson(*a), WhatIfJson(*fresh));
+    EXPECT_EQ(a->session.binds, fresh->session.binds);
+    EXPECT_EQ(a->session.pod_group_phases, fresh->session.pod_group_phases);
+    EXPECT_EQ(a->session.unschedulable, fresh->session.unschedulable);
+    EXPECT_EQ(base.spec.pods.size(), pods);
+    EXPECT_EQ(base.spec.pod_groups.size(), groups);
+    // Without a model ready the same copy answers the same, built whole.
+    auto again = RunWhatIfOn(base, *objects, *set);
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->prebuilt);
+    EXPECT_EQ(WhatIfJson(*again), WhatIfJson(*a));
+  }
+}
+
 // The copy off-path sessions share (server/offpath_snapshot.h): none while nobody asks, one per
 // live session while someone does, taken by the publisher and shared by the requests.
 TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
@@ -374,6 +423,19 @@ TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
   EXPECT_NE(second.get(), first.get());
   EXPECT_EQ(second->after_session, 2);
   EXPECT_EQ(snaps.Current(nullptr).get(), second.get());
+  // The publisher builds its copy's session model once the copy is out; the request's own copy
+  // has none.
+  EXPECT_FALSE(first->spare);
+  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(second->mu);
+    ASSERT_TRUE(second->spare);
+    second->spare.reset();  // a what-if took it
+  }
+  snaps.Replenish();  // the publisher builds it again
+  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == 2; }));
+  std::lock_guard<std::mutex> lock(second->mu);
+  EXPECT_TRUE(second->spare);
 }
 
 TEST(OffPathRunner, RefusesToAnswerForFilesTheLiveSchedulerHasNotLoaded) {
@@ -507,6 +569,12 @@ TEST(OffPathRunner, RunsBesideTheLiveLoop) {
   EXPECT_GT(loop.sessions(), 0);
   EXPECT_GE(loop.sessions(), before);
   EXPECT_FALSE(cluster.what_if_leaked.load()) << "a what-if pod reached the live cluster";
+  // The publisher built each copy's model beside the loop, and what-ifs started from it.
+  const std::string metrics = runner.MetricsText();
+  const std::string prebuilt = "\nkiln_whatif_prebuilt_sessions_total ";
+  auto at = metrics.find(prebuilt);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GE(std::stod(metrics.substr(at + prebuilt.size())), 1.0) << metrics;
   for (const PodSpec& p : cluster.Copy().pods) EXPECT_EQ(p.name.find("train"), std::string::npos);
 }
 
