@@ -188,8 +188,11 @@ std::shared_ptr<OffPathCluster> OffPathSnapshots::Current(double* copy_seconds) 
   auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   last_request_ = start;
-  // A copy asked for after the last session and not yet published: it is the current state.
-  cv_.wait(lock, [this] { return stop_ || (!wanted_ && !copying_); });
+  // A copy being taken after the last session: it is the current state, wait for it. One asked
+  // for that the thread has not started (it is still building a model) is taken here instead:
+  // the request does not wait behind the thread's lower priority for more than one copy.
+  cv_.wait(lock, [this] { return stop_ || !copying_; });
+  wanted_ = false;
   std::shared_ptr<OffPathCluster> latest = latest_;
   bool current = latest && latest->after_session == sessions_ &&
                  start - latest->taken <= options_.max_age;

