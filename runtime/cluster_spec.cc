@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/cluster_extend.h"
 #include "runtime/shared_value.h"
 #include "runtime/yaml_util.h"
 
@@ -337,10 +338,36 @@ std::shared_ptr<const NumaTopology> NumaTopologyOf(const NumatopologySpec& nt) {
   return topo;
 }
 
+// A PodGroup's job, as Link will resolve it.
+void FillJob(Job& j, const PodGroupSpec& gs) {
+  j.uid = gs.Uid();
+  j.name = gs.name;
+  j.namespace_ = gs.namespace_;
+  j.queue_name = gs.queue;
+  j.priority_class_name = gs.priority_class_name;
+  j.min_available = gs.min_member;
+  j.phase = gs.phase;
+  j.annotations = gs.annotations;
+  j.labels = gs.labels;
+  j.creation_time = gs.creation_time;
+  j.conditions = gs.conditions;
+  j.has_min_resources = gs.min_resources.has_value();
+  if (gs.min_resources) j.min_resources = *gs.min_resources;
+  for (const auto& [role, min] : gs.min_task_member) {
+    j.task_min_available[role] = min;
+    j.task_min_available_total += min;
+  }
+  // PodGroup preemptable: annotation then label, default false (§3.2).
+  if (const std::string* v = AnnotationOrLabel(gs.annotations, gs.labels, kPreemptableKey))
+    j.preemptable = yaml::ParseGoBool(*v).value_or(false);
+  j.network_topology = gs.network_topology;
+  j.sub_group_policy = gs.sub_group_policy;
+}
+
 }  // namespace
 
-Result<Cluster> BuildCluster(const ClusterSpec& c) {
-  Cluster cluster;
+PartialCluster::PartialCluster(const ClusterSpec& c) {
+  Cluster& cluster = cluster_;
   for (const auto& pc : c.priority_classes) {
     PriorityClass& p = cluster.NewPriorityClass();
     p.name = pc.name;
@@ -391,99 +418,117 @@ Result<Cluster> BuildCluster(const ClusterSpec& c) {
       n.metrics_time = ns.usage->metrics_time;
     }
   }
+  // The PodGroups before the first implicit one are jobs of the model now; the rest wait in
+  // later_jobs_ so that Finish can put added PodGroups between them as BuildCluster would.
+  groups_.reserve(c.pod_groups.size());
+  nodes_.reserve(c.nodes.size());
   for (const auto& gs : c.pod_groups) {
-    Job& j = cluster.NewJob();
-    j.uid = gs.Uid();
-    j.name = gs.name;
-    j.namespace_ = gs.namespace_;
-    j.queue_name = gs.queue;
-    j.priority_class_name = gs.priority_class_name;
-    j.min_available = gs.min_member;
-    j.phase = gs.phase;
-    j.annotations = gs.annotations;
-    j.labels = gs.labels;
-    j.creation_time = gs.creation_time;
-    j.conditions = gs.conditions;
-    j.has_min_resources = gs.min_resources.has_value();
-    if (gs.min_resources) j.min_resources = *gs.min_resources;
-    for (const auto& [role, min] : gs.min_task_member) {
-      j.task_min_available[role] = min;
-      j.task_min_available_total += min;
-    }
-    // PodGroup preemptable: annotation then label, default false (§3.2).
-    if (const std::string* v = AnnotationOrLabel(gs.annotations, gs.labels, kPreemptableKey))
-      j.preemptable = yaml::ParseGoBool(*v).value_or(false);
-    j.network_topology = gs.network_topology;
-    j.sub_group_policy = gs.sub_group_policy;
+    groups_.insert(gs.Uid());
+    const bool later = gs.implicit || !later_jobs_.empty();
+    Job& j = later ? later_jobs_.emplace_back() : cluster.NewJob();
+    FillJob(j, gs);
   }
-  // Pods that are no task of the session still use their nodes (§7.2-7.4). Link drops a job whose
-  // queue does not exist together with its tasks but keeps those tasks on their nodes, so such
-  // pods hang off a job with no queue: their own missing PodGroup's uid (Volcano's cache keeps a
-  // job without a PodGroup, the snapshot skips it), or one shared job for other schedulers' pods.
-  std::unordered_set<std::string> groups, nodes, dropped_jobs;
-  groups.reserve(c.pod_groups.size());
-  nodes.reserve(c.nodes.size());
-  for (const auto& gs : c.pod_groups) groups.insert(gs.Uid());
-  for (const auto& ns : c.nodes) nodes.insert(ns.name);
-  auto dropped_job = [&](const std::string& uid) {
-    if (!dropped_jobs.insert(uid).second) return;
-    Job& j = cluster.NewJob();
-    j.uid = uid;
-    j.queue_name.clear();  // no queue: Link drops the job
-  };
-  for (const auto& ps : c.pods) {
-    const bool no_group = !ps.foreign && !groups.count(ps.JobUid());
-    if ((ps.foreign || no_group) &&
-        (ps.node.empty() || CompletedStatus(TaskStatusOf(ps)) || !nodes.count(ps.node)))
-      continue;  // not in the session and on no node: nothing to see
-    Task& t = cluster.NewTask();
-    t.uid = ps.Uid();
-    t.name = ps.name;
-    t.namespace_ = ps.namespace_;
-    t.job_uid = ps.foreign ? std::string() : ps.JobUid();
-    if (ps.foreign || no_group) dropped_job(t.job_uid);
-    t.status = TaskStatusOf(ps);
-    // Terminated pods hold no node resources: Volcano's cache adds only non-terminated tasks to
-    // their node. A node that does not exist is not in the snapshot: the pod uses nothing.
-    if (!CompletedStatus(t.status) && nodes.count(ps.node)) t.node_name = ps.node;
-    t.role = ps.task;
-    if (t.role.empty())
-      if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kTaskSpecKey)) t.role = *v;
-    // pod.spec.priority, or 1 when nil; the task-priority annotation overrides it.
-    t.priority = ps.priority.value_or(1);
-    if (auto it = ps.annotations.find(kTaskPriorityKey); it != ps.annotations.end())
-      if (auto p = yaml::ParseIntText(it->second)) t.priority = *p;
-    t.preemption_policy = ps.preemption_policy.value_or(PreemptionPolicy::PreemptLowerPriority);
-    if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kPreemptableKey))
-      t.preemptable = yaml::ParseGoBool(*v).value_or(true);
-    t.deleting = ps.deleting;
-    t.nominated_node_name = ps.nominated_node;
-    t.creation_time = ps.creation_time;
-    t.scheduled_at = ps.scheduled_at;
-    t.priority_class_name = ps.priority_class_name;
-    t.shape = ShapeOf(ps);
-    // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
-    t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
-    t.SetRequests(ps.requests);
-    t.qos_guaranteed = QosGuaranteed(ps);
-  }
+  made_jobs_ = later_jobs_.size();
+  for (const auto& ns : c.nodes) nodes_.insert(ns.name);
+  for (const auto& ps : c.pods) AddTask(ps);
   // PDBs and ResourceQuotas are plain cluster facts the pdb and resourcequota policies read.
   for (const auto& p : c.pdbs) cluster.NewPdb() = p;
   for (const auto& q : c.resource_quotas) cluster.NewResourceQuota() = q;
-  if (Status s = cluster.Link(); !s) return s.error();
   // Numatopologies by node name; one naming no node is ignored, as Volcano's cache keeps it
   // aside until the node appears.
   for (const auto& nt : c.numatopologies)
-    for (Node* n : cluster.nodes())
-      if (n->name == nt.name) n->numa = NumaTopologyOf(nt);
-  // HyperNodes over the linked nodes (CompleteCluster reported what does not resolve).
-  if (!c.hyper_nodes.empty()) {
-    std::vector<HyperNodeTree::NodeRef> refs;
-    refs.reserve(cluster.nodes().size());
-    for (Node* n : cluster.nodes()) refs.push_back({n->name, &n->labels, n});
-    cluster.set_hyper_nodes(HyperNodeTree::Resolve(c.hyper_nodes, refs, nullptr));
-  }
-  return cluster;
+    if (nodes_.count(nt.name)) numa_.emplace_back(nt.name, NumaTopologyOf(nt));
+  hyper_nodes_ = c.hyper_nodes;
 }
+
+// Pods that are no task of the session still use their nodes (§7.2-7.4). Link drops a job whose
+// queue does not exist together with its tasks but keeps those tasks on their nodes, so such
+// pods hang off a job with no queue: their own missing PodGroup's uid (Volcano's cache keeps a
+// job without a PodGroup, the snapshot skips it), or one shared job for other schedulers' pods.
+void PartialCluster::AddTask(const PodSpec& ps) {
+  const bool no_group = !ps.foreign && !groups_.count(ps.JobUid());
+  if (no_group) missing_groups_.insert(ps.JobUid());
+  if ((ps.foreign || no_group) &&
+      (ps.node.empty() || CompletedStatus(TaskStatusOf(ps)) || !nodes_.count(ps.node)))
+    return;  // not in the session and on no node: nothing to see
+  Task& t = cluster_.NewTask();
+  t.uid = ps.Uid();
+  t.name = ps.name;
+  t.namespace_ = ps.namespace_;
+  t.job_uid = ps.foreign ? std::string() : ps.JobUid();
+  if ((ps.foreign || no_group) && dropped_jobs_.insert(t.job_uid).second) {
+    Job& j = later_jobs_.emplace_back();
+    j.uid = t.job_uid;
+    j.queue_name.clear();  // no queue: Link drops the job
+  }
+  t.status = TaskStatusOf(ps);
+  // Terminated pods hold no node resources: Volcano's cache adds only non-terminated tasks to
+  // their node. A node that does not exist is not in the snapshot: the pod uses nothing.
+  if (!CompletedStatus(t.status) && nodes_.count(ps.node)) t.node_name = ps.node;
+  t.role = ps.task;
+  if (t.role.empty())
+    if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kTaskSpecKey))
+      t.role = *v;
+  // pod.spec.priority, or 1 when nil; the task-priority annotation overrides it.
+  t.priority = ps.priority.value_or(1);
+  if (auto it = ps.annotations.find(kTaskPriorityKey); it != ps.annotations.end())
+    if (auto p = yaml::ParseIntText(it->second)) t.priority = *p;
+  t.preemption_policy = ps.preemption_policy.value_or(PreemptionPolicy::PreemptLowerPriority);
+  if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kPreemptableKey))
+    t.preemptable = yaml::ParseGoBool(*v).value_or(true);
+  t.deleting = ps.deleting;
+  t.nominated_node_name = ps.nominated_node;
+  t.creation_time = ps.creation_time;
+  t.scheduled_at = ps.scheduled_at;
+  t.priority_class_name = ps.priority_class_name;
+  t.shape = ShapeOf(ps);
+  // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
+  t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
+  t.SetRequests(ps.requests);
+  t.qos_guaranteed = QosGuaranteed(ps);
+}
+
+bool PartialCluster::CanAdd(const std::vector<PodGroupSpec>& groups) const {
+  for (const PodGroupSpec& g : groups)
+    if (missing_groups_.count(g.Uid())) return false;
+  return true;
+}
+
+Result<Cluster> PartialCluster::Finish(const std::vector<PodGroupSpec>& groups,
+                                       const std::vector<PodSpec>& pods) && {
+  if (!CanAdd(groups))
+    return Error{
+        "the added PodGroups include one that pods of the cluster name while it lacks "
+        "it: build the cluster whole",
+        {}};
+  // BuildCluster's job order: the named PodGroups (the spec's, then the added), the implicit
+  // ones (the same), then the dropped jobs.
+  for (const PodGroupSpec& g : groups) {
+    if (!g.implicit) FillJob(cluster_.NewJob(), g);
+    groups_.insert(g.Uid());
+  }
+  for (size_t i = 0; i < made_jobs_; ++i) cluster_.NewJob() = std::move(later_jobs_[i]);
+  for (const PodGroupSpec& g : groups)
+    if (g.implicit) FillJob(cluster_.NewJob(), g);
+  for (size_t i = made_jobs_; i < later_jobs_.size(); ++i)
+    cluster_.NewJob() = std::move(later_jobs_[i]);
+  later_jobs_.clear();
+  for (const PodSpec& p : pods) AddTask(p);
+  // AddTask may have made a dropped job for an added pod: it goes last, as in BuildCluster.
+  for (Job& j : later_jobs_) cluster_.NewJob() = std::move(j);
+  if (Status s = cluster_.Link(); !s) return s.error();
+  for (const auto& [name, topo] : numa_)
+    if (Node* n = cluster_.FindNode(name)) n->numa = topo;
+  // HyperNodes over the linked nodes (CompleteCluster reported what does not resolve).
+  if (!hyper_nodes_.empty()) {
+    std::vector<HyperNodeTree::NodeRef> refs;
+    refs.reserve(cluster_.nodes().size());
+    for (Node* n : cluster_.nodes()) refs.push_back({n->name, &n->labels, n});
+    cluster_.set_hyper_nodes(HyperNodeTree::Resolve(hyper_nodes_, refs, nullptr));
+  }
+  return std::move(cluster_);
+}
+
+Result<Cluster> BuildCluster(const ClusterSpec& c) { return PartialCluster(c).Finish({}, {}); }
 
 }  // namespace kiln

@@ -122,6 +122,23 @@ std::shared_ptr<OffPathCluster> OffPathSnapshots::Take(int64_t after_session) {
   return out;
 }
 
+void OffPathSnapshots::BuildSpare(OffPathCluster& copy) {
+  if (!options_.spare) return;
+  {
+    std::lock_guard<std::mutex> lock(copy.mu);
+    if (copy.spare) return;
+    copy.spare.emplace(copy.spec);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++spares_;
+}
+
+void OffPathSnapshots::Replenish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  replenish_ = true;
+  cv_.notify_all();
+}
+
 void OffPathSnapshots::SessionDone() {
   std::lock_guard<std::mutex> lock(mu_);
   ++sessions_;
@@ -138,18 +155,32 @@ void OffPathSnapshots::ThreadMain() {
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), options_.nice);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || wanted_; });
+    cv_.wait(lock, [this] { return stop_ || wanted_ || replenish_; });
     if (stop_) return;
+    if (!wanted_) {
+      // A request took the latest copy's model: build it again while the copy is current.
+      replenish_ = false;
+      std::shared_ptr<OffPathCluster> latest = latest_;
+      lock.unlock();
+      if (latest) BuildSpare(*latest);
+      lock.lock();
+      continue;
+    }
     wanted_ = false;
+    replenish_ = false;  // the new copy gets its model below
     copying_ = true;
     int64_t after = sessions_;
     lock.unlock();
     std::shared_ptr<OffPathCluster> copy = Take(after);
     lock.lock();
     copy->sequence = ++sequence_;
-    if (!latest_ || latest_->taken < copy->taken) latest_ = std::move(copy);
+    if (!latest_ || latest_->taken < copy->taken) latest_ = copy;
     copying_ = false;
     cv_.notify_all();
+    // Published first: a request does not wait for the model (it builds its own meanwhile).
+    lock.unlock();
+    BuildSpare(*copy);
+    lock.lock();
   }
 }
 
@@ -157,15 +188,18 @@ std::shared_ptr<OffPathCluster> OffPathSnapshots::Current(double* copy_seconds) 
   auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   last_request_ = start;
-  // A copy asked for after the last session and not yet published: it is the current state.
-  cv_.wait(lock, [this] { return stop_ || (!wanted_ && !copying_); });
+  // A copy being taken after the last session: it is the current state, wait for it. One asked
+  // for that the thread has not started (it is still building a model) is taken here instead:
+  // the request does not wait behind the thread's lower priority for more than one copy.
+  cv_.wait(lock, [this] { return stop_ || !copying_; });
+  wanted_ = false;
   std::shared_ptr<OffPathCluster> latest = latest_;
   bool current = latest && latest->after_session == sessions_ &&
                  start - latest->taken <= options_.max_age;
   if (!current) {
     int64_t after = sessions_;
     lock.unlock();
-    latest = Take(after);
+    latest = Take(after);  // the request builds its model; Replenish has the next one built
     lock.lock();
     latest->sequence = ++sequence_;
     // A newer one may have been published meanwhile: keep whichever was taken later.
@@ -180,6 +214,11 @@ std::shared_ptr<OffPathCluster> OffPathSnapshots::Current(double* copy_seconds) 
 uint64_t OffPathSnapshots::copies() const {
   std::lock_guard<std::mutex> lock(mu_);
   return sequence_;
+}
+
+uint64_t OffPathSnapshots::spares() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spares_;
 }
 
 }  // namespace kiln::server

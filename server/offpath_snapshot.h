@@ -10,14 +10,20 @@
 //      (NormaliseLikeScenario) and completes it (CompleteCluster), and publishes it;
 //   3. a request takes the latest copy: the one taken after the last live session. When that
 //      copy is still being taken, the request waits for it (at most one copy); when there is
-//      none, or it is older than `max_age` (no session ran since: a standby replica, a loop
-//      that has not started), the request takes one itself, on its own thread.
+//      none, the thread has not started it yet, or it is older than `max_age` (no session ran
+//      since: a standby replica, a loop that has not started), the request takes one itself, on
+//      its own thread.
 // Copies are taken only while someone asks: after `demand` without a request the publisher stops
 // copying, and the next request takes its own copy first. A server nobody asks pays nothing.
 //
-// A published copy is shared, never copied again: a what-if appends its job's objects to it,
-// runs, and removes them (OffPathExtension), which is safe because one off-path session
-// runs at a time (OffPathRunner's gate) and the publisher never touches a published copy.
+// A published copy is shared, never copied again. Once it is published the publisher builds its
+// session model ahead of the request (OffPathCluster::spare, runtime/cluster_extend.h): a what-if
+// takes it, adds only its job's objects and links it, instead of building every task again, and
+// after the what-if (Replenish) the publisher builds the next one. A request never waits for that
+// model: while it is being built the request builds its own from the copy. When a what-if needs
+// the copy itself with its job's objects in it (a session run again to explain), it appends them,
+// runs, and removes them (OffPathExtension), which is safe because one off-path session runs at a
+// time (OffPathRunner's gate) and the publisher reads a published copy only under its `mu`.
 
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +38,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "runtime/cluster_extend.h"
 #include "runtime/cluster_spec.h"
 
 namespace kiln::server {
@@ -57,6 +64,11 @@ struct OffPathCluster {
   // The keys of its pods and PodGroups, which a what-if's objects must not reuse: built by the
   // first what-if on this copy (the holder of the gate), read by the next ones.
   std::optional<std::unordered_set<std::string>> pod_keys, group_uids;
+  // The session model of `spec`, built ahead by the publisher (none on a copy a request took
+  // itself, until Replenish); a what-if takes it. `mu` is held while the publisher builds it and
+  // while a what-if's objects are in `spec`, so that the two never overlap.
+  std::mutex mu;
+  std::optional<PartialCluster> spare;
 };
 
 // Completed objects appended to a completed cluster for the length of one session, and removed
@@ -86,6 +98,7 @@ class OffPathSnapshots {
     std::chrono::nanoseconds max_age = std::chrono::seconds(3);
     std::chrono::nanoseconds demand = std::chrono::minutes(5);
     int nice = 10;  // the publisher thread's niceness
+    bool spare = true;  // build each copy's session model ahead (OffPathCluster::spare)
   };
   OffPathSnapshots(std::function<ClusterSpec(TimeNs)> spec_at, std::function<TimeNs()> clock,
                    Options options);
@@ -98,10 +111,15 @@ class OffPathSnapshots {
   // A request: the copy to run on (see the header). `copy_seconds`: time this call spent taking
   // or waiting for a copy (0 when the published one was current).
   std::shared_ptr<OffPathCluster> Current(double* copy_seconds);
+  // A request, after its what-if: the publisher builds the latest copy's model again when it was
+  // taken (or the copy was the request's own), off the request's path.
+  void Replenish();
   uint64_t copies() const;
+  uint64_t spares() const;  // session models built ahead so far
 
  private:
   std::shared_ptr<OffPathCluster> Take(int64_t after_session);
+  void BuildSpare(OffPathCluster& copy);
   void ThreadMain();
 
   std::function<ClusterSpec(TimeNs)> spec_at_;
@@ -113,6 +131,8 @@ class OffPathSnapshots {
   int64_t sessions_ = 0;       // SessionDone calls
   bool wanted_ = false;        // a copy is asked for and not yet taken
   bool copying_ = false;       // the thread is taking one
+  bool replenish_ = false;     // a request took the latest copy's model
+  uint64_t spares_ = 0;
   bool stop_ = false;
   uint64_t sequence_ = 0;
   std::chrono::steady_clock::time_point last_request_{};

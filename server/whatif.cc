@@ -338,11 +338,8 @@ struct Explained {
 
 // One session on `cluster`. With `record`, the explanation of `pods` as the actions decided them
 // (and of every job and queue); `job`: the job whose place in its queue's order is wanted.
-Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string> pods,
-                               const PolicySet& set, TimeNs now, bool record,
-                               const std::string& job = {}) {
-  auto built = BuildCluster(cluster);
-  if (!built) return built.error();
+Result<Explained> RunExplained(Cluster built, std::set<std::string> pods, const PolicySet& set,
+                               TimeNs now, bool record, const std::string& job = {}) {
   // An empty set would record every pod: a key no pod has records none.
   if (pods.empty()) pods.insert(std::string(1, '\0'));
   ExplainRecorder recorder(std::move(pods));
@@ -365,12 +362,44 @@ Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string>
         if (j != mine && j->queue == mine->queue && ssn.JobLess(j, mine)) ++out.queue_position;
     }
   };
-  auto result = RunSession(std::move(*built), set.conf, set.registry, now, 0, &hooks);
+  auto result = RunSession(std::move(built), set.conf, set.registry, now, 0, &hooks);
   if (!result) return result.error();
   if (record) recorder.ApplyResults(*result);
   out.result = std::move(*result);
   if (record) out.explanation = std::move(recorder.explanation());
   return out;
+}
+
+Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string> pods,
+                               const PolicySet& set, TimeNs now, bool record,
+                               const std::string& job = {}) {
+  auto built = BuildCluster(cluster);
+  if (!built) return built.error();
+  return RunExplained(std::move(*built), std::move(pods), set, now, record, job);
+}
+
+// The session model of the copy with the job's objects added: the one the publisher built ahead
+// (OffPathCluster::spare) when it is there and free, which is used up (Replenish has the next one
+// built), else one built now from the copy, without waiting for the publisher (it runs at a lower
+// priority, and the request would wait on it behind everything else the machine runs). None when
+// the model cannot take the objects (PartialCluster::CanAdd): the caller builds the copy with them.
+std::optional<Cluster> ModelWithJob(OffPathCluster& base, const std::vector<PodGroupSpec>& groups,
+                                    const std::vector<PodSpec>& pods, bool* prebuilt) {
+  std::optional<PartialCluster> part;
+  {
+    std::unique_lock<std::mutex> lock(base.mu, std::try_to_lock);
+    if (lock.owns_lock() && base.spare) {
+      part.emplace(std::move(*base.spare));
+      base.spare.reset();
+      *prebuilt = true;
+    }
+  }
+  if (!part) part.emplace(base.spec);  // a read, as the publisher's: no lock needed
+  if (!part->CanAdd(groups)) return std::nullopt;
+  auto built = std::move(*part).Finish(groups, pods);
+  // Finish fails where BuildCluster would (a duplicate name): the build from the copy says why.
+  if (!built) return std::nullopt;
+  return std::move(*built);
 }
 
 }  // namespace
@@ -405,12 +434,23 @@ Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& obje
   std::set<std::string> added;
   for (const PodSpec& p : pods) added.insert(p.Key());
   a.job = objects.group ? objects.group->Uid() : (pods.empty() ? std::string() : pods.front().JobUid());
-  // The job's objects are in base.spec until `extension` ends (the end of this block).
+  // The copy with the job's objects in it, made when a session needs it as a ClusterSpec: they
+  // stay in base.spec (under base.mu, which keeps the publisher from reading it meanwhile) until
+  // `extension` ends.
+  std::unique_lock<std::mutex> spec_lock(base.mu, std::defer_lock);
   std::optional<OffPathExtension> extension;
-  extension.emplace(base.spec, std::move(groups), std::move(pods));
-  const ClusterSpec& cluster = base.spec;
+  auto with_job = [&]() -> const ClusterSpec& {
+    if (!extension) {
+      spec_lock.lock();
+      extension.emplace(base.spec, groups, pods);
+    }
+    return base.spec;
+  };
   // The session as the scheduler would run it, unobserved but for the job's queue position.
-  auto ran = RunExplained(cluster, {}, set, now, /*record=*/false, a.job);
+  std::optional<Cluster> model = ModelWithJob(base, groups, pods, &a.prebuilt);
+  auto ran = model ? RunExplained(std::move(*model), {}, set, now, /*record=*/false, a.job)
+                   : RunExplained(with_job(), {}, set, now, /*record=*/false, a.job);
+  model.reset();
   if (!ran) return ran.error();
   a.session = std::move(ran->result);
   a.queue_position = ran->queue_position;
@@ -440,7 +480,7 @@ Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& obje
       a.admission_code = refusal->second.code;
     if (a.admission_code.empty()) a.admission_code = "EnqueueRejected";
     std::vector<std::string> refusing =
-        RefusingPlugins(cluster, set, now, a.job, ran->enqueue_voters);
+        RefusingPlugins(with_job(), set, now, a.job, ran->enqueue_voters);
     a.admission_plugin = fmt::format("{}", fmt::join(refusing, ","));
     a.admission_message =
         refusing.empty()
@@ -462,7 +502,7 @@ Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& obje
     if (!a.placements.count(pod) && !a.pipelined.count(pod)) unplaced.insert(pod);
   std::map<std::string, std::vector<WhatIfReason>> explained;
   if (a.admitted && !unplaced.empty()) {
-    auto again = RunExplained(cluster, unplaced, set, now, /*record=*/true);
+    auto again = RunExplained(with_job(), unplaced, set, now, /*record=*/true);
     if (!again) return again.error();
     for (const TaskExplain& t : again->explanation.tasks) explained[t.key] = ReasonsOf(t);
   }
@@ -481,6 +521,7 @@ Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& obje
     if (out.empty()) out.push_back({"Unspecified", "no action considered the pod in this session"});
   }
   extension.reset();
+  if (spec_lock.owns_lock()) spec_lock.unlock();
 
   // The job's evictions: those the same session without it does not make. The session without
   // the job is run only when there is something to tell apart, once per copy and configuration.
@@ -519,6 +560,12 @@ struct OffPathRunner::Stats {
       prometheus::BuildCounter()
           .Name("kiln_whatif_policy_faults_total")
           .Help("Policy faults in off-path sessions (not counted with the live ones).")
+          .Register(registry)
+          .Add({});
+  prometheus::Counter& prebuilt =
+      prometheus::BuildCounter()
+          .Name("kiln_whatif_prebuilt_sessions_total")
+          .Help("What-if sessions that started from a session model built ahead of the request.")
           .Register(registry)
           .Add({});
   // 5 ms to about 20 s, doubling.
@@ -631,8 +678,10 @@ OffPathRunner::Reply OffPathRunner::WhatIf(std::string_view body, std::string_vi
   auto start = std::chrono::steady_clock::now();
   auto answer = RunWhatIfOn(*base, *objects, **set);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  snapshots_->Replenish();  // the next model, built off this request's path
   if (!answer) return Count("whatif", JsonError(500, answer.error().Format()));
   stats_->faults.Increment(static_cast<double>(answer->session.faults.size()));
+  if (answer->prebuilt) stats_->prebuilt.Increment();
   stats_->session_seconds.Observe(secs);
   Reply r;
   r.body = WhatIfJson(*answer);

@@ -13,7 +13,8 @@
 //     the scenario writer and loader normalise it, so that `kiln simulate` on `kiln snapshot`
 //     output with the same objects added decides the same; taking it is the only moment it holds
 //     the binding's lock. The copy is taken after each live session on a thread of its own while
-//     requests come (server/offpath_snapshot.h), so a request usually finds it ready;
+//     requests come, and its session model built ahead there (server/offpath_snapshot.h), so a
+//     request usually finds both ready and adds only its job to the model;
 //   * it never writes anything: its SessionResult goes to the caller only;
 //   * one runs at a time: a second request meanwhile is refused at once (Busy), never queued
 //     behind it; inputs are bounded (WhatIfLimits).
@@ -86,19 +87,23 @@ struct WhatIfAnswer {
   int queue_position = 0;  // 1-based, among the jobs of the job's queue in the session's order
   std::map<std::string, std::vector<WhatIfReason>> reasons;  // added pods not placed
   SessionResult session;  // the whole session, for tests and logs
+  // The session started from the copy's model built ahead (OffPathCluster::spare), not from a
+  // build of the whole copy.
+  bool prebuilt = false;
 };
 // The answer as the JSON contract spells it (docs/serve.md, "POST /whatif").
 std::string WhatIfJson(const WhatIfAnswer& a);
 
 // Runs the what-if on `base` (a snapshot normalised and completed at base.now, as
 // OffPathSnapshots publishes it): adds `objects` (completing only them), runs the session with
-// `set`, answers, and leaves base.spec as it was. Only when some of the pods are left unplaced is
-// the same session run again with those pods' explanation recorded (their reasons); only when
-// the job is not admitted is each enqueue voter asked alone (an enqueue-only session each) to
-// name who refused it; only when the session evicts someone is the session without the job run
-// (once per copy and configuration: base.baseline_evictions) to tell the job's evictions from
-// those the scheduler makes anyway. Errors: the objects collide with the cluster's (a pod or
-// PodGroup that already exists), or a session could not run.
+// `set`, answers, and leaves base.spec as it was. The session starts from base.spare when it is
+// there (and uses it up): only the job's objects are added to that model. Only when some of the
+// pods are left unplaced is the same session run again with those pods' explanation recorded (their
+// reasons); only when the job is not admitted is each enqueue voter asked alone (an enqueue-only
+// session each) to name who refused it; only when the session evicts someone is the session without
+// the job run (once per copy and configuration: base.baseline_evictions) to tell the job's
+// evictions from those the scheduler makes anyway. Errors: the objects collide with the cluster's
+// (a pod or PodGroup that already exists), or a session could not run.
 Result<WhatIfAnswer> RunWhatIfOn(OffPathCluster& base, const WhatIfObjects& objects,
                                  const PolicySet& set);
 // The same on a snapshot copy (normalised, not yet completed) at `now`.
@@ -135,6 +140,7 @@ class OffPathRunner {
   void SessionDone();
 
   // Prometheus text: kiln_whatif_requests_total{endpoint,outcome}, kiln_whatif_policy_faults_total,
+  // kiln_whatif_prebuilt_sessions_total (what-ifs that found the copy's model built ahead),
   // kiln_whatif_session_seconds (histogram: the sessions and the answer) and
   // kiln_whatif_snapshot_seconds (histogram: the time a request spent taking or waiting for a
   // snapshot copy; 0 when the copy published after the last live session was current).

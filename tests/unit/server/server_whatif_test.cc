@@ -18,6 +18,7 @@
 #include "server/whatif.h"
 #include "simulator/scenario.h"
 #include "simulator/simulator.h"
+#include "tests/unit/server/server_fixtures.h"
 #include "tests/unit/temp_dir.h"
 
 namespace kiln::server {
@@ -346,6 +347,54 @@ TEST(WhatIf, EvictionsAreTheJobsOwn) {
   EXPECT_EQ(fresh->pipelined, a->pipelined);
 }
 
+// A what-if on a copy whose session model was built ahead (OffPathCluster::spare) answers as one
+// that builds the whole copy with the job in it: for a job placed, one left unplaced (a second
+// session explains it), one refused at enqueue, and a job whose pods join a PodGroup the cluster
+// has. The model is used up; the copy is left as it was.
+TEST(WhatIf, TheModelBuiltAheadAnswersAsABuildOfTheWholeCopy) {
+  auto set = DefaultSet();
+  ASSERT_TRUE(set);
+  const std::vector<std::string> bodies = {
+      std::string(kJob),
+      "kind: Pod\nmetadata: {name: picky, namespace: c1}\n"
+      "spec: {nodeSelector: {disktype: nvme}, containers: [{name: m, resources: {requests: "
+      "{cpu: '1'}}}]}\n",
+      "kind: Pod\nmetadata: {name: huge, namespace: c1}\n"
+      "spec: {containers: [{name: m, resources: {requests: {cpu: '64'}}}]}\n",
+      "kind: Pod\nmetadata: {name: w2, namespace: c1, annotations: {scheduling.k8s.io/group-name: "
+      "waiting}}\nspec: {containers: [{name: m, resources: {requests: {cpu: '1'}}}]}\n"};
+  for (const std::string& body : bodies) {
+    SCOPED_TRACE(body);
+    auto objects = ParseWhatIfObjects(body, false, {});
+    ASSERT_TRUE(objects.ok()) << objects.error().Format();
+    auto fresh = RunWhatIf(TestCluster(), *objects, *set, 0);
+    ASSERT_TRUE(fresh.ok()) << fresh.error().Format();
+    EXPECT_FALSE(fresh->prebuilt);
+
+    OffPathCluster base;
+    base.spec = TestCluster();
+    NormaliseLikeScenario(base.spec);
+    base.warnings = CompleteCluster(base.spec, {});
+    base.spare.emplace(base.spec);
+    const size_t pods = base.spec.pods.size(), groups = base.spec.pod_groups.size();
+    auto a = RunWhatIfOn(base, *objects, *set);
+    ASSERT_TRUE(a.ok()) << a.error().Format();
+    EXPECT_TRUE(a->prebuilt);
+    EXPECT_FALSE(base.spare) << "used up";
+    EXPECT_EQ(WhatIfJson(*a), WhatIfJson(*fresh));
+    EXPECT_EQ(a->session.binds, fresh->session.binds);
+    EXPECT_EQ(a->session.pod_group_phases, fresh->session.pod_group_phases);
+    EXPECT_EQ(a->session.unschedulable, fresh->session.unschedulable);
+    EXPECT_EQ(base.spec.pods.size(), pods);
+    EXPECT_EQ(base.spec.pod_groups.size(), groups);
+    // Without a model ready the same copy answers the same, built whole.
+    auto again = RunWhatIfOn(base, *objects, *set);
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->prebuilt);
+    EXPECT_EQ(WhatIfJson(*again), WhatIfJson(*a));
+  }
+}
+
 // The copy off-path sessions share (server/offpath_snapshot.h): none while nobody asks, one per
 // live session while someone does, taken by the publisher and shared by the requests.
 TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
@@ -374,6 +423,24 @@ TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
   EXPECT_NE(second.get(), first.get());
   EXPECT_EQ(second->after_session, 2);
   EXPECT_EQ(snaps.Current(nullptr).get(), second.get());
+  // The session model is built off the request's path: after the thread published a copy, or
+  // after a what-if took the model (Replenish). The request's own first copy has none.
+  EXPECT_FALSE(first->spare);
+  auto has_model = [&] {
+    std::lock_guard<std::mutex> lock(second->mu);
+    return second->spare.has_value();
+  };
+  snaps.Replenish();
+  EXPECT_TRUE(fixtures::WaitFor(has_model));
+  const uint64_t built = snaps.spares();
+  EXPECT_GE(built, 1u);
+  {
+    std::lock_guard<std::mutex> lock(second->mu);
+    second->spare.reset();  // a what-if took it
+  }
+  snaps.Replenish();  // the publisher builds it again
+  EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == built + 1; }));
+  EXPECT_TRUE(has_model());
 }
 
 TEST(OffPathRunner, RefusesToAnswerForFilesTheLiveSchedulerHasNotLoaded) {
@@ -507,6 +574,8 @@ TEST(OffPathRunner, RunsBesideTheLiveLoop) {
   EXPECT_GT(loop.sessions(), 0);
   EXPECT_GE(loop.sessions(), before);
   EXPECT_FALSE(cluster.what_if_leaked.load()) << "a what-if pod reached the live cluster";
+  // Models were built beside the loop (by the publisher, or by requests that did not wait).
+  EXPECT_NE(runner.MetricsText().find("\nkiln_whatif_prebuilt_sessions_total "), std::string::npos);
   for (const PodSpec& p : cluster.Copy().pods) EXPECT_EQ(p.name.find("train"), std::string::npos);
 }
 

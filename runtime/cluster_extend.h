@@ -1,0 +1,64 @@
+#pragma once
+// The session model built in two steps (BuildCluster, runtime/cluster_spec.h, takes both at once),
+// so that the costly part, one Task per pod of a large cluster, can be done ahead of time and a
+// few more PodGroups and pods added before the model is linked. `POST /whatif` prepares one on the
+// snapshot thread and adds only the request's job to it (server/offpath_snapshot.h).
+//
+//   PartialCluster part(spec);                         // every object of `spec`, not linked
+//   Result<Cluster> c = std::move(part).Finish(groups, pods);
+//
+// gives exactly the model BuildCluster gives for `spec` with `groups` and `pods` added where the
+// off-path sessions add them (server/offpath_snapshot.h, OffPathExtension): a PodGroup that is not
+// `implicit` after the spec's PodGroups that are not, an implicit one after the spec's implicit
+// ones, the pods after the spec's pods. BuildCluster(spec) is PartialCluster(spec).Finish({}, {}).
+
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "runtime/cluster_spec.h"
+#include "runtime/model.h"
+
+namespace kiln {
+
+class PartialCluster {
+ public:
+  // `cluster` as CompleteCluster leaves it.
+  explicit PartialCluster(const ClusterSpec& cluster);
+  PartialCluster(PartialCluster&&) = default;
+  PartialCluster& operator=(PartialCluster&&) = default;
+
+  // Whether Finish gives what BuildCluster would with `groups` added. Not when one of them is a
+  // PodGroup that pods of the spec name while the spec lacks it: those pods would join it, and
+  // the ones on no node are not in the partial model at all.
+  bool CanAdd(const std::vector<PodGroupSpec>& groups) const;
+
+  // Adds the objects (completed as CompleteCluster completes them), links and returns the model;
+  // the partial model is used up. Errors: BuildCluster's (a duplicate name, a task naming no
+  // job, ...), and !CanAdd(groups).
+  Result<Cluster> Finish(const std::vector<PodGroupSpec>& groups,
+                         const std::vector<PodSpec>& pods) &&;
+
+ private:
+  void AddTask(const PodSpec& pod);
+
+  // The classes, queues, nodes, PDBs, quotas, the jobs of the PodGroups before the first
+  // implicit one, and every pod's task.
+  Cluster cluster_;
+  // The jobs BuildCluster makes after those, in its order: the implicit PodGroups' (the first
+  // `made_jobs_`), then one per missing PodGroup (and one for other schedulers' pods) that pods
+  // on nodes hang off (Link drops them: they have no queue).
+  std::vector<Job> later_jobs_;
+  size_t made_jobs_ = 0;
+  std::unordered_set<std::string> groups_;          // the spec's PodGroup uids
+  std::unordered_set<std::string> nodes_;           // the spec's node names
+  std::unordered_set<std::string> missing_groups_;  // PodGroups pods name and the spec lacks
+  std::unordered_set<std::string> dropped_jobs_;    // uids of the dropped jobs in later_jobs_
+  // Applied after Link: each node's Numatopology (by name, in the spec's order), the HyperNodes.
+  std::vector<std::pair<std::string, std::shared_ptr<const NumaTopology>>> numa_;
+  std::vector<HyperNodeSpec> hyper_nodes_;
+};
+
+}  // namespace kiln
