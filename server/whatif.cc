@@ -669,6 +669,7 @@ OffPathRunner::Reply OffPathRunner::WhatIf(std::string_view body, std::string_vi
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock())
     return Count("whatif", JsonError(429, "another what-if or explain session is running", 1));
+  ThreadPool::ThreadOverride own_pools(nodes_pool_, io_pool_);
   auto set = Policies();
   if (!set) return Count("whatif", JsonError(503, set.error().message, 5));
   if (!deps_.snapshot) return Count("whatif", JsonError(404, "no snapshot: this server has no cluster to ask"));
@@ -696,6 +697,7 @@ OffPathRunner::Reply OffPathRunner::Explain(std::string_view kind, std::string_v
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock())
     return Count("explain", JsonError(429, "another what-if or explain session is running", 1));
+  ThreadPool::ThreadOverride own_pools(nodes_pool_, io_pool_);
   auto set = Policies();
   if (!set) return Count("explain", JsonError(503, set.error().message, 5));
   if (!deps_.snapshot) return Count("explain", JsonError(404, "no snapshot: this server has no cluster to ask"));

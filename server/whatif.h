@@ -38,6 +38,7 @@
 #include "runtime/explain.h"
 #include "kubernetes/volcano_job.h"
 #include "runtime/status.h"
+#include "runtime/thread_pool.h"
 #include "server/http_endpoints.h"
 #include "server/offpath_snapshot.h"
 #include "server/policy_set.h"
@@ -157,6 +158,10 @@ class OffPathRunner {
   Deps deps_;
   WhatIfLimits limits_;
   std::mutex busy_;  // held for the length of one off-path session
+  // The session's loops run on these, on the request's thread, while busy_ is held: on the
+  // process-wide pools (one loop at a time) the live session's loops would wait behind its own.
+  ThreadPool nodes_pool_{1};
+  ThreadPool io_pool_{1, /*min_grain=*/1};
   std::mutex set_mu_;
   std::shared_ptr<const PolicySet> set_;
   uint64_t set_generation_ = 0;
