@@ -1,7 +1,7 @@
 // `kiln serve --conf scheduler.conf (--scenario FILE | --kubeconfig F | in-cluster)
 //             [--policy-dir D]... [--packs DIR [--trust PUB.pem]...] [--schedule-period 1s] [--listen 127.0.0.1:8080] [--dry-run]
 //             [--shadow PACK_OR_CONF] [--kube-api-qps Q --kube-api-burst B] [--write-workers N]
-//             [--write-queue-capacity N]
+//             [--write-queue-capacity N] [--event-queue-capacity N]
 //             [--leader-elect --lock-namespace kube-system --lock-name kiln-scheduler] [-v N]`
 //
 // The long-running scheduler (server/server.h): one session per period against a cluster, with
@@ -72,6 +72,9 @@ struct ServeFlags {
   // default holds the binds of a 10k-node × 100k-pod cluster's first session and its PodGroup
   // status writes (a queued bind is about 200 bytes: 40 MB when full).
   size_t write_queue_capacity = 200000;
+  // Events waiting for the Event sender (kubernetes/writer.h EventQueue); beyond it an Event is
+  // dropped and counted, as client-go's broadcaster drops them.
+  size_t event_queue_capacity = kube::KubernetesClusterOptions{}.event_queue_capacity;
 };
 
 // holderIdentity: unique per process, readable in `kubectl get lease -o yaml` (client-go uses
@@ -107,11 +110,13 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
     return BadInput(Error{fmt::format("--write-workers must be from 1 to 256, got {}", f.write_workers), {}});
   if (f.write_queue_capacity < 1)
     return BadInput(Error{"--write-queue-capacity must be at least 1", {}});
+  if (f.event_queue_capacity < 1)
+    return BadInput(Error{"--event-queue-capacity must be at least 1", {}});
   kube::ClientOptions client_options;
   client_options.qps = f.kube_api_qps;
   client_options.burst = f.kube_api_burst;
-  // An idle connection for every writer plus the reflectors' LISTs and status reads, so none is
-  // closed and reopened between two writes.
+  // An idle connection for every writer plus the Event sender, the reflectors' LISTs and status
+  // reads, so none is closed and reopened between two writes.
   client_options.max_idle_handles = f.write_workers + 16;
   auto client = kube::KubeClient::Create(*config, client_options);
   if (!client) return BadInput(client.error());
@@ -121,6 +126,7 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
   kopts.evict_with_eviction_api = f.evict_with_eviction_api;
   kopts.write_workers = f.write_workers;
   kopts.write_queue_capacity = f.write_queue_capacity;
+  kopts.event_queue_capacity = f.event_queue_capacity;
   kopts.on_bind = [&metrics](double seconds, bool ok) {
     if (server::ServerMetrics* m = metrics.load()) m->ObserveBind(seconds * 1000, ok ? "ok" : "error");
   };
@@ -303,6 +309,9 @@ void AddServeCommand(CLI::App& app) {
       {"--write-queue-capacity", &f->write_queue_capacity,
        "writes that may wait for a writer; a session's writes beyond it are dropped and redone "
        "by a later session (default 200000)"},
+      {"--event-queue-capacity", &f->event_queue_capacity,
+       "Events (Scheduled, FailedScheduling, ...) that may wait for the Event sender, which runs "
+       "beside the writers; beyond it new Events are dropped and counted (default 10000)"},
   };
   for (const ClientFlag& flag : client_flags)
     std::visit([&](auto* value) { cmd->add_option(flag.name, *value, flag.help); }, flag.value);

@@ -151,11 +151,15 @@ class KubeClient {
   // WATCH `path` with `query` (the caller adds resourceVersion, allowWatchBookmarks,
   // timeoutSeconds; watch=1 is added here). on_event(type, object) for every event line, with
   // the object's JSON text (padded as kubernetes/decode_fast.h asks); return false to stop.
-  // Returns how the stream ended; a transport failure is an Error.
+  // on_batch_end, when given, is called after each read from the stream has been handed to
+  // on_event (so the caller can apply a batch of events at once) and at least every second while
+  // the stream is open; when it returns true (it holds events it could not apply yet) it is
+  // called again within 20 ms even if nothing arrives. Returns how the stream ended; a transport
+  // failure is an Error.
   Result<WatchEnd> Watch(const std::string& path, const std::string& query,
                          const std::function<bool(std::string_view type,
                                                   std::string_view object)>& on_event,
-                         WatchCanceller* canceller);
+                         WatchCanceller* canceller, const std::function<bool()>& on_batch_end = {});
 
   // Number of requests made (all verbs, watches included).
   int64_t request_count() const { return requests_.load(); }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -77,6 +78,8 @@ struct KubernetesCluster::State {
   std::atomic<bool> sync_logged{false};
 
   KubernetesClusterStats stats;
+  // Counted by the writers without taking `mu`, which a snapshot copy holds for long.
+  std::atomic<int64_t> binds_ok{0};
 };
 
 KubernetesCluster::KubernetesCluster(std::shared_ptr<KubeClient> client, KubernetesClusterOptions options)
@@ -95,19 +98,33 @@ bool KubernetesCluster::Ours(const std::string& scheduler_name) const {
 
 namespace {
 
-// Whether `r` (a decoded object) holds a value; if not, the error is counted and logged (under
-// st.mu) and the caller skips the object.
+// Whether `r` (a decoded object) holds a value; if not, the error is logged and counted (the
+// count taken under st.mu) and the caller skips the object.
 template <typename R>
 bool DecodedOrSkipped(KubernetesCluster::State& st, const std::string& resource, const R& r) {
   if (r) return true;
-  ++st.stats.decode_errors;
   spdlog::warn("{}: skipping an object: {}", resource, r.error().message);
+  std::lock_guard lock(st.mu);
+  ++st.stats.decode_errors;
   return false;
 }
+
+// Watch events held by a store's handler between two end_events: decoded as they arrive (no
+// lock), applied together under one lock. A snapshot copy holds the lock for long; while it does,
+// the events are kept (and the stream read on) up to kMaxHeldEvents or kMaxHoldTime, after which
+// the handler waits for the lock.
+template <typename T>
+struct HeldEvents {
+  static constexpr size_t kMaxHeldEvents = 20000;
+  static constexpr std::chrono::milliseconds kMaxHoldTime{500};
+  std::vector<std::pair<std::string, std::optional<T>>> events;  // nullopt: deleted
+  Clock::time_point since{};  // of the oldest event held
+};
 
 // Wires a reflector to a store: `decode` turns an object into (key, value) or an Error, which is
 // logged and counted, and the object skipped. `decode_text`, when given, does the same from the
 // object's JSON text (kubernetes/decode_fast.h), and the reflector then hands over text only.
+// The staging map is the reflector thread's alone (no lock until end_list swaps it in).
 template <typename T, typename Decode, typename DecodeText = std::nullptr_t>
 ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std::string resource,
                               Decode decode, std::function<void(const std::string&, const T*)> on_change = {},
@@ -119,9 +136,8 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     store.list_started = Clock::now();
   };
   auto stage = [&st, &store, resource](auto r) {
-    std::lock_guard lock(st.mu);
     if (!DecodedOrSkipped(st, resource, r)) return;
-    store.staging[r->first] = std::move(r->second);
+    store.staging.insert_or_assign(store.staging.end(), std::move(r->first), std::move(r->second));
   };
   h.list_item = [stage, decode](const json& obj) { stage(decode(obj)); };
   h.end_list = [&st, &store, on_change, resource] {
@@ -138,22 +154,43 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     if (on_change)
       for (const auto& [k, v] : store.items) on_change(k, &v);
   };
-  auto remove = [&st, &store, on_change](const ObjectMeta& m) {
-    std::string key = Key(m);
-    std::lock_guard lock(st.mu);
-    store.items.erase(key);
-    if (on_change) on_change(key, nullptr);
+  auto held = std::make_shared<HeldEvents<T>>();
+  auto hold = [held](std::string key, std::optional<T> value) {
+    if (held->events.empty()) held->since = Clock::now();
+    held->events.emplace_back(std::move(key), std::move(value));
   };
-  auto apply = [&st, &store, resource, on_change](auto r) {
-    std::lock_guard lock(st.mu);
+  auto remove = [hold](const ObjectMeta& m) { hold(Key(m), std::nullopt); };
+  auto apply = [&st, resource, hold](auto r) {
     if (!DecodedOrSkipped(st, resource, r)) return;
-    auto& slot = store.items[r->first];
-    slot = std::move(r->second);
-    if (on_change) on_change(r->first, &slot);
+    hold(std::move(r->first), std::move(r->second));
   };
   h.event = [remove, apply, decode](std::string_view type, const json& obj) {
     if (type == "DELETED") return remove(DecodeMeta(obj));
     apply(decode(obj));
+  };
+  h.end_events = [&st, &store, on_change, held](bool force) {
+    if (held->events.empty()) return false;
+    std::unique_lock lock(st.mu, std::defer_lock);
+    bool may_wait = !force && held->events.size() < HeldEvents<T>::kMaxHeldEvents &&
+                    Clock::now() - held->since < HeldEvents<T>::kMaxHoldTime;
+    if (may_wait) {
+      if (!lock.try_lock()) return true;
+    } else {
+      lock.lock();
+    }
+    for (auto& [key, value] : held->events) {
+      if (!value) {
+        store.items.erase(key);
+        if (on_change) on_change(key, nullptr);
+        continue;
+      }
+      auto& slot = store.items[key];
+      std::swap(slot, *value);  // the old object goes to `held`, to be freed outside the lock
+      if (on_change) on_change(key, &slot);
+    }
+    lock.unlock();
+    held->events.clear();
+    return false;
   };
   if constexpr (!std::is_same_v<DecodeText, std::nullptr_t>) {
     h.list_item_text = [stage, decode_text, resource](std::string_view text) -> Status {
@@ -213,6 +250,11 @@ void KubernetesCluster::Start() {
   State& st = *state_;
   st.started = Clock::now();
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.write_workers), options_.write_queue_capacity);
+  events_ = std::make_unique<EventQueue>(
+      [this](const EventQueue::Record& e) {
+        return writer_.Event(e.about, e.type, e.reason, e.action, e.message, e.count);
+      },
+      options_.event_queue_capacity);
   auto add = [&](std::string resource, std::string path, ReflectorHandler h) {
     reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
                                                       std::move(h), options_.reflector));
@@ -311,16 +353,28 @@ bool KubernetesCluster::WaitForSync(std::chrono::milliseconds timeout) {
 }
 
 void KubernetesCluster::Stop(std::chrono::milliseconds drain) {
+  auto deadline = Clock::now() + drain;
   if (pool_) {
     if (drain.count() > 0 && !pool_->WaitIdle(drain))
       spdlog::warn("kubernetes: {} writes still queued at shutdown are abandoned", pool_->queued());
     pool_->Stop();
   }
+  // Events last: the writes above post them. What is left after the drain is dropped.
+  if (events_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() > 0 && !events_->WaitIdle(left))
+      spdlog::info("kubernetes: {} Events still queued at shutdown are dropped", events_->queued());
+    events_->Stop();
+  }
   for (auto& r : reflectors_) r->Stop();
 }
 
 bool KubernetesCluster::WaitForWrites(std::chrono::milliseconds timeout) {
-  return !pool_ || pool_->WaitIdle(timeout);
+  auto deadline = Clock::now() + timeout;
+  if (pool_ && !pool_->WaitIdle(timeout)) return false;
+  // The writes may have posted Events: those are waited for after them.
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return !events_ || events_->WaitIdle(std::max(left, std::chrono::milliseconds(0)));
 }
 
 KubernetesClusterStats KubernetesCluster::stats() const {
@@ -328,6 +382,14 @@ KubernetesClusterStats KubernetesCluster::stats() const {
   KubernetesClusterStats s = state_->stats;
   for (const auto& r : reflectors_) s.relists[r->resource()] = r->relists();
   s.write_queue_depth = pool_ ? pool_->queued() : 0;
+  s.binds_ok = state_->binds_ok.load();
+  if (events_) {
+    EventQueue::Counts e = events_->counts();
+    s.events = e.sent;
+    s.events_dropped = e.dropped;
+    s.events_folded = e.folded;
+    s.events_failed = e.failed;
+  }
   s.pods = state_->pods.items.size();
   s.nodes = state_->nodes.items.size();
   s.pod_groups = state_->pod_groups.items.size();
@@ -442,20 +504,12 @@ void KubernetesCluster::SubmitWrite(std::function<void()> work, std::function<vo
 
 void KubernetesCluster::PostEvent(ObjectReference about, std::string type, std::string reason,
                                   std::string action, std::string message) {
-  if (options_.dry_run) return;
-  SubmitWrite([this, about = std::move(about), type = std::move(type), reason = std::move(reason),
-               action = std::move(action), message = std::move(message)] {
-    WriteResult r = writer_.Event(about, type, reason, action, message);
-    std::lock_guard lock(state_->mu);
-    if (r.done())
-      ++state_->stats.events;
-    else
-      ++state_->stats.status_write_failures;
-  });
+  if (options_.dry_run || !events_) return;
+  events_->Post(std::move(about), std::move(type), std::move(reason), std::move(action), std::move(message));
 }
 
 void KubernetesCluster::Bind(const std::string& key, const std::string& uid, const std::string& node,
-                             const StringMap& annotations) {
+                             const StringMap& annotations, bool retried) {
   State& st = *state_;
   auto [ns, name] = SplitKey(key);
   auto t0 = Clock::now();
@@ -464,17 +518,15 @@ void KubernetesCluster::Bind(const std::string& key, const std::string& uid, con
   if (options_.on_bind) options_.on_bind(secs, r.done());
   using O = WriteResult::Outcome;
   if (r.done()) {
-    {
+    // No lock on the common path: a snapshot copy holding st.mu would stall every writer.
+    ++st.binds_ok;
+    if (retried) {
       std::lock_guard lock(st.mu);
-      ++st.stats.binds_ok;
       st.bind_retry.erase(key);
     }
-    if (options_.write_events && !options_.dry_run && writes_enabled_) {
-      WriteResult e = writer_.PodEvent(ns, name, uid, "Normal", "Scheduled",
-                                       fmt::format("Successfully assigned {} to {}", key, node));
-      std::lock_guard lock(st.mu);
-      if (e.done()) ++st.stats.events;
-    }
+    if (options_.write_events && writes_enabled_)
+      PostEvent(ObjectReference{"v1", "Pod", ns, name, uid}, "Normal", "Scheduled", "Scheduling",
+                fmt::format("Successfully assigned {} to {}", key, node));
     return;
   }
   if (r.outcome == O::kConflict || r.outcome == O::kNotFound) {
@@ -522,38 +574,58 @@ void KubernetesCluster::Apply(const SessionResult& result) {
   if (options_.write_queue_status) ApplyQueueStatus();  // 6
 }
 
-// 1. Binds, in the order the session made them.
+// 1. Binds, in the order the session made them. The claims are made a few hundred at a time,
+// one lock each (the reflectors and the writers wait for that lock too), and each group is
+// queued at once, so the writers start on the first binds while the rest are claimed.
 void KubernetesCluster::ApplyBinds(const SessionResult& result) {
   State& st = *state_;
   auto now = Clock::now();
-  for (const std::string& key : result.bind_order) {
-    auto it = result.binds.find(key);
-    if (it == result.binds.end()) continue;
+  struct Claim {
+    const std::string* key;
+    const std::string* node;
     std::string uid;
     StringMap annotations;
-    if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
-      annotations = a->second;
+    bool retried;
+  };
+  constexpr size_t kClaimsPerLock = 256;
+  std::vector<Claim> claims;
+  claims.reserve(kClaimsPerLock);
+  const auto& order = result.bind_order;
+  for (size_t from = 0; from < order.size(); from += kClaimsPerLock) {
+    claims.clear();
     {
       std::lock_guard lock(st.mu);
-      auto p = st.pods.items.find(key);
-      if (p == st.pods.items.end() || !p->second.spec.node.empty() || st.assumed.count(key)) continue;
-      if (auto r = st.bind_retry.find(key); r != st.bind_retry.end() && r->second.at > now) continue;
-      uid = p->second.meta.uid;
-      st.assumed[key] = State::Assumed{uid, it->second, annotations};
-      st.nominated.erase(key);
+      for (size_t i = from; i < std::min(order.size(), from + kClaimsPerLock); ++i) {
+        const std::string& key = order[i];
+        auto it = result.binds.find(key);
+        if (it == result.binds.end()) continue;
+        auto p = st.pods.items.find(key);
+        if (p == st.pods.items.end() || !p->second.spec.node.empty() || st.assumed.count(key)) continue;
+        auto r = st.bind_retry.find(key);
+        if (r != st.bind_retry.end() && r->second.at > now) continue;
+        StringMap annotations;
+        if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
+          annotations = a->second;
+        const std::string& uid = p->second.meta.uid;
+        st.assumed[key] = State::Assumed{uid, it->second, annotations};
+        st.nominated.erase(key);
+        claims.push_back(Claim{&key, &it->second, uid, std::move(annotations), r != st.bind_retry.end()});
+      }
     }
-    SubmitWrite(
-        [this, key, uid, node = it->second, annotations] {
-          if (!writes_enabled_) {
-            std::lock_guard lock(state_->mu);
-            state_->assumed.erase(key);
-            ++state_->stats.writes_dropped;
-            return;
-          }
-          Bind(key, uid, node, annotations);
-        },
-        // Not sent: an assumption nothing will confirm would hold the pod on the node for good.
-        [key](State& s) { s.assumed.erase(key); });
+    for (Claim& c : claims)
+      SubmitWrite(
+          [this, key = *c.key, uid = std::move(c.uid), node = *c.node, annotations = std::move(c.annotations),
+           retried = c.retried] {
+            if (!writes_enabled_) {
+              std::lock_guard lock(state_->mu);
+              state_->assumed.erase(key);
+              ++state_->stats.writes_dropped;
+              return;
+            }
+            Bind(key, uid, node, annotations, retried);
+          },
+          // Not sent: an assumption nothing will confirm would hold the pod on the node for good.
+          [key = *c.key](State& s) { s.assumed.erase(key); });
   }
 }
 
@@ -717,13 +789,12 @@ void KubernetesCluster::ApplyUnschedulable(const SessionResult& result) {
     SubmitWrite([this, key, uid, message] {
       auto [ns, name] = SplitKey(key);
       WriteResult r = writer_.SetUnschedulable(ns, name, message);
-      bool event_ok = false;
-      if (r.done() && options_.write_events && !options_.dry_run)
-        event_ok = writer_.PodEvent(ns, name, uid, "Warning", "FailedScheduling", message).done();
+      if (r.done() && options_.write_events)
+        PostEvent(ObjectReference{"v1", "Pod", ns, name, uid}, "Warning", "FailedScheduling", "Scheduling",
+                  message);
       std::lock_guard lock(state_->mu);
       if (r.done()) {
         ++state_->stats.status_writes;
-        if (event_ok) ++state_->stats.events;
       } else {
         ++state_->stats.status_write_failures;
         state_->unschedulable_written.erase(key);

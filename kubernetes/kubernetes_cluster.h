@@ -54,6 +54,9 @@ struct KubernetesClusterOptions {
   std::chrono::milliseconds bind_retry_initial{1000};
   std::chrono::milliseconds bind_retry_max{60000};
   bool write_events = true;        // FailedScheduling / Scheduled Events
+  // Events waiting for the Event sender (EventQueue, kubernetes/writer.h): beyond it new Events
+  // are dropped and counted, never a bind.
+  size_t event_queue_capacity = 10000;
   bool write_queue_status = true;  // queues/{name}/status allocated
   ReflectorOptions reflector;
   // Called on a writer thread after every bind call: latency in seconds and whether it bound.
@@ -71,7 +74,10 @@ struct KubernetesClusterStats {
   int64_t status_writes = 0;      // pod conditions, nominated nodes, PodGroup and Queue status
   int64_t status_write_failures = 0;
   int64_t status_writes_skipped = 0;  // the object already said so
-  int64_t events = 0;
+  int64_t events = 0;          // Events sent (EventQueue)
+  int64_t events_dropped = 0;  // the Event queue was full, or stopped first
+  int64_t events_folded = 0;   // repeats folded into an Event still queued (its count)
+  int64_t events_failed = 0;   // the API server refused or did not answer (not retried)
   int64_t writes_dropped = 0;  // queue full or writes disabled
   int64_t decode_errors = 0;   // objects skipped because they did not decode
   size_t write_queue_depth = 0;
@@ -95,12 +101,12 @@ class KubernetesCluster : public ClusterBinding {
   void Stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000));
 
   void SetWritesEnabled(bool enabled) { writes_enabled_ = enabled; }
-  // Posts an Event from the write pool, leader or not (each replica reports about itself, e.g. a
-  // rejected configuration); nothing in dry-run mode.
+  // Posts an Event through the Event queue, leader or not (each replica reports about itself,
+  // e.g. a rejected configuration); nothing in dry-run mode.
   void PostEvent(ObjectReference about, std::string type, std::string reason, std::string action,
                  std::string message);
   bool writes_enabled() const { return writes_enabled_.load(); }
-  // Waits until no write is queued or running (tests, shutdown); true when idle.
+  // Waits until no write or Event is queued or running (tests, shutdown); true when idle.
   bool WaitForWrites(std::chrono::milliseconds timeout);
 
   Result<Cluster> Snapshot(TimeNs now) override;
@@ -119,8 +125,9 @@ class KubernetesCluster : public ClusterBinding {
   // dropped, and `undo` runs under the cache's lock to forget the claim the caller made for it
   // (an assumed bind, an eviction, a status "already written"), so a later session redoes it.
   void SubmitWrite(std::function<void()> work, std::function<void(State&)> undo = {});
+  // `retried`: the pod has a retry entry (bind_retry) to clear when this bind succeeds.
   void Bind(const std::string& key, const std::string& uid, const std::string& node,
-            const StringMap& annotations);
+            const StringMap& annotations, bool retried);
   // Apply, one decision kind each: claim what the cache says is not done yet, queue the write.
   void ApplyBinds(const SessionResult& result);
   void ApplyEvictions(const SessionResult& result);
@@ -135,6 +142,7 @@ class KubernetesCluster : public ClusterBinding {
   std::unique_ptr<State> state_;
   std::vector<std::unique_ptr<Reflector>> reflectors_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<EventQueue> events_;
   std::atomic<bool> writes_enabled_{true};
 };
 

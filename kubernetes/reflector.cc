@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -75,7 +76,9 @@ namespace {
 std::optional<uint64_t> Revision(std::string_view rv) {
   if (rv.empty() || rv.size() > 19 || rv.find_first_not_of("0123456789") != std::string_view::npos)
     return std::nullopt;
-  return std::stoull(std::string(rv));
+  uint64_t v = 0;
+  std::from_chars(rv.data(), rv.data() + rv.size(), v);
+  return v;
 }
 }  // namespace
 
@@ -83,6 +86,7 @@ void Reflector::Run() {
   bool need_list = true;
   bool listed_once = false;
   std::mt19937_64 rng{std::random_device{}()};
+  std::function<bool()> batch_end = [this] { return handler_.end_events(false); };
   while (!stop_) {
     if (need_list) {
       if (handler_.begin_list) handler_.begin_list();
@@ -144,6 +148,8 @@ void Reflector::Run() {
     bool too_large = false;   // the server is behind the version asked for
     bool went_back = false;   // an event older than one already seen
     bool saw_error = false;
+    // The newest revision seen, kept here (rv_ is shared with other threads) for the order check.
+    std::optional<uint64_t> seen = Revision(last_resource_version());
     ++watches_;
     auto end = client_->Watch(
         path_, query,
@@ -163,8 +169,8 @@ void Reflector::Run() {
           std::string rv = DecodeMetaJson(object).resource_version;
           // A watch delivers versions in increasing order; one below a version already seen
           // means the server's history is not the one this cache was built from.
-          if (auto seen = Revision(last_resource_version()), got = Revision(rv);
-              seen && got && *got < *seen) {
+          std::optional<uint64_t> got = Revision(rv);
+          if (seen && got && *got < *seen) {
             went_back = true;
             spdlog::warn("reflector {}: watch event at resourceVersion {} is older than {}",
                          resource_, rv, *seen);
@@ -172,14 +178,16 @@ void Reflector::Run() {
           }
           if (type != "BOOKMARK") Deliver(type, object);
           if (!rv.empty()) {
+            seen = got;
             std::lock_guard lock(mu_);
-            rv_ = rv;
+            rv_ = std::move(rv);
           }
           // A stream that delivers events is healthy: the next failure starts backing off anew.
           backoff_ = options_.initial_backoff;
           return !stop_.load();
         },
-        &canceller_);
+        &canceller_, handler_.end_events ? batch_end : std::function<bool()>());
+    if (handler_.end_events) handler_.end_events(true);
     if (stop_) break;
     canceller_.Reset();
     if (!end) {

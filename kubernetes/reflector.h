@@ -35,6 +35,11 @@ namespace kiln::kube {
 // event_text when those are set, for the fast decoders; otherwise the reflector parses each one
 // for list_item and event. list_item_text's Error fails the LIST (an item that is not JSON fails
 // it, as a page that did not parse did).
+//
+// end_events, when set, lets the store apply watch events in batches: it is called after each
+// read from the stream (end_events(false): it may keep what it cannot apply now, returning true
+// to be called again soon) and when a stream ends (end_events(true): everything delivered must
+// be applied before it returns, as before a LIST).
 struct ReflectorHandler {
   std::function<void()> begin_list;
   std::function<void(const nlohmann::json& object)> list_item;
@@ -42,6 +47,7 @@ struct ReflectorHandler {
   std::function<void(std::string_view type, const nlohmann::json& object)> event;
   std::function<Status(std::string_view object)> list_item_text;
   std::function<void(std::string_view type, std::string_view object)> event_text;
+  std::function<bool(bool force)> end_events;
 };
 
 struct ReflectorOptions {

@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -182,7 +186,7 @@ WriteResult Writer::SetNominatedNode(const std::string& ns, const std::string& n
 
 WriteResult Writer::Event(const ObjectReference& about, const std::string& type,
                           const std::string& reason, const std::string& action,
-                          const std::string& message) {
+                          const std::string& message, int32_t count) {
   std::string what = fmt::format("event {} on {} {}/{}", reason, about.kind, about.ns, about.name);
   if (options_.dry_run) return DryRun(what);
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -205,7 +209,7 @@ WriteResult Writer::Event(const ObjectReference& about, const std::string& type,
              {"lastTimestamp", now},
              {"eventTime", MicroNow()},
              {"action", action},
-             {"count", 1}};
+             {"count", count}};
   return Classify(client_->Post(fmt::format("/api/v1/namespaces/{}/events", about.ns), ev.dump()), what);
 }
 
@@ -276,6 +280,94 @@ Result<std::optional<DecodedPod>> Writer::GetPod(const std::string& ns, const st
   auto pod = DecodePod(obj);
   if (!pod) return pod.error();
   return std::optional<DecodedPod>(std::move(*pod));
+}
+
+// ---- EventQueue ----
+
+EventQueue::EventQueue(Send send, size_t capacity)
+    : send_(std::move(send)), capacity_(std::max<size_t>(1, capacity)), thread_([this] { Loop(); }) {}
+
+EventQueue::~EventQueue() { Stop(); }
+
+void EventQueue::Post(ObjectReference about, std::string type, std::string reason, std::string action,
+                      std::string message) {
+  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", about.kind, about.ns,
+                                about.name, about.uid, type, reason, action, message);
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) {
+      ++counts_.dropped;
+      return;
+    }
+    if (auto it = by_key_.find(key); it != by_key_.end()) {
+      ++it->second->record.count;
+      ++counts_.folded;
+      return;
+    }
+    if (queue_.size() >= capacity_) {
+      // One line per thousand: a burst of binds beyond the queue would log each one.
+      if (counts_.dropped++ % 1000 == 0)
+        spdlog::warn("kubernetes: the Event queue is full ({} queued); an Event is dropped ({} so far)",
+                     queue_.size(), counts_.dropped);
+      return;
+    }
+    auto p = std::make_unique<Pending>(Pending{
+        key, Record{std::move(about), std::move(type), std::move(reason), std::move(action), std::move(message), 1}});
+    by_key_.emplace(std::move(key), p.get());
+    queue_.push_back(std::move(p));
+  }
+  cv_.notify_one();
+}
+
+bool EventQueue::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !sending_; });
+}
+
+void EventQueue::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    counts_.dropped += static_cast<int64_t>(queue_.size());
+    queue_.clear();
+    by_key_.clear();
+  }
+  cv_.notify_all();
+  idle_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+EventQueue::Counts EventQueue::counts() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+size_t EventQueue::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void EventQueue::Loop() {
+  // Linux keeps a nice value per thread: this one alone goes below the writers and the session.
+  // Raising one's own nice value needs no privilege; a failure only leaves the default.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  for (;;) {
+    std::unique_ptr<Pending> p;
+    {
+      std::unique_lock lock(mu_);
+      sending_ = false;
+      if (queue_.empty()) idle_cv_.notify_all();
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      p = std::move(queue_.front());
+      queue_.pop_front();
+      by_key_.erase(p->key);  // sent from here on: a repeat posted now is a new Event
+      sending_ = true;
+    }
+    WriteResult r = send_(p->record);
+    std::lock_guard lock(mu_);
+    ++(r.done() ? counts_.sent : counts_.failed);
+  }
 }
 
 }  // namespace kiln::kube

@@ -6,6 +6,7 @@
 // (re-read and rebuild), or "retry later" (429, 5xx, network). In dry-run mode nothing is sent:
 // each write is logged and reported done.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -14,10 +15,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "kubernetes/client.h"
-#include "runtime/model.h"
 #include "kubernetes/decode.h"
 #include "runtime/model.h"
 
@@ -103,9 +104,10 @@ class Writer {
   // status.conditions PodScheduled=False reason Unschedulable with `message`.
   WriteResult SetUnschedulable(const std::string& ns, const std::string& name, const std::string& message);
   WriteResult SetNominatedNode(const std::string& ns, const std::string& name, const std::string& node);
-  // A core/v1 Event about any object (involvedObject = `about`), as component `scheduler_name`.
+  // A core/v1 Event about any object (involvedObject = `about`), as component `scheduler_name`;
+  // `count` is how many times it happened (EventQueue folds repeats into one Event).
   WriteResult Event(const ObjectReference& about, const std::string& type, const std::string& reason,
-                    const std::string& action, const std::string& message);
+                    const std::string& action, const std::string& message, int32_t count = 1);
   // A core/v1 Event about a pod (action Scheduling).
   WriteResult PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& type, const std::string& reason, const std::string& message);
@@ -128,5 +130,62 @@ class Writer {
 };
 
 std::string PodPath(const std::string& ns, const std::string& name);
+
+// Events off the write path, as client-go's event broadcaster keeps them: a bounded queue with
+// one sender thread of its own, so a bind never waits behind an Event and an Event never takes a
+// writer from a bind. Events are best-effort, and what is not sent is counted:
+//   * an Event posted again while the first is still queued (same object, type, reason and
+//     message) is folded into it: one Event goes out, its `count` the number of posts (what
+//     client-go's correlator does with repeats);
+//   * when `capacity` Events are queued, a new one is dropped (client-go's broadcaster drops
+//     beyond 1000 queued);
+//   * Stop() drops what has not been sent.
+// The sender runs at a lower OS priority (nice +10) than the writers and the session: on a busy
+// machine the binds and the scheduling go first.
+class EventQueue {
+ public:
+  struct Record {
+    ObjectReference about;
+    std::string type, reason, action, message;
+    int32_t count = 1;  // posts folded into it
+  };
+  // Sends one Event (Writer::Event, or a stand-in in tests).
+  using Send = std::function<WriteResult(const Record&)>;
+  struct Counts {
+    int64_t sent = 0;     // answered 2xx
+    int64_t failed = 0;   // any other answer, or no answer (not retried)
+    int64_t dropped = 0;  // the queue was full, or stopped before they were sent
+    int64_t folded = 0;   // posts that went into an Event already queued
+  };
+  EventQueue(Send send, size_t capacity);
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+
+  void Post(ObjectReference about, std::string type, std::string reason, std::string action,
+            std::string message);
+  // Waits until nothing is queued or being sent, up to `timeout`; true when idle.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  void Stop();
+  Counts counts() const;
+  size_t queued() const;
+
+ private:
+  struct Pending {
+    std::string key;  // by_key_'s
+    Record record;
+  };
+  void Loop();
+
+  Send send_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  std::unordered_map<std::string, Pending*> by_key_;  // what Post folds into: the queued ones
+  bool sending_ = false, stop_ = false;
+  Counts counts_;
+  std::thread thread_;
+};
 
 }  // namespace kiln::kube
