@@ -363,7 +363,7 @@ void KubernetesCluster::Stop(std::chrono::milliseconds drain) {
   if (events_) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() > 0 && !events_->WaitIdle(left))
-      spdlog::info("kubernetes: {} Events still queued at shutdown are dropped", events_->queued());
+      spdlog::info("kubernetes: {} Events still queued at shutdown are dropped", events_->counts().queued);
     events_->Stop();
   }
   for (auto& r : reflectors_) r->Stop();

@@ -4,7 +4,8 @@
 // and Volcano's HyperNodes and Numatopologies (optional: a cluster without their CRDs has none);
 // Snapshot() copies it into a ClusterSpec and builds the session model with the same
 // BuildCluster the simulator uses; Apply() hands the session's decisions to a bounded pool of
-// writers and returns at once.
+// writers and returns at once. Events (Scheduled, FailedScheduling, reloads) go to a queue of
+// their own with one sender (EventQueue, kubernetes/writer.h), so no write waits behind them.
 //
 // What the cache adds to what the API server says (Volcano's scheduler cache does the same):
 //   * a pod we bound is "assumed" on its node (the session sees it Bound) from the moment the

@@ -319,6 +319,13 @@ void EventQueue::Post(ObjectReference about, std::string type, std::string reaso
   cv_.notify_one();
 }
 
+EventQueue::Counts EventQueue::counts() const {
+  std::lock_guard lock(mu_);
+  Counts c = counts_;
+  c.queued = queue_.size();
+  return c;
+}
+
 bool EventQueue::WaitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !sending_; });
@@ -335,16 +342,6 @@ void EventQueue::Stop() {
   cv_.notify_all();
   idle_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-}
-
-EventQueue::Counts EventQueue::counts() const {
-  std::lock_guard lock(mu_);
-  return counts_;
-}
-
-size_t EventQueue::queued() const {
-  std::lock_guard lock(mu_);
-  return queue_.size();
 }
 
 void EventQueue::Loop() {

@@ -156,6 +156,7 @@ class EventQueue {
     int64_t failed = 0;   // any other answer, or no answer (not retried)
     int64_t dropped = 0;  // the queue was full, or stopped before they were sent
     int64_t folded = 0;   // posts that went into an Event already queued
+    size_t queued = 0;    // waiting to be sent now
   };
   EventQueue(Send send, size_t capacity);
   ~EventQueue();
@@ -168,7 +169,6 @@ class EventQueue {
   bool WaitIdle(std::chrono::milliseconds timeout);
   void Stop();
   Counts counts() const;
-  size_t queued() const;
 
  private:
   struct Pending {

@@ -122,7 +122,7 @@ TEST(KubernetesEventQueue, FoldsRepeatsDropsWhenFullAndCountsBoth) {
   post("b", "Scheduled");  // the same Event again: folded into the queued one
   post("c", "Scheduled");
   post("d", "Scheduled");  // capacity 2 (b and c): dropped
-  EXPECT_EQ(events.queued(), 2u);
+  EXPECT_EQ(events.counts().queued, 2u);
   gate.Open();
   ASSERT_TRUE(events.WaitIdle(10s));
   post("b", "Scheduled");  // sent already: a new Event
@@ -155,7 +155,7 @@ TEST(KubernetesEventQueue, StopDropsWhatIsQueuedAndTakesNoMore) {
   gate.WaitEntered();
   events.Post(pod, "Warning", "FailedScheduling", "Scheduling", "second");
   std::thread stopper([&] { events.Stop(); });
-  for (int i = 0; i < 1000 && events.queued() != 0; ++i) std::this_thread::sleep_for(1ms);
+  for (int i = 0; i < 1000 && events.counts().queued != 0; ++i) std::this_thread::sleep_for(1ms);
   gate.Open();
   stopper.join();
   events.Post(pod, "Warning", "FailedScheduling", "Scheduling", "third");
