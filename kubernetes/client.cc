@@ -216,16 +216,17 @@ std::string KubeClient::BearerToken() {
   return token_;
 }
 
-void* KubeClient::AcquireHandle() {
+void* KubeClient::AcquireHandle(bool* fresh) {
   {
     std::lock_guard lock(pool_mu_);
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
-      curl_easy_reset(static_cast<CURL*>(h));
+      *fresh = false;
       return h;
     }
   }
+  *fresh = true;
   return curl_easy_init();
 }
 
@@ -240,7 +241,12 @@ void KubeClient::ReleaseHandle(void* h) {
 
 void* KubeClient::Prepare(void* hv, const std::string& url, std::string_view content_type) {
   CURL* h = static_cast<CURL*>(hv);
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  SetConnectionOptions(h);
+  return SetRequestOptions(h, url, content_type);
+}
+
+void KubeClient::SetConnectionOptions(void* hv) {
+  CURL* h = static_cast<CURL*>(hv);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
@@ -269,6 +275,11 @@ void* KubeClient::Prepare(void* hv, const std::string& url, std::string_view con
       curl_easy_setopt(h, CURLOPT_SSLKEY, config_.client_key_file.c_str());
     }
   }
+}
+
+void* KubeClient::SetRequestOptions(void* hv, const std::string& url, std::string_view content_type) {
+  CURL* h = static_cast<CURL*>(hv);
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
   if (!content_type.empty())
@@ -285,15 +296,19 @@ Result<Response> KubeClient::Do(std::string_view method, const std::string& path
                                 std::string_view body, std::string_view content_type) {
   throttled_ns_ += limiter_.Acquire().count();
   ++requests_;
-  CURL* h = static_cast<CURL*>(AcquireHandle());
+  bool fresh = false;
+  CURL* h = static_cast<CURL*>(AcquireHandle(&fresh));
   if (!h) return Error{"kubernetes client: curl_easy_init failed", {}};
+  // A pooled handle keeps its connection options (and its connection): only what differs per
+  // request is set again, and the method is reset to a plain GET first.
+  if (fresh) SetConnectionOptions(h);
   std::string url = config_.server + path;
-  auto* headers = static_cast<curl_slist*>(Prepare(h, url, body.empty() ? "" : content_type));
+  auto* headers = static_cast<curl_slist*>(SetRequestOptions(h, url, body.empty() ? "" : content_type));
   std::string m(method);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
-  if (m == "GET") {
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-  } else {
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);  // no body, no upload: what the last request left goes
+  if (m != "GET") {
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m.c_str());
     if (!body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
@@ -304,6 +319,13 @@ Result<Response> KubeClient::Do(std::string_view method, const std::string& path
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
   CURLcode rc = curl_easy_perform(h);
+  // The handle must not keep pointers to this request's memory while it waits in the pool.
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1));
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, nullptr);
   curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     // A failed handle may hold a broken connection; do not return it to the pool.

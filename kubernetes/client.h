@@ -168,10 +168,15 @@ class KubeClient {
 
  private:
   KubeClient(KubeConfig config, ClientOptions options);
-  void* AcquireHandle();
+  // A pooled handle (its options as the last request left them), or a new one (*fresh).
+  void* AcquireHandle(bool* fresh);
   void ReleaseHandle(void* h);
-  // Sets URL, TLS and auth options on a reset handle; returns the header list to free.
+  // Sets connection and request options on a new handle; returns the header list to free.
   void* Prepare(void* h, const std::string& url, std::string_view content_type);
+  // What every request of a handle shares: timeouts, protocol, TLS.
+  void SetConnectionOptions(void* h);
+  // The URL and the headers (auth included); returns the header list to free after the request.
+  void* SetRequestOptions(void* h, const std::string& url, std::string_view content_type);
   std::string BearerToken();
 
   KubeConfig config_;
