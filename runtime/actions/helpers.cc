@@ -274,16 +274,17 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   const bool prefetch_score = ssn == nullptr || ssn->HasHandlers(ExtensionPoint::NodeOrder);
   // Over the node list the columns were built from (position = Node::index), the columns
   // answer the resource checks: a node that fails them, or that the role's cache rejects, is
-  // never read. Late in a big session most nodes examined are full. They are used only while
-  // they pay (FitColumns::Pay): when most nodes examined fit, the predicates read those nodes
-  // anyway and the columns are extra lines. The idle fit reads Node::idle when the scorers do
-  // (its line was requested with theirs). Like the fused scores, off with
+  // never read. Late in a big session most nodes examined are full. When no plugin reads the
+  // nodes (plugin-free) the columns always pay: not even a feasible node is read. Otherwise they
+  // are used only while they pay (FitColumns::Pay): when most nodes examined fit, the predicates
+  // read those nodes anyway and the columns are extra lines. The idle fit reads Node::idle when
+  // the scorers do (its line was requested with theirs). Like the fused scores, off with
   // SetFusedAllocateSearch(false): the plain path the tests compare with reads the nodes.
   const bool columns_answer = columns_ != nullptr && FusedAllocateSearch() &&
                               future_idle_request == &t->init_resreq() &&
                               columns_->Answers(nodes, *future_idle_request);
   std::optional<ColumnFit> future_fit, idle_fit;
-  if (columns_answer && columns_->Pay()) {
+  if (columns_answer && ((!prefetch_node && !prefetch_score) || columns_->Pay())) {
     future_fit.emplace(*future_idle_request, *columns_, /*future=*/true);
     if (!prefetch_score) idle_fit.emplace(*future_idle_request, *columns_, /*future=*/false);
   }
