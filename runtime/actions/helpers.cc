@@ -118,6 +118,12 @@ void FitColumns::Refresh(const Node* n) {
   }
 }
 
+void FitColumns::Note(size_t examined, size_t skipped) {
+  if (examined == 0) return;
+  const double share = static_cast<double>(skipped) / static_cast<double>(examined);
+  skipped_share_ += (share - skipped_share_) / 8;
+}
+
 bool FitColumns::Answers(std::span<Node* const> nodes, const Resource& req) const {
   return nodes.data() == list_ && nodes.size() == nodes_ &&
          (dims_ >= kMaxResources || (req.scalar_mask() >> dims_) == 0);
@@ -262,20 +268,27 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     return i >= n ? i - n : i;
   };
   auto rotated = [&](size_t k) { return nodes[rotated_at(k)]; };
-  // Over the node list the columns were built from (position = Node::index), the columns
-  // answer the resource checks: a node that fails them, or that the role's cache rejects, is
-  // never read. Late in a big session most nodes examined are full. Like the fused scores, off
-  // with SetFusedAllocateSearch(false): the plain path the tests compare with reads the nodes.
-  std::optional<ColumnFit> future_fit, idle_fit;
-  if (columns_ != nullptr && FusedAllocateSearch() && future_idle_request == &t->init_resreq() &&
-      columns_->Answers(nodes, *future_idle_request)) {
-    future_fit.emplace(*future_idle_request, *columns_, /*future=*/true);
-    idle_fit.emplace(*future_idle_request, *columns_, /*future=*/false);
-  }
   // Lines worth asking for ahead of the predicates and the scorers: none when no plugin reads
   // the node there (the plugin-free session).
   const bool prefetch_node = ssn == nullptr || ssn->HasHandlers(ExtensionPoint::Predicate);
   const bool prefetch_score = ssn == nullptr || ssn->HasHandlers(ExtensionPoint::NodeOrder);
+  // Over the node list the columns were built from (position = Node::index), the columns
+  // answer the resource checks: a node that fails them, or that the role's cache rejects, is
+  // never read. Late in a big session most nodes examined are full. When no plugin reads the
+  // nodes (plugin-free) the columns always pay: not even a feasible node is read. Otherwise they
+  // are used only while they pay (FitColumns::Pay): when most nodes examined fit, the predicates
+  // read those nodes anyway and the columns are extra lines. The idle fit reads Node::idle when
+  // the scorers do (its line was requested with theirs). Like the fused scores, off with
+  // SetFusedAllocateSearch(false): the plain path the tests compare with reads the nodes.
+  const bool columns_answer = columns_ != nullptr && FusedAllocateSearch() &&
+                              future_idle_request == &t->init_resreq() &&
+                              columns_->Answers(nodes, *future_idle_request);
+  std::optional<ColumnFit> future_fit, idle_fit;
+  if (columns_answer && ((!prefetch_node && !prefetch_score) || columns_->Pay())) {
+    future_fit.emplace(*future_idle_request, *columns_, /*future=*/true);
+    if (!prefetch_score) idle_fit.emplace(*future_idle_request, *columns_, /*future=*/false);
+  }
+  size_t skipped = 0;  // examined nodes that did not fit or were cached (FitColumns::Note)
   size_t processed = 0;
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
@@ -372,8 +385,10 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     for (size_t i = 0; i < block; ++i) {
       switch (verdict[i]) {
         case kNoFit:
+          ++skipped;
           continue;
         case kCached:
+          ++skipped;
           noted.push_back({processed + i, cache_hit[i], -1});
           continue;
         case kPredicate:
@@ -394,6 +409,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     processed += consumed;
   }
   *rotation_ = (start + processed) % n;
+  if (columns_answer) columns_->Note(processed, skipped);
 
   // Walks the rejected nodes in examination order: every examined position that is not a
   // feasible node, with its noted rejection if it has one (else it did not fit).
