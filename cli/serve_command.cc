@@ -149,6 +149,10 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
   if (!f.no_snapshot)
     hooks.snapshot_spec = [&cluster](TimeNs now) { return cluster.SnapshotSpec(now); };
   hooks.session_spec = [&cluster](TimeNs now) { return cluster.SnapshotSpec(now); };
+  if (!options.shadow.empty()) {
+    cluster.KeepSessionSpecs(true);
+    hooks.kept_session_spec = [&cluster](TimeNs now) { return cluster.TakeSessionSpec(now); };
+  }
   hooks.flush = [&cluster](std::chrono::nanoseconds grace) {
     cluster.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(grace));
   };

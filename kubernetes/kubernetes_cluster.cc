@@ -477,7 +477,15 @@ Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
   auto t0 = Clock::now();
   ClusterSpec spec = SnapshotSpec(now);
   auto t1 = Clock::now();
-  Result<Cluster> cluster = BuildCluster(std::move(spec));
+  std::shared_ptr<const ClusterSpec> kept;
+  if (keep_session_specs_) kept = std::make_shared<const ClusterSpec>(std::move(spec));
+  Result<Cluster> cluster = BuildCluster(kept ? *kept : spec);
+  if (kept) {
+    std::shared_ptr<const ClusterSpec> untaken;  // freed outside the lock
+    std::lock_guard lock(kept_mu_);
+    untaken = std::exchange(kept_spec_, std::move(kept));
+    kept_now_ = now;
+  }
   if (!cluster) return cluster;
   // BuildCluster judges QoS from one container's requests and limits (a scenario pod's); the
   // decoder judged the whole pod as Kubernetes does (DecodedPod::qos_guaranteed).
@@ -489,6 +497,12 @@ Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
   spdlog::debug("kubernetes: snapshot {:.1f} ms (copy of the cache {:.1f} ms, model built {:.1f} ms)",
                 Ms(t2 - t0).count(), Ms(t1 - t0).count(), Ms(t2 - t1).count());
   return cluster;
+}
+
+std::shared_ptr<const ClusterSpec> KubernetesCluster::TakeSessionSpec(TimeNs now) {
+  std::lock_guard lock(kept_mu_);
+  if (kept_now_ != now) return nullptr;
+  return std::move(kept_spec_);
 }
 
 void KubernetesCluster::SubmitWrite(std::function<void()> work, std::function<void(State&)> undo) {

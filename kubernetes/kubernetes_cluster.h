@@ -115,6 +115,12 @@ class KubernetesCluster : public ClusterBinding {
 
   // The plain objects a Snapshot at `now` would build (assumptions and overlays applied).
   ClusterSpec SnapshotSpec(TimeNs now);
+  // After KeepSessionSpecs(true), each Snapshot keeps the objects it built its model from, and
+  // TakeSessionSpec hands them over once (null for another `now`, or when already taken): a
+  // shadow candidate then decides on exactly the live session's input, with no second copy of
+  // the cache competing with the live session for the cores and the cache's lock.
+  void KeepSessionSpecs(bool keep) { keep_session_specs_ = keep; }
+  std::shared_ptr<const ClusterSpec> TakeSessionSpec(TimeNs now);
   KubernetesClusterStats stats() const;
   const KubernetesClusterOptions& options() const { return options_; }
 
@@ -145,6 +151,10 @@ class KubernetesCluster : public ClusterBinding {
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<EventQueue> events_;
   std::atomic<bool> writes_enabled_{true};
+  std::atomic<bool> keep_session_specs_{false};
+  std::mutex kept_mu_;
+  std::shared_ptr<const ClusterSpec> kept_spec_;  // the last Snapshot's input, until taken
+  TimeNs kept_now_ = 0;
 };
 
 }  // namespace kiln::kube

@@ -266,7 +266,7 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   DryRunBinding dry(cluster);
   ClusterBinding& live_binding = options.dry_run ? static_cast<ClusterBinding&>(dry) : cluster;
   std::optional<ShadowTapBinding> tap;
-  if (shadow) tap.emplace(live_binding, *shadow, session_spec);
+  if (shadow) tap.emplace(live_binding, *shadow, session_spec, hooks.kept_session_spec);
   ClusterBinding& binding = tap ? static_cast<ClusterBinding&>(*tap) : live_binding;
   LoopOptions loop_options;
   loop_options.period = options.schedule_period;

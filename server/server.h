@@ -72,6 +72,10 @@ struct ServeHooks {
   // loop thread right after it (the shadow's copy of the live session's state); unset:
   // snapshot_spec.
   std::function<ClusterSpec(TimeNs now)> session_spec;
+  // The objects the snapshot the loop just took at `now` was built from, kept by the binding and
+  // handed over without a copy (null when it kept none); when set, the shadow takes them instead
+  // of calling session_spec (ShadowTapBinding).
+  std::function<std::shared_ptr<const ClusterSpec>(TimeNs now)> kept_session_spec;
 };
 
 // Runs until SIGTERM/SIGINT (or `stop` becomes true, polled each period, for tests). Returns the

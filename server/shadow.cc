@@ -515,8 +515,9 @@ bool ShadowRunner::WaitIdle(std::chrono::milliseconds timeout) {
 }
 
 ShadowTapBinding::ShadowTapBinding(ClusterBinding& inner, ShadowRunner& shadow,
-                                   std::function<ClusterSpec(TimeNs)> spec_at)
-    : inner_(inner), shadow_(shadow), spec_at_(std::move(spec_at)) {
+                                   std::function<ClusterSpec(TimeNs)> spec_at,
+                                   std::function<std::shared_ptr<const ClusterSpec>(TimeNs)> kept)
+    : inner_(inner), shadow_(shadow), spec_at_(std::move(spec_at)), kept_(std::move(kept)) {
   copier_ = std::thread([this] { CopierMain(); });
 }
 
@@ -539,7 +540,13 @@ Result<Cluster> ShadowTapBinding::Snapshot(TimeNs now) {
   // copy (it may be read by whoever owns it).
   nominated_hyper_nodes = inner_.nominated_hyper_nodes;
   auto cluster = inner_.Snapshot(now);
+  // Taken whether or not the shadow wants it, so that the binding never holds a stale one.
+  std::shared_ptr<const ClusterSpec> kept = kept_ ? kept_(now) : nullptr;
   if (cluster && shadow_.Wants()) {
+    if (kept) {
+      shadow_.Offer(std::move(kept), nominated_hyper_nodes, now, std::chrono::nanoseconds(0));
+      return cluster;
+    }
     std::unique_lock<std::mutex> lock(mu_);
     // The previous session failed before Apply: let its copy end before asking for this one.
     cv_.wait(lock, [this] { return state_ != CopyState::kCopying; });

@@ -4,10 +4,12 @@
 // what a new pack or conf would do to its cluster before it decides for real.
 //
 // Off the scheduling path, always:
-//   1. right after the live snapshot, when the shadow thread is idle, ShadowTapBinding's copier
-//      thread copies the cluster's objects (the ClusterSpec GET /snapshot serves, the same state
-//      at the same session time) while the live session runs; when the shadow is still busy with
-//      the previous session, this session is skipped and counted, and the loop pays nothing more;
+//   1. right after the live snapshot, when the shadow thread is idle, the shadow gets the
+//      cluster's objects at the same session time: on the Kubernetes API the very ClusterSpec the
+//      live snapshot was built from, handed over without a copy; elsewhere a copy that
+//      ShadowTapBinding's copier thread takes while the live session runs (the ClusterSpec GET
+//      /snapshot serves); when the shadow is still busy with the previous session, this session
+//      is skipped and counted, and the loop pays nothing more;
 //   2. after the live session, the loop hands over what it decided (binds, evictions, pipelined
 //      pods): a copy of three maps;
 //   3. the shadow thread (SCHED_IDLE, or nice 10 where refused; loops on pools of its own) builds
@@ -215,10 +217,17 @@ class ShadowRunner {
 // (the copy takes a fraction of a session) and cancels one not yet started, so the copy never
 // sees this session's own decisions. `spec_at` gives the cluster's objects at `now`
 // (ServeHooks::session_spec).
+//
+// A binding that keeps the objects its snapshot was built from (`kept`, ServeHooks::
+// kept_session_spec: kiln serve on the Kubernetes API) needs no copy at all: the tap takes them
+// right after the live snapshot and offers them as they are, the exact input of the live
+// session, and the copier thread stays idle. That copy, a second walk over the whole cache while
+// the live session ran, was most of what a shadow cost the live session.
 class ShadowTapBinding : public ClusterBinding {
  public:
   ShadowTapBinding(ClusterBinding& inner, ShadowRunner& shadow,
-                   std::function<ClusterSpec(TimeNs)> spec_at);
+                   std::function<ClusterSpec(TimeNs)> spec_at,
+                   std::function<std::shared_ptr<const ClusterSpec>(TimeNs)> kept = nullptr);
   ~ShadowTapBinding() override;
   ShadowTapBinding(const ShadowTapBinding&) = delete;
   ShadowTapBinding& operator=(const ShadowTapBinding&) = delete;
@@ -235,6 +244,7 @@ class ShadowTapBinding : public ClusterBinding {
   ClusterBinding& inner_;
   ShadowRunner& shadow_;
   std::function<ClusterSpec(TimeNs)> spec_at_;
+  std::function<std::shared_ptr<const ClusterSpec>(TimeNs)> kept_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   CopyState state_ = CopyState::kIdle;

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "runtime/cluster_spec.h"
@@ -93,8 +96,12 @@ struct Rig {
   std::unique_ptr<ShadowTapBinding> tap;
   std::unique_ptr<SchedulerLoop> loop;
   std::thread loop_thread;
+  // How often the tap asked for a copy (spec_at) and took the snapshot's own objects (kept).
+  std::atomic<int> copies{0}, kept{0};
 
-  explicit Rig(std::optional<std::string_view> candidate_conf) {
+  // `keep`: the binding hands over the objects of each snapshot (as kiln serve on the
+  // Kubernetes API does) instead of the tap's copier thread taking a copy.
+  explicit Rig(std::optional<std::string_view> candidate_conf, bool keep = false) {
     fs::create_directories(live_conf.parent_path());
     fs::create_directories(candidate.parent_path());
     WriteFileWhole(live_conf, kSpreadConf);
@@ -111,8 +118,19 @@ struct Rig {
     shadow = std::make_unique<ShadowRunner>(options, CompiledProviderFactory(), *reloader, &metrics);
     Status started = shadow->Start();
     EXPECT_TRUE(started.ok()) << (started.ok() ? "" : started.error().Format());
-    tap = std::make_unique<ShadowTapBinding>(binding, *shadow,
-                                             [this](TimeNs now) { return binding.Spec(now); });
+    std::function<std::shared_ptr<const ClusterSpec>(TimeNs)> kept_spec;
+    if (keep)
+      kept_spec = [this](TimeNs now) {
+        ++kept;
+        return std::make_shared<const ClusterSpec>(binding.Spec(now));
+      };
+    tap = std::make_unique<ShadowTapBinding>(
+        binding, *shadow,
+        [this](TimeNs now) {
+          ++copies;
+          return binding.Spec(now);
+        },
+        kept_spec);
     LoopOptions lo;
     lo.period = 10ms;
     loop = std::make_unique<SchedulerLoop>(*tap, *reloader, &metrics, lo);
@@ -164,6 +182,18 @@ TEST(ShadowRunnerTest, AnIdenticalCandidateNeverDiffers) {
   EXPECT_NE(metrics.find("kiln_shadow_decisions_differ_total{kind=\"bind\"} 0\n"),
             std::string::npos)
       << metrics;
+}
+
+TEST(ShadowRunnerTest, TheSnapshotsOwnObjectsAreMirroredWithoutACopy) {
+  Rig rig(kBinpackConf, /*keep=*/true);
+  ASSERT_TRUE(WaitFor([&] { return rig.State()["decisions"].size() >= 2; }))
+      << rig.shadow->StatusJson();
+  const nlohmann::json d = rig.State()["decisions"][0];
+  EXPECT_EQ(d["live"]["bind"], "n2");
+  EXPECT_EQ(d["shadow"]["bind"], "n1");
+  EXPECT_GE(rig.kept.load(), 2);
+  EXPECT_EQ(rig.copies.load(), 0);  // the copier thread never ran
+  EXPECT_EQ(rig.tap->late_copies(), 0);
 }
 
 TEST(ShadowRunnerTest, TheCandidateIsAddedAndRemovedWithItsFile) {
