@@ -33,6 +33,8 @@ const Function kFunctions[] = {
     {"math", "log", "", "(float) -> float", NATIVE(kiln_std_log), "natural log; 0 for x ≤ 0"},
     {"math", "pow", "", "(float, float) -> float", NATIVE(kiln_std_pow),
      "x to the power y, as Go's math.Pow (pow(0, 0) = 1)"},
+    {"math", "clamp", "", "(float, float, float) -> float", NATIVE(kiln_std_clamp),
+     "clamp(x, lo, hi): x held within [lo, hi] (lo when lo > hi or x is NaN)"},
 
     // ---- resources (Volcano's api.Resource semantics) ----
     {"resource", "dominant_share", "", "(Resource, Resource) -> float",

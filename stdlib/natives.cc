@@ -31,6 +31,8 @@ double kiln_std_ceil(double x) { return std::ceil(x); }
 double kiln_std_fabs(double x) { return std::fabs(x); }
 double kiln_std_log(double x) { return x > 0 ? std::log(x) : 0; }
 double kiln_std_pow(double x, double y) { return std::pow(x, y); }
+// max(lo, min(x, hi)): defined where std::clamp is not (lo > hi gives lo; a NaN x gives lo).
+double kiln_std_clamp(double x, double lo, double hi) { return std::max(lo, std::min(x, hi)); }
 double kiln_std_round(double x) { return std::round(x); }  // half away from zero, as Go
 
 double kiln_std_dominant_share(const kiln::Resource* alloc, const kiln::Resource* total) {

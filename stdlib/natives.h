@@ -16,6 +16,7 @@ double kiln_std_ceil(double x);
 double kiln_std_fabs(double x);
 double kiln_std_log(double x);
 double kiln_std_pow(double x, double y);
+double kiln_std_clamp(double x, double lo, double hi);
 double kiln_std_round(double x);
 
 // Resources (wrap kiln::Resource, Volcano semantics).

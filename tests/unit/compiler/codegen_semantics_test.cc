@@ -56,6 +56,15 @@ std::string CompiledIr(const std::string& name, const std::string& text) {
   return ir.ok() ? *ir : "";
 }
 
+// A library row is all a builtin needs to be called from a policy (issue #29): clamp is one row
+// in stdlib/library.cc and one C function; the checker, the lowering and the JIT's symbols come
+// from the row.
+TEST_F(CodegenSemantics, ClampIsCalledThroughItsLibraryRow) {
+  EXPECT_EQ(EvalFloat("return clamp(float(len(node.name)) - 5.0, 0.0, 100.0);"), 0.0);
+  EXPECT_EQ(EvalFloat("return clamp(250.0, 0.0, 100.0) + clamp(-1.0, 0.5, 2.0);"), 100.5);
+  EXPECT_EQ(EvalFloat("return clamp(7.0, 10.0, 0.0);"), 10.0);  // lo > hi: lo
+}
+
 TEST_F(CodegenSemantics, IntegerDivisionAndRemainderByZeroAreZero) {
   EXPECT_EQ(EvalFloat("let z = 0; return float(7 / z);"), 0.0);
   EXPECT_EQ(EvalFloat("let z = 0; return float(7 % z);"), 0.0);

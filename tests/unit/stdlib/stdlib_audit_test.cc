@@ -133,6 +133,7 @@ const std::vector<Case>& Cases() {
       {"round", {"2.5"}, "= 3.0"},
       {"log", {"1.0"}, "= 0.0"},
       {"pow", {"2.0", "10.0"}, "= 1024.0"},
+      {"clamp", {"250.0", "0.0", "100.0"}, "= 100.0"},
       // resources
       {"dominant_share", {"resource{cpu: 1, memory: 1Gi}", "resource{cpu: 4, memory: 2Gi}"},
        "= 0.5"},

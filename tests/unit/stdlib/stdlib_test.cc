@@ -2,6 +2,7 @@
 // natives give Volcano's / Go's answers, including on bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -124,6 +125,11 @@ TEST(Stdlib, MathIsTotal) {
   EXPECT_EQ(kiln_std_log(0), 0);
   EXPECT_EQ(kiln_std_round(2.5), 3);
   EXPECT_EQ(kiln_std_round(-2.5), -3);
+  EXPECT_EQ(kiln_std_clamp(150, 0, 100), 100);
+  EXPECT_EQ(kiln_std_clamp(-3, 0, 100), 0);
+  EXPECT_EQ(kiln_std_clamp(42.5, 0, 100), 42.5);
+  EXPECT_EQ(kiln_std_clamp(5, 10, 0), 10);              // lo > hi: lo
+  EXPECT_EQ(kiln_std_clamp(std::nan(""), 1, 2), 1);     // NaN: lo
 }
 
 }  // namespace
