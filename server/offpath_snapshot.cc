@@ -122,15 +122,40 @@ std::shared_ptr<OffPathCluster> OffPathSnapshots::Take(int64_t after_session) {
   return out;
 }
 
+std::optional<PartialCluster> OffPathCluster::TakeSpare() {
+  std::lock_guard<std::mutex> lock(spare_mu);
+  if (spares.empty()) return std::nullopt;
+  std::optional<PartialCluster> out(std::move(spares.back()));
+  spares.pop_back();
+  return out;
+}
+
+size_t OffPathCluster::spare_count() {
+  std::lock_guard<std::mutex> lock(spare_mu);
+  return spares.size();
+}
+
 void OffPathSnapshots::BuildSpare(OffPathCluster& copy) {
   if (!options_.spare) return;
-  {
-    std::lock_guard<std::mutex> lock(copy.mu);
-    if (copy.spare) return;
-    copy.spare.emplace(copy.spec);
+  for (;;) {
+    {
+      // A newer copy is asked for: it matters more than another model of this one.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_ || wanted_) return;
+    }
+    if (copy.spare_count() >= static_cast<size_t>(std::max(options_.spare_models, 1))) return;
+    std::optional<PartialCluster> built;
+    {
+      std::lock_guard<std::mutex> lock(copy.mu);
+      built.emplace(copy.spec);
+    }
+    {
+      std::lock_guard<std::mutex> lock(copy.spare_mu);
+      copy.spares.push_back(std::move(*built));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++spares_;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++spares_;
 }
 
 void OffPathSnapshots::Replenish() {

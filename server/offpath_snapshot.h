@@ -17,10 +17,13 @@
 // copying, and the next request takes its own copy first. A server nobody asks pays nothing.
 //
 // A published copy is shared, never copied again. Once it is published the publisher builds its
-// session model ahead of the request (OffPathCluster::spare, runtime/cluster_extend.h): a what-if
-// takes it, adds only its job's objects and links it, instead of building every task again, and
-// after the what-if (Replenish) the publisher builds the next one. A request never waits for that
-// model: while it is being built the request builds its own from the copy. When a what-if needs
+// session models ahead of the requests (OffPathCluster::spares, two by default,
+// runtime/cluster_extend.h): a what-if takes one, adds only its job's objects and links it,
+// instead of building every task again, and after the what-if (Replenish) the publisher builds
+// another. A request never waits for a model: when none is ready it builds its own from the copy.
+// Two are kept because requests often come one right after another (a client asking about
+// several jobs): with one, each request found the publisher still building the model the last
+// one had used up, and built its own beside it. When a what-if needs
 // the copy itself with its job's objects in it (a session run again to explain), it appends them,
 // runs, and removes them (OffPathExtension), which is safe because one off-path session runs at a
 // time (OffPathRunner's gate) and the publisher reads a published copy only under its `mu`.
@@ -64,11 +67,19 @@ struct OffPathCluster {
   // The keys of its pods and PodGroups, which a what-if's objects must not reuse: built by the
   // first what-if on this copy (the holder of the gate), read by the next ones.
   std::optional<std::unordered_set<std::string>> pod_keys, group_uids;
-  // The session model of `spec`, built ahead by the publisher (none on a copy a request took
-  // itself, until Replenish); a what-if takes it. `mu` is held while the publisher builds it and
-  // while a what-if's objects are in `spec`, so that the two never overlap.
+  // `mu` is held while the publisher builds a session model from `spec` and while a what-if's
+  // objects are in `spec`, so that the two never overlap.
   std::mutex mu;
-  std::optional<PartialCluster> spare;
+  // Session models of `spec` built ahead by the publisher, up to Options::spare_models (none on a
+  // copy a request took itself, until Replenish); a what-if takes one. Under `spare_mu`, held only
+  // to put one in or take one out: a request never waits for a build. With two, requests that
+  // come one right after another each find one while the publisher builds the next.
+  std::mutex spare_mu;
+  std::vector<PartialCluster> spares;
+
+  // A model built ahead, used up; none when there is none ready.
+  std::optional<PartialCluster> TakeSpare();
+  size_t spare_count();
 };
 
 // Completed objects appended to a completed cluster for the length of one session, and removed
@@ -98,7 +109,10 @@ class OffPathSnapshots {
     std::chrono::nanoseconds max_age = std::chrono::seconds(3);
     std::chrono::nanoseconds demand = std::chrono::minutes(5);
     int nice = 10;  // the publisher thread's niceness
-    bool spare = true;  // build each copy's session model ahead (OffPathCluster::spare)
+    bool spare = true;  // build each copy's session models ahead (OffPathCluster::spares)
+    // How many are kept ready per copy. Each costs the memory of one session model (about the
+    // size of the cluster's tasks); 2 keeps one ready for a request that follows another at once.
+    int spare_models = 2;
   };
   OffPathSnapshots(std::function<ClusterSpec(TimeNs)> spec_at, std::function<TimeNs()> clock,
                    Options options);

@@ -378,22 +378,15 @@ Result<Explained> RunExplained(const ClusterSpec& cluster, std::set<std::string>
   return RunExplained(std::move(*built), std::move(pods), set, now, record, job);
 }
 
-// The session model of the copy with the job's objects added: the one the publisher built ahead
-// (OffPathCluster::spare) when it is there and free, which is used up (Replenish has the next one
+// The session model of the copy with the job's objects added: one the publisher built ahead
+// (OffPathCluster::spares) when one is ready, which is used up (Replenish has the next one
 // built), else one built now from the copy, without waiting for the publisher (it runs at a lower
 // priority, and the request would wait on it behind everything else the machine runs). None when
 // the model cannot take the objects (PartialCluster::CanAdd): the caller builds the copy with them.
 std::optional<Cluster> ModelWithJob(OffPathCluster& base, const std::vector<PodGroupSpec>& groups,
                                     const std::vector<PodSpec>& pods, bool* prebuilt) {
-  std::optional<PartialCluster> part;
-  {
-    std::unique_lock<std::mutex> lock(base.mu, std::try_to_lock);
-    if (lock.owns_lock() && base.spare) {
-      part.emplace(std::move(*base.spare));
-      base.spare.reset();
-      *prebuilt = true;
-    }
-  }
+  std::optional<PartialCluster> part = base.TakeSpare();
+  *prebuilt = part.has_value();
   if (!part) part.emplace(base.spec);  // a read, as the publisher's: no lock needed
   if (!part->CanAdd(groups)) return std::nullopt;
   auto built = std::move(*part).Finish(groups, pods);

@@ -88,7 +88,7 @@ struct WhatIfAnswer {
   int queue_position = 0;  // 1-based, among the jobs of the job's queue in the session's order
   std::map<std::string, std::vector<WhatIfReason>> reasons;  // added pods not placed
   SessionResult session;  // the whole session, for tests and logs
-  // The session started from the copy's model built ahead (OffPathCluster::spare), not from a
+  // The session started from the copy's model built ahead (OffPathCluster::spares), not from a
   // build of the whole copy.
   bool prebuilt = false;
 };
@@ -97,8 +97,8 @@ std::string WhatIfJson(const WhatIfAnswer& a);
 
 // Runs the what-if on `base` (a snapshot normalised and completed at base.now, as
 // OffPathSnapshots publishes it): adds `objects` (completing only them), runs the session with
-// `set`, answers, and leaves base.spec as it was. The session starts from base.spare when it is
-// there (and uses it up): only the job's objects are added to that model. Only when some of the
+// `set`, answers, and leaves base.spec as it was. The session starts from one of base.spares when one
+// is ready (and uses it up): only the job's objects are added to that model. Only when some of the
 // pods are left unplaced is the same session run again with those pods' explanation recorded (their
 // reasons); only when the job is not admitted is each enqueue voter asked alone (an enqueue-only
 // session each) to name who refused it; only when the session evicts someone is the session without

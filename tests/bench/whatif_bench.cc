@@ -154,7 +154,7 @@ void WhatIfOnSharedCopy(benchmark::State& state, bool prebuilt) {
   for (auto _ : state) {
     if (prebuilt) {
       state.PauseTiming();
-      base.spare.emplace(base.spec);
+      base.spares.emplace_back(base.spec);
       state.ResumeTiming();
     }
     auto answer = server::RunWhatIfOn(base, job, *set);

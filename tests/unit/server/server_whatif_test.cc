@@ -347,7 +347,7 @@ TEST(WhatIf, EvictionsAreTheJobsOwn) {
   EXPECT_EQ(fresh->pipelined, a->pipelined);
 }
 
-// A what-if on a copy whose session model was built ahead (OffPathCluster::spare) answers as one
+// A what-if on a copy whose session model was built ahead (OffPathCluster::spares) answers as one
 // that builds the whole copy with the job in it: for a job placed, one left unplaced (a second
 // session explains it), one refused at enqueue, and a job whose pods join a PodGroup the cluster
 // has. The model is used up; the copy is left as it was.
@@ -375,12 +375,12 @@ TEST(WhatIf, TheModelBuiltAheadAnswersAsABuildOfTheWholeCopy) {
     base.spec = TestCluster();
     NormaliseLikeScenario(base.spec);
     base.warnings = CompleteCluster(base.spec, {});
-    base.spare.emplace(base.spec);
+    base.spares.emplace_back(base.spec);
     const size_t pods = base.spec.pods.size(), groups = base.spec.pod_groups.size();
     auto a = RunWhatIfOn(base, *objects, *set);
     ASSERT_TRUE(a.ok()) << a.error().Format();
     EXPECT_TRUE(a->prebuilt);
-    EXPECT_FALSE(base.spare) << "used up";
+    EXPECT_EQ(base.spare_count(), 0u) << "used up";
     EXPECT_EQ(WhatIfJson(*a), WhatIfJson(*fresh));
     EXPECT_EQ(a->session.binds, fresh->session.binds);
     EXPECT_EQ(a->session.pod_group_phases, fresh->session.pod_group_phases);
@@ -425,22 +425,20 @@ TEST(OffPathSnapshots, CopiesAfterSessionsOnlyWhileAsked) {
   EXPECT_EQ(snaps.Current(nullptr).get(), second.get());
   // The session model is built off the request's path: after the thread published a copy, or
   // after a what-if took the model (Replenish). The request's own first copy has none.
-  EXPECT_FALSE(first->spare);
-  auto has_model = [&] {
-    std::lock_guard<std::mutex> lock(second->mu);
-    return second->spare.has_value();
-  };
+  // Two are kept ready (Options::spare_models), so that a request right after another finds one
+  // while the publisher builds the next.
+  EXPECT_EQ(first->spare_count(), 0u);
   snaps.Replenish();
-  EXPECT_TRUE(fixtures::WaitFor(has_model));
+  EXPECT_TRUE(fixtures::WaitFor([&] { return second->spare_count() == 2; }));
   const uint64_t built = snaps.spares();
-  EXPECT_GE(built, 1u);
-  {
-    std::lock_guard<std::mutex> lock(second->mu);
-    second->spare.reset();  // a what-if took it
-  }
-  snaps.Replenish();  // the publisher builds it again
+  EXPECT_GE(built, 2u);
+  EXPECT_TRUE(second->TakeSpare().has_value());  // a what-if took one
+  EXPECT_EQ(second->spare_count(), 1u);           // the next request finds the other
+  snaps.Replenish();                              // the publisher builds it again
   EXPECT_TRUE(fixtures::WaitFor([&] { return snaps.spares() == built + 1; }));
-  EXPECT_TRUE(has_model());
+  EXPECT_TRUE(fixtures::WaitFor([&] { return second->spare_count() == 2; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(snaps.spares(), built + 1) << "never more than two ahead";
 }
 
 TEST(OffPathRunner, RefusesToAnswerForFilesTheLiveSchedulerHasNotLoaded) {
