@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "runtime/cluster_extend.h"
+#include "runtime/pause_gate.h"
 #include "runtime/shared_value.h"
 #include "runtime/yaml_util.h"
 
@@ -400,6 +401,7 @@ PartialCluster::PartialCluster(const ClusterSpec& c) {
     q.node_group_anti_affinity = qs.node_group_anti_affinity;
   }
   for (const auto& ns : c.nodes) {
+    PauseGate::Checkpoint();  // a shadow's model waits while a live session runs
     Node& n = cluster.NewNode();
     n.name = ns.name;
     n.allocatable = ns.allocatable;
@@ -430,7 +432,10 @@ PartialCluster::PartialCluster(const ClusterSpec& c) {
   }
   made_jobs_ = later_jobs_.size();
   for (const auto& ns : c.nodes) nodes_.insert(ns.name);
-  for (const auto& ps : c.pods) AddTask(ps);
+  for (const auto& ps : c.pods) {
+    PauseGate::Checkpoint();
+    AddTask(ps);
+  }
   // PDBs and ResourceQuotas are plain cluster facts the pdb and resourcequota policies read.
   for (const auto& p : c.pdbs) cluster.NewPdb() = p;
   for (const auto& q : c.resource_quotas) cluster.NewResourceQuota() = q;

@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include "runtime/pause_gate.h"
+
 #include <cstdlib>
 
 #include <algorithm>
@@ -142,6 +144,9 @@ void ThreadPool::WorkerMain() {
 void ThreadPool::ParallelForRange(size_t n, size_t grain,
                                   const std::function<void(size_t, size_t)>& fn) {
   if (n == 0) return;
+  // Off the scheduling path, a loop waits here while a live session runs (never inside a range
+  // of another loop: that range's loop waits for it).
+  if (!t_inside_loop) PauseGate::Checkpoint();
   grain = std::max<size_t>(grain, 1);
   if (workers_.empty() || t_inside_loop || n <= grain) {
     InsideLoop inside;

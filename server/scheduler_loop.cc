@@ -31,8 +31,20 @@ Result<SessionResult> SchedulerLoop::RunOnce() {
   std::shared_ptr<const PolicySet> set = policies_.Current();
   if (!set) return Error{"no configuration loaded", {}};
   auto start = std::chrono::steady_clock::now();
-  auto result = RunCycle(binding_, set->conf, set->registry, options_.clock(),
-                         static_cast<int>(sessions_));
+  struct Around {
+    const LoopOptions& o;
+    explicit Around(const LoopOptions& options) : o(options) {
+      if (o.session_starts) o.session_starts();
+    }
+    ~Around() {
+      if (o.session_ends) o.session_ends();
+    }
+  };
+  auto result = [&] {
+    Around around(options_);
+    return RunCycle(binding_, set->conf, set->registry, options_.clock(),
+                    static_cast<int>(sessions_));
+  }();
   double e2e_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                            start)
                       .count();

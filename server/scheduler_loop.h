@@ -34,6 +34,11 @@ struct LoopOptions {
   // Whether this replica may schedule now (leader election); checked before each session. A
   // replica that may not waits a period and asks again. Default: always.
   std::function<bool()> may_schedule;
+  // Called on the loop's thread right before each session's snapshot and right after the session
+  // ended, whatever its outcome: work off the scheduling path (a shadow candidate) steps aside
+  // in between.
+  std::function<void()> session_starts;
+  std::function<void()> session_ends;
 };
 
 class SchedulerLoop {

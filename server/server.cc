@@ -275,6 +275,10 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
     bool synced = !hooks.caches_synced || hooks.caches_synced();
     return synced && leading();
   };
+  if (shadow) {
+    loop_options.session_starts = [&shadow] { shadow->LiveSessionStarts(); };
+    loop_options.session_ends = [&shadow] { shadow->LiveSessionEnds(); };
+  }
   SchedulerLoop loop(binding, reloader, &metrics, loop_options);
   if (hooks.on_session || shadow || offpath)
     loop.SetObserver([&](const SessionResult& r, const PolicySet&) {

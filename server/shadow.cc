@@ -219,6 +219,7 @@ void ShadowRunner::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  gate_.Release();  // a shadow session in flight finishes without waiting for the loop
   if (thread_.joinable()) thread_.join();
 }
 
@@ -319,6 +320,7 @@ void ShadowRunner::ThreadMain() {
   // loops run one at a time, the live session would wait for the shadow's.
   ThreadPool nodes(1), io(1, /*min_grain=*/1);
   ThreadPool::ThreadOverride own_pools(nodes, io);
+  PauseGate::Bind paused_by_live_sessions(gate_);
   LoadCandidate([this] {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_;
@@ -344,6 +346,7 @@ void ShadowRunner::ThreadMain() {
 void ShadowRunner::RunJob(Job job) {
   std::shared_ptr<const PolicySet> set = Candidate();
   if (!set) return;
+  PauseGate::Checkpoint();  // the next live session may have started already
   auto start = std::chrono::steady_clock::now();
   auto fail = [&](const Error& e) {
     spdlog::warn("shadow: session {} failed: {}", job.index, e.Format());
@@ -487,6 +490,8 @@ std::string ShadowRunner::StatusJson() const {
   if (!load_error_.empty()) j["loadError"] = load_error_;
   if (live) j["liveGeneration"] = live->generation;
   j["sessions"] = sessions_.load();
+  // Time the shadow waited for live sessions to end (a shadow session's wall time includes it).
+  j["pausedSeconds"] = std::chrono::duration<double>(gate_.waited()).count();
   j["skipped"] = Json{{"busy", skipped_busy_}, {"late", skipped_late_}, {"error", skipped_error_}};
   if (!last_error_.empty()) j["lastError"] = last_error_;
   j["differ"] = Json{{"bind", differ_bind_}, {"evict", differ_evict_}, {"pipeline", differ_pipeline_}};

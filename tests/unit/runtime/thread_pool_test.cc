@@ -1,9 +1,11 @@
 #include "runtime/thread_pool.h"
+#include "runtime/pause_gate.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -182,6 +184,83 @@ TEST(ThreadPoolTest, AnOverrideKeepsAThreadsLoopsOffTheSharedPools) {
   release = true;
   stuck.join();
   off_path.join();
+}
+
+// Polls `done` every millisecond for up to ten seconds.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 10000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// A thread bound to a closed gate (a shadow session's, while a live session runs) starts no loop
+// until the gate opens, on a pool with workers or without; the loop then runs in full.
+TEST(PauseGateTest, ABoundThreadStartsNoLoopWhileTheGateIsClosed) {
+  for (int threads : {1, 2}) {
+    PauseGate gate;
+    gate.Close();
+    ThreadPool pool(threads);
+    std::atomic<int> ran{0};
+    std::thread off_path([&] {
+      PauseGate::Bind bound(gate);
+      pool.ParallelFor(64, [&](size_t) { ++ran; }, 1);
+    });
+    ASSERT_TRUE(Eventually([&] { return gate.waiting() == 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(ran.load(), 0) << threads << " threads";
+    gate.Open();
+    off_path.join();
+    EXPECT_EQ(ran.load(), 64);
+    EXPECT_EQ(gate.waiting(), 0);
+    EXPECT_GE(gate.waited(), std::chrono::milliseconds(20));
+  }
+}
+
+// The gate holds only the threads bound to it: the live session's own loops, on the same pool,
+// never wait; and a loop nested in a bound thread's running loop runs inline rather than waiting
+// inside a range its outer loop waits for.
+TEST(PauseGateTest, OnlyBoundThreadsWaitAndNeverInsideALoop) {
+  PauseGate gate;
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  gate.Close();
+  pool.ParallelFor(100, [&](size_t) { ++ran; }, 1);
+  EXPECT_EQ(ran.load(), 100);
+  EXPECT_EQ(gate.waited(), std::chrono::nanoseconds(0));
+
+  gate.Open();
+  ran = 0;
+  std::thread off_path([&] {
+    PauseGate::Bind bound(gate);
+    pool.ParallelFor(4, [&](size_t i) {
+      if (i == 0) gate.Close();  // a live session starts in the middle of the loop
+      pool.ParallelFor(10, [&](size_t) { ++ran; }, 1);
+    }, 1);
+  });
+  off_path.join();
+  EXPECT_EQ(ran.load(), 40);
+}
+
+// Release opens the gate for good: a waiting thread goes on, and closing it again holds nobody
+// (the shadow is stopping while the loop may still start a session).
+TEST(PauseGateTest, ReleaseOpensForGood) {
+  PauseGate gate;
+  gate.Close();
+  std::atomic<bool> done{false};
+  std::thread off_path([&] {
+    PauseGate::Bind bound(gate);
+    PauseGate::Checkpoint();
+    gate.Close();
+    PauseGate::Checkpoint();
+    done = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return gate.waiting() == 1; }));
+  gate.Release();
+  off_path.join();
+  EXPECT_TRUE(done.load());
+  PauseGate::Checkpoint();  // this thread is bound to no gate
 }
 
 TEST(ThreadPoolTest, ZeroIterationsCallsNothing) {

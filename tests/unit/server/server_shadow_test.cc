@@ -101,7 +101,9 @@ struct Rig {
 
   // `keep`: the binding hands over the objects of each snapshot (as kiln serve on the
   // Kubernetes API does) instead of the tap's copier thread taking a copy.
-  explicit Rig(std::optional<std::string_view> candidate_conf, bool keep = false) {
+  // `loop`: false leaves the loop's side to the test (no loop thread).
+  explicit Rig(std::optional<std::string_view> candidate_conf, bool keep = false,
+               bool loop_runs = true) {
     fs::create_directories(live_conf.parent_path());
     fs::create_directories(candidate.parent_path());
     WriteFileWhole(live_conf, kSpreadConf);
@@ -133,13 +135,15 @@ struct Rig {
         kept_spec);
     LoopOptions lo;
     lo.period = 10ms;
+    lo.session_starts = [this] { shadow->LiveSessionStarts(); };
+    lo.session_ends = [this] { shadow->LiveSessionEnds(); };
     loop = std::make_unique<SchedulerLoop>(*tap, *reloader, &metrics, lo);
     loop->SetObserver([this](const SessionResult& r, const PolicySet&) { shadow->LiveDone(&r); });
-    loop_thread = std::thread([this] { loop->Run(); });
+    if (loop_runs) loop_thread = std::thread([this] { loop->Run(); });
   }
   ~Rig() {
     loop->Stop();
-    loop_thread.join();
+    if (loop_thread.joinable()) loop_thread.join();
     shadow->Stop();
   }
   nlohmann::json State() { return nlohmann::json::parse(shadow->StatusJson()); }
@@ -194,6 +198,76 @@ TEST(ShadowRunnerTest, TheSnapshotsOwnObjectsAreMirroredWithoutACopy) {
   EXPECT_GE(rig.kept.load(), 2);
   EXPECT_EQ(rig.copies.load(), 0);  // the copier thread never ran
   EXPECT_EQ(rig.tap->late_copies(), 0);
+}
+
+// The shadow never runs beside a live session: a live session that starts before the shadow
+// thread took its job holds the shadow session back until it ends. The loop's side is played by
+// hand: session 1's snapshot and decisions are handed over, and session 2 has started before the
+// shadow thread got to them (calling LiveSessionStarts before LiveDone fixes that interleaving).
+TEST(ShadowRunnerTest, AShadowSessionWaitsWhileALiveSessionRuns) {
+  Rig rig(kBinpackConf, /*keep=*/false, /*loop_runs=*/false);
+  ASSERT_TRUE(WaitFor([&] { return rig.State()["active"].get<bool>(); })) << rig.shadow->StatusJson();
+  const TimeNs now = 1'000'000'000;
+  rig.shadow->LiveSessionStarts();  // session 1
+  ASSERT_TRUE(rig.shadow->Wants());
+  rig.shadow->Offer(std::make_shared<const ClusterSpec>(rig.binding.Spec(now)), {}, now, 0ns);
+  rig.shadow->LiveSessionEnds();
+  rig.shadow->LiveSessionStarts();  // session 2
+  SessionResult live;
+  live.time = now;
+  live.index = 1;
+  live.binds["c1/p1"] = "n2";
+  rig.shadow->LiveDone(&live);
+  ASSERT_TRUE(WaitFor([&] { return rig.shadow->paused(); })) << rig.shadow->StatusJson();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(rig.shadow->sessions(), 0);
+  EXPECT_TRUE(rig.shadow->paused());
+  EXPECT_FALSE(rig.shadow->Wants());  // still busy with session 1: session 2 is skipped
+  rig.shadow->LiveSessionEnds();
+  ASSERT_TRUE(rig.shadow->WaitIdle(60s));
+  EXPECT_EQ(rig.shadow->sessions(), 1);
+  nlohmann::json st = rig.State();
+  EXPECT_GE(st["pausedSeconds"].get<double>(), 0.05) << st.dump(2);
+  EXPECT_EQ(st["skipped"]["busy"], 1) << st.dump(2);
+  ASSERT_EQ(st["decisions"].size(), 1u) << st.dump(2);  // the candidate binpacks: n1, not n2
+  EXPECT_EQ(st["decisions"][0]["shadow"]["bind"], "n1") << st.dump(2);
+}
+
+// LoopOptions::session_starts and session_ends bracket every session, a failed one too: a
+// shadow held back by a live session that failed would otherwise wait for good.
+TEST(SchedulerLoopTest, SessionHooksBracketEverySessionAFailedOneToo) {
+  Rig rig(std::nullopt, /*keep=*/false, /*loop_runs=*/false);
+  struct Failing : ClusterBinding {
+    const bool* inside = nullptr;
+    bool snapshot_inside = false;
+    Result<Cluster> Snapshot(TimeNs) override {
+      snapshot_inside = *inside;
+      return Error{"the API server is away", {}};
+    }
+    void Apply(const SessionResult&) override {}
+  } failing;
+  bool inside = false;
+  int starts = 0, ends = 0;
+  failing.inside = &inside;
+  LoopOptions lo;
+  lo.session_starts = [&] {
+    ++starts;
+    inside = true;
+  };
+  lo.session_ends = [&] {
+    ++ends;
+    inside = false;
+  };
+  SchedulerLoop loop(failing, *rig.reloader, nullptr, lo);
+  EXPECT_FALSE(loop.RunOnce().ok());
+  EXPECT_TRUE(failing.snapshot_inside);
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(ends, 1);
+  SchedulerLoop good(rig.binding, *rig.reloader, nullptr, lo);
+  EXPECT_TRUE(good.RunOnce().ok());
+  EXPECT_EQ(starts, 2);
+  EXPECT_EQ(ends, 2);
+  EXPECT_FALSE(inside);
 }
 
 TEST(ShadowRunnerTest, TheCandidateIsAddedAndRemovedWithItsFile) {
