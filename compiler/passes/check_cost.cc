@@ -41,6 +41,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/passes/passes.h"
@@ -180,7 +181,10 @@ class CostEstimator {
     switch (s->kind) {
       case NodeKind::Let: {
         auto* l = static_cast<const Let*>(s);
-        if (IsString(l->value.get())) str_sizes_[l->local.get()] = GrownSize(l->local.get(), StrLen(l->value.get()));
+        if (IsString(l->value.get())) {
+          str_sizes_[l->local.get()] = GrownSize(l->local.get(), StrLen(l->value.get()));
+          StringBoundsChanged();
+        }
         if (!l->local->is_mutable) {
           sizes_[l->local.get()] = Size(l->value.get());
           if (NestedCollection(l->value.get())) elem_sizes_[l->local.get()] = ElemSize(l->value.get());
@@ -557,9 +561,23 @@ class CostEstimator {
     return {};
   }
 
-  // An upper bound on the length of a string expression, in bytes.
+  // An upper bound on the length of a string expression, in bytes. Kept per expression until a
+  // string variable's bound changes: the estimate of a `+` chain asks for the length of each of
+  // its prefixes, and walking each prefix again made a chain of n terms cost n² (2,000 terms took
+  // 1.9 s to check).
   Poly StrLen(const ast::Expr* e) {
     if (!e) return {};
+    if (e->kind != NodeKind::Binary) return StrLenOf(e);  // only chains are asked for again
+    auto it = str_len_.find(e);
+    if (it != str_len_.end() && it->second.first == str_bounds_version_) return it->second.second;
+    Poly len = StrLenOf(e);
+    str_len_[e] = {str_bounds_version_, len};
+    return len;
+  }
+  // What StrLen reads changed: the lengths kept are stale.
+  void StringBoundsChanged() { ++str_bounds_version_; }
+
+  Poly StrLenOf(const ast::Expr* e) {
     if (auto passed = PassedOn(e, [&](const ast::Expr* x) { return StrLen(x); })) return *passed;
     switch (e->kind) {
       case NodeKind::StringLit:
@@ -633,17 +651,20 @@ class CostEstimator {
         int uses = Occurrences(a->value.get(), target) + (a->op == AssignOp::Add ? 1 : 0);
         if (uses >= 2) {
           doubled_.insert(target);
+          StringBoundsChanged();
           return;
         }
         // What the value adds besides the variable itself.
         auto saved = str_sizes_;
         str_sizes_[target] = Poly{};
+        StringBoundsChanged();
         Poly part = StrLen(a->value.get());
         str_sizes_ = std::move(saved);
         if (uses == 1)
           growth_[target] = Add(growth_[target], Mul(trips, part));
         else
           assigned_[target] = Larger(assigned_[target], part);
+        StringBoundsChanged();
         return;
       }
       default: return;
@@ -778,6 +799,8 @@ class CostEstimator {
     growth_.clear();
     assigned_.clear();
     doubled_.clear();
+    str_len_.clear();
+    StringBoundsChanged();
     growth_collected_.clear();
     sizes_.clear();
     elem_sizes_.clear();
@@ -802,6 +825,9 @@ class CostEstimator {
   std::map<const Local*, Poly> growth_;
   std::map<const Local*, Poly> assigned_;
   std::set<const Local*> doubled_;
+  // StrLen's answers, each with the version of the string bounds it was worked out under.
+  std::unordered_map<const ast::Expr*, std::pair<uint64_t, Poly>> str_len_;
+  uint64_t str_bounds_version_ = 0;
   std::set<const ast::Callable*> growth_collected_;
   // Collecting a callee's return sizes and element sizes (ReturnSizes).
   std::vector<std::pair<Poly, Poly>>* returns_ = nullptr;

@@ -65,6 +65,30 @@ void BM_Frontend(benchmark::State& state, std::string name) {
   }
 }
 
+// The front end of a handler whose one expression concatenates `terms` strings: the cost check
+// once walked each prefix of such a chain again (quadratic in its length). Linear time per term
+// across the range shows it is not.
+void BM_FrontendConcatChain(benchmark::State& state) {
+  const int64_t terms = state.range(0);
+  std::string chain;
+  for (int64_t i = 0; i < terms; ++i)
+    chain += (i ? " + " : "") + std::string("l.name + \"") + std::to_string(i) + "\"";
+  SourceFile source{"concat-chain.policy",
+                    "policy concat_chain;\n\non task_order(l: Task, r: Task) -> int {\n  let s = " +
+                        chain + ";\n  return len(s) > 3 ? 1 : 0;\n}\n"};
+  for (auto _ : state) {
+    FrontendResult r = RunFrontend(source);
+    if (!r.ok()) state.SkipWithError("front end failed");
+    benchmark::DoNotOptimize(r.policy.get());
+  }
+  state.SetComplexityN(terms);
+}
+BENCHMARK(BM_FrontendConcatChain)
+    ->RangeMultiplier(4)
+    ->Range(125, 2000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+
 void BM_Compile(benchmark::State& state, std::string name) {
   auto* compiler = *PolicyCompiler::Global();
   const BuiltinPolicy* b = FindBuiltinPolicy(name);
