@@ -18,6 +18,7 @@
 
 #include "compiler/builtin_policies.h"
 #include "compiler/host/compiled_policy.h"
+#include "tests/bench/bench_policy_text.h"
 #include "runtime/conf.h"
 #include "runtime/model.h"
 #include "runtime/plugin.h"
@@ -320,10 +321,8 @@ inline std::unique_ptr<PairSession> OpenPairSession(
   if (!conf.ok()) Die(conf.error().Format());
   p->conf = std::move(*conf);
 
-  const BuiltinPolicy* b = FindBuiltinPolicy(policy);
-  if (!b) Die("no built-in policy " + policy);
-  auto compiled =
-      (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
+  if (!FindBuiltinPolicy(policy)) Die("no built-in policy " + policy);
+  auto compiled = (*PolicyCompiler::Global())->Compile(BenchPolicySource(policy));
   if (!compiled.ok()) Die(compiled.error().Format());
   PairSession* raw = p.get();
   std::shared_ptr<const CompiledPolicy> cp = *compiled;

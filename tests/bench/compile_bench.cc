@@ -27,15 +27,18 @@
 #include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/jit/object_cache.h"
+#include "tests/bench/bench_policy_text.h"
 
 namespace kiln {
 namespace {
 
 std::atomic<int> fresh{0};
 
-SourceFile Fresh(const BuiltinPolicy& b) {
-  return SourceFile{"compile-bench/" + std::to_string(fresh++) + "/" + std::string(b.path),
-                    std::string(b.text)};
+// A built-in policy's source (bench::BenchPolicySource) under a path not compiled before.
+SourceFile Fresh(std::string_view name) {
+  SourceFile source = bench::BenchPolicySource(name);
+  source.path = "compile-bench/" + std::to_string(fresh++) + "/" + source.path;
+  return source;
 }
 
 // The plugins of Volcano's default scheduler.conf (examples/conf/volcano-default.conf).
@@ -45,7 +48,7 @@ const std::vector<std::string> kVolcanoDefault = {"priority", "gang",       "con
 
 std::vector<SourceFile> FreshSources(const std::vector<std::string>& names) {
   std::vector<SourceFile> out;
-  for (const std::string& n : names) out.push_back(Fresh(*FindBuiltinPolicy(n)));
+  for (const std::string& n : names) out.push_back(Fresh(n));
   return out;
 }
 
@@ -56,8 +59,7 @@ std::vector<std::string> AllBuiltinNames() {
 }
 
 void BM_Frontend(benchmark::State& state, std::string name) {
-  const BuiltinPolicy* b = FindBuiltinPolicy(name);
-  SourceFile source{std::string(b->path), std::string(b->text)};
+  SourceFile source = bench::BenchPolicySource(name);
   for (auto _ : state) {
     FrontendResult r = RunFrontend(source);
     if (!r.ok()) state.SkipWithError("front end failed");
@@ -91,9 +93,8 @@ BENCHMARK(BM_FrontendConcatChain)
 
 void BM_Compile(benchmark::State& state, std::string name) {
   auto* compiler = *PolicyCompiler::Global();
-  const BuiltinPolicy* b = FindBuiltinPolicy(name);
   for (auto _ : state) {
-    auto p = compiler->Compile(Fresh(*b));
+    auto p = compiler->Compile(Fresh(name));
     if (!p.ok()) state.SkipWithError(p.error().message.c_str());
   }
 }

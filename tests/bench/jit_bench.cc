@@ -44,6 +44,7 @@
 #include "compiler/host/compiled_policy.h"
 #include "compiler/parse/literals.h"
 #include "runtime/session.h"
+#include "tests/bench/bench_policy_text.h"
 #include "tests/bench/bench_session.h"
 #include "tests/oracles/cdp_oracle.h"
 #include "tests/oracles/gang_oracle.h"
@@ -69,9 +70,7 @@ Loaded& Builtin(std::string_view name, TimeNs now = 600'000'000'000) {
   static std::map<std::string, std::unique_ptr<Loaded>, std::less<>> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return *it->second;
-  const BuiltinPolicy* b = FindBuiltinPolicy(name);
-  auto compiled = (*PolicyCompiler::Global())
-                      ->Compile(SourceFile{std::string(b->path), std::string(b->text)});
+  auto compiled = (*PolicyCompiler::Global())->Compile(bench::BenchPolicySource(name));
   if (!compiled.ok()) {
     fprintf(stderr, "%s\n", compiled.error().Format().c_str());
     std::abort();
@@ -331,11 +330,10 @@ BENCHMARK(BM_OracleGangJobReady);
 // Front end + codegen + O2 + JIT of one shipped policy, uncached (a fresh path each time).
 void BM_CompilePolicy(benchmark::State& state, std::string name) {
   static std::atomic<int> n{0};
-  const BuiltinPolicy* b = FindBuiltinPolicy(name);
+  const SourceFile source = bench::BenchPolicySource(name);
   auto* compiler = *PolicyCompiler::Global();
   for (auto _ : state) {
-    auto p = compiler->Compile(SourceFile{"bench/" + std::to_string(n++) + "/" + std::string(b->path),
-                                          std::string(b->text)});
+    auto p = compiler->Compile(SourceFile{"bench/" + std::to_string(n++) + "/" + source.path, source.text});
     if (!p.ok()) {
       state.SkipWithError(p.error().Format().c_str());
       break;
