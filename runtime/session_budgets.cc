@@ -90,10 +90,14 @@ constinit thread_local int64_t t_host_work = INT64_MAX;
 bool ChargeHostWork(int64_t bytes) {
   int64_t& left = detail::t_host_work;
   left -= bytes;
+  // The common case first, without the call record (a thread_local behind a guard, which a map
+  // lookup by a string key would otherwise pay on every call): within the budget, and too small
+  // a piece of work to look at the clock for.
+  if (left >= 0 && bytes < (int64_t{1} << 20)) return true;
   auto& call = detail::ThisThreadCall();
   if (left >= 0) {
     // Large pieces of work also look at the clock: a call over its wall time stops here.
-    if (bytes < (int64_t{1} << 20) || call.session == nullptr) return true;
+    if (call.session == nullptr) return true;
     int64_t took = CoarseNowNs() - call.started_ns;
     if (took <= PolicyCallTimeBudget()) return true;
     std::string msg = fmt::format("exceeded its wall-time budget of {} per call",
