@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "compiler/parse/literals.h"
+#include "runtime/host_work.h"
 #include "runtime/resource.h"
 #include "runtime/session.h"
 #include "stdlib/runtime_support.h"
@@ -109,7 +110,7 @@ bool kiln_std_parse_quantity(const char* s, size_t s_size, double* out) {
   return true;
 }
 bool kiln_std_parse_int(const char* s, size_t s_size, int64_t* out) {
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size))) return false;
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(s_size))) return false;
   std::string text(View(s, s_size));
   if (text.empty()) return false;
   errno = 0;
@@ -120,7 +121,7 @@ bool kiln_std_parse_int(const char* s, size_t s_size, int64_t* out) {
   return true;
 }
 bool kiln_std_parse_float(const char* s, size_t s_size, double* out) {
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size))) return false;
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(s_size))) return false;
   std::string text(View(s, s_size));
   if (text.empty()) return false;
   char* end = nullptr;
@@ -145,21 +146,21 @@ bool kiln_std_parse_bool(const char* s, size_t s_size, bool* out) {
 // The string builtins charge the bytes they walk to the call's host-work budget
 // (ChargeHostWork); over it they answer false and the call is faulted.
 bool kiln_std_contains(const char* s, size_t s_size, const char* sub, size_t sub_size) {
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size))) return false;
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(s_size))) return false;
   return View(s, s_size).find(View(sub, sub_size)) != std::string_view::npos;
 }
 bool kiln_std_starts_with(const char* s, size_t s_size, const char* p, size_t p_size) {
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(std::min(s_size, p_size)))) return false;
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(std::min(s_size, p_size)))) return false;
   return View(s, s_size).substr(0, View(p, p_size).size()) == View(p, p_size);
 }
 bool kiln_std_ends_with(const char* s, size_t s_size, const char* p, size_t p_size) {
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(std::min(s_size, p_size)))) return false;
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(std::min(s_size, p_size)))) return false;
   auto a = View(s, s_size), b = View(p, p_size);
   return a.size() >= b.size() && a.substr(a.size() - b.size()) == b;
 }
 KStr kiln_std_trim(const char* s, size_t s_size) {
   std::string_view v = View(s, s_size);
-  if (!kiln::ChargeHostWork(static_cast<int64_t>(s_size))) return KStr{v.data(), 0};
+  if (!kiln::ChargeHostWorkInline(static_cast<int64_t>(s_size))) return KStr{v.data(), 0};
   size_t b = v.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return KStr{v.data(), 0};
   size_t e = v.find_last_not_of(" \t\r\n");

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "runtime/host_work.h"
 #include "runtime/session.h"
 #include "stdlib/runtime_support.h"
 
@@ -220,7 +221,7 @@ struct HostWorkSpent {};
 
 // Charges host work inside a Guard: an allocating intrinsic over the budget abandons the call.
 inline void Charge(int64_t bytes) {
-  if (!ChargeHostWork(bytes)) throw HostWorkSpent{};
+  if (!ChargeHostWorkInline(bytes)) throw HostWorkSpent{};
 }
 
 template <typename R, typename F>

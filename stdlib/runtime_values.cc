@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/fit_error.h"
+#include "runtime/host_work.h"
 #include "stdlib/runtime_internal.h"
 
 extern "C" {
@@ -50,7 +51,7 @@ int32_t kiln_rt_fit_combine(int32_t code_a, const char* a, int64_t an, int32_t c
 
 int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
   // A comparison walks at most the shorter string. Over budget: "equal" (the call is faulted).
-  if (!kiln::ChargeHostWork(std::min(an, bn))) return 0;
+  if (!kiln::ChargeHostWorkInline(std::min(an, bn))) return 0;
   int c = View(a, an).compare(View(b, bn));
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
@@ -58,23 +59,23 @@ int32_t kiln_rt_str_cmp(const char* a, int64_t an, const char* b, int64_t bn) {
 bool kiln_rt_str_eq(const char* a, const char* b, int64_t n) {
   // Equal lengths past the inline limit (codegen's kInlineStrEqBytes): the comparison may walk
   // all n bytes. Over budget: "differ" (the call is faulted, its answer ignored).
-  if (!kiln::ChargeHostWork(std::max<int64_t>(n, 0))) return false;
+  if (!kiln::ChargeHostWorkInline(std::max<int64_t>(n, 0))) return false;
   return n <= 0 || std::memcmp(a, b, static_cast<size_t>(n)) == 0;
 }
 
 bool kiln_rt_str_contains(const char* s, int64_t n, const char* sub, int64_t subn) {
   // The search walks the haystack (memchr-style, about once).
-  if (!kiln::ChargeHostWork(std::max<int64_t>(n, 0))) return false;
+  if (!kiln::ChargeHostWorkInline(std::max<int64_t>(n, 0))) return false;
   return View(s, n).find(View(sub, subn)) != std::string_view::npos;
 }
 
 bool kiln_rt_str_starts_with(const char* s, int64_t n, const char* p, int64_t pn) {
-  if (!kiln::ChargeHostWork(std::min(n, pn))) return false;
+  if (!kiln::ChargeHostWorkInline(std::min(n, pn))) return false;
   return View(s, n).starts_with(View(p, pn));
 }
 
 bool kiln_rt_str_ends_with(const char* s, int64_t n, const char* p, int64_t pn) {
-  if (!kiln::ChargeHostWork(std::min(n, pn))) return false;
+  if (!kiln::ChargeHostWorkInline(std::min(n, pn))) return false;
   return View(s, n).ends_with(View(p, pn));
 }
 
@@ -182,7 +183,7 @@ void* kiln_rt_map_find_i(void* map, int64_t key) {
 // A string key's lookup hashes and compares it: charged its length as host work, as `==` on
 // long strings is (an absent answer once the budget is spent; the call is faulted).
 void* kiln_rt_map_find_s(void* map, const char* key, int64_t len) {
-  if (!kiln::ChargeHostWork(std::max<int64_t>(len, 0))) return nullptr;
+  if (!kiln::ChargeHostWorkInline(std::max<int64_t>(len, 0))) return nullptr;
   auto* m = static_cast<KMap*>(map);
   int64_t i = m->FindStr(View(key, len));
   return i < 0 ? nullptr : m->slot(i);
