@@ -390,11 +390,14 @@ DecodedPod FastPod(od::object obj) {
   if (!detail::TakePodAnnotations(p)) Bail();
   p.scheduler_name = out.scheduler_name;
   std::vector<detail::QosResources> qos;
+  Resource requests, limits;
   for (ContainerRead& c : containers) {
-    p.requests.Add(c.resources.requests);
-    p.limits.Add(c.resources.limits);
+    requests.Add(c.resources.requests);
+    limits.Add(c.resources.limits);
     qos.push_back(std::move(c.resources));
   }
+  p.requests = requests;
+  p.limits = limits;
   if (!containers.empty()) p.image = std::move(containers[0].image);
   if (!placement.empty()) p.placement = std::make_shared<const PodPlacement>(std::move(placement));
   out.qos_guaranteed = qos_class && !qos_class->empty() ? *qos_class == "Guaranteed" : detail::QosGuaranteed(qos);

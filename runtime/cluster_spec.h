@@ -19,6 +19,7 @@
 #include "runtime/hyper_node.h"
 #include "runtime/model.h"
 #include "runtime/resource.h"
+#include "runtime/sparse_resource.h"
 #include "runtime/status.h"
 
 namespace kiln {
@@ -143,10 +144,12 @@ struct PodSpec {
   std::string namespace_ = "default";
   std::string group;  // PodGroup name (the loader fills it for a pod without one)
   std::string task;   // volcano.sh/task-spec
-  Resource requests;  // the single container's requests (without the hidden pods: 1)
+  // The single container's requests (without the hidden pods: 1). Sparse: a cluster holds one
+  // spec per pod (runtime/sparse_resource.h).
+  SparseResource requests;
   // The container's resources.limits (scenario `limits`; in kiln serve the sum over the pod's
   // containers), where a plugin reads them (QoS class, device sharing). Never added to requests.
-  Resource limits;
+  SparseResource limits;
   std::string priority_class_name;
   std::optional<int32_t> priority;
   PodPhase phase = PodPhase::Pending;

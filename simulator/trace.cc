@@ -89,8 +89,8 @@ SessionMetrics MeasureCluster(const ClusterSpec& cluster, TimeNs time,
     } else if (pod.phase == PodPhase::Pending && !pod.foreign) {
       ++m.pending;
       if (qit != m.queues.end()) ++qit->second.pending;
-      ForEachBit(pod.requests.present & dims, [&](ResourceId id) {
-        if (pod.requests.values[id] > 0) pending_requests[id].push_back(pod.requests.values[id]);
+      ForEachBit(pod.requests.present() & dims, [&](ResourceId id) {
+        if (double v = pod.requests.Get(id); v > 0) pending_requests[id].push_back(v);
       });
     }
   }

@@ -14,6 +14,7 @@ namespace kiln::testing {
 
 inline std::string D(const Resource& r) { return fmt::format("{:#x}:{}", r.present, r.ToString()); }
 inline std::string D(const std::optional<Resource>& r) { return r ? D(*r) : "nil"; }
+inline std::string D(const SparseResource& r) { return D(r.Expand()); }
 inline std::string D(const StringMap& m) {
   std::string s = "{";
   for (const auto& [k, v] : m) s += k + "=" + v + ",";

@@ -1,4 +1,5 @@
 #include "runtime/resource.h"
+#include "runtime/sparse_resource.h"
 
 #include <gtest/gtest.h>
 
@@ -320,6 +321,93 @@ TEST(Resource, NamesVolcanoKeeps) {
   for (std::string_view dropped : {"foo", "gpu", "count/pods", "requests.nvidia.com/gpu",
                                    "Example.com/gpu", "nvidia.com/", "-bad.com/x", "a.com/-x"})
     EXPECT_FALSE(IsVolcanoResourceName(dropped)) << dropped;
+}
+
+
+// ---- SparseResource: the spec's form of a Resource ----
+
+// A Resource with n (≤ 6) scalar dimensions beyond cpu and memory, each set to a distinct value.
+// Names other tests use too: the registry holds at most kMaxResources per process.
+Resource WithScalars(int n) {
+  static const char* const kNames[] = {"pods",          "nvidia.com/gpu", "example.com/foo",
+                                       "hugepages-2Mi", "hugepages-1Gi",  "ephemeral-storage"};
+  Resource r;
+  r.Set(kCpu, 1500);
+  r.Set(kMemory, 2048);
+  for (int i = 0; i < n; ++i) r.Set(*ResourceRegistry::Intern(kNames[i]), 10.0 * (i + 1));
+  return r;
+}
+
+TEST(SparseResource, DefaultIsResourceDefault) {
+  SparseResource s;
+  EXPECT_EQ(s.Expand(), Resource{});
+  EXPECT_EQ(s.present(), Resource::kBaseMask);
+  EXPECT_FALSE(s.HasScalars());
+  EXPECT_TRUE(s.IsEmpty());
+}
+
+TEST(SparseResource, RoundTripKeepsBitsAndValuesInlineAndOnTheHeap) {
+  // 0..3 scalars stay inline (kInline = 5 with cpu and memory); 4 and more go to the heap.
+  for (int n : {0, 1, 3, 4, 6}) {
+    Resource r = WithScalars(n);
+    SparseResource s = r;
+    EXPECT_EQ(s.Expand(), r) << n << " scalars";
+    EXPECT_EQ(s.present(), r.present) << n;
+    ForEachBit(r.present, [&](ResourceId id) { EXPECT_EQ(s.Get(id), r.Get(id)) << n; });
+    if (n == 0) EXPECT_EQ(s.Get(kPods), 0) << "absent reads 0";
+  }
+}
+
+TEST(SparseResource, APresentZeroStaysPresent) {
+  Resource r;
+  r.Set(Gpu(), 0);  // a scalar key with value 0: Volcano's Zero/Infinity defaults tell it apart
+  SparseResource s = r;
+  EXPECT_TRUE(s.Has(Gpu()));
+  EXPECT_TRUE(s.HasScalars());
+  EXPECT_EQ(s.Expand(), r);
+  EXPECT_TRUE(s.Expand().Has(Gpu()));
+}
+
+TEST(SparseResource, CopiesAndMovesOwnTheirValues) {
+  SparseResource big = WithScalars(6), small = WithScalars(1);
+  SparseResource copy = big;
+  copy.Set(kCpu, 1);
+  EXPECT_EQ(big.cpu(), 1500) << "a copy's write leaves the original alone";
+  EXPECT_EQ(copy.cpu(), 1);
+  SparseResource moved = std::move(big);
+  EXPECT_EQ(moved.Expand(), WithScalars(6));
+  EXPECT_EQ(big.Expand(), Resource{}) << "moved-from is empty, not dangling";  // NOLINT
+  moved = small;
+  EXPECT_EQ(moved.Expand(), WithScalars(1)) << "heap to inline";
+  small = copy;
+  EXPECT_EQ(small.Get(kCpu), 1) << "inline to heap";
+  EXPECT_EQ(small.present(), WithScalars(6).present);
+}
+
+TEST(SparseResource, SetAndAddThroughTheDenseForm) {
+  SparseResource s;
+  s.Set(kCpu, 250);
+  s.Set(Gpu(), 1000);  // a new dimension
+  s.Set(Gpu(), 2000);  // an existing one
+  EXPECT_EQ(s.cpu(), 250);
+  EXPECT_EQ(s.Get(Gpu()), 2000);
+  Resource add;
+  add.Set(kMemory, 64);
+  add.Set(Foo(), 3);
+  s.Add(add);
+  Resource want;
+  want.Set(kCpu, 250);
+  want.Set(kMemory, 64);
+  want.Set(Gpu(), 2000);
+  want.Set(Foo(), 3);
+  EXPECT_EQ(s.Expand(), want);
+  EXPECT_TRUE(s == SparseResource(want));
+  EXPECT_FALSE(s == SparseResource(Resource{}));
+}
+
+TEST(SparseResource, IsSmallerThanAResource) {
+  EXPECT_LE(sizeof(SparseResource), 56u);
+  EXPECT_LT(sizeof(SparseResource) * 4, sizeof(Resource));
 }
 
 }  // namespace
