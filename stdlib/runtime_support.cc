@@ -29,11 +29,15 @@
 
 namespace kiln {
 
+namespace detail {
+constinit thread_local Arena* t_current_arena = nullptr;
+}  // namespace detail
+using detail::t_current_arena;
+
 namespace {
 
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kRetainedBytes = 4 * 1024 * 1024;
-thread_local Arena* t_current_arena = nullptr;
 thread_local int64_t t_now = 0;
 // The buffer kiln_rt_list_append last grew: items, bytes used, bytes of capacity.
 struct AppendBuffer {
@@ -150,7 +154,7 @@ Arena::~Arena() {
   for (Block& b : blocks_) std::free(b.data);
 }
 
-void* Arena::Allocate(size_t size, size_t align) {
+void* Arena::AllocateSlow(size_t size, size_t align) {
   if (size == 0) size = 1;
   if (size > limit_ || used_total_ > limit_ - size) {
     if (state_)
@@ -249,8 +253,8 @@ Arena& ThreadCallArena() {
   return arena;
 }
 
-Arena* CurrentArena() {
-  if (!t_current_arena) t_current_arena = &ThreadCallArena();
+Arena* detail::CurrentArenaSlow() {
+  t_current_arena = &ThreadCallArena();
   return t_current_arena;
 }
 

@@ -51,7 +51,21 @@ class Arena {
   Arena& operator=(const Arena&) = delete;
 
   // Throws std::length_error beyond the limit (set_limit), std::bad_alloc when malloc fails.
-  void* Allocate(size_t size, size_t align = 16);
+  // The common case (room in the current block, within the limit) is inline: the builtins that
+  // allocate a value per call live in other files than this class (stdlib/runtime_values.cc).
+  void* Allocate(size_t size, size_t align = 16) {
+    if (size != 0 && size <= limit_ && used_total_ <= limit_ - size &&
+        block_index_ < blocks_.size()) {
+      const Block& b = blocks_[block_index_];
+      const size_t start = (offset_ + align - 1) & ~(align - 1);
+      if (start + size <= b.size) {
+        offset_ = start + size;
+        used_total_ += size;
+        return b.data + start;
+      }
+    }
+    return AllocateSlow(size, align);
+  }
   void set_limit(size_t bytes) { limit_ = bytes; }
   // A policy instance's state arena: going past its limit throws StateMemoryExceeded, which
   // disables the plugin for the rest of the session (its state is incomplete from then on).
@@ -74,6 +88,9 @@ class Arena {
     char* data;
     size_t size;
   };
+  // Allocate's other cases: a zero size, the limit, the next or a new block.
+  void* AllocateSlow(size_t size, size_t align);
+
   std::vector<Block> blocks_;
   size_t block_index_ = 0;
   size_t offset_ = 0;
@@ -101,7 +118,17 @@ size_t PolicyStateMemoryBudget();
 // The arena new temporaries go to on this thread (the call arena during a handler, the session
 // arena while state is initialised). Returns the previous one.
 Arena* SetCurrentArena(Arena* arena);
-Arena* CurrentArena();
+namespace detail {
+// The arena of the policy call running on this thread; null until the first call.
+extern constinit thread_local Arena* t_current_arena;
+Arena* CurrentArenaSlow();
+}  // namespace detail
+// The current call's arena (the thread's call arena when no call set one). Inline: every
+// builtin that returns a value allocates in it.
+inline Arena* CurrentArena() {
+  Arena* a = detail::t_current_arena;
+  return a != nullptr ? a : detail::CurrentArenaSlow();
+}
 // This thread's call arena (reset by kiln_rt_enter).
 Arena& ThreadCallArena();
 
