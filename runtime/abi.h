@@ -9,6 +9,8 @@
 //   Kind    FieldKind enumerator
 //   Access  Field → a direct member: load `Kind`'s C type at offsetof(Owner, member)
 //                  (for Resource the member IS the embedded Resource; take its address)
+//           Ref   → a member `const Resource*`, never null: load it (a value shared between
+//                  owners, Task's resreq_)
 //           Host  → call the extern "C" host function named in the last column
 //           Derived → a Bool computed inline from Int members of the same Job (no call): the
 //                  last column names its DerivedJobBool formula (below); Job's C++ accessor of
@@ -55,7 +57,7 @@ enum class FieldKind : uint8_t {
   OptionalInt,     // int?
 };
 
-enum class FieldAccess : uint8_t { Field, Host, Derived };
+enum class FieldAccess : uint8_t { Field, Host, Derived, Ref };
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
@@ -121,8 +123,8 @@ inline constexpr auto kJobCheckTaskStarving =
   X(Task,  "scheduled_at",        Time,         Field, scheduled_at)                           \
   X(Task,  "job",                 Job,          Field, job)                                    \
   X(Task,  "node",                Node,         Field, node)                                   \
-  X(Task,  "resreq",              Resource,     Field, resreq)                                 \
-  X(Task,  "init_resreq",         Resource,     Field, resreq)  /* = resreq (model.h) */       \
+  X(Task,  "resreq",              Resource,     Ref,   resreq_)                                \
+  X(Task,  "init_resreq",         Resource,     Ref,   resreq_) /* = resreq (model.h) */       \
   X(Task,  "labels",              StringMap,    Host,  kiln_task_label)                        \
   X(Task,  "annotations",         StringMap,    Host,  kiln_task_annotation)                   \
   X(Task,  "node_selector",       StringMap,    Host,  kiln_task_node_selector)                \
@@ -413,6 +415,7 @@ typedef struct KList {
 #define KILN_X_DECL_Field(kind, owner, fn)
 #define KILN_X_DECL_Host(kind, owner, fn) KILN_X_DECL_##kind(owner, fn)
 #define KILN_X_DECL_Derived(kind, owner, fn)
+#define KILN_X_DECL_Ref(kind, owner, fn)
 #define KILN_X(owner, name, kind, access, target) KILN_X_DECL_##access(kind, owner, target)
 KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X
@@ -473,15 +476,19 @@ namespace kiln {
 #define KILN_X_OFFSET_Field(owner, member) offsetof(owner, member)
 #define KILN_X_OFFSET_Host(owner, member) 0
 #define KILN_X_OFFSET_Derived(owner, member) 0
+#define KILN_X_OFFSET_Ref(owner, member) offsetof(owner, member)
 #define KILN_X_HOSTNAME_Field(target) std::string_view{}
 #define KILN_X_HOSTNAME_Host(target) std::string_view{#target}
 #define KILN_X_HOSTNAME_Derived(target) std::string_view{}
+#define KILN_X_HOSTNAME_Ref(target) std::string_view{}
 #define KILN_X_HOSTFN_Field(target) nullptr
 #define KILN_X_HOSTFN_Host(target) reinterpret_cast<const void*>(&target)
 #define KILN_X_HOSTFN_Derived(target) nullptr
+#define KILN_X_HOSTFN_Ref(target) nullptr
 #define KILN_X_DERIVED_Field(target) nullptr
 #define KILN_X_DERIVED_Host(target) nullptr
 #define KILN_X_DERIVED_Derived(target) &target
+#define KILN_X_DERIVED_Ref(target) nullptr
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
@@ -519,6 +526,10 @@ template <> struct FieldCType<FieldKind::QueueState> { using type = QueueState; 
 #define KILN_X_CHECK_Derived(owner, kind, formula)                                             \
   static_assert(std::is_same_v<owner, Job> && FieldKind::kind == FieldKind::Bool,               \
                 "Derived fields are Bool fields of Job");
+#define KILN_X_CHECK_Ref(owner, kind, member)                                                  \
+  static_assert(std::is_same_v<decltype(owner::member),                                        \
+                               const FieldCType<FieldKind::kind>::type*>,                      \
+                #owner "." #member " is not a const pointer to the C type of kind " #kind);
 #define KILN_X(owner, name, kind, access, target) KILN_X_CHECK_##access(owner, kind, target)
 KILN_ABI_FIELDS(KILN_X)
 #undef KILN_X

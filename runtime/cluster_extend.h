@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -56,6 +57,8 @@ class PartialCluster {
   std::unordered_set<std::string> nodes_;           // the spec's node names
   std::unordered_set<std::string> missing_groups_;  // PodGroups pods name and the spec lacks
   std::unordered_set<std::string> dropped_jobs_;    // uids of the dropped jobs in later_jobs_
+  // One resreq per request shape, shared by the tasks that have it (Task::resreq_).
+  std::unordered_map<Resource, std::shared_ptr<const Resource>, ResourceHash> resreqs_;
   // Applied after Link: each node's Numatopology (by name, in the spec's order), the HyperNodes.
   std::vector<std::pair<std::string, std::shared_ptr<const NumaTopology>>> numa_;
   std::vector<HyperNodeSpec> hyper_nodes_;

@@ -489,7 +489,10 @@ void PartialCluster::AddTask(const PodSpec& ps) {
   t.shape = ShapeOf(ps);
   // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
   t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
-  t.SetRequests(ps.requests);
+  const Resource resreq = Task::ResreqOf(ps.requests);
+  auto [shared, fresh] = resreqs_.try_emplace(resreq);
+  if (fresh) shared->second = std::make_shared<const Resource>(resreq);
+  t.SetResreq(shared->second);
   t.qos_guaranteed = QosGuaranteed(ps);
 }
 

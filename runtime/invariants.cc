@@ -123,17 +123,17 @@ void InvariantChecker::CheckNodes() {
                               t->Key(), t->node ? t->node->name : "none", t->node_pos));
       switch (t->node_status) {
         case TaskStatus::Pipelined:
-          pipelined.Add(t->resreq);
+          pipelined.Add(t->resreq());
           break;
         case TaskStatus::Releasing:
-          releasing.Add(t->resreq);
-          used.Add(t->resreq);
+          releasing.Add(t->resreq());
+          used.Add(t->resreq());
           break;
         default:
-          used.Add(t->resreq);
+          used.Add(t->resreq());
           break;
       }
-      AddNonZeroRequest(nonzero, t->resreq, 1.0);
+      AddNonZeroRequest(nonzero, t->resreq(), 1.0);
     }
     if (!SameResource(used, n->used))
       Violation(fmt::format("node {} used is {}but its tasks add up to {}", n->name, Values(n->used), Values(used)));
@@ -225,7 +225,7 @@ void InvariantChecker::CheckJobs() {
         default:
           break;
       }
-      if (AllocatedStatus(t->status)) allocated.Add(t->resreq);
+      if (AllocatedStatus(t->status)) allocated.Add(t->resreq());
     }
     for (int i = 0; i < kTaskStatusCount; ++i)
       if (counts[static_cast<size_t>(i)] != static_cast<int32_t>(j->by_status[static_cast<size_t>(i)].size())) {

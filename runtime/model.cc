@@ -71,9 +71,25 @@ const std::shared_ptr<const PodShape>& PodShape::Empty() { return SharedEmpty<Po
 PodShape& Task::mutable_shape() { return MutableShared(shape); }
 
 void Task::SetRequests(const Resource& container_requests) {
-  resreq = container_requests;
-  resreq.AddScalar(kPods, 1);
-  best_effort = resreq.IsEmpty();
+  SetResreq(std::make_shared<const Resource>(ResreqOf(container_requests)));
+}
+
+Resource Task::ResreqOf(const Resource& container_requests) {
+  Resource r = container_requests;
+  r.AddScalar(kPods, 1);
+  return r;
+}
+
+void Task::SetResreq(std::shared_ptr<const Resource> resreq) {
+  resreq_owner_ = std::move(resreq);
+  resreq_ = resreq_owner_.get();
+  best_effort = resreq_->IsEmpty();
+}
+
+Resource& Task::mutable_resreq() {
+  Resource& r = MutableShared(resreq_owner_);
+  resreq_ = &r;
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +172,7 @@ void IndexInsert(Job& j, Task* t) {
     ++role.pending_empty_init;
   }
   UpdateShortChecks(j, short_before, ShortChecks(role));
-  if (AllocatedStatus(t->status)) j.allocated.Add(t->resreq);
+  if (AllocatedStatus(t->status)) j.allocated.Add(t->resreq());
 }
 
 void IndexErase(Job& j, Task* t) {
@@ -177,7 +193,7 @@ void IndexErase(Job& j, Task* t) {
     --role.pending_empty_init;
   }
   UpdateShortChecks(j, short_before, ShortChecks(role));
-  if (AllocatedStatus(t->status)) j.allocated.SubUnchecked(t->resreq);
+  if (AllocatedStatus(t->status)) j.allocated.SubUnchecked(t->resreq());
 }
 }  // namespace
 
@@ -186,7 +202,7 @@ void Job::AddTask(Task* t) {
   t->role_slot = RoleSlot(t->role);
   tasks.push_back(t);
   ++task_num;
-  total_request.Add(t->resreq);
+  total_request.Add(t->resreq());
   IndexInsert(*this, t);
 }
 
@@ -322,33 +338,33 @@ Status Node::AddTask(Task* t) {
                  {}};
   switch (t->status) {
     case TaskStatus::Releasing:
-      idle.SubUnchecked(t->resreq);
-      releasing.Add(t->resreq);
-      used.Add(t->resreq);
+      idle.SubUnchecked(t->resreq());
+      releasing.Add(t->resreq());
+      used.Add(t->resreq());
       break;
     case TaskStatus::Pipelined:
-      pipelined.Add(t->resreq);
+      pipelined.Add(t->resreq());
       break;
     case TaskStatus::Binding: {
       ResourceIdList insufficient;
-      if (!t->resreq.LessEqualWithResourcesName(idle, DimensionDefault::Zero, &insufficient))
+      if (!t->resreq().LessEqualWithResourcesName(idle, DimensionDefault::Zero, &insufficient))
         return Error{fmt::format("node <{}> has not enough resources ({}) for task <{}/{}>", name,
                                  insufficient.Join(), t->namespace_, t->name),
                      {}};
-      idle.SubUnchecked(t->resreq);
-      used.Add(t->resreq);
+      idle.SubUnchecked(t->resreq());
+      used.Add(t->resreq());
       break;
     }
     default:
-      idle.SubUnchecked(t->resreq);
-      used.Add(t->resreq);
+      idle.SubUnchecked(t->resreq());
+      used.Add(t->resreq());
       break;
   }
   t->node = this;
   t->node_status = t->status;
   ++version;
   RefreshFitFuture();
-  AddNonZeroRequest(nonzero_requested, t->resreq, 1.0);
+  AddNonZeroRequest(nonzero_requested, t->resreq(), 1.0);
   t->node_pos = static_cast<int32_t>(tasks.size());
   tasks.push_back(t);
   if (t->has_pod_affinity_terms) {
@@ -366,21 +382,21 @@ void Node::RemoveTask(Task* t) {
   if (t->node != this || t->node_pos < 0) return;
   switch (t->node_status) {
     case TaskStatus::Releasing:
-      releasing.SubUnchecked(t->resreq);
-      idle.Add(t->resreq);
-      used.SubUnchecked(t->resreq);
+      releasing.SubUnchecked(t->resreq());
+      idle.Add(t->resreq());
+      used.SubUnchecked(t->resreq());
       break;
     case TaskStatus::Pipelined:
-      pipelined.SubUnchecked(t->resreq);
+      pipelined.SubUnchecked(t->resreq());
       break;
     default:
-      idle.Add(t->resreq);
-      used.SubUnchecked(t->resreq);
+      idle.Add(t->resreq());
+      used.SubUnchecked(t->resreq());
       break;
   }
   ++version;
   RefreshFitFuture();
-  AddNonZeroRequest(nonzero_requested, t->resreq, -1.0);
+  AddNonZeroRequest(nonzero_requested, t->resreq(), -1.0);
   Task* last = tasks.back();
   tasks[t->node_pos] = last;
   last->node_pos = t->node_pos;

@@ -24,6 +24,7 @@
 
 #include "runtime/fit_error.h"
 #include "runtime/resource.h"
+#include "runtime/shared_value.h"
 #include "runtime/slab.h"
 #include "runtime/status.h"
 
@@ -292,10 +293,14 @@ struct Task {
   TimeNs scheduled_at = 0;  // PodScheduled=True lastTransitionTime; 0 = none
   Job* job = nullptr;
   Node* node = nullptr;  // the node it is placed on (session view), nullptr when none
-  // Includes the hidden pods: 1. Volcano's InitResreq differs from Resreq only for pods with init
-  // containers; a Kiln pod has one container, so the two are always equal and one is stored
-  // (init_resreq() below; the policy field `init_resreq` reads this member too).
-  Resource resreq;
+  // Resreq, including the hidden pods: 1, never null. Volcano's InitResreq differs from Resreq only
+  // for pods with init containers; a Kiln pod has one container, so the two are always equal and
+  // one is stored (init_resreq() below; the policy fields `resreq` and `init_resreq` read it
+  // through this pointer, runtime/abi.h access Ref). Tasks of one request shape share one value
+  // (BuildCluster makes one per shape): a model of 100k tasks holds a few dozen Resources of 264
+  // bytes instead of 100k. Set through SetRequests/SetResreq, edit through mutable_resreq().
+  const Resource* resreq_ = SharedEmpty<Resource>().get();
+  std::shared_ptr<const Resource> resreq_owner_ = SharedEmpty<Resource>();
 
   std::string uid;   // "<namespace>-<name>" in scenarios
   std::string name;  // pod name
@@ -314,7 +319,10 @@ struct Task {
   TaskStatus last_transaction_status = TaskStatus::Pending;
   std::string last_transaction_node;
 
-  const Resource& init_resreq() const { return resreq; }
+  const Resource& resreq() const { return *resreq_; }
+  const Resource& init_resreq() const { return *resreq_; }
+  // This task's own resreq to edit (a copy when it is shared): for tests and tools.
+  Resource& mutable_resreq();
   const StringMap& labels() const { return shape->labels; }
   const StringMap& annotations() const { return shape->annotations; }
   const StringMap& node_selector() const { return shape->node_selector; }
@@ -330,8 +338,12 @@ struct Task {
   // build tasks by hand; BuildCluster builds each pod's shape once.
   PodShape& mutable_shape();
 
-  // Sets resreq = container requests + pods: 1 (GetPodResourceRequest) and best_effort.
+  // Volcano's GetPodResourceRequest: the container requests + the hidden pods: 1.
+  static Resource ResreqOf(const Resource& container_requests);
+  // Sets resreq = ResreqOf(container_requests) and best_effort.
   void SetRequests(const Resource& container_requests);
+  // Sets resreq to a value shared with other tasks (pods: 1 included) and best_effort.
+  void SetResreq(std::shared_ptr<const Resource> resreq);
   // "<namespace>/<name>" as decisions print it.
   std::string Key() const { return namespace_ + "/" + name; }
 

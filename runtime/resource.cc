@@ -1,6 +1,7 @@
 #include "runtime/resource.h"
 
 #include <fmt/format.h>
+#include <functional>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -391,6 +392,13 @@ std::string Resource::ToString() const {
   std::sort(scalars.begin(), scalars.end());
   for (const auto& [name, id] : scalars) out += fmt::format(", {} {:.2f}", name, values[id]);
   return out;
+}
+
+size_t ResourceHash::operator()(const Resource& r) const {
+  size_t h = std::hash<uint32_t>{}(r.present);
+  for (double v : r.values)  // every value, as operator== compares them; 0.0 and -0.0 alike
+    h = h * 1000003u ^ std::hash<double>{}(v == 0 ? 0.0 : v);
+  return h;
 }
 
 bool operator==(const Resource& a, const Resource& b) {

@@ -167,6 +167,11 @@ struct Resource::DiffResult {
 // silently by Volcano, so a loader should drop (or reject) it too.
 bool IsVolcanoResourceName(std::string_view name);
 
+// A hash consistent with operator== (for sharing one Resource between owners of equal ones).
+struct ResourceHash {
+  size_t operator()(const Resource& r) const;
+};
+
 // helpers.Max: per-dimension max; scalars ≤ 0 are dropped.
 Resource Max(const Resource& l, const Resource& r);
 // helpers.Min: per-dimension min over cpu, memory and scalars present in both.

@@ -86,7 +86,7 @@ const ScoreKeyFieldInfo* FindScoreKeyField(std::string_view name) {
 void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field) {
   key.push_back(static_cast<char>(field));
   switch (field) {
-    case ScoreKeyField::Resreq: AppendResource(key, t.resreq); break;
+    case ScoreKeyField::Resreq: AppendResource(key, t.resreq()); break;
     case ScoreKeyField::InitResreq: AppendResource(key, t.init_resreq()); break;
     case ScoreKeyField::Images: {
       const uint64_t n = t.images().size();

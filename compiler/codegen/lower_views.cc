@@ -208,6 +208,9 @@ Value* Lowering::LoadDerived(const DerivedJobBool& d, Value* job) {
 
 Value* Lowering::LoadField(const AbiFieldInfo& f, Value* obj, const Type* want, const ast::Node* at) {
   if (f.access == FieldAccess::Derived) return LoadDerived(*f.derived, obj);
+  // A value shared between owners: the member points at it (abi.h).
+  if (f.access == FieldAccess::Ref)
+    return b_.CreateLoad(ptr_, b_.CreateConstGEP1_64(i8_, obj, f.offset));
   if (f.access == FieldAccess::Field) {
     Value* p = b_.CreateConstGEP1_64(i8_, obj, f.offset);
     switch (f.kind) {

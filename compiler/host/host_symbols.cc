@@ -49,6 +49,7 @@ std::vector<HostSymbol> AllHostSymbols() {
   // ABI accessors, from the one field table; string maps bring their _size/_at companions.
 #define KILN_SYM_Field(kind, fn)
 #define KILN_SYM_Derived(kind, fn)
+#define KILN_SYM_Ref(kind, fn)
 #define KILN_SYM_HOST_StringMap(fn) \
   add(#fn, &fn);                    \
   add(#fn "_size", &fn##_size);     \

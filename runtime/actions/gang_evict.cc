@@ -98,7 +98,7 @@ struct Bundle {
 
 Resource SumResreq(std::span<Task* const> tasks) {
   Resource r;
-  for (const Task* t : tasks) r.Add(t->resreq);
+  for (const Task* t : tasks) r.Add(t->resreq());
   return r;
 }
 
@@ -453,7 +453,7 @@ class GangEvictRun {
   std::vector<Task*> PendingOf(std::span<Task* const> tasks) const {
     std::vector<Task*> out;
     for (Task* t : tasks)
-      if (!t->sch_gated && !t->resreq.IsEmpty()) out.push_back(t);
+      if (!t->sch_gated && !t->resreq().IsEmpty()) out.push_back(t);
     std::stable_sort(out.begin(), out.end(),
                      [this](const Task* l, const Task* r) { return ssn_.TaskLess(l, r); });
     return out;

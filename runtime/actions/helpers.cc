@@ -690,7 +690,7 @@ std::vector<Node*> SortNodesByScore(std::span<Node* const> nodes, std::span<cons
 
 bool ValidateVictims(const Task* preemptor, const Node* node, std::span<Task* const> victims) {
   Resource future_idle = node->FutureIdle();
-  for (const Task* v : victims) future_idle.Add(v->resreq);
+  for (const Task* v : victims) future_idle.Add(v->resreq());
   return preemptor->init_resreq().LessEqual(future_idle, DimensionDefault::Zero);
 }
 

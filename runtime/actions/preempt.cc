@@ -275,7 +275,7 @@ class PreemptRun : actions::VictimRun {
     auto fits = [&] {
       if (!ssn_.SimulateAllocatableFn(queue, preemptor)) return false;
       Resource future = base;
-      for (const Task* v : removed) future.Add(v->resreq);
+      for (const Task* v : removed) future.Add(v->resreq());
       return preemptor->init_resreq().LessEqual(future, DimensionDefault::Zero) && predicate_passes();
     };
     auto restore = [&] {

@@ -107,7 +107,7 @@ class ReclaimRun : actions::VictimRun {
                         s.error().message);
           continue;
         }
-        available.Add(victim->resreq);
+        available.Add(victim->resreq());
         ++evicted;
       }
       if (!t->init_resreq().LessEqual(available, DimensionDefault::Zero)) {

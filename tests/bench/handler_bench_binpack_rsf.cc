@@ -52,7 +52,7 @@ class NativeBinpack : public Plugin {
     double score = 0.0;
     int64_t weight_sum = 0;
     for (const Weighted& r : self.weighted_) {
-      const double request = task->resreq.Get(r.id);
+      const double request = task->resreq().Get(r.id);
       if (request == 0.0) continue;
       const int64_t w = r.weight;
       const double capacity = node->allocatable.Get(r.id);
@@ -156,10 +156,10 @@ class NativeRsf : public Plugin {
       Die("rsf benchmark tasks carry no strategy annotations");
     double score = 0.0;
     int64_t weight_sum = 0;
-    for (ResourceId id : task->resreq.ResourceNames()) {
+    for (ResourceId id : task->resreq().ResourceNames()) {
       const RsfStrategy* s = Find(ResourceRegistry::Name(id), strategies_);
       if (!s) continue;
-      const double request = task->resreq.Get(id);
+      const double request = task->resreq().Get(id);
       const double capacity = node->allocatable.Get(id);
       const double used_finally = request + node->used.Get(id);
       double resource_score = 0.0;
@@ -175,7 +175,7 @@ class NativeRsf : public Plugin {
     return score * 100.0 * static_cast<double>(weight_);
   }
   double SraScore(const Task* task, const Node* node) const {
-    for (ResourceId id : task->resreq.ResourceNames())
+    for (ResourceId id : task->resreq().ResourceNames())
       if (node->allocatable.Get(id) == 0.0) return 0.0;
     double score = 0.0;
     for (const auto& [id, w] : sra_weights_)

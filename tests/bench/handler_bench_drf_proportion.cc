@@ -20,7 +20,7 @@ class NativeDrf : public Plugin {
     for (const Job* job : jobs) {
       Resource a;
       for (const Task* t : job->tasks)
-        if (AllocatedStatus(t->status)) a.Add(t->resreq);
+        if (AllocatedStatus(t->status)) a.Add(t->resreq());
       Set(job, a);
     }
     return RegisterHandlers<ExtensionPoint::JobOrder, ExtensionPoint::OnAllocate,
@@ -37,11 +37,11 @@ class NativeDrf : public Plugin {
   }
   static void Allocate(void* ctx, const Task* task) {
     auto& self = *static_cast<NativeDrf*>(ctx);
-    self.Set(task->job, LangAdd(self.alloc_[task->job->index], task->resreq));
+    self.Set(task->job, LangAdd(self.alloc_[task->job->index], task->resreq()));
   }
   static void Deallocate(void* ctx, const Task* task) {
     auto& self = *static_cast<NativeDrf*>(ctx);
-    self.Set(task->job, LangSub(self.alloc_[task->job->index], task->resreq));
+    self.Set(task->job, LangSub(self.alloc_[task->job->index], task->resreq()));
   }
 
  private:
@@ -81,10 +81,10 @@ class NativeProportion : public Plugin {
       }
       for (const Task* t : job->tasks) {
         if (AllocatedStatus(t->status)) {
-          allocated_[q->index] = LangAdd(allocated_[q->index], t->resreq);
-          request_[q->index] = LangAdd(request_[q->index], t->resreq);
+          allocated_[q->index] = LangAdd(allocated_[q->index], t->resreq());
+          request_[q->index] = LangAdd(request_[q->index], t->resreq());
         } else if (t->status == TaskStatus::Pending) {
-          request_[q->index] = LangAdd(request_[q->index], t->resreq);
+          request_[q->index] = LangAdd(request_[q->index], t->resreq());
         }
       }
       // (inqueue/elastic feed only job_enqueueable, which is not benchmarked here.)
@@ -108,8 +108,8 @@ class NativeProportion : public Plugin {
   static bool Allocatable(void* ctx, const Queue* q, const Task* task) {
     const auto& self = *static_cast<const NativeProportion*>(ctx);
     if (q->state != QueueState::Open) return false;
-    const Resource future = LangAdd(self.allocated_[q->index], task->resreq);
-    return future.LessEqualWithDimensionAndResourcesName(self.deserved_[q->index], task->resreq);
+    const Resource future = LangAdd(self.allocated_[q->index], task->resreq());
+    return future.LessEqualWithDimensionAndResourcesName(self.deserved_[q->index], task->resreq());
   }
 
  private:

@@ -29,8 +29,8 @@ class NativeNodeOrder : public Plugin {
     nonzero_memory_.assign(nodes.size(), 0.0);
     for (const Node* n : nodes)
       for (const Task* t : n->tasks) {
-        nonzero_cpu_[n->index] += NonZero(t->resreq.cpu(), kDefaultMilliCpu);
-        nonzero_memory_[n->index] += NonZero(t->resreq.memory(), kDefaultMemory);
+        nonzero_cpu_[n->index] += NonZero(t->resreq().cpu(), kDefaultMilliCpu);
+        nonzero_memory_[n->index] += NonZero(t->resreq().memory(), kDefaultMemory);
       }
     if (image_ != 0) {
       node_total_ = static_cast<int64_t>(nodes.size());
@@ -46,9 +46,9 @@ class NativeNodeOrder : public Plugin {
     int64_t score = 0;
     if (self.least_ != 0 || self.most_ != 0) {
       const double cpu_req =
-          NonZero(task->resreq.cpu(), kDefaultMilliCpu) + self.nonzero_cpu_[node->index];
+          NonZero(task->resreq().cpu(), kDefaultMilliCpu) + self.nonzero_cpu_[node->index];
       const double mem_req =
-          NonZero(task->resreq.memory(), kDefaultMemory) + self.nonzero_memory_[node->index];
+          NonZero(task->resreq().memory(), kDefaultMemory) + self.nonzero_memory_[node->index];
       const int64_t cpu_cap = IntOf(node->allocatable.cpu());
       const int64_t mem_cap = IntOf(node->allocatable.memory());
       if (self.least_ != 0)
@@ -57,8 +57,8 @@ class NativeNodeOrder : public Plugin {
         score += FitScore(IntOf(cpu_req), IntOf(mem_req), cpu_cap, mem_cap, true) * self.most_;
     }
     if (self.balanced_ != 0 &&
-        (task->resreq.cpu() != 0.0 || task->resreq.memory() != 0.0 ||
-         task->resreq.Get(self.gpu_) != 0.0))
+        (task->resreq().cpu() != 0.0 || task->resreq().memory() != 0.0 ||
+         task->resreq().Get(self.gpu_) != 0.0))
       score += self.BalancedScore(task, node) * self.balanced_;
     if (self.image_ != 0 && !task->images().empty() && !node->images.empty())
       score += self.ImageScore(task, node) * self.image_;
@@ -107,12 +107,12 @@ class NativeNodeOrder : public Plugin {
     const bool has_cpu = a.cpu() != 0.0;
     const bool has_mem = a.memory() != 0.0;
     const double cpu =
-        has_cpu ? Fraction(node->used.cpu(), node->pipelined.cpu(), task->resreq.cpu(), a.cpu())
+        has_cpu ? Fraction(node->used.cpu(), node->pipelined.cpu(), task->resreq().cpu(), a.cpu())
                 : 0.0;
     const double mem = has_mem ? Fraction(node->used.memory(), node->pipelined.memory(),
-                                          task->resreq.memory(), a.memory())
+                                          task->resreq().memory(), a.memory())
                                : 0.0;
-    const double gpu_request = task->resreq.Get(gpu_);
+    const double gpu_request = task->resreq().Get(gpu_);
     if (gpu_request == 0.0 || a.Get(gpu_) == 0.0) {
       if (has_cpu && has_mem)
         return IntOf((1.0 - std::fabs((cpu - mem) / 2.0)) * static_cast<double>(kMaxNodeScore));

@@ -107,7 +107,7 @@ struct Fixture {
         task->name = job->name + "-" + std::to_string(t);
         task->status = statuses[rng() % 5];
         task->priority = static_cast<int64_t>(rng() % 4);
-        task->resreq.Set(kCpu, 1000);
+        task->mutable_resreq().Set(kCpu, 1000);
         if (t % 3 == 0) task->mutable_shape().labels["volcano.sh/cooldown-time"] = "5m";
         task->scheduled_at = 1'000'000'000LL * (rng() % 600);
         job->AddTask(task.get());

@@ -125,11 +125,11 @@ void ReadColumns(const Cluster& cluster, NodeColumns& nodes, PodTable& pods) {
   };
   for (const Task* t : cluster.tasks()) {
     if (t->status != TaskStatus::Pending) continue;
-    PodRow row{t->resreq.cpu(), t->resreq.memory(), NonZero(t->resreq.cpu(), 100),
-               NonZero(t->resreq.memory(), 209715200), static_cast<uint32_t>(pods.scalars.size()),
+    PodRow row{t->resreq().cpu(), t->resreq().memory(), NonZero(t->resreq().cpu(), 100),
+               NonZero(t->resreq().memory(), 209715200), static_cast<uint32_t>(pods.scalars.size()),
                0};
-    ForEachBit(t->resreq.scalar_mask(), [&](ResourceId id) {
-      pods.scalars.push_back({column_of(id), t->resreq.Get(id)});
+    ForEachBit(t->resreq().scalar_mask(), [&](ResourceId id) {
+      pods.scalars.push_back({column_of(id), t->resreq().Get(id)});
       ++row.scalar_count;
     });
     pods.rows.push_back(row);

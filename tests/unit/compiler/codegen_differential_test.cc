@@ -71,7 +71,7 @@ struct World {
         task->role = roles[pick(3)];
         task->priority = pick(4);
         if (pick(3) != 0) {
-          task->resreq.Set(kCpu, 1000);
+          task->mutable_resreq().Set(kCpu, 1000);
         }
         task->best_effort = task->init_resreq().IsEmpty();
         const char* cd = cooldowns[pick(6)];

@@ -194,11 +194,11 @@ on node_order(task: Task, node: Node) -> float {
   return -1.0;
 }
 )"));
-  task.resreq.Set(kCpu, 500);
+  task.mutable_resreq().Set(kCpu, 500);
   node.idle.Set(kCpu, 2000);
   node.idle.Set(kMemory, 1e9);
   EXPECT_EQ(NodeOrder(*l, task, node), 1501.0);
-  task.resreq.Set(kCpu, 4000);
+  task.mutable_resreq().Set(kCpu, 4000);
   EXPECT_EQ(NodeOrder(*l, task, node), -1.0);
 }
 
@@ -218,9 +218,9 @@ on node_order(task: Task, node: Node) -> float {
   return total + r.cpu * 1000000.0 + task.resreq.cpu;
 }
 )"));
-  task.resreq.Set(kCpu, 2);
-  task.resreq.Set(kMemory, 3);
-  task.resreq.Set(*ResourceRegistry::Intern("example.com/dyn-gpu"), 5);
+  task.mutable_resreq().Set(kCpu, 2);
+  task.mutable_resreq().Set(kMemory, 3);
+  task.mutable_resreq().Set(*ResourceRegistry::Intern("example.com/dyn-gpu"), 5);
   node.idle.Set(kCpu, 7);
   node.idle.Set(kMemory, 11);
   // Σ resreq·1000 + idle over the names = 2007 + 3011 + 5000 + 0; r.cpu = 3; resreq unchanged.
@@ -241,10 +241,10 @@ on node_order(task: Task, node: Node) -> float {
   return total;
 }
 )"));
-  task.resreq.Set(kCpu, 1);
-  task.resreq.Set(kMemory, 2);
-  task.resreq.Set(*ResourceRegistry::Intern("cpx"), 3);
-  task.resreq.Set(*ResourceRegistry::Intern("memorx"), 4);
+  task.mutable_resreq().Set(kCpu, 1);
+  task.mutable_resreq().Set(kMemory, 2);
+  task.mutable_resreq().Set(*ResourceRegistry::Intern("cpx"), 3);
+  task.mutable_resreq().Set(*ResourceRegistry::Intern("memorx"), 4);
   EXPECT_EQ(NodeOrder(*l, task, node), 1.0 + 20.0 + 300.0 + 4.0 * 1e7);  // memorx is the 8th name
 }
 
@@ -486,10 +486,10 @@ on node_order(task: Task, node: Node) -> float {
 }
 )";
   ASSERT_TRUE(Load(text));
-  task.resreq.Set(kCpu, 500);
+  task.mutable_resreq().Set(kCpu, 500);
   auto foo = ResourceNames::Intern("example.com/foo");
   ASSERT_TRUE(foo.ok());
-  task.resreq.Set(*foo, 3);
+  task.mutable_resreq().Set(*foo, 3);
   EXPECT_EQ(NodeOrder(*l, task, node), 500.0 + 300.0);
   const std::string handler = HandlerIr(CompiledIr("dims", text), "node_order");
   // Only the literal "example.com/foo" is looked up in the handler (cpu and memory are inline).
@@ -509,7 +509,7 @@ on node_order(task: Task, node: Node) -> float {
 }
 )";
   ASSERT_TRUE(Load(text));
-  task.resreq.Set(kCpu, 500);
+  task.mutable_resreq().Set(kCpu, 500);
   node.used.Set(kCpu, 1000);
   node.allocatable.Set(kCpu, 2000);
   node.allocatable.Set(kMemory, 1e9);

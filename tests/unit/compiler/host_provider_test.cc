@@ -320,9 +320,9 @@ TEST(HostArguments, BinpackCountsTheWeightOfAResourceTheNodeLacks) {
 
   constexpr double kGi = 1024.0 * 1024 * 1024;
   Task task;
-  task.resreq.Set(kCpu, 1000);
-  task.resreq.Set(kMemory, kGi);
-  task.resreq.Set(*foo, 1000);
+  task.mutable_resreq().Set(kCpu, 1000);
+  task.mutable_resreq().Set(kMemory, kGi);
+  task.mutable_resreq().Set(*foo, 1000);
   Node lacking;
   lacking.allocatable.Set(kCpu, 4000);
   lacking.allocatable.Set(kMemory, 8 * kGi);

@@ -21,7 +21,7 @@ using Loaded = testing::LoadedPolicy;
 Task TaskOf(Job* job, double cpu) {
   Task t;
   t.job = job;
-  t.resreq.Set(kCpu, cpu);
+  t.mutable_resreq().Set(kCpu, cpu);
   return t;
 }
 

@@ -171,7 +171,7 @@ TEST_F(AllocateTest, AllocatableIsAskedPerTask) {
   b.AddTask(j, "j-1", Res(3000, 0));
   b.AddTask(j, "j-2", Res(1000, 0));
   OpenWithPlugin("cap", [](Session& s, PluginHandle h) {
-    s.On<EP::Allocatable>(h, [](const Queue*, const Task* t) { return t->resreq.cpu() < 2000; });
+    s.On<EP::Allocatable>(h, [](const Queue*, const Task* t) { return t->resreq().cpu() < 2000; });
   });
   ExpectBinds("allocate", {"j-0@n1", "j-2@n1"});
   EXPECT_EQ(T("j-1")->status, TaskStatus::Pending);

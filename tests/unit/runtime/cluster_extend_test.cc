@@ -95,7 +95,7 @@ std::string Describe(const Cluster& c) {
   for (const Task* t : c.tasks())
     out += fmt::format("task {} #{} job {} node {} status {} priority {} cpu {} shape {}\n", t->uid,
                        t->index, t->job->uid, t->node ? t->node->name : "-", ToString(t->status),
-                       t->priority, t->resreq.Get(kCpu), t->labels().size());
+                       t->priority, t->resreq().Get(kCpu), t->labels().size());
   for (const Task* t : c.orphan_tasks())
     out += fmt::format("orphan {} node {}\n", t->uid, t->node ? t->node->name : "-");
   out += fmt::format("hyper nodes {} total cpu {}\n", c.hyper_nodes() != nullptr,

@@ -39,6 +39,36 @@ std::vector<std::string> Messages(const std::vector<ClusterWarning>& ws) {
   return out;
 }
 
+// Tasks of one request shape share one resreq (Task::resreq_): a model of 100k pods holds one
+// Resource per shape. Equal values, not equal pods, decide; an edit copies first.
+TEST(BuildClusterTest, TasksOfOneRequestShareTheirResreq) {
+  ClusterSpec c = OneNode();
+  c.pods.push_back(Pod("a", "", 1));
+  c.pods.push_back(Pod("b", "", 1));
+  c.pods.push_back(Pod("c", "", 2));
+  c.pods.push_back(Pod("d", "", 1, "n1"));  // running: shape, not status, decides
+  CompleteCluster(c, {});
+  auto cluster = BuildCluster(c);
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+  Task* a = cluster->FindTask("c1-a");
+  Task* b = cluster->FindTask("c1-b");
+  Task* t2 = cluster->FindTask("c1-c");
+  Task* d = cluster->FindTask("c1-d");
+  ASSERT_TRUE(a && b && t2 && d);
+  EXPECT_EQ(&a->resreq(), &b->resreq());
+  EXPECT_EQ(&a->resreq(), &d->resreq());
+  EXPECT_NE(&a->resreq(), &t2->resreq());
+  EXPECT_EQ(a->resreq().cpu(), 1000);
+  EXPECT_EQ(a->resreq().Get(kPods), 1) << "the hidden pods: 1";
+  EXPECT_EQ(t2->resreq().cpu(), 2000);
+  EXPECT_EQ(&a->init_resreq(), &a->resreq());
+
+  a->mutable_resreq().Set(kCpu, 3000);
+  EXPECT_EQ(a->resreq().cpu(), 3000);
+  EXPECT_EQ(b->resreq().cpu(), 1000) << "an edit of one task leaves the others alone";
+  EXPECT_NE(&a->resreq(), &b->resreq());
+}
+
 TEST(CompleteClusterTest, DefaultsWithoutWarnings) {
   ClusterSpec c = OneNode();
   c.pods.push_back(Pod("plain", "", 1));

@@ -206,7 +206,7 @@ TEST(HyperNodeTest, UsedSumIsKeptExactlyAsItsNodesAddUp) {
 
   // A fraction of a millicore: sums of such doubles depend on their order, so the HyperNodes
   // over node-0 stop keeping a running sum; the others keep theirs.
-  running->resreq.Set(kCpu, 0.3);
+  running->mutable_resreq().Set(kCpu, 0.3);
   Place(t, running, c.FindNode("node-0"));
   EXPECT_FALSE(s0->used_exact);
   EXPECT_FALSE(s4->used_exact);
@@ -218,7 +218,7 @@ TEST(HyperNodeTest, UsedSumIsKeptExactlyAsItsNodesAddUp) {
   // Beyond 2^52 in a dimension the running sum is given up too.
   Task* other = TaskNamed(c, "b");  // on node-3, under s1
   Unplace(t, other);
-  other->resreq.Set(kMemory, 9.0e15);
+  other->mutable_resreq().Set(kMemory, 9.0e15);
   Place(t, other, c.FindNode("node-3"));
   EXPECT_FALSE(s1->used_exact);
   EXPECT_TRUE(SameBits(s1->Used(), FreshUsed(s1)));

@@ -46,7 +46,7 @@ TEST(TaskStatus, HelpersMatchVolcano) {
 TEST(Task, RequestsCarryHiddenPod) {
   Task t;
   t.SetRequests(Res(500, 1024));
-  EXPECT_EQ(t.resreq.Get(kPods), 1);
+  EXPECT_EQ(t.resreq().Get(kPods), 1);
   EXPECT_EQ(t.init_resreq().Get(kPods), 1);
   EXPECT_FALSE(t.best_effort);
   EXPECT_EQ(t.priority, 1) << "Volcano's default task priority";
@@ -142,8 +142,8 @@ TEST(Cluster, NonZeroRequestedFollowsPlacement) {
   auto walked = [](const Node* n) {
     double cpu = 0, mem = 0;
     for (const Task* t : n->tasks) {
-      cpu += t->resreq.cpu() > 0 ? t->resreq.cpu() : 100;
-      mem += t->resreq.memory() > 0 ? t->resreq.memory() : kDefaultMemory;
+      cpu += t->resreq().cpu() > 0 ? t->resreq().cpu() : 100;
+      mem += t->resreq().memory() > 0 ? t->resreq().memory() : kDefaultMemory;
     }
     return std::pair{cpu, mem};
   };

@@ -345,7 +345,7 @@ TEST_F(SessionTest, CachedNodeOrderScoreFollowsNodeMutations) {
   AddPlugin(reg, "used", [&](Session& s, PluginHandle h) {
     s.On<EP::NodeOrder>(h, [&calls](const Task* t, const Node* n, double* out) -> int32_t {
       ++calls;
-      *out = n->used.cpu() + t->resreq.cpu() / 1000;
+      *out = n->used.cpu() + t->resreq().cpu() / 1000;
       return 0;
     });
     s.EnableScoreCache(h, {ScoreKeyField::Resreq});

@@ -94,7 +94,7 @@ cluster:
   EXPECT_EQ(wait->status, TaskStatus::Pending);
   EXPECT_EQ(wait->role, "worker");
   EXPECT_FALSE(wait->preemptable);
-  EXPECT_EQ(wait->resreq.Get(kPods), 1);  // the hidden pods request
+  EXPECT_EQ(wait->resreq().Get(kPods), 1);  // the hidden pods request
   Job* job = cluster->FindJob("c1/pg");
   ASSERT_NE(job, nullptr);
   EXPECT_EQ(job->priority, 1000);  // from the PodGroup's priorityClassName
