@@ -44,33 +44,21 @@ void AppendMap(std::string& key, const StringMap& m) {
   }
 }
 
-std::atomic<bool>& EnabledFlag() {
-  static std::atomic<bool> on{[] {
-    const char* env = std::getenv("KILN_SCORE_CACHE");
-    return !(env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0));
-  }()};
-  return on;
-}
+// KILN_SCORE_CACHE=0 or off turns the cache off from the start. A lookup before this runs (none
+// happens during static initialisation) would see the default, on.
+[[maybe_unused]] const bool g_score_cache_env_read = [] {
+  const char* env = std::getenv("KILN_SCORE_CACHE");
+  if (env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0))
+    detail::g_score_cache_on.store(false, std::memory_order_relaxed);
+  return true;
+}();
 
-// Per-thread counters, each written only by its thread (relaxed load + store, no shared line),
-// summed by GetScoreCacheStats. They live as long as the process.
-struct ThreadCounters {
-  std::atomic<uint64_t> lookups{0};
-  std::atomic<uint64_t> hits{0};
-};
+// Every thread's counters, read by GetScoreCacheStats. They live as long as the process, since
+// they are read after their thread exits.
 std::mutex g_counters_mu;
-std::vector<ThreadCounters*>& AllCounters() {
-  static auto* all = new std::vector<ThreadCounters*>();
+std::vector<ScoreCacheCounters*>& AllCounters() {
+  static auto* all = new std::vector<ScoreCacheCounters*>();
   return *all;
-}
-ThreadCounters& ThisThreadCounters() {
-  thread_local ThreadCounters* mine = [] {
-    auto* c = new ThreadCounters();  // never freed: read after the thread exits
-    std::lock_guard<std::mutex> lock(g_counters_mu);
-    AllCounters().push_back(c);
-    return c;
-  }();
-  return *mine;
 }
 
 }  // namespace
@@ -101,38 +89,33 @@ void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field) {
   }
 }
 
-namespace {
-std::atomic<uint32_t> g_epoch{1};
-}  // namespace
+void SetScoreCacheEnabled(bool on) { detail::g_score_cache_on.store(on, std::memory_order_relaxed); }
 
-bool ScoreCacheEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
-void SetScoreCacheEnabled(bool on) { EnabledFlag().store(on, std::memory_order_relaxed); }
-
-uint32_t ScoreCacheEpoch() {
-  return ScoreCacheEnabled() ? g_epoch.load(std::memory_order_relaxed) : 0;
+ScoreCacheCounters& detail::RegisterScoreCacheCounters() {
+  auto* c = new ScoreCacheCounters();  // never freed: read after the thread exits
+  {
+    std::lock_guard<std::mutex> lock(g_counters_mu);
+    AllCounters().push_back(c);
+  }
+  t_score_cache_counters = c;
+  return *c;
 }
 
 void InvalidateCachedScores() {
   // Wraps after 2^31 changes of a budget (the tag keeps 31 bits of it): never, in practice;
   // 0 is skipped so that an enabled cache never answers epoch 0.
-  uint32_t e = g_epoch.load(std::memory_order_relaxed);
+  uint32_t e = detail::g_score_cache_epoch.load(std::memory_order_relaxed);
   uint32_t next;
   do {
     next = (e + 1) & 0x7fffffffu;
     if (next == 0) next = 1;
-  } while (!g_epoch.compare_exchange_weak(e, next, std::memory_order_relaxed));
-}
-
-void CountScoreCacheLookup(bool hit) {
-  ThreadCounters& c = ThisThreadCounters();
-  c.lookups.store(c.lookups.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (hit) c.hits.store(c.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } while (!detail::g_score_cache_epoch.compare_exchange_weak(e, next, std::memory_order_relaxed));
 }
 
 ScoreCacheStats GetScoreCacheStats() {
   ScoreCacheStats s;
   std::lock_guard<std::mutex> lock(g_counters_mu);
-  for (const ThreadCounters* c : AllCounters()) {
+  for (const ScoreCacheCounters* c : AllCounters()) {
     s.lookups += c->lookups.load(std::memory_order_relaxed);
     s.hits += c->hits.load(std::memory_order_relaxed);
   }

@@ -44,15 +44,34 @@ const ScoreKeyFieldInfo* FindScoreKeyField(std::string_view name);
 // Appends an unambiguous encoding of t's field to `key`.
 void AppendScoreKey(std::string& key, const Task& t, ScoreKeyField field);
 
+// Lookups and hits of one thread, written only by it (relaxed load + store, no shared line) and
+// summed by GetScoreCacheStats.
+struct ScoreCacheCounters {
+  std::atomic<uint64_t> lookups{0};
+  std::atomic<uint64_t> hits{0};
+};
+
+// The three below are read at every lookup (~100M in a 10k-node session), so they are inline.
+namespace detail {
+// KILN_SCORE_CACHE=0 (read once at start, score_cache.cc) or SetScoreCacheEnabled.
+inline constinit std::atomic<bool> g_score_cache_on{true};
+inline constinit std::atomic<uint32_t> g_score_cache_epoch{1};
+// This thread's counters, made and registered at its first lookup.
+inline constinit thread_local ScoreCacheCounters* t_score_cache_counters = nullptr;
+ScoreCacheCounters& RegisterScoreCacheCounters();
+}  // namespace detail
+
 // Whether the cache is used (process-wide; KILN_SCORE_CACHE=0 turns it off at start). Read at
 // every lookup, so a benchmark may toggle it between searches.
-bool ScoreCacheEnabled();
+inline bool ScoreCacheEnabled() { return detail::g_score_cache_on.load(std::memory_order_relaxed); }
 void SetScoreCacheEnabled(bool on);
 // 0 while the cache is off; otherwise the generation of the settings a score depends on besides
 // its inputs: a call's loop and memory budgets decide whether it faults, so changing either
 // (SetPolicyCallIterationBudget, SetPolicyCallMemoryBudget) starts a new generation and every
 // score cached before it stops matching.
-uint32_t ScoreCacheEpoch();
+inline uint32_t ScoreCacheEpoch() {
+  return ScoreCacheEnabled() ? detail::g_score_cache_epoch.load(std::memory_order_relaxed) : 0;
+}
 void InvalidateCachedScores();
 
 // Lookups and hits since the process started, over every session (hits / lookups is the hit
@@ -63,7 +82,12 @@ struct ScoreCacheStats {
 };
 ScoreCacheStats GetScoreCacheStats();
 // Counts one lookup on this thread (no shared cache line is written).
-void CountScoreCacheLookup(bool hit);
+inline void CountScoreCacheLookup(bool hit) {
+  ScoreCacheCounters* c = detail::t_score_cache_counters;
+  if (c == nullptr) [[unlikely]] c = &detail::RegisterScoreCacheCounters();
+  c->lookups.store(c->lookups.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (hit) c->hits.store(c->hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // One session's cached scores of one node_order registration.
 class ScoreCache {

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "runtime/abi.h"
+#include "runtime/coarse_clock.h"
 #include "runtime/conf.h"
 #include "runtime/extension_points.h"
 #include "runtime/fit_error.h"
@@ -202,8 +203,6 @@ int64_t PolicySessionHttpBudget();
 // abandons the call) or the call is past its wall-time budget (a time fault). Outside a session
 // call nothing is counted and the answer is true.
 bool ChargeHostWork(int64_t bytes);
-// A monotonic clock with the resolution of the kernel tick (a few ns to read): call times.
-int64_t CoarseNowNs();
 // Records a fault of `kind` for the handler call on this thread (kiln_policy_fault_kind) and
 // asks for its plugin to be disabled for the rest of the session at once, whatever the fault
 // limit: its state is over budget, or its session time is spent.

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <ctime>
 
 #include "runtime/session.h"
 #include "runtime/session_dispatch.h"
@@ -48,12 +47,6 @@ void SetPolicySessionTimeBudget(int64_t ns) { g_session_time_ns = ns; }
 int64_t PolicySessionTimeBudget() { return g_session_time_ns.load(std::memory_order_relaxed); }
 void SetPolicySessionHttpBudget(int64_t ns) { g_session_http_ns = ns; }
 int64_t PolicySessionHttpBudget() { return g_session_http_ns.load(std::memory_order_relaxed); }
-
-int64_t CoarseNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 
 void SetPolicyCallIterationBudget(int64_t iterations) {
