@@ -128,6 +128,17 @@ class ScoreCache {
 
   // The entry for (t's shape, n), or nullptr when the pair cannot be cached (an object outside
   // the session's cluster, or one shape too many).
+  // Asks for the line of Find(t, n)'s entry, if t's shape is known by now (a task's first lookup
+  // learns it): allocate's search does, once n passes the resource check, so that the entry
+  // arrives while the rest of the node's window is checked.
+  void Prefetch(const Task* t, const Node* n) const {
+    if (t->index < 0 || static_cast<size_t>(t->index) >= tasks_ || n->index < 0 ||
+        static_cast<size_t>(n->index) >= nodes_)
+      return;
+    uint32_t s = task_shape_[static_cast<size_t>(t->index)].load(std::memory_order_relaxed);
+    if (s == kUnknown || s == kUncached) return;
+    __builtin_prefetch(&shapes_[s][static_cast<size_t>(n->index)]);
+  }
   Entry* Find(const Task* t, const Node* n) {
     if (t->index < 0 || static_cast<size_t>(t->index) >= tasks_ || n->index < 0 ||
         static_cast<size_t>(n->index) >= nodes_)

@@ -356,6 +356,8 @@ class Session {
   enum class SpeculativeScore : uint8_t { Ok, Failed, Faulted };
   SpeculativeScore NodeOrderSpeculative(const Task* t, const Node* n, double* score,
                                         uint64_t* called) const;
+  // Asks for the cache lines NodeOrderSpeculative(t, n) will read of the cached scores.
+  void PrefetchCachedScores(const Task* t, const Node* n) const;
   // Records the handlers of `called` (NodeOrderSpeculative's bits) as called. A session with
   // more than 64 node_order registrations cannot be accounted this way: NodeOrderSpeculative
   // answers Faulted when it reaches the 65th.

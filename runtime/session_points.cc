@@ -194,6 +194,11 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
   return SpeculativeScore::Ok;
 }
 
+void Session::PrefetchCachedScores(const Task* t, const Node* n) const {
+  for (const Registration& r : Handlers<ExtensionPoint::NodeOrder>())
+    if (r.score_cache != nullptr) r.score_cache->Prefetch(t, n);
+}
+
 void Session::MarkNodeOrderCalled(uint64_t called) const {
   const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
   for (size_t k = 0; k < hs.size() && k < 64; ++k)

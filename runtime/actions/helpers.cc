@@ -339,6 +339,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
             const Node* node = rotated(processed + i);
             assert(FitsFutureIdle(*future_idle_request, node) && "FitColumns are stale");
             if (prefetch_score) PrefetchForScore(node);
+            if constexpr (kFused) ssn->PrefetchCachedScores(t, node);
             verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
           }
         } else {
@@ -358,6 +359,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
               continue;
             }
             if (prefetch_score) PrefetchForScore(node);
+            if constexpr (kFused) ssn->PrefetchCachedScores(t, node);
             // `check` sets the error whenever it rejects, so a stale one is never read.
             verdict[i] = check(t, node, predicate[i]) ? kFeasible : kPredicate;
           }
