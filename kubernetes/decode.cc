@@ -477,7 +477,12 @@ template <typename Spec>
 void ReadMetadata(const json& obj, const std::string& kind, Spec& s) {
   const json& meta = Object(obj, "metadata", kind);
   s.labels = Map(meta, "labels", "metadata");
-  s.annotations = Map(meta, "annotations", "metadata");
+  StringMap annotations = Map(meta, "annotations", "metadata");
+  if constexpr (std::is_same_v<Spec, PodSpec>) {
+    if (!annotations.empty()) s.mutable_extras().annotations = std::move(annotations);
+  } else {
+    s.annotations = std::move(annotations);
+  }
   s.creation_time = Time(meta, "creationTimestamp", "metadata", kUnsetTime, kZeroTime);
 }
 
@@ -539,28 +544,31 @@ Result<DecodedPod> DecodePod(const json& obj) {
     if (!detail::TakePodAnnotations(p))
       Fail("metadata.annotations." + std::string(kDurationAnnotation),
            fmt::format("must be a positive Go duration, got `{}`",
-                       p.annotations.find(kDurationAnnotation)->second));
+                       p.annotations().find(kDurationAnnotation)->second));
     p.deleting = Member(Object(obj, "metadata", "pod"), "deletionTimestamp") != nullptr;
 
     const json& spec = Object(obj, "spec", "pod");
     out.scheduler_name = Str(spec, "schedulerName", "spec", "default-scheduler");
-    p.scheduler_name = out.scheduler_name;
+    if (out.scheduler_name != p.scheduler_name()) p.mutable_extras().scheduler_name = out.scheduler_name;
     p.node = Str(spec, "nodeName", "spec");
-    p.priority_class_name = Str(spec, "priorityClassName", "spec");
+    if (std::string name = Str(spec, "priorityClassName", "spec"); !name.empty())
+      p.mutable_extras().priority_class_name = std::move(name);
     if (auto pr = OptInt(spec, "priority", "spec")) p.priority = static_cast<int32_t>(*pr);
     if (const json* pp = Member(spec, "preemptionPolicy"))
       p.preemption_policy = ParsePreemption(pp->is_string() ? pp->get<std::string>() : "?",
                                             "spec.preemptionPolicy");
     p.requests = PodRequests(spec, "spec");
     // The containers' limits, summed (device sharing reads gpu counts and memory there).
-    p.limits = ContainersSum(spec, "spec", "limits");
+    if (SparseResource limits = ContainersSum(spec, "spec", "limits"); !(limits == SparseResource()))
+      p.mutable_extras().limits = std::move(limits);
     PodPlacement placement;
     placement.node_selector = Map(spec, "nodeSelector", "spec");
     placement.tolerations = List(spec, "tolerations", "spec", TolerationOf);
     if (Member(spec, "affinity")) placement.affinity = AffinityOf(Object(spec, "affinity", "spec"), "spec.affinity");
     placement.topology_spread_constraints = List(spec, "topologySpreadConstraints", "spec", SpreadOf);
     if (const json& containers = Array(spec, "containers", "spec"); !containers.empty())
-      p.image = Str(containers[0], "image", "spec.containers[0]");
+      if (std::string image = Str(containers[0], "image", "spec.containers[0]"); !image.empty())
+        p.mutable_extras().image = std::move(image);
     Each(spec, "containers", "spec", [&](const json& c, const std::string& cp) {
       Each(c, "ports", cp, [&](const json& port, const std::string& pp) {
         HostPort hp;
@@ -575,7 +583,7 @@ Result<DecodedPod> DecodePod(const json& obj) {
     });
     if (!placement.empty()) p.placement = std::make_shared<const PodPlacement>(std::move(placement));
     Each(spec, "schedulingGates", "spec",
-         [&](const json& g, const std::string& gp) { p.scheduling_gates.push_back(Str(g, "name", gp)); });
+         [&](const json& g, const std::string& gp) { p.mutable_extras().scheduling_gates.push_back(Str(g, "name", gp)); });
 
     const json& status = Object(obj, "status", "pod");
     out.qos_guaranteed = PodQosGuaranteed(spec, status);
@@ -813,19 +821,24 @@ PodPhase PodPhaseOf(std::string_view phase) {
 }
 
 bool TakePodAnnotations(PodSpec& p) {
-  if (auto it = p.annotations.find(kGroupNameAnnotation); it != p.annotations.end()) {
+  const StringMap& annotations = p.annotations();
+  if (!annotations.contains(kGroupNameAnnotation) && !annotations.contains(kTaskSpecAnnotation) &&
+      !annotations.contains(kDurationAnnotation))
+    return true;
+  PodExtras& extras = p.mutable_extras();  // before taking iterators: it may copy the map
+  if (auto it = extras.annotations.find(kGroupNameAnnotation); it != extras.annotations.end()) {
     p.group = it->second;
-    p.annotations.erase(it);
+    extras.annotations.erase(it);
   }
-  if (auto it = p.annotations.find(kTaskSpecAnnotation); it != p.annotations.end()) {
-    p.task = it->second;
-    p.annotations.erase(it);
+  if (auto it = extras.annotations.find(kTaskSpecAnnotation); it != extras.annotations.end()) {
+    extras.task = it->second;
+    extras.annotations.erase(it);
   }
-  if (auto it = p.annotations.find(kDurationAnnotation); it != p.annotations.end()) {
+  if (auto it = extras.annotations.find(kDurationAnnotation); it != extras.annotations.end()) {
     auto d = ParseGoDuration(it->second);
     if (!d || *d <= 0) return false;
     p.duration = *d;
-    p.annotations.erase(it);
+    extras.annotations.erase(it);
   }
   return true;
 }

@@ -301,7 +301,7 @@ DecodedPod FastPod(od::object obj) {
       have_metadata = true;
       out.meta = std::move(m.meta);
       p.labels = std::move(m.labels);
-      p.annotations = std::move(m.annotations);
+      if (!m.annotations.empty()) p.mutable_extras().annotations = std::move(m.annotations);
       p.creation_time = m.creation_time;
       p.deleting = m.deleting;
     } else if (i == 1) {
@@ -310,7 +310,10 @@ DecodedPod FastPod(od::object obj) {
         switch (k) {
           case 0: out.scheduler_name = Str(f, "default-scheduler"); break;
           case 1: p.node = Str(f); break;
-          case 2: p.priority_class_name = Str(f); break;
+          case 2:
+            if (std::string name = Str(f); !name.empty())
+              p.mutable_extras().priority_class_name = std::move(name);
+            break;
           case 3:
             if (auto pr = OptInt(f)) p.priority = static_cast<int32_t>(*pr);
             break;
@@ -343,7 +346,7 @@ DecodedPod FastPod(od::object obj) {
               static constexpr std::string_view kGateKeys[] = {"name"};
               std::string name;
               Members(g, kGateKeys, [&](size_t, od::value& v) { name = Str(v); });
-              p.scheduling_gates.push_back(std::move(name));
+              p.mutable_extras().scheduling_gates.push_back(std::move(name));
             });
             break;
           case 9: case 13: NoneOf(f); break;
@@ -388,7 +391,7 @@ DecodedPod FastPod(od::object obj) {
   p.namespace_ = out.meta.namespace_.empty() ? "default" : out.meta.namespace_;
   p.where = SourceLocation{fmt::format("pod {}/{}", p.namespace_, p.name)};
   if (!detail::TakePodAnnotations(p)) Bail();
-  p.scheduler_name = out.scheduler_name;
+  if (out.scheduler_name != p.scheduler_name()) p.mutable_extras().scheduler_name = out.scheduler_name;
   std::vector<detail::QosResources> qos;
   Resource requests, limits;
   for (ContainerRead& c : containers) {
@@ -397,8 +400,10 @@ DecodedPod FastPod(od::object obj) {
     qos.push_back(std::move(c.resources));
   }
   p.requests = requests;
-  p.limits = limits;
-  if (!containers.empty()) p.image = std::move(containers[0].image);
+  if (SparseResource sparse = limits; !(sparse == SparseResource()))
+    p.mutable_extras().limits = std::move(sparse);
+  if (!containers.empty() && !containers[0].image.empty())
+    p.mutable_extras().image = std::move(containers[0].image);
   if (!placement.empty()) p.placement = std::make_shared<const PodPlacement>(std::move(placement));
   out.qos_guaranteed = qos_class && !qos_class->empty() ? *qos_class == "Guaranteed" : detail::QosGuaranteed(qos);
   p.phase = detail::PodPhaseOf(phase);

@@ -409,10 +409,10 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
   for (const auto& g : c.pod_groups)
     if (g.implicit) implicit_groups.insert(g.Uid());
   for (const auto& p : c.pods) {
-    StringMap annotations = p.annotations;
+    StringMap annotations = p.annotations();
     if (!p.group.empty() && !(options.skip_implicit && implicit_groups.count(p.JobUid())))
       annotations[std::string(kGroupNameAnnotation)] = p.group;
-    if (!p.task.empty()) annotations[std::string(kTaskSpecAnnotation)] = p.task;
+    if (!p.task().empty()) annotations[std::string(kTaskSpecAnnotation)] = p.task();
     if (p.duration) annotations[std::string(kDurationAnnotation)] = GoDuration(*p.duration);
     json meta = MetaJson(p.name, p.namespace_, p.labels, annotations, p.creation_time);
     if (p.deleting) {
@@ -420,16 +420,16 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
       meta["deletionGracePeriodSeconds"] = 30;
     }
     // Kubernetes requires an image; a scenario pod without one runs the pause image.
-    json container = {{"name", "main"}, {"image", p.image.empty() ? std::string(kDefaultImage) : p.image}};
+    json container = {{"name", "main"}, {"image", p.image().empty() ? std::string(kDefaultImage) : p.image()}};
     json requests = RequestsJson(p.requests);
     if (!requests.empty()) container["resources"] = {{"requests", requests}};
-    if (json limits = RequestsJson(p.limits); !limits.empty()) container["resources"]["limits"] = limits;
+    if (json limits = RequestsJson(p.limits()); !limits.empty()) container["resources"]["limits"] = limits;
     if (!p.host_ports().empty()) container["ports"] = HostPortsJson(p.host_ports());
     // Pods of the default scheduler name take the one asked for; others keep theirs.
-    std::string scheduler = p.scheduler_name == kDefaultSchedulerName ? options.scheduler_name : p.scheduler_name;
+    std::string scheduler = p.scheduler_name() == kDefaultSchedulerName ? options.scheduler_name : p.scheduler_name();
     json spec = {{"schedulerName", scheduler}, {"containers", json::array({container})}};
     if (!p.node.empty()) spec["nodeName"] = p.node;
-    if (!p.priority_class_name.empty()) spec["priorityClassName"] = p.priority_class_name;
+    if (!p.priority_class_name().empty()) spec["priorityClassName"] = p.priority_class_name();
     if (p.priority) spec["priority"] = *p.priority;
     if (p.preemption_policy)
       spec["preemptionPolicy"] = *p.preemption_policy == PreemptionPolicy::Never ? "Never" : "PreemptLowerPriority";
@@ -439,9 +439,9 @@ std::vector<json> EncodeCluster(const ClusterSpec& c, const EncodeOptions& optio
     if (!aff.empty()) spec["affinity"] = aff;
     if (!p.topology_spread_constraints().empty())
       spec["topologySpreadConstraints"] = SpreadJson(p.topology_spread_constraints());
-    if (!p.scheduling_gates.empty()) {
+    if (!p.scheduling_gates().empty()) {
       spec["schedulingGates"] = json::array();
-      for (const auto& g : p.scheduling_gates) spec["schedulingGates"].push_back({{"name", g}});
+      for (const auto& g : p.scheduling_gates()) spec["schedulingGates"].push_back({{"name", g}});
     }
     json status = {{"phase", std::string(ToString(p.phase))}};
     if (!p.nominated_node.empty()) status["nominatedNodeName"] = p.nominated_node;

@@ -438,7 +438,7 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
     if (auto a = st.assumed.find(key); a != st.assumed.end() && pod.node.empty() && a->second.uid == p.meta.uid)
     {
       pod.node = a->second.node;
-      for (const auto& [k, v] : a->second.annotations) pod.annotations[k] = v;
+      for (const auto& [k, v] : a->second.annotations) pod.mutable_extras().annotations[k] = v;
     }
     if (auto e = st.evicting.find(key); e != st.evicting.end() && e->second == p.meta.uid) pod.deleting = true;
     if (auto n = st.nominated.find(key); n != st.nominated.end() && pod.node.empty()) pod.nominated_node = n->second;

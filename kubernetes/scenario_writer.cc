@@ -129,26 +129,26 @@ void WritePod(YAML::Emitter& e, const PodSpec& p, bool implicit_group, bool ours
   o.Put("name", p.name);
   o.Put("namespace", p.namespace_);
   o.PutIf(!p.group.empty() && !implicit_group, "group", p.group);
-  o.PutIf(!p.task.empty(), "task", p.task);
+  o.PutIf(!p.task().empty(), "task", p.task());
   o.PutNonEmpty("requests", RequestsJson(p.requests));
-  o.PutNonEmpty("limits", RequestsJson(p.limits));
-  o.PutIf(!p.priority_class_name.empty(), "priorityClassName", p.priority_class_name);
+  o.PutNonEmpty("limits", RequestsJson(p.limits()));
+  o.PutIf(!p.priority_class_name().empty(), "priorityClassName", p.priority_class_name());
   if (p.priority) o.Put("priority", *p.priority);
   o.Put("phase", std::string(ToString(p.phase)));
   o.PutIf(!p.node.empty(), "node", p.node);
   o.PutIf(!p.nominated_node.empty(), "nominatedNodeName", p.nominated_node);
   o.PutNonEmpty("labels", MapJson(p.labels));
-  o.PutNonEmpty("annotations", MapJson(WithoutDropped(p.annotations)));
+  o.PutNonEmpty("annotations", MapJson(WithoutDropped(p.annotations())));
   o.PutNonEmpty("nodeSelector", MapJson(p.node_selector()));
   o.PutNonEmpty("tolerations", TolerationsJson(p.tolerations()));
   o.PutNonEmpty("affinity", AffinityJson(p.affinity()));
   o.PutNonEmpty("topologySpreadConstraints", SpreadJson(p.topology_spread_constraints()));
   o.PutNonEmpty("hostPorts", HostPortsJson(p.host_ports()));
-  o.PutIf(!p.image.empty(), "image", p.image);
-  o.PutIf(!ours, "schedulerName", p.scheduler_name);
-  if (!p.scheduling_gates.empty()) {
+  o.PutIf(!p.image().empty(), "image", p.image());
+  o.PutIf(!ours, "schedulerName", p.scheduler_name());
+  if (!p.scheduling_gates().empty()) {
     json gates = json::array();
-    for (const auto& g : p.scheduling_gates) gates.push_back({{"name", g}});
+    for (const auto& g : p.scheduling_gates()) gates.push_back({{"name", g}});
     o.Put("schedulingGates", gates);
   }
   if (p.preemption_policy)

@@ -56,8 +56,8 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
   std::map<std::string, std::vector<std::string>, std::less<>> foreign;
   for (PodSpec& pod : c.pods) {
     pod.foreign = std::find(options.scheduler_names.begin(), options.scheduler_names.end(),
-                            pod.scheduler_name) == options.scheduler_names.end();
-    if (pod.foreign) foreign[pod.scheduler_name].push_back(pod.Key());
+                            pod.scheduler_name()) == options.scheduler_names.end();
+    if (pod.foreign) foreign[pod.scheduler_name()].push_back(pod.Key());
   }
   for (const auto& [scheduler, pods] : foreign) {
     std::string list;
@@ -83,7 +83,7 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
     g.queue = options.default_queue;
     g.min_member = 1;
     g.min_resources = pod.requests;
-    g.priority_class_name = pod.priority_class_name;
+    g.priority_class_name = pod.priority_class_name();
     g.creation_time = pod.creation_time;
     // A pod already running was scheduled before: its group is Running, as the previous
     // session's close would have left it.
@@ -120,18 +120,18 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
   // Pod priority and preemption policy, as the Priority admission plugin fills them in.
   for (auto& p : c.pods) {
     const PriorityClassSpec* cls = nullptr;
-    if (p.priority_class_name.empty()) {
+    if (p.priority_class_name().empty()) {
       cls = global_default;
-    } else if (auto it = classes.find(p.priority_class_name); it != classes.end()) {
+    } else if (auto it = classes.find(p.priority_class_name()); it != classes.end()) {
       cls = it->second;
     } else {
       warn(fmt::format("pod {}", p.Key()),
            fmt::format("pod `{}` names priority class `{}`, which does not exist, so its priority "
                        "is {}{}",
-                       p.Key(), p.priority_class_name,
+                       p.Key(), p.priority_class_name(),
                        p.priority ? fmt::format("{} as written", *p.priority)
                                   : std::string("1 (a pod without spec.priority)"),
-                       yaml::DidYouMean(p.priority_class_name, class_names)),
+                       yaml::DidYouMean(p.priority_class_name(), class_names)),
            p.where);
     }
     if (!p.priority && cls) p.priority = cls->value;
@@ -294,24 +294,33 @@ const std::shared_ptr<const PodPlacement>& PodPlacement::None() {
 
 PodPlacement& PodSpec::mutable_placement() { return MutableShared(placement); }
 
+bool PodExtras::empty() const {
+  return task.empty() && limits == SparseResource() && priority_class_name.empty() && annotations.empty() &&
+         image.empty() && scheduler_name == kDefaultSchedulerName && scheduling_gates.empty();
+}
+
+const std::shared_ptr<const PodExtras>& PodExtras::None() { return SharedEmpty<PodExtras>(); }
+
+PodExtras& PodSpec::mutable_extras() { return MutableShared(extras); }
+
 namespace {
 
 // The pod's placement shape; pods with none share the one empty shape.
 std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
   const PodPlacement& pl = *ps.placement;
-  bool no_limits = ps.limits.IsEmpty() && !ps.limits.HasScalars();
-  if (ps.labels.empty() && ps.annotations.empty() && ps.image.empty() && pl.empty() && no_limits)
+  bool no_limits = ps.limits().IsEmpty() && !ps.limits().HasScalars();
+  if (ps.labels.empty() && ps.annotations().empty() && ps.image().empty() && pl.empty() && no_limits)
     return PodShape::Empty();
   auto shape = std::make_shared<PodShape>();
   shape->labels = ps.labels;
-  shape->annotations = ps.annotations;
+  shape->annotations = ps.annotations();
   shape->node_selector = pl.node_selector;
   shape->tolerations = pl.tolerations;
   shape->affinity = pl.affinity;
   shape->topology_spread_constraints = pl.topology_spread_constraints;
   shape->host_ports = pl.host_ports;
-  if (!ps.image.empty()) shape->images = {ps.image};
-  shape->limits = ps.limits;
+  if (!ps.image().empty()) shape->images = {ps.image()};
+  shape->limits = ps.limits();
   return shape;
 }
 
@@ -321,7 +330,7 @@ std::shared_ptr<const PodShape> ShapeOf(const PodSpec& ps) {
 bool QosGuaranteed(const PodSpec& ps) {
   // cpu and memory are always present in a Resource: an unset one reads 0.
   for (ResourceId id : {kCpu, kMemory}) {
-    double limit = ps.limits.Get(id), request = ps.requests.Get(id);
+    double limit = ps.limits().Get(id), request = ps.requests.Get(id);
     if (limit <= 0 || (request != 0 && request != limit)) return false;
   }
   return true;
@@ -470,25 +479,25 @@ void PartialCluster::AddTask(const PodSpec& ps) {
   // Terminated pods hold no node resources: Volcano's cache adds only non-terminated tasks to
   // their node. A node that does not exist is not in the snapshot: the pod uses nothing.
   if (!CompletedStatus(t.status) && nodes_.count(ps.node)) t.node_name = ps.node;
-  t.role = ps.task;
+  t.role = ps.task();
   if (t.role.empty())
-    if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kTaskSpecKey))
+    if (const std::string* v = AnnotationOrLabel(ps.annotations(), ps.labels, kTaskSpecKey))
       t.role = *v;
   // pod.spec.priority, or 1 when nil; the task-priority annotation overrides it.
   t.priority = ps.priority.value_or(1);
-  if (auto it = ps.annotations.find(kTaskPriorityKey); it != ps.annotations.end())
+  if (auto it = ps.annotations().find(kTaskPriorityKey); it != ps.annotations().end())
     if (auto p = yaml::ParseIntText(it->second)) t.priority = *p;
   t.preemption_policy = ps.preemption_policy.value_or(PreemptionPolicy::PreemptLowerPriority);
-  if (const std::string* v = AnnotationOrLabel(ps.annotations, ps.labels, kPreemptableKey))
+  if (const std::string* v = AnnotationOrLabel(ps.annotations(), ps.labels, kPreemptableKey))
     t.preemptable = yaml::ParseGoBool(*v).value_or(true);
   t.deleting = ps.deleting;
   t.nominated_node_name = ps.nominated_node;
   t.creation_time = ps.creation_time;
   t.scheduled_at = ps.scheduled_at;
-  t.priority_class_name = ps.priority_class_name;
+  t.priority_class_name = ps.priority_class_name();
   t.shape = ShapeOf(ps);
   // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
-  t.sch_gated = !ps.scheduling_gates.empty() && ps.phase == PodPhase::Pending;
+  t.sch_gated = !ps.scheduling_gates().empty() && ps.phase == PodPhase::Pending;
   const Resource resreq = Task::ResreqOf(ps.requests);
   auto [shared, fresh] = resreqs_.try_emplace(resreq);
   if (fresh) shared->second = std::make_shared<const Resource>(resreq);

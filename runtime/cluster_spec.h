@@ -139,18 +139,35 @@ struct PodPlacement {
   static const std::shared_ptr<const PodPlacement>& None();
 };
 
-struct PodSpec {
-  std::string name;
-  std::string namespace_ = "default";
-  std::string group;  // PodGroup name (the loader fills it for a pod without one)
-  std::string task;   // volcano.sh/task-spec
-  // The single container's requests (without the hidden pods: 1). Sparse: a cluster holds one
-  // spec per pod (runtime/sparse_resource.h).
-  SparseResource requests;
+// What a pod's template gives it and the scheduler only reads: its task name, container
+// limits, priority class name, annotations, image, scheduler name and scheduling gates. A
+// generated or real cluster's pods mostly leave these at their defaults or share them with the
+// other pods of their job, so a PodSpec points to them: pods at the defaults share one value
+// (a 100k-pod scenario's specs are 24 MB smaller, docs/performance.md, "Memory").
+struct PodExtras {
+  std::string task;  // volcano.sh/task-spec
   // The container's resources.limits (scenario `limits`; in kiln serve the sum over the pod's
   // containers), where a plugin reads them (QoS class, device sharing). Never added to requests.
   SparseResource limits;
   std::string priority_class_name;
+  StringMap annotations;
+  std::string image;  // the single container's image ("" = none given)
+  // spec.schedulerName. A pod of another scheduler is no task of any job; on a node it still
+  // uses the node (volcano-semantics.md §7.4).
+  std::string scheduler_name = std::string(kDefaultSchedulerName);
+  std::vector<std::string> scheduling_gates;  // spec.schedulingGates names
+
+  bool empty() const;
+  static const std::shared_ptr<const PodExtras>& None();
+};
+
+struct PodSpec {
+  std::string name;
+  std::string namespace_ = "default";
+  std::string group;  // PodGroup name (the loader fills it for a pod without one)
+  // The single container's requests (without the hidden pods: 1). Sparse: a cluster holds one
+  // spec per pod (runtime/sparse_resource.h).
+  SparseResource requests;
   std::optional<int32_t> priority;
   PodPhase phase = PodPhase::Pending;
   std::string node;
@@ -158,21 +175,18 @@ struct PodSpec {
   // (Kiln extension key `nominatedNodeName`; multi-cycle runs keep it until the pod is bound).
   std::string nominated_node;
   StringMap labels;
-  StringMap annotations;
   // Node selector, tolerations, affinity, spread constraints, host ports: never null; shared by
   // copies of the spec, so write only through mutable_placement().
   std::shared_ptr<const PodPlacement> placement = PodPlacement::None();
-  std::string image;  // the single container's image ("" = none given)
-  // spec.schedulerName. A pod of another scheduler is no task of any job; on a node it still
-  // uses the node (volcano-semantics.md §7.4).
-  std::string scheduler_name = std::string(kDefaultSchedulerName);
-  // Set by CompleteCluster: scheduler_name is not one of the scheduler's names.
+  // Task name, limits, priority class name, annotations, image, scheduler name, scheduling
+  // gates: never null; shared by copies of the spec, so write only through mutable_extras().
+  std::shared_ptr<const PodExtras> extras = PodExtras::None();
+  // Set by CompleteCluster: scheduler_name() is not one of the scheduler's names.
   bool foreign = false;
-  std::vector<std::string> scheduling_gates;  // spec.schedulingGates names
+  bool deleting = false;
   std::optional<PreemptionPolicy> preemption_policy;
   TimeNs creation_time = kUnsetTime;
   TimeNs scheduled_at = 0;  // 0 = no PodScheduled condition
-  bool deleting = false;
   std::optional<DurationNs> duration;  // multi-cycle: runs this long, then Succeeds
   // Multi-cycle bookkeeping: when the simulator started it running (0 = not by the simulator).
   TimeNs started_at = 0;
@@ -187,6 +201,16 @@ struct PodSpec {
   const std::vector<HostPort>& host_ports() const { return placement->host_ports; }
   // This spec's own placement to edit (a copy when it is shared).
   PodPlacement& mutable_placement();
+
+  const std::string& task() const { return extras->task; }
+  const SparseResource& limits() const { return extras->limits; }
+  const std::string& priority_class_name() const { return extras->priority_class_name; }
+  const StringMap& annotations() const { return extras->annotations; }
+  const std::string& image() const { return extras->image; }
+  const std::string& scheduler_name() const { return extras->scheduler_name; }
+  const std::vector<std::string>& scheduling_gates() const { return extras->scheduling_gates; }
+  // This spec's own extras to edit (a copy when they are shared).
+  PodExtras& mutable_extras();
 
   std::string Uid() const { return namespace_ + "-" + name; }
   std::string Key() const { return namespace_ + "/" + name; }

@@ -18,7 +18,8 @@ void NormaliseLikeScenario(ClusterSpec& cluster) {
   std::erase_if(cluster.queues, [](const QueueSpec& q) { return q.implicit; });
   for (PodSpec& p : cluster.pods) {
     if (p.foreign) continue;
-    p.scheduler_name = std::string(kDefaultSchedulerName);
+    if (p.scheduler_name() != kDefaultSchedulerName)
+      p.mutable_extras().scheduler_name = std::string(kDefaultSchedulerName);
     if (implicit.count(p.JobUid())) p.group.clear();
   }
 }

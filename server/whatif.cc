@@ -240,7 +240,8 @@ Result<WhatIfObjects> ParseWhatIfObjects(std::string_view body, bool json,
                                    ToString(pod.phase)),
                        {}};
         // The question is what this scheduler would do with the pod.
-        pod.scheduler_name = std::string(kDefaultSchedulerName);
+        if (pod.scheduler_name() != kDefaultSchedulerName)
+          pod.mutable_extras().scheduler_name = std::string(kDefaultSchedulerName);
         if (!keys.insert(pod.Key()).second)
           return Error{fmt::format("{}: pod {} is given twice", where, pod.Key()), {}};
         out.pods.push_back(std::move(pod));

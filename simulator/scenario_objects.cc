@@ -382,10 +382,10 @@ Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
   ASSIGN_OR_RETURN(std::string what, ReadFields<O>(n, "pod", {
       {"namespace", [&](auto& v, auto& f, O& o) { return Store(o.namespace_, Str(v, f)); }},
       {"group", [&](auto& v, auto& f, O& o) { return Store(o.group, Str(v, f)); }},
-      {"task", [&](auto& v, auto& f, O& o) { return Store(o.task, Str(v, f)); }},
+      {"task", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().task, Str(v, f)); }},
       {"requests", [&](auto& v, auto& f, O& o) { return Store(o.requests, ReadResources(v, f)); }},
-      {"limits", [&](auto& v, auto& f, O& o) { return Store(o.limits, ReadResources(v, f)); }},
-      {"priorityClassName", [&](auto& v, auto& f, O& o) { return Store(o.priority_class_name, Str(v, f)); }},
+      {"limits", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().limits, ReadResources(v, f)); }},
+      {"priorityClassName", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().priority_class_name, Str(v, f)); }},
       {"priority", [&](auto& v, auto& f, O& o) { return Store(o.priority, ReadInt32(v, f)); }},
       {"phase", [&](auto& v, auto& f, O& o) -> Status {
          static constexpr std::pair<std::string_view, PodPhase> kPhases[] = {
@@ -407,15 +407,15 @@ Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
       {"node", [&](auto& v, auto& f, O& o) { return Store(o.node, Str(v, f)); }},
       {"nominatedNodeName", [&](auto& v, auto& f, O& o) { return Store(o.nominated_node, Str(v, f)); }},
       {"labels", [&](auto& v, auto& f, O& o) { return Store(o.labels, ReadStringMap(v, f)); }},
-      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.annotations, ReadStringMap(v, f)); }},
+      {"annotations", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().annotations, ReadStringMap(v, f)); }},
       {"nodeSelector", [&](auto& v, auto& f, O& o) { return Store(o.mutable_placement().node_selector, ReadStringMap(v, f)); }},
       {"tolerations", [&](auto& v, auto& f, O& o) { return Store(o.mutable_placement().tolerations, ReadTolerations(v, f)); }},
       {"affinity", [&](auto& v, auto& f, O& o) { return Store(o.mutable_placement().affinity, ReadAffinity(v, f)); }},
       {"topologySpreadConstraints",
        [&](auto& v, auto& f, O& o) { return Store(o.mutable_placement().topology_spread_constraints, ReadSpread(v, f)); }},
       {"hostPorts", [&](auto& v, auto& f, O& o) { return Store(o.mutable_placement().host_ports, ReadHostPorts(v, f)); }},
-      {"image", [&](auto& v, auto& f, O& o) { return Store(o.image, Str(v, f)); }},
-      {"schedulerName", [&](auto& v, auto& f, O& o) { return Store(o.scheduler_name, Str(v, f)); }},
+      {"image", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().image, Str(v, f)); }},
+      {"schedulerName", [&](auto& v, auto& f, O& o) { return Store(o.mutable_extras().scheduler_name, Str(v, f)); }},
       {"schedulingGates", [&](auto& v, auto& f, O& o) -> Status {
          // Kubernetes' shape: [{name: example.com/gate}, ...]
          TRY(r_.ExpectList(v, f));
@@ -423,7 +423,7 @@ Status Loader::ReadPod(const yaml::Node& n, PodSpec& out) {
            TRY(r_.ExpectMap(gate, "a scheduling gate", {"name"}));
            if (!gate["name"]) return r_.Fail(gate, fmt::format("a gate in {} has no `name`", f));
            ASSIGN_OR_RETURN(std::string name, Str(gate["name"], "`name` of a scheduling gate"));
-           o.scheduling_gates.push_back(std::move(name));
+           o.mutable_extras().scheduling_gates.push_back(std::move(name));
          }
          return Status::Ok();
        }},

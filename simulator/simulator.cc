@@ -339,7 +339,7 @@ void SimulatedCluster::Apply(const SessionResult& result) {
     pod.started_at = result.time;
     // The binding's annotations land on the pod, as the API server copies them.
     if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
-      for (const auto& [k, v] : a->second) pod.annotations[k] = v;
+      for (const auto& [k, v] : a->second) pod.mutable_extras().annotations[k] = v;
     if (trace_) {
       auto j = jobs_.find(pod.JobUid());
       if (j != jobs_.end() && !j->second.first_bind) j->second.first_bind = result.time;

@@ -123,11 +123,11 @@ inline std::string D(const NumatopologySpec& n) {
   for (const auto& h : p.host_ports()) ports += fmt::format("{}:{}/{}@{};", h.host_port, h.container_port, h.protocol, h.host_ip);
   return fmt::format("pod {} group={} task={} req{} pc={} prio{} phase{} node={} nom={} lab{} ann{} sel{} tol[{}] aff[{}] "
                      "spread[{}] ports[{}] image={} gates{} pp{} t{} sched{} del{} dur{} sn={} foreign{}",
-                     p.Key(), p.group, p.task, D(p.requests), p.priority_class_name, p.priority.value_or(-999),
-                     ToString(p.phase), p.node, p.nominated_node, D(p.labels), D(p.annotations), D(p.node_selector()),
-                     tol, D(p.affinity()), spread, ports, p.image, D(p.scheduling_gates),
+                     p.Key(), p.group, p.task(), D(p.requests), p.priority_class_name(), p.priority.value_or(-999),
+                     ToString(p.phase), p.node, p.nominated_node, D(p.labels), D(p.annotations()), D(p.node_selector()),
+                     tol, D(p.affinity()), spread, ports, p.image(), D(p.scheduling_gates()),
                      p.preemption_policy ? static_cast<int>(*p.preemption_policy) : -1, p.creation_time,
-                     p.scheduled_at, p.deleting, p.duration.value_or(-1), p.scheduler_name, p.foreign);
+                     p.scheduled_at, p.deleting, p.duration.value_or(-1), p.scheduler_name(), p.foreign);
 }
 inline std::string D(const PodDisruptionBudget& p) {
   auto pods = p.disrupted_pods;

@@ -28,7 +28,7 @@ std::string Dump(const Result<DecodedPod>& r) {
   if (!r) return "error: " + r.error().message;
   const DecodedPod& p = *r;
   return fmt::format("{} | lim{} where={} | meta {} {} {} {} | sn={} qos={} sched={}/{}/{}", D(p.spec),
-                     D(p.spec.limits), p.spec.where.file, p.meta.namespace_, p.meta.name, p.meta.uid,
+                     D(p.spec.limits()), p.spec.where.file, p.meta.namespace_, p.meta.name, p.meta.uid,
                      p.meta.resource_version, p.scheduler_name, p.qos_guaranteed, p.scheduled_status,
                      p.scheduled_reason, p.scheduled_message);
 }

@@ -83,7 +83,7 @@ TEST(KubernetesRoundTrip, EveryScenarioDecodesToTheLoadersClusterSpec) {
     // The one intended difference: Kubernetes requires an image, so an imageless scenario pod is
     // written with the pause image (no scenario node holds it: image locality scores 0 for both).
     for (auto& p : want.pods)
-      if (p.image.empty()) p.image = std::string(kDefaultImage);
+      if (p.image().empty()) p.mutable_extras().image = std::string(kDefaultImage);
     CompareClusterSpecs(got, want, [](const char* field, const auto& g, const auto& w) {
       EXPECT_EQ(g, w) << field;
     });
@@ -158,10 +158,10 @@ TEST(KubernetesDecode, PodRequestsAreSumOfContainersMaxInitPlusOverhead) {
   EXPECT_EQ(p.requests.Get(*ResourceRegistry::Find("nvidia.com/gpu")), 1000);
   EXPECT_FALSE(ResourceRegistry::Find("foo").has_value());
   EXPECT_EQ(p.group, "g");
-  EXPECT_EQ(p.task, "worker");
-  EXPECT_EQ(p.annotations, (StringMap{{"a", "b"}}));
+  EXPECT_EQ(p.task(), "worker");
+  EXPECT_EQ(p.annotations(), (StringMap{{"a", "b"}}));
   EXPECT_EQ(p.priority, 7);
-  EXPECT_EQ(p.image, "img:1");
+  EXPECT_EQ(p.image(), "img:1");
   ASSERT_EQ(p.host_ports().size(), 1u);  // only the port bound on the host
   EXPECT_EQ(p.host_ports()[0].host_port, 8080);
   EXPECT_EQ(r->meta.uid, "u-1");

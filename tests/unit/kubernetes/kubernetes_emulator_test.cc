@@ -310,7 +310,7 @@ TEST(KubernetesEmulator, ExportedScenarioSnapshotsAsTheSimulatorLoadsIt) {
   ClusterSpec got = cluster.SnapshotSpec(spec->now);
   ClusterSpec want = spec->cluster;
   for (auto& p : want.pods)
-    if (p.image.empty()) p.image = std::string(kDefaultImage);
+    if (p.image().empty()) p.mutable_extras().image = std::string(kDefaultImage);
   // The API server lists in key order (namespace, name), the scenario in file order; and it
   // labels nodes with their hostname as a kubelet would (BuildCluster adds the same label).
   for (auto& n : want.nodes) n.labels.try_emplace("kubernetes.io/hostname", n.name);

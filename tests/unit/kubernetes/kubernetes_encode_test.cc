@@ -110,7 +110,7 @@ cluster:
   auto decoded = DecodePod(*pod);
   ASSERT_TRUE(decoded.ok()) << decoded.error().Format();
   EXPECT_EQ(decoded->spec.group, "g");
-  EXPECT_EQ(decoded->spec.task, "worker");
+  EXPECT_EQ(decoded->spec.task(), "worker");
   EXPECT_EQ(decoded->scheduler_name, "kiln-test");
 }
 

@@ -88,7 +88,7 @@ cluster:
   EXPECT_EQ(text.find("last-applied"), std::string::npos) << text;
   ScenarioSpec back = Parse(text);
   ASSERT_EQ(back.cluster.pods.size(), 1u);
-  EXPECT_EQ(back.cluster.pods[0].annotations, (StringMap{{"team", "ml"}}));
+  EXPECT_EQ(back.cluster.pods[0].annotations(), (StringMap{{"team", "ml"}}));
 }
 
 TEST(ScenarioWriter, PodsOfOtherSchedulersKeepTheirNameAndOursTakeTheSimulators) {
@@ -100,13 +100,13 @@ cluster:
   - {name: theirs, requests: {cpu: "1"}, schedulerName: default-scheduler, node: n1, phase: Running}
 )");
   // As `kiln serve --scheduler-name kiln` would have them: its own pods name `kiln`.
-  spec.cluster.pods[0].scheduler_name = "kiln";
+  spec.cluster.pods[0].mutable_extras().scheduler_name = "kiln";
   std::string text = WriteScenario(spec.cluster, HeaderOf(spec));
   ScenarioSpec back = Parse(text);
   ASSERT_EQ(back.cluster.pods.size(), 2u);
   EXPECT_FALSE(back.cluster.pods[0].foreign) << text;
   EXPECT_TRUE(back.cluster.pods[1].foreign) << text;
-  EXPECT_EQ(back.cluster.pods[1].scheduler_name, "default-scheduler");
+  EXPECT_EQ(back.cluster.pods[1].scheduler_name(), "default-scheduler");
 }
 
 TEST(ScenarioWriter, QuantitiesAndNumberLikeStringsStayStrings) {

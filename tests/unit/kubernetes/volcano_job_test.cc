@@ -92,7 +92,7 @@ TEST(VolcanoJob, PodsAreNamedAndMarkedAsTheControllerMakesThem) {
   auto pod = DecodePod(w2);
   ASSERT_TRUE(pod.ok()) << pod.error().message;
   EXPECT_EQ(pod->spec.group, "mnist");
-  EXPECT_EQ(pod->spec.task, "worker");
+  EXPECT_EQ(pod->spec.task(), "worker");
 
   const PodGroupSpec& g = e->group;
   EXPECT_EQ(g.Uid(), "ml/mnist");

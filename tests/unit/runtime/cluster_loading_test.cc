@@ -92,7 +92,7 @@ TEST(CompleteClusterTest, DefaultsWithoutWarnings) {
 TEST(CompleteClusterTest, OptionsNameTheSchedulerAndDefaultQueue) {
   ClusterSpec c = OneNode();
   c.pods.push_back(Pod("mine", "", 1));
-  c.pods[0].scheduler_name = "kiln";
+  c.pods[0].mutable_extras().scheduler_name = "kiln";
   c.pods.push_back(Pod("theirs", "", 1));  // schedulerName volcano, not ours here
   CompleteOptions options;
   options.scheduler_names = {"kiln"};
@@ -112,7 +112,7 @@ TEST(CompleteClusterTest, ManyForeignPodsAreOneWarning) {
   ClusterSpec c = OneNode();
   for (int i = 0; i < 7; ++i) {
     c.pods.push_back(Pod("p" + std::to_string(i), "", 0.1, "n1"));
-    c.pods.back().scheduler_name = "default-scheduler";
+    c.pods.back().mutable_extras().scheduler_name = "default-scheduler";
   }
   EXPECT_EQ(Messages(CompleteCluster(c, {})),
             std::vector<std::string>{
@@ -138,9 +138,9 @@ TEST(BuildClusterTest, PodsOutsideTheSessionUseTheirNodes) {
   c.pods.push_back(Pod("no-group-pending", "ghost", 1));
   c.pods.push_back(Pod("no-queue", "lost", 0.5, "n1"));
   c.pods.push_back(Pod("foreign", "", 0.25, "n1"));
-  c.pods.back().scheduler_name = "default-scheduler";
+  c.pods.back().mutable_extras().scheduler_name = "default-scheduler";
   c.pods.push_back(Pod("foreign-pending", "", 1));
-  c.pods.back().scheduler_name = "default-scheduler";
+  c.pods.back().mutable_extras().scheduler_name = "default-scheduler";
   c.pods.push_back(Pod("gone-node", "ok", 2, "n0"));
   c.pods.push_back(Pod("ok-0", "ok", 1));
   std::vector<ClusterWarning> warnings = CompleteCluster(c, {});

@@ -90,7 +90,7 @@ TEST(WhatIfInput, ReadsYamlDocumentsListsAndJson) {
   EXPECT_EQ(o->pods[1].Key(), "c1/train-1");
   EXPECT_EQ(o->pods[1].group, "train");
   EXPECT_EQ(o->pods[1].requests.Get(kCpu), 2000);  // a YAML number reads as a quantity
-  EXPECT_EQ(o->pods[0].scheduler_name, "volcano");
+  EXPECT_EQ(o->pods[0].scheduler_name(), "volcano");
 
   auto j = ParseWhatIfObjects(
       R"([{"kind": "Pod", "metadata": {"name": "p", "namespace": "c2"},
@@ -247,7 +247,7 @@ TEST(WhatIfInput, ReadsAVolcanoJob) {
   ASSERT_EQ(o->pods.size(), 3u);
   EXPECT_EQ(o->pods[0].Key(), "c1/mnist-ps-0");
   EXPECT_EQ(o->pods[2].Key(), "c1/mnist-worker-1");
-  EXPECT_EQ(o->pods[2].task, "worker");
+  EXPECT_EQ(o->pods[2].task(), "worker");
   EXPECT_EQ(o->pods[2].JobUid(), "c1/mnist");
 
   auto set = DefaultSet();

@@ -330,8 +330,8 @@ TEST(ScenarioTest, NodeImagesAndPodImage) {
   EXPECT_EQ(images.at("docker.io/library/nginx:1.25"), 200000000);
   EXPECT_EQ(images.at("redis:7"), 30000000);
   ASSERT_EQ(s.cluster.pods.size(), 1u);
-  EXPECT_EQ(s.cluster.pods[0].image, "nginx:1.25");
-  EXPECT_TRUE(s.cluster.pods[0].scheduling_gates.empty());
+  EXPECT_EQ(s.cluster.pods[0].image(), "nginx:1.25");
+  EXPECT_TRUE(s.cluster.pods[0].scheduling_gates().empty());
 
   Error size = MustFail(
       "cluster:\n  nodes:\n  - name: n\n    allocatable: {}\n    images: [{names: [a]}]\n");
@@ -345,7 +345,7 @@ TEST(ScenarioTest, NodeImagesAndPodImage) {
 TEST(ScenarioTest, SchedulingGates) {
   ScenarioSpec s = MustParse(
       "cluster:\n  pods:\n  - {name: p, schedulingGates: [{name: a.io/x}, {name: b.io/y}]}\n");
-  EXPECT_EQ(s.cluster.pods[0].scheduling_gates, (std::vector<std::string>{"a.io/x", "b.io/y"}));
+  EXPECT_EQ(s.cluster.pods[0].scheduling_gates(), (std::vector<std::string>{"a.io/x", "b.io/y"}));
   Error e = MustFail("cluster:\n  pods:\n  - {name: p, schedulingGates: [{gate: x}]}\n");
   EXPECT_EQ(e.Format(), "s.yaml:3:34: error: unknown key `gate` in a scheduling gate");
 }
