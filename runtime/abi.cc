@@ -147,7 +147,7 @@ bool kiln_task_preempt_never(const Task* t) {
   return t->preemption_policy == kiln::PreemptionPolicy::Never;
 }
 uint32_t kiln_task_transaction_status(const Task* t) {
-  return static_cast<uint32_t>(t->has_last_transaction ? t->last_transaction_status : t->status);
+  return static_cast<uint32_t>(t->TransactionStatus());
 }
 KILN_MAP_FN(kiln_task_label, Task, labels())
 KILN_MAP_FN(kiln_task_annotation, Task, annotations())

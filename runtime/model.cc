@@ -218,8 +218,8 @@ void Job::UpdateTaskStatus(Task* t, TaskStatus status) {
 }
 
 Job::SchedulingReason Job::TaskSchedulingReason(const Task* t) const {
-  TaskStatus status = t->has_last_transaction ? t->last_transaction_status : t->status;
-  const std::string& node = t->has_last_transaction ? t->last_transaction_node : t->node_name;
+  TaskStatus status = t->TransactionStatus();
+  const std::string& node = t->TransactionNode();
   SchedulingReason r;
   r.message = job_fit_error;
   switch (status) {

@@ -273,6 +273,13 @@ struct PodShape {
 // Task and Job::preemptable; gang eviction also asks whether a PodGroup says it at all).
 inline constexpr std::string_view kPreemptableKey = "volcano.sh/preemptable";
 
+// What a discarded statement had done with a task (Volcano's TransactionContext at discard time).
+struct TaskTransaction {
+  std::string reason;  // the operation's reason ("allocate", "preempt", ...)
+  TaskStatus status = TaskStatus::Pending;
+  std::string node;
+};
+
 struct Task {
   int64_t index = -1;  // dense id in the Cluster
   TaskStatus status = TaskStatus::Pending;
@@ -312,13 +319,17 @@ struct Task {
   std::string priority_class_name;
   // Never null; shared with other tasks and sessions, so write only through mutable_shape().
   std::shared_ptr<const PodShape> shape = PodShape::Empty();
-  // Volcano's LastTransaction: what a discarded statement had done with this task (its status
-  // and node at discard time), read by TaskSchedulingReason.
-  std::string last_transaction_reason;
-  bool has_last_transaction = false;
-  TaskStatus last_transaction_status = TaskStatus::Pending;
-  std::string last_transaction_node;
+  // Volcano's LastTransaction: what a discarded statement had done with this task, read by
+  // TaskSchedulingReason; null until a statement is discarded (most tasks never are).
+  std::shared_ptr<const TaskTransaction> last_transaction;
 
+  // The status and node TaskSchedulingReason reads: the last transaction's, else the current.
+  TaskStatus TransactionStatus() const {
+    return last_transaction ? last_transaction->status : status;
+  }
+  const std::string& TransactionNode() const {
+    return last_transaction ? last_transaction->node : node_name;
+  }
   const Resource& resreq() const { return *resreq_; }
   const Resource& init_resreq() const { return *resreq_; }
   // This task's own resreq to edit (a copy when it is shared): for tests and tools.

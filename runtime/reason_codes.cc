@@ -173,7 +173,7 @@ std::vector<std::string> UnschedulableCodes(const Task& t) {
   const Job* job = t.job;
   if (job == nullptr) return out;
   // The same status Job::TaskSchedulingReason reads.
-  TaskStatus status = t.has_last_transaction ? t.last_transaction_status : t.status;
+  TaskStatus status = t.TransactionStatus();
   if (status == TaskStatus::Allocated) {
     out.emplace_back("GangNotReady");
   } else if (status == TaskStatus::Pipelined) {

@@ -189,10 +189,8 @@ void Statement::Discard() {
   uint64_t before = ssn_->mutation_seq_;
   for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
     // Volcano's GenerateLastTxContext: remember what this statement had done with the task.
-    it->task->last_transaction_reason = it->reason;
-    it->task->has_last_transaction = true;
-    it->task->last_transaction_status = it->task->status;
-    it->task->last_transaction_node = it->task->node_name;
+    it->task->last_transaction = std::make_shared<const TaskTransaction>(
+        TaskTransaction{it->reason, it->task->status, it->task->node_name});
     switch (it->op) {
       case Op::Evict:
         UnEvict(it->task);

@@ -599,9 +599,8 @@ TEST(Job, TaskSchedulingReasonUsesLastTransaction) {
   Task* p = f.b.cluster.FindTask("ns-p");
   EXPECT_EQ(job->TaskSchedulingReason(p).reason, "Unschedulable");
   EXPECT_EQ(job->TaskSchedulingReason(p).message, "");
-  p->has_last_transaction = true;
-  p->last_transaction_status = TaskStatus::Allocated;
-  p->last_transaction_node = "n2";
+  p->last_transaction = std::make_shared<const TaskTransaction>(
+      TaskTransaction{"allocate", TaskStatus::Allocated, "n2"});
   auto r = job->TaskSchedulingReason(p);
   EXPECT_EQ(r.reason, "Schedulable");
   EXPECT_EQ(r.message, "Pod ns/p can possibly be assigned to n2, once minAvailable is satisfied");

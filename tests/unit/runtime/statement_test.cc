@@ -148,7 +148,8 @@ TEST_F(StatementTest, DiscardRecordsLastTransaction) {
   Statement st(*ssn);
   ASSERT_TRUE(st.Evict(T("ns-v-0"), "preempt").ok());
   st.Discard();
-  EXPECT_EQ(T("ns-v-0")->last_transaction_reason, "preempt");
+  ASSERT_NE(T("ns-v-0")->last_transaction, nullptr);
+  EXPECT_EQ(T("ns-v-0")->last_transaction->reason, "preempt");
 }
 
 TEST_F(StatementTest, PipelineOntoReleasingResources) {
