@@ -91,7 +91,7 @@ struct SessionResult {
   std::vector<PolicyFaultPoint> fault_points;  // one per fault
   int preemption_attempts = 0;
   std::map<std::string, int> unschedulable_tasks_per_job;  // job uid → pending tasks with reason
-  std::map<std::string, TimeNs> bound_created;             // bound pod key → its creation time
+  std::vector<TimeNs> bound_created;  // the creation time of each pod in bind_order, in its order
   std::vector<QueueUsage> queues;
 };
 

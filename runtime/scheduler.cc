@@ -111,6 +111,7 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   auto results_start = std::chrono::steady_clock::now();
 
   const Decisions& d = ssn.decisions();
+  result.bind_order.reserve(d.binds.size());
   for (const auto& b : d.binds) {
     result.binds[b.task->Key()] = b.node->name;
     result.bind_order.push_back(b.task->Key());
@@ -163,7 +164,8 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   for (const auto& t : d.plugin_timings)
     result.plugin_timings.push_back(
         {t.plugin, t.open ? "OnSessionOpen" : "OnSessionClose", t.micros});
-  for (const auto& b : d.binds) result.bound_created[b.task->Key()] = b.task->creation_time;
+  result.bound_created.reserve(d.binds.size());
+  for (const auto& b : d.binds) result.bound_created.push_back(b.task->creation_time);
   for (const auto& [task, reason] : d.unschedulable)
     if (task->job != nullptr) ++result.unschedulable_tasks_per_job[task->job->uid];
   for (const Queue* q : ssn.cluster().queues()) {

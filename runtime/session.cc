@@ -156,6 +156,12 @@ void Session::Close() {
     close_micros[slot] += MicrosSince(start);
     decisions_.plugin_timings.push_back({plugins_[slot].name, false, close_micros[slot]});
   }
+  // No scorer runs after the close handlers; the caches (a row of scores per task shape and
+  // node, 10 MB at 10k nodes) would otherwise stay until the session is destroyed, past the
+  // results its caller builds while the model is still alive: the run's peak memory.
+  for (Registration& r : handlers_[static_cast<int>(ExtensionPoint::NodeOrder)])
+    r.score_cache = nullptr;
+  score_caches_.clear();
 
   for (Job* j : cluster_.jobs()) {
     // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).

@@ -209,7 +209,7 @@ void ServerMetrics::ObserveSession(const SessionResult& s, double e2e_ms) {
   for (const auto& t : s.plugin_timings)
     m.plugin.Add({{"plugin", t.plugin}, {"OnSession", t.on_session}}, Exponential(5, 2, 15))
         .Observe(t.micros / 1000.0);
-  for (const auto& [key, created] : s.bound_created)
+  for (TimeNs created : s.bound_created)
     if (created > 0 && s.time >= created) m.task.Observe((s.time - created) / 1e6);
   m.attempts.Add({{"result", "scheduled"}}).Increment(static_cast<double>(s.binds.size()));
   m.attempts.Add({{"result", "unschedulable"}})
