@@ -12,7 +12,7 @@
 
 namespace kiln::yaml {
 
-SourceLocation Where(const YAML::Node& node, const std::string& file) {
+SourceLocation Where(const YAML::Node& node, const SourceName& file) {
   SourceLocation loc;
   loc.file = file;
   if (!node.IsDefined()) return loc;
@@ -22,7 +22,7 @@ SourceLocation Where(const YAML::Node& node, const std::string& file) {
   return loc;
 }
 
-SourceLocation Where(const Node& node, const std::string& file) {
+SourceLocation Where(const Node& node, const SourceName& file) {
   SourceLocation loc;
   loc.file = file;
   Mark m = node.GetMark();

@@ -25,8 +25,8 @@ namespace kiln::yaml {
 
 // Where `node` was written (yaml-cpp marks are 0-based; ours are 1-based). A node that was not in
 // the document (a missing key) has no mark and yields line 0.
-SourceLocation Where(const YAML::Node& node, const std::string& file);
-SourceLocation Where(const Node& node, const std::string& file);
+SourceLocation Where(const YAML::Node& node, const SourceName& file);
+SourceLocation Where(const Node& node, const SourceName& file);
 
 // Parses a whole document. Syntax errors carry yaml-cpp's position and message.
 Result<YAML::Node> Load(std::string_view text, const std::string& file);
@@ -51,7 +51,8 @@ std::string KindName(const Node& node);
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
-  const std::string& file() const { return file_; }
+  // Shared by every location the reader makes (SourceName).
+  const SourceName& file() const { return file_; }
 
   template <typename N>
   Error Fail(const N& at, std::string message) const {
@@ -82,7 +83,7 @@ class Reader {
   Result<double> Number(const YAML::Node& node, std::string_view what) const;
 
  private:
-  std::string file_;
+  SourceName file_;
 };
 
 // Parses YAML booleans as Go's yaml.v2 does for plain scalars (true/false/yes/no/on/off in

@@ -85,7 +85,8 @@ Status Loader::Load(const yaml::Node& root, std::string_view text, ScenarioSpec&
   spec.now = *now;
   if (spec.name.empty()) {
     // Reports name scenarios; fall back to the file's base name.
-    std::string base = r_.file().substr(r_.file().find_last_of('/') + 1);
+    const std::string& file = r_.file();
+    std::string base = file.substr(file.find_last_of('/') + 1);
     spec.name = base.substr(0, base.rfind('.'));
   }
   return Status::Ok();

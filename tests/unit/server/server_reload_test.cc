@@ -139,7 +139,7 @@ TEST(ServerReloadTest, EachKindOfBrokenConfIsRejectedWholeWithFileAndLine) {
     ASSERT_TRUE(o.error.has_value());
     std::string formatted = o.error->Format();
     if (!c.file_suffix.empty()) {
-      EXPECT_TRUE(o.error->where.file.ends_with(c.file_suffix)) << formatted;
+      EXPECT_TRUE(o.error->where.file.str().ends_with(c.file_suffix)) << formatted;
       EXPECT_GT(o.error->where.line, 0) << formatted;
     }
     if (c.line > 0) EXPECT_EQ(o.error->where.line, c.line) << formatted;

@@ -342,6 +342,53 @@ TEST(ScenarioTest, NodeImagesAndPodImage) {
   EXPECT_EQ(key.message, "unknown key `name` in a node image; did you mean `names`?");
 }
 
+// Pods that leave task, limits, priority class, annotations, image, scheduler name and gates at
+// their defaults share one PodExtras; a pod that sets one has its own, and editing a copy of a
+// spec leaves the original as it was.
+TEST(ScenarioTest, PodsAtTheDefaultsShareTheirExtras) {
+  ScenarioSpec s = MustParse(R"(cluster:
+  pods:
+  - {name: a}
+  - {name: b, requests: {cpu: "1"}, labels: {app: x}}
+  - {name: c, image: "nginx:1.25"}
+  - {name: d, task: worker, annotations: {k: v}}
+)");
+  const auto& pods = s.cluster.pods;
+  ASSERT_EQ(pods.size(), 4u);
+  EXPECT_EQ(pods[0].extras, PodExtras::None());
+  EXPECT_EQ(pods[1].extras, PodExtras::None());
+  EXPECT_NE(pods[2].extras, PodExtras::None());
+  EXPECT_EQ(pods[2].image(), "nginx:1.25");
+  EXPECT_EQ(pods[3].task(), "worker");
+  EXPECT_EQ(pods[3].annotations(), (StringMap{{"k", "v"}}));
+  EXPECT_EQ(pods[0].scheduler_name(), kDefaultSchedulerName);
+
+  PodSpec copy = pods[3];
+  EXPECT_EQ(copy.extras, pods[3].extras) << "a copy shares the extras until it writes them";
+  copy.mutable_extras().image = "redis:7";
+  EXPECT_EQ(copy.image(), "redis:7");
+  EXPECT_EQ(copy.task(), "worker");
+  EXPECT_EQ(pods[3].image(), "") << "the original is unchanged";
+  PodSpec fresh;
+  fresh.mutable_extras().task = "ps";
+  EXPECT_EQ(PodExtras::None()->task, "") << "the shared default is never written";
+}
+
+// Every object read from one file points to one copy of the file's name.
+TEST(ScenarioTest, LocationsOfOneFileShareItsName) {
+  ScenarioSpec s = MustParse("cluster:\n  nodes:\n  - {name: n, allocatable: {cpu: \"1\"}}\n"
+                             "  pods:\n  - {name: a}\n  - {name: b}\n");
+  ASSERT_EQ(s.cluster.pods.size(), 2u);
+  EXPECT_EQ(s.cluster.pods[1].where.file, "s.yaml");
+  EXPECT_EQ(s.cluster.pods[1].where.line, 6);
+  EXPECT_EQ(&s.cluster.pods[0].where.file.str(), &s.cluster.pods[1].where.file.str());
+  EXPECT_EQ(&s.cluster.pods[0].where.file.str(), &s.cluster.nodes[0].where.file.str());
+  SourceLocation none;
+  EXPECT_TRUE(none.file.empty());
+  EXPECT_EQ(none.file, "");
+  EXPECT_EQ(fmt::format("{}", s.cluster.pods[0].where.file), "s.yaml");
+}
+
 TEST(ScenarioTest, SchedulingGates) {
   ScenarioSpec s = MustParse(
       "cluster:\n  pods:\n  - {name: p, schedulingGates: [{name: a.io/x}, {name: b.io/y}]}\n");
