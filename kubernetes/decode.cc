@@ -609,7 +609,8 @@ Result<NodeSpec> DecodeNode(const json& obj, ObjectMeta* meta_out) {
     });
     const json& status = Object(obj, "status", "node");
     n.allocatable = Resources(status, "allocatable", "status");
-    n.capacity = Member(status, "capacity") ? Resources(status, "capacity", "status") : n.allocatable;
+    n.capacity = Member(status, "capacity") ? SparseResource(Resources(status, "capacity", "status"))
+                                            : n.allocatable;
     Each(status, "images", "status", [&](const json& image, const std::string& p) {
       int64_t size = OptInt(image, "sizeBytes", p).value_or(0);
       for (auto& name : StrList(image, "names", p)) n.images[name] = size;

@@ -69,8 +69,10 @@ struct NodeUsageSpec {
 
 struct NodeSpec {
   std::string name;
-  Resource allocatable;  // with `pods` (110 when the scenario omits it)
-  Resource capacity;     // = allocatable when omitted
+  // Sparse, as a pod's requests (runtime/sparse_resource.h): 10k nodes' specs were 4 MB of
+  // zeros in dense Resources.
+  SparseResource allocatable;  // with `pods` (110 when the scenario omits it)
+  SparseResource capacity;     // = allocatable when omitted
   StringMap labels;
   StringMap annotations;
   std::vector<Taint> taints;
@@ -109,7 +111,7 @@ struct PodGroupSpec {
   std::string queue = "default";
   int32_t min_member = 1;
   std::map<std::string, int32_t, std::less<>> min_task_member;
-  std::optional<Resource> min_resources;
+  std::optional<SparseResource> min_resources;
   std::string priority_class_name;
   PodGroupPhase phase = PodGroupPhase::Pending;
   StringMap annotations;
@@ -127,7 +129,8 @@ struct PodGroupSpec {
 
 // A pod's Kubernetes placement constraints. Most pods have none, and a PodSpec holding them by
 // value carried ~300 bytes of empty containers: a tenth of a 100k-pod scenario's memory
-// (docs/performance.md, "Smaller tasks"). Pods without any share one empty PodPlacement.
+// (docs/performance-history.md, "Smaller tasks and pod specs"). Pods without any share one empty
+// PodPlacement.
 struct PodPlacement {
   StringMap node_selector;
   std::vector<Toleration> tolerations;

@@ -154,7 +154,9 @@ Result<SessionResult> RunSession(Cluster cluster, const SchedulerConf& conf,
   }
   for (const auto& [job, phase] : d.phases) {
     result.pod_group_phases[job->uid] = std::string(ToString(phase));
-    if (!job->conditions.empty()) result.conditions[job->uid] = job->conditions;
+    // Moved, not copied: the session's model ends with this function, and a copy of every
+    // job's conditions would add to the run's peak memory.
+    if (!job->conditions.empty()) result.conditions[job->uid] = std::move(job->conditions);
   }
   result.faults = d.faults;
   for (const Session::HandlerUse& h : ssn.HandlerCoverage())

@@ -57,7 +57,7 @@ SessionMetrics MeasureCluster(const ClusterSpec& cluster, TimeNs time,
   uint32_t dims = 0;
   for (size_t i = 0; i < cluster.nodes.size(); ++i) {
     node_index.emplace(cluster.nodes[i].name, i);
-    dims |= cluster.nodes[i].allocatable.present;
+    dims |= cluster.nodes[i].allocatable.present();
   }
   dims &= ~(1u << kPods);
   // namespace → PodGroup → queue name (views: no string is built per pod).
