@@ -38,6 +38,7 @@ namespace {
 
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kRetainedBytes = 4 * 1024 * 1024;
+constexpr size_t kRetainWindow = 256;  // resets per retention window (Arena::Reset)
 thread_local int64_t t_now = 0;
 // The buffer kiln_rt_list_append last grew: items, bytes used, bytes of capacity.
 struct AppendBuffer {
@@ -210,12 +211,22 @@ KMap* Arena::NewMap(int32_t key_kind, int32_t value_size) {
 }
 
 void Arena::Reset() {
-  // Keep the blocks up to kRetainedBytes: a handler that builds a few lists over the candidate
-  // nodes on every call (batch_node_order over 10k nodes) then reuses the same memory instead of
-  // going to malloc (and, for blocks past malloc's mmap threshold, to the kernel) per call. A
-  // rare call that needed more gives the excess back. O(1) unless there is excess: this runs
-  // before every handler call.
-  while (blocks_.size() > 1 && block_bytes_ > kRetainedBytes) {
+  // Keep the blocks up to kRetainedBytes that the calls of the last window needed: a handler
+  // that builds a few lists over the candidate nodes on every call (batch_node_order over 10k
+  // nodes) then reuses the same memory instead of going to malloc (and, for blocks past malloc's
+  // mmap threshold, to the kernel) per call, while the blocks of one large call (a session_open
+  // that copies a Resource per job) go back once a whole window of calls after it did without
+  // them, that is after one to two windows.
+  // Calls fill the blocks in order, so a call that needed k blocks used the first k. O(1)
+  // unless there is excess: this runs before every handler call.
+  if (used_total_ > 0) window_blocks_ = std::max(window_blocks_, block_index_ + 1);
+  if (++window_resets_ == kRetainWindow) {
+    keep_blocks_ = window_blocks_;
+    window_blocks_ = 0;
+    window_resets_ = 0;
+  }
+  const size_t keep = std::max(keep_blocks_, window_blocks_);
+  while (blocks_.size() > 1 && (block_bytes_ > kRetainedBytes || blocks_.size() > keep)) {
     block_bytes_ -= blocks_.back().size;
     std::free(blocks_.back().data);
     blocks_.pop_back();

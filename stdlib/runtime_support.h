@@ -82,6 +82,8 @@ class Arena {
   // Frees everything (keeps the first block for reuse).
   void Reset();
   size_t BytesInUse() const { return used_total_; }
+  // Bytes of the blocks the arena holds, in use or kept for the next call (Reset).
+  size_t BytesHeld() const { return block_bytes_; }
 
  private:
   struct Block {
@@ -96,6 +98,11 @@ class Arena {
   size_t offset_ = 0;
   size_t used_total_ = 0;
   size_t block_bytes_ = 0;  // Σ blocks_[i].size
+  // Reset's retention window: the most blocks one call used over the window's resets so far,
+  // how many resets the window has seen, and how many blocks the last full window needed.
+  size_t window_blocks_ = 0;
+  size_t window_resets_ = 0;
+  size_t keep_blocks_ = SIZE_MAX;
   size_t limit_ = SIZE_MAX;
   bool state_ = false;
 };

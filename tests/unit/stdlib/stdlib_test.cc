@@ -11,6 +11,7 @@
 #include "runtime/resource.h"
 #include "stdlib/library.h"
 #include "stdlib/natives.h"
+#include "stdlib/runtime_support.h"
 
 namespace kiln {
 namespace {
@@ -64,6 +65,33 @@ TEST(Stdlib, EveryRowSymbolIsAHostSymbolAtItsAddress) {
     auto it = jit.find(std::string(s.symbol));
     ASSERT_NE(it, jit.end()) << s.symbol;
     EXPECT_EQ(it->second, s.address) << s.symbol;
+  }
+}
+
+// A call arena keeps the blocks its recent calls needed: a handler that needs 1 MiB per call
+// keeps reusing its blocks, while the 3 MiB of one large call go back once a window of 256
+// calls (Reset) did without them.
+TEST(Arena, KeepsWhatRecentCallsNeededAndReturnsTheRest) {
+  Arena arena;
+  auto call = [&](size_t bytes) {
+    arena.Reset();
+    for (size_t done = 0; done < bytes; done += 256) arena.Allocate(256);
+  };
+  call(3 << 20);  // one large call
+  call(1024);
+  const size_t after_large = arena.BytesHeld();
+  EXPECT_GE(after_large, size_t{3} << 20);
+  for (int i = 0; i < 600; ++i) call(1024);  // two full windows of small calls
+  arena.Reset();
+  EXPECT_EQ(arena.BytesHeld(), size_t{64} << 10) << "one block stays";
+
+  for (int i = 0; i < 600; ++i) call(1 << 20);  // a steady 1 MiB per call
+  const size_t steady = arena.BytesHeld();
+  EXPECT_GE(steady, size_t{1} << 20);
+  EXPECT_LT(steady, size_t{2} << 20);
+  for (int i = 0; i < 300; ++i) {
+    call(1 << 20);
+    EXPECT_EQ(arena.BytesHeld(), steady) << "the blocks of a steady call are reused, not freed";
   }
 }
 
