@@ -245,8 +245,9 @@ struct ResourceQuota {
 // ---------------------------------------------------------------------------------------------
 // The pod's placement shape: what Kubernetes predicates and scorers read of a pod and nothing in a
 // session changes. A Task holds it behind a shared pointer instead of by value: it is ~400 bytes
-// of mostly empty containers per task, and a snapshot builds 100k tasks (docs/performance.md,
-// "Sessions at scale"). Pods with none of it share one empty shape.
+// of mostly empty containers per task, and a snapshot builds 100k tasks
+// (docs/performance-history.md, "Smaller tasks and pod specs"). Pods with none of it share one
+// empty shape.
 
 struct PodShape {
   StringMap labels;

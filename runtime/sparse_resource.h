@@ -4,8 +4,9 @@
 // Why: a Resource is 264 bytes (32 dimensions inline), the shape the session's arithmetic and
 // the JIT'd policies want. A pod's spec holds two (requests and limits) and a cluster holds one
 // spec per pod, yet a pod names three or four dimensions. At 100k pods the two dense vectors were
-// half of the specs' 107 MB (docs/performance.md, "Simulate peak RSS"). This one is 56 bytes for
-// up to kInline dimensions and goes to the heap only beyond them.
+// half of the pod specs' memory (docs/performance-history.md, "Sparse pod specs and shared
+// resreqs"). This one is 56 bytes for up to kInline dimensions and goes to the heap only beyond
+// them.
 //
 // It converts to and from Resource both ways, so a spec's reader writes `Resource r = pod.requests`
 // and a loader `pod.requests = parsed`; the round trip keeps every present bit and value, a
