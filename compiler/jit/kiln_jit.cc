@@ -406,8 +406,9 @@ llvm::orc::JITTargetMachineBuilder WithOptLevel(llvm::orc::JITTargetMachineBuild
 // FastISel selects no call and no global address and hands the rest of the block to
 // SelectionDAG. With the small model (PIC: calls to far libraries go through RuntimeDyld's
 // stubs, external data through its GOT) a cold tier-0 compile of all built-ins cost 23% less
-// CPU on the means of three pairs (docs/performance.md, "Two tiers"). Only safe when every section lies within rel32 of
-// the binary and of each other, so these objects are loaded by the strict near-code mapper.
+// CPU on the means of three pairs (docs/performance.md, "Two tiers"). Only safe when every
+// section lies within rel32 of the binary and of each other, so these objects are loaded by the
+// strict near-code mapper.
 llvm::orc::JITTargetMachineBuilder SmallCodeModel(llvm::orc::JITTargetMachineBuilder jtmb) {
   jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
   jtmb.setCodeModel(llvm::CodeModel::Small);
