@@ -294,11 +294,6 @@ const std::shared_ptr<const PodPlacement>& PodPlacement::None() {
 
 PodPlacement& PodSpec::mutable_placement() { return MutableShared(placement); }
 
-bool PodExtras::empty() const {
-  return task.empty() && limits == SparseResource() && priority_class_name.empty() && annotations.empty() &&
-         image.empty() && scheduler_name == kDefaultSchedulerName && scheduling_gates.empty();
-}
-
 const std::shared_ptr<const PodExtras>& PodExtras::None() { return SharedEmpty<PodExtras>(); }
 
 PodExtras& PodSpec::mutable_extras() { return MutableShared(extras); }

@@ -160,7 +160,6 @@ struct PodExtras {
   std::string scheduler_name = std::string(kDefaultSchedulerName);
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates names
 
-  bool empty() const;
   static const std::shared_ptr<const PodExtras>& None();
 };
 

@@ -7,8 +7,8 @@
 // misses. With one malloc per Node (~2.7 KiB) the nodes were scattered over the heap, between
 // the strings and maps of other objects; in one slab they are in index order at a fixed stride,
 // and a Node whose hottest fields come first has them in one line (model.h). At 10k nodes × 100k
-// pods this halved allocate (docs/performance-history.md, "Node layout"). Advising the blocks as huge
-// pages was measured too: it did not change allocate, and faulting in 2 MiB pages made the
+// pods this halved allocate (docs/performance-history.md, "Node layout"). Advising the blocks as
+// huge pages was measured too: it did not change allocate, and faulting in 2 MiB pages made the
 // snapshot slower.
 //
 // Small clusters (tests, the simulator's examples) stay small: blocks start at 64 KiB and double
