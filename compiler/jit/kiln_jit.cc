@@ -595,6 +595,24 @@ llvm::Expected<JitUnit> KilnJit::AddModule(llvm::orc::ThreadSafeModule module,
   return unit;
 }
 
+llvm::Expected<JitUnit> KilnJit::AddPartitions(
+    std::vector<llvm::orc::ThreadSafeModule> partitions, std::string unit_name) {
+  auto unit = NewUnit(std::move(unit_name));
+  if (!unit) return unit.takeError();
+  for (llvm::orc::ThreadSafeModule& partition : partitions) {
+    partition.withModuleDo([&](llvm::Module& m) {
+      m.setDataLayout(jit_->getDataLayout());
+      m.setTargetTriple(jit_->getTargetTriple().str());
+      m.getOrInsertNamedMetadata(kTierZeroTag);
+    });
+    if (auto err = jit_->addIRModule(unit->tracker, std::move(partition))) {
+      consumeError(jit_->getExecutionSession().removeJITDylib(*unit->dylib));
+      return std::move(err);
+    }
+  }
+  return unit;
+}
+
 llvm::Expected<JitUnit> KilnJit::AddObject(std::string_view object, std::string unit_name,
                                            std::string_view object_name) {
   auto unit = NewUnit(std::move(unit_name));

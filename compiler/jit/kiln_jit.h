@@ -65,6 +65,12 @@ class KilnJit {
                                     const std::optional<CacheStore>& store = std::nullopt,
                                     JitTier tier = JitTier::kOptimized);
 
+  // Adds a policy's partitions (handler_partitions.h) as one new unit of tier-0 code: each
+  // partition is compiled on the thread that first looks up one of its symbols, together with
+  // the partitions it links to, and a partition nobody looks up is never compiled.
+  llvm::Expected<JitUnit> AddPartitions(std::vector<llvm::orc::ThreadSafeModule> partitions,
+                                        std::string unit_name);
+
   // Adds a relocatable object (a compile-cache payload's object) as a new unit: no O2, no code
   // generation; it is linked when its symbols are first looked up. `object_name` names the
   // object as a compiled module's name does (the policy name, which perf maps show).
