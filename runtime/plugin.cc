@@ -4,6 +4,13 @@
 
 namespace kiln {
 
+bool PointEnabledBy(const PluginOption& option, ExtensionPoint point) {
+  auto flag = GatingFlag(point);
+  if (!flag) return true;
+  if (auto alt = AlternativeGatingFlag(point); alt && option.Enabled(*alt)) return true;
+  return option.Enabled(*flag);
+}
+
 Status PluginRegistry::Register(std::string name, PluginBuilder builder) {
   if (builders_.count(name))
     return Error{fmt::format("plugin \"{}\" is already registered", name), {}};

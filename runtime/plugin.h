@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/conf.h"
+#include "runtime/extension_points.h"
 #include "runtime/status.h"
 
 namespace kiln {
@@ -30,6 +31,22 @@ class Plugin {
   // Registers handlers. An Error aborts the session open, naming the plugin.
   virtual Status OnSessionOpen(Session& ssn, PluginHandle self) = 0;
   virtual void OnSessionClose(Session& ssn) {}
+};
+
+// Whether the conf entry `option` lets its plugin serve `point`: the point's enableXxx flag (or
+// its alternative flag) is on, or the point has none.
+bool PointEnabledBy(const PluginOption& option, ExtensionPoint point);
+
+// Native handler code that is compiled when first asked for (a tier-0 policy's,
+// compiler/host/compiled_policy.h): what Session::RegisterLazy registers.
+class HandlerSource {
+ public:
+  // The handler for `point` (HandlerFn<point>), compiled now if it was not yet; null when it
+  // cannot be (the source logs why).
+  virtual void (*Handler(ExtensionPoint point) const)() = 0;
+
+ protected:
+  ~HandlerSource() = default;
 };
 
 using PluginBuilder = std::function<Result<std::unique_ptr<Plugin>>(const PluginOption& option)>;

@@ -100,6 +100,8 @@ std::vector<Session::HandlerUse> Session::HandlerCoverage() const {
 }
 
 void Session::CallSessionHandlers(ExtensionPoint point, int slot) {
+  if (lazy_points_.load(std::memory_order_acquire) & (uint64_t{1} << static_cast<int>(point)))
+    ResolveLazy(point);
   for (const auto& r : handlers_[static_cast<int>(point)]) {
     if (r.slot != slot || plugin_disabled(r.slot)) continue;
     CallScope scope(this, r.slot, point);
@@ -201,12 +203,9 @@ void Session::Close() {
 
 bool Session::PointEnabled(PluginHandle plugin, ExtensionPoint point) const {
   if (plugin.slot < 0 || plugin.slot >= static_cast<int>(plugins_.size())) return false;
-  auto flag = GatingFlag(point);
-  if (!flag) return true;
+  if (!GatingFlag(point)) return true;
   const PluginOption* option = plugins_[plugin.slot].option;
-  if (option == nullptr) return false;
-  if (auto alt = AlternativeGatingFlag(point); alt && option->Enabled(*alt)) return true;
-  return option->Enabled(*flag);
+  return option != nullptr && PointEnabledBy(*option, point);
 }
 
 bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)()) {
@@ -218,6 +217,44 @@ bool Session::RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, 
                               [](int slot, const Registration& x) { return slot < x.slot; });
   list.insert(pos, r);
   return true;
+}
+
+bool Session::RegisterLazy(PluginHandle plugin, ExtensionPoint point, void* ctx,
+                           const HandlerSource* code) {
+  if (code == nullptr || !PointEnabled(plugin, point)) return false;
+  auto& list = handlers_[static_cast<int>(point)];
+  Registration r{plugin.slot, plugins_[plugin.slot].tier, ctx, nullptr, nullptr, code};
+  auto pos = std::upper_bound(list.begin(), list.end(), r.slot,
+                              [](int slot, const Registration& x) { return slot < x.slot; });
+  list.insert(pos, r);
+  lazy_points_.fetch_or(uint64_t{1} << static_cast<int>(point), std::memory_order_release);
+  return true;
+}
+
+void Session::ResolveLazy(ExtensionPoint point) const {
+  const uint64_t bit = uint64_t{1} << static_cast<int>(point);
+  std::lock_guard<std::mutex> lock(lazy_mu_);
+  if ((lazy_points_.load(std::memory_order_acquire) & bit) == 0) return;  // another thread did
+  const auto start = std::chrono::steady_clock::now();
+  // The list is not read while its bit is set (Handlers), so it may change here.
+  auto& list = const_cast<std::vector<Registration>&>(handlers_[static_cast<int>(point)]);
+  for (auto it = list.begin(); it != list.end();) {
+    if (it->lazy != nullptr) {
+      it->fn = it->lazy->Handler(point);
+      it->lazy = nullptr;
+    }
+    it = it->fn == nullptr ? list.erase(it) : it + 1;
+  }
+  lazy_points_.fetch_and(~bit, std::memory_order_release);
+  // Reached inside a handler's call (it asked the session something): the compile is not that
+  // call's time. The record on this thread is the caller's, or the scope of a dispatch that saved
+  // it and gives it back with the compile skipped too (CallScope).
+  const int64_t took = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  detail::t_compile_ns += took;
+  if (detail::CurrentCall& call = detail::ThisThreadCall(); call.session != nullptr)
+    call.started_ns += took;
 }
 
 void Session::EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> fields) {

@@ -284,6 +284,13 @@ class Session {
   }
   // Untyped form for JIT code: fn must have the signature HandlerFn<point>.
   bool RegisterRaw(PluginHandle plugin, ExtensionPoint point, void* ctx, void (*fn)());
+  // A handler whose code is compiled the first time the session dispatches `point`
+  // (`code->Handler(point)`, which `code` must outlive the session to answer): tier-0 policy
+  // code, so that what no action asks is never compiled. The compile runs before the dispatch's
+  // first call, and one reached inside another handler's call is not charged to that call's
+  // budget. A handler that cannot be compiled is left out of the session (its source logs why).
+  bool RegisterLazy(PluginHandle plugin, ExtensionPoint point, void* ctx,
+                    const HandlerSource* code);
   // The plugin's node_order handler was proved a pure function of the task fields `fields` and
   // of the node (compiler/passes/analyze_score_cache.cc): its scores are cached per (task shape,
   // node) and reused while the node's version is unchanged (runtime/score_cache.h). Call after
@@ -292,6 +299,9 @@ class Session {
   // Whether any plugin registered a handler for `point` (an action may then skip work whose
   // result is known without one, such as scoring nodes nobody scores).
   bool HasHandlers(ExtensionPoint point) const {
+    // A handler still to compile is registered (and its list may be changing: ResolveLazy).
+    if (lazy_points_.load(std::memory_order_acquire) & (uint64_t{1} << static_cast<int>(point)))
+      return true;
     return !handlers_[static_cast<int>(point)].empty();
   }
   // Convenience for C++ test plugins: f is called with HandlerFn<P>'s arguments minus ctx.
@@ -512,8 +522,9 @@ class Session {
     int slot;  // plugin slot
     int tier;
     void* ctx;
-    void (*fn)();
+    void (*fn)();                       // null until `lazy` compiled it
     ScoreCache* score_cache = nullptr;  // node_order only: see EnableScoreCache
+    const HandlerSource* lazy = nullptr;  // RegisterLazy: compiles `fn` (ResolveLazy)
   };
   class CallScope;  // marks the handler running on this thread (faults are attributed to it)
   struct ScoreProbe {
@@ -526,8 +537,13 @@ class Session {
 
   template <ExtensionPoint P>
   const std::vector<Registration>& Handlers() const {
+    if (lazy_points_.load(std::memory_order_acquire) & (uint64_t{1} << static_cast<int>(P)))
+        [[unlikely]]
+      ResolveLazy(P);
     return handlers_[static_cast<int>(P)];
   }
+  // Compiles the lazily registered handlers of `point` (RegisterLazy), once per session.
+  void ResolveLazy(ExtensionPoint point) const;
   // The generic combinators, one per Combine kind of the table (session.cc).
   template <ExtensionPoint P, typename... A>
   int CombineFirstNonZero(A... args) const;
@@ -554,6 +570,10 @@ class Session {
   std::string uid_;
   std::vector<PluginSlot> plugins_;
   std::array<std::vector<Registration>, kExtensionPointCount> handlers_;
+  // One bit per point with a registration still to compile; the lists change only under
+  // lazy_mu_ while their bit is set, and nothing reads a list before its bit is clear.
+  mutable std::atomic<uint64_t> lazy_points_{0};
+  mutable std::mutex lazy_mu_;
   std::vector<std::shared_ptr<void>> lambda_storage_;
   std::vector<std::unique_ptr<ScoreCache>> score_caches_;
   Decisions decisions_;

@@ -78,6 +78,7 @@ CurrentCall& ThisThreadCall() {
 constinit thread_local int64_t t_fuel = INT64_MAX;
 // Bytes of host work left to the call on this thread (ChargeHostWork).
 constinit thread_local int64_t t_host_work = INT64_MAX;
+constinit thread_local int64_t t_compile_ns = 0;
 }  // namespace detail
 
 bool ChargeHostWork(int64_t bytes) {

@@ -28,6 +28,9 @@ namespace detail {
 // Defined in session_budgets.cc; constinit, so reading them needs no thread-local init check.
 extern constinit thread_local int64_t t_fuel;
 extern constinit thread_local int64_t t_host_work;
+// Nanoseconds this thread spent compiling lazily registered handlers (Session::ResolveLazy), so
+// far: a handler call whose extent holds such a compile is not charged for it.
+extern constinit thread_local int64_t t_compile_ns;
 }  // namespace detail
 
 // Helpers of the session's files (names kept short: only session*.cc include this header).
@@ -72,7 +75,8 @@ class Session::CallScope {
         saved_disable_(call_.disable_plugin),
         saved_started_(call_.started_ns),
         saved_fuel_(detail::t_fuel),
-        saved_host_work_(detail::t_host_work) {}
+        saved_host_work_(detail::t_host_work),
+        saved_compile_ns_(detail::t_compile_ns) {}
   // `mark_called` = false for a speculative call (the fused allocate search), whose handler use
   // is recorded only if its answer is used.
   void Enter(int slot, ExtensionPoint point, bool mark_called = true) {
@@ -98,7 +102,8 @@ class Session::CallScope {
     call_.faulted = saved_faulted_;
     call_.kind = saved_kind_;
     call_.disable_plugin = saved_disable_;
-    call_.started_ns = saved_started_;
+    // The caller's clock skips what was compiled meanwhile (Session::ResolveLazy).
+    call_.started_ns = saved_started_ + (detail::t_compile_ns - saved_compile_ns_);
     detail::t_fuel = saved_fuel_;
     detail::t_host_work = saved_host_work_;
   }
@@ -134,6 +139,7 @@ class Session::CallScope {
   int64_t saved_started_;
   int64_t saved_fuel_;
   int64_t saved_host_work_;
+  int64_t saved_compile_ns_;
   bool reported_ = false;
   bool timed_ = false;
 
