@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/shared_options.h"
+#include "compiler/host/jit_tiers.h"
 #include "kubernetes/client.h"
 #include "kubernetes/kubernetes_cluster.h"
 #include "kubernetes/kubeconfig.h"
@@ -190,6 +191,8 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
 
 int RunServe(const ServeFlags& f) {
   server::BlockTerminationSignals();  // before any thread exists (kubernetes reflectors, writers)
+  // Tier-0 handlers compile in the background while the caches sync, and on first use.
+  SetDefaultLazyHandlers(true);
   server::ConfigureLogging(f.verbosity);
   auto period = ParseGoDuration(f.schedule_period);
   if (!period || *period <= 0)

@@ -128,6 +128,11 @@ struct RunTimings {
       }
     }
     row(2, "output", output_ms);
+    // Tier-0 handlers compiled on first use, during the sessions (jit_tiers.h).
+    if (const LazyHandlerStats lazy = JitLazyHandlerStats(); lazy.compiled > 0) {
+      out += fmt::format("  {:<20} {:>10}\n", "tier-0 handlers", lazy.compiled);
+      row(2, "handler compiles", lazy.ms);
+    }
     out += fmt::format("  {:<20} {:>10.1f}\n", "peak RSS (MiB)", PeakRssMiB());
     // Cached node_order scores (runtime/score_cache.h), over every session of the run.
     const ScoreCacheStats cache = GetScoreCacheStats();
@@ -141,6 +146,7 @@ struct RunTimings {
 // --watch: the cycles of `kiln serve` (server/scheduler_loop) on the simulated cluster, paced by
 // the wall clock, with the conf and policies reloaded between cycles.
 int RunWatching(const SimulateOptions& opts, const ScenarioSpec& spec, DurationNs period) {
+  SetDefaultLazyHandlers(true);  // as `kiln serve` (jit_tiers.h)
   // Reload results go to the log, which must not mix with the decisions on stdout.
   server::ConfigureLogging(0);
   server::PolicySources sources{opts.policy.sources, opts.policy.conf_file, {}};

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/Transforms/Utils/Cloning.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend.h"
 #include "compiler/host/host_symbols.h"
+#include "compiler/jit/handler_partitions.h"
 #include "compiler/jit/kiln_jit.h"
 #include "compiler/passes/walk.h"
 #include "runtime/thread_pool.h"
@@ -82,6 +82,55 @@ PolicyCode::~PolicyCode() {
   if (release) release();
 }
 
+namespace {
+// Handlers compiled on first use (tier 0), and the wall time those compiles took.
+std::atomic<uint64_t> lazy_handler_compiles{0};
+std::atomic<int64_t> lazy_handler_ns{0};
+}  // namespace
+
+PolicyCode::RawHandler PolicyCode::Handler(ExtensionPoint point) const {
+  if (std::find(points.begin(), points.end(), point) == points.end()) return nullptr;
+  std::atomic<RawHandler>& slot = handlers_[static_cast<size_t>(point)];
+  if (RawHandler fn = slot.load(std::memory_order_acquire); fn || !compile_handler) return fn;
+  std::lock_guard<std::mutex> lock(compile_mu_);
+  RawHandler fn = slot.load(std::memory_order_acquire);
+  if (fn == nullptr && (failed_ & (uint64_t{1} << static_cast<int>(point))) == 0) {
+    auto start = std::chrono::steady_clock::now();
+    fn = compile_handler(point);
+    lazy_handler_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+    ++lazy_handler_compiles;
+    if (fn == nullptr) failed_ |= uint64_t{1} << static_cast<int>(point);
+    slot.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+namespace {
+// -1: not chosen (the default decides), else 0/1: from KILN_JIT_LAZY, or forced by the setter.
+std::atomic<int>& LazyHandlersChoice() {
+  static std::atomic<int> choice{[] {
+    const char* env = std::getenv("KILN_JIT_LAZY");
+    if (env == nullptr || *env == '\0') return -1;
+    return std::string_view(env) == "0" ? 0 : 1;
+  }()};
+  return choice;
+}
+std::atomic<bool> lazy_handlers_default{false};
+}  // namespace
+
+bool LazyHandlersEnabled() {
+  const int choice = LazyHandlersChoice().load();
+  return choice < 0 ? lazy_handlers_default.load() : choice == 1;
+}
+void SetDefaultLazyHandlers(bool on) { lazy_handlers_default = on; }
+void SetLazyHandlers(bool on) { LazyHandlersChoice() = on ? 1 : 0; }
+
+LazyHandlerStats JitLazyHandlerStats() {
+  return {lazy_handler_compiles.load(), lazy_handler_ns.load() / 1e6};
+}
+
 std::optional<JitTiers> ParseJitTiers(std::string_view text) {
   if (text == "0" || text == "off") return JitTiers::kOptimizedOnly;
   if (text == "1" || text == "on") return JitTiers::kTwoTier;
@@ -116,12 +165,13 @@ std::optional<JitTiers> JitTiersFromEnvironment() {
 std::atomic<JitTiers> default_jit_tiers{JitTiers::kOptimizedOnly};
 std::atomic<PolicyCompiler*> global_compiler{nullptr};
 
-// A tier-2 compile waiting for the background thread: the policy's module as lowered (a clone of
-// the one compiled at tier 0), and where the result goes.
+// A tier-2 compile waiting for the background thread, and where the result goes. The job lowers
+// the policy again rather than take a copy of the tier-0 module: a copy would share that module's
+// LLVM context, whose lock would make a session compiling a tier-0 handler on first use wait for
+// the whole O2 compile. Lowering is deterministic, so both tiers run the same IR.
 struct TierUpJob {
-  std::weak_ptr<CompiledPolicy> policy;
+  std::weak_ptr<CompiledPolicy> policy;  // its AST is lowered again, into a context of its own
   std::string path;
-  llvm::orc::ThreadSafeModule module;
   std::string unit_name;
   std::optional<KilnJit::CacheStore> store;
   std::vector<ExtensionPoint> points;
@@ -147,6 +197,19 @@ struct PolicyCompiler::Impl {
   std::atomic<bool> tier_cancel{false};  // set by StopTierUp(false): cut the running compile short
   std::thread tier_thread;
   TierUpStats tier_stats;
+
+  // Tier-0 handlers compiled ahead of their first dispatch (WarmHandlers), on one thread of
+  // normal priority: a session that dispatches a handler not compiled yet waits for it.
+  std::mutex warm_mu;
+  std::condition_variable warm_cv;
+  std::condition_variable warm_idle_cv;  // the queue ran dry
+  std::deque<std::pair<std::weak_ptr<const PolicyCode>, ExtensionPoint>> warm_jobs;
+  std::thread warm_thread;
+  bool warm_stop = false;
+  bool warm_running = false;
+  bool warm_hold = false;  // HoldWarmUpForTesting
+  void WarmLoop();
+  void StopWarm();
 
   void QueueTierUp(TierUpJob job);
   void TierUpLoop();
@@ -378,26 +441,57 @@ bool DecodePayload(std::string_view payload, const ast::Policy& policy, ObjectDe
 
 // The handlers, state initialiser and argument defaults of `unit`, which the result owns: the
 // unit is removed when the last holder of the code lets go. Looking them up materialises the unit
-// on this thread.
+// on this thread. With `lazy_handlers` (a unit of partitions, handler_partitions.h) only the
+// set-up entries are looked up now, and each handler when PolicyCode::Handler first asks for it.
 llvm::Expected<std::shared_ptr<PolicyCode>> ResolveCode(KilnJit& jit, JitUnit unit,
                                                         const std::vector<ExtensionPoint>& points,
-                                                        int tier) {
+                                                        int tier, bool lazy_handlers = false,
+                                                        std::string path = {}) {
   auto code = std::make_shared<PolicyCode>();
   code->tier = tier;
+  code->points = points;
   auto shared_unit = std::make_shared<JitUnit>(std::move(unit));
   code->release = [jit = &jit, shared_unit] { llvm::consumeError(jit->Remove(*shared_unit)); };
+  auto thunk = [](ExtensionPoint p) {
+    return std::string(kThunkPrefix) + std::string(Info(p).handler);
+  };
   std::vector<std::string> symbols;
-  for (ExtensionPoint p : points)
-    symbols.push_back(std::string(kThunkPrefix) + std::string(Info(p).handler));
+  if (!lazy_handlers)
+    for (ExtensionPoint p : points) symbols.push_back(thunk(p));
   symbols.push_back(kStateInitSymbol);
   symbols.push_back(kArgsDefaultSymbol);
   auto addresses = jit.LookupAll(*shared_unit, symbols);
   if (!addresses) return addresses.takeError();
-  for (size_t i = 0; i < points.size(); ++i)
-    code->handlers.emplace_back(points[i], reinterpret_cast<void (*)()>((*addresses)[i]));
+  if (!lazy_handlers)
+    for (size_t i = 0; i < points.size(); ++i)
+      code->SetHandler(points[i], reinterpret_cast<void (*)()>((*addresses)[i]));
   code->state_init = reinterpret_cast<void (*)(PolicyContext*)>((*addresses)[symbols.size() - 2]);
   code->args_default =
       reinterpret_cast<void (*)(void*, PolicyContext*)>((*addresses)[symbols.size() - 1]);
+  if (lazy_handlers) {
+    // `shared_unit` outlives every call: the code holds it until `release` removes it.
+    code->compile_handler = [jit = &jit, shared_unit, thunk,
+                             path = std::move(path)](ExtensionPoint p) -> PolicyCode::RawHandler {
+      const auto start = std::chrono::steady_clock::now();
+      const double ir_before = KilnJit::OptimizeMsOnThisThread();
+      auto address = jit->Lookup(*shared_unit, thunk(p));
+      if (TimingsRequested()) {
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+        const double o0 = KilnJit::OptimizeMsOnThisThread() - ir_before;
+        fmt::print(stderr,
+                   "kiln: compiled {} of {} in {:.2f} ms: o0 {:.2f} ms, fast-isel {:.2f} ms\n",
+                   Info(p).handler, path, ms, o0, ms - o0);
+      }
+      if (!address) {
+        spdlog::error("policy {}: handler {} could not be compiled, so it is skipped: {}", path,
+                      Info(p).handler, ToString(address.takeError()));
+        return nullptr;
+      }
+      return reinterpret_cast<PolicyCode::RawHandler>(*address);
+    };
+  }
   return code;
 }
 
@@ -415,6 +509,72 @@ void PolicyCompiler::Impl::QueueTierUp(TierUpJob job) {
     tier_thread = std::thread([this] { TierUpLoop(); });
   }
   tier_cv.notify_one();
+}
+
+void PolicyCompiler::WarmHandlers(const std::shared_ptr<const PolicyCode>& code,
+                                  const std::vector<ExtensionPoint>& points) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->warm_mu);
+    // session_open first: it runs when a session opens, before any action dispatches.
+    std::vector<ExtensionPoint> order = points;
+    std::stable_partition(order.begin(), order.end(),
+                          [](ExtensionPoint p) { return p == ExtensionPoint::SessionOpen; });
+    for (ExtensionPoint point : order)
+      if (!code->HandlerReady(point) && code->MarkWarmQueued(point))
+        impl_->warm_jobs.emplace_back(code, point);
+    if (impl_->warm_jobs.empty()) return;
+    if (!impl_->warm_thread.joinable()) {
+      static std::once_flag at_exit;
+      std::call_once(at_exit, [] { std::atexit(FinishJitTierUp); });
+      impl_->warm_stop = false;
+      impl_->warm_thread = std::thread([impl = impl_.get()] { impl->WarmLoop(); });
+    }
+  }
+  impl_->warm_cv.notify_one();
+}
+
+void PolicyCompiler::Impl::WarmLoop() {
+  std::unique_lock<std::mutex> lock(warm_mu);
+  while (true) {
+    warm_cv.wait(lock, [&] { return warm_stop || (!warm_hold && !warm_jobs.empty()); });
+    if (warm_stop) break;
+    auto [weak, point] = std::move(warm_jobs.front());
+    warm_jobs.pop_front();
+    warm_running = true;
+    lock.unlock();
+    // Code replaced meanwhile (a reload, the O2 code installed) is not compiled for nobody.
+    if (std::shared_ptr<const PolicyCode> code = weak.lock()) (void)code->Handler(point);
+    lock.lock();
+    warm_running = false;
+    if (warm_jobs.empty()) warm_idle_cv.notify_all();
+  }
+  warm_idle_cv.notify_all();
+}
+
+void PolicyCompiler::WaitForWarmUp() {
+  std::unique_lock<std::mutex> lock(impl_->warm_mu);
+  impl_->warm_idle_cv.wait(lock, [&] {
+    return impl_->warm_stop || (impl_->warm_jobs.empty() && !impl_->warm_running);
+  });
+}
+
+void PolicyCompiler::HoldWarmUpForTesting(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->warm_mu);
+    impl_->warm_hold = hold;
+  }
+  impl_->warm_cv.notify_all();
+}
+
+void PolicyCompiler::Impl::StopWarm() {
+  {
+    std::lock_guard<std::mutex> lock(warm_mu);
+    warm_jobs.clear();
+    warm_stop = true;
+  }
+  warm_cv.notify_all();
+  if (warm_thread.joinable() && warm_thread.get_id() != std::this_thread::get_id())
+    warm_thread.join();
 }
 
 void PolicyCompiler::Impl::TierUpLoop() {
@@ -446,11 +606,23 @@ void PolicyCompiler::Impl::RunTierUp(TierUpJob& job) {
     std::lock_guard<std::mutex> lock(tier_mu);
     ++(tier_stats.*field);
   };
-  if (job.policy.expired()) return count(&TierUpStats::dropped);
   auto start = std::chrono::steady_clock::now();
+  std::optional<LoweredPolicy> lowered;
+  if (std::shared_ptr<CompiledPolicy> policy = job.policy.lock()) {
+    auto again = LowerPolicy(*policy->ast, jit->DataLayout());
+    if (!again.ok()) {
+      spdlog::warn("policy {}: the O2 compile failed, it keeps running unoptimised code: {}",
+                   job.path, again.error().message);
+      return count(&TierUpStats::failed);
+    }
+    lowered = std::move(*again);
+  } else {
+    return count(&TierUpStats::dropped);
+  }
   double o2_before = KilnJit::OptimizeMsOnThisThread();
+  llvm::orc::ThreadSafeModule module(std::move(lowered->module), std::move(lowered->context));
   // Into the cache that is writable now: it may have been set since the tier-0 compile.
-  auto added = jit->AddModule(std::move(job.module), job.unit_name,
+  auto added = jit->AddModule(std::move(module), job.unit_name,
                               jit->CacheWritable() ? job.store : std::nullopt,
                               JitTier::kOptimized);
   llvm::Expected<std::shared_ptr<PolicyCode>> code =
@@ -517,7 +689,10 @@ void PolicyCompiler::HoldTierUpForTesting(bool hold) {
   impl_->tier_cv.notify_all();
 }
 
-void PolicyCompiler::FinishTierUp() { impl_->StopTierUp(impl_->jit->CacheWritable()); }
+void PolicyCompiler::FinishTierUp() {
+  impl_->StopWarm();
+  impl_->StopTierUp(impl_->jit->CacheWritable());
+}
 
 void SetDefaultJitTiers(JitTiers tiers) {
   default_jit_tiers = tiers;
@@ -578,6 +753,7 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
   }
   const JitTiers tiers = this->tiers.load();
   std::optional<TierUpJob> tier_up;
+  bool lazy_handlers = false;
   if (!unit) {
     PhaseTimer codegen_timer(&timings, "codegen");
     auto lowered = LowerPolicy(**policy, jit->DataLayout());
@@ -591,20 +767,33 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
     if (jit->CacheWritable() || tiers == JitTiers::kTwoTier)
       store = KilnJit::CacheStore{key, EncodeDescription(description)};
     llvm::orc::ThreadSafeContext context(std::move(lowered->context));
-    if (tiers == JitTiers::kTwoTier) {
-      // The tier-2 compile gets the module as lowered, in the same context (its lock keeps the
-      // two compiles apart; tier 0 is done before the job is queued).
-      PhaseTimer clone_timer(&timings, "clone");
-      tier_up = TierUpJob{compiled, source.path,
-                          llvm::orc::ThreadSafeModule(llvm::CloneModule(*lowered->module), context),
-                          unit_name + "+o2", store, description.points};
+    if (tiers == JitTiers::kTwoTier)
+      tier_up = TierUpJob{compiled, source.path, unit_name + "+o2", store, description.points};
+    // Tier 0 compiles each handler when a session first asks for it (handler_partitions.h).
+    std::optional<std::vector<std::unique_ptr<llvm::Module>>> partitions;
+    if (tiers != JitTiers::kOptimizedOnly && LazyHandlersEnabled()) {
+      PhaseTimer split_timer(&timings, "split");
+      partitions = SplitHandlerPartitions(*lowered->module);
     }
-    const JitTier tier =
-        tiers == JitTiers::kOptimizedOnly ? JitTier::kOptimized : JitTier::kFast;
-    auto added = jit->AddModule(llvm::orc::ThreadSafeModule(std::move(lowered->module), context),
-                                unit_name, jit->CacheWritable() ? store : std::nullopt, tier);
-    if (!added) return jit_error(added.takeError());
-    unit = std::move(*added);
+    if (partitions) {
+      compiled->partitions = partitions->size();
+      std::vector<llvm::orc::ThreadSafeModule> modules;
+      for (auto& m : *partitions) modules.emplace_back(std::move(m), context);
+      lowered->module.reset();
+      PhaseTimer add_timer(&timings, "add");
+      auto added = jit->AddPartitions(std::move(modules), unit_name);
+      if (!added) return jit_error(added.takeError());
+      unit = std::move(*added);
+      lazy_handlers = true;
+    } else {
+      const JitTier tier =
+          tiers == JitTiers::kOptimizedOnly ? JitTier::kOptimized : JitTier::kFast;
+      auto added =
+          jit->AddModule(llvm::orc::ThreadSafeModule(std::move(lowered->module), context),
+                         unit_name, jit->CacheWritable() ? store : std::nullopt, tier);
+      if (!added) return jit_error(added.takeError());
+      unit = std::move(*added);
+    }
   }
   compiled->args_size = description.args_size;
   compiled->args_align = description.args_align;
@@ -617,7 +806,8 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
   double o2_before = KilnJit::OptimizeMsOnThisThread();
   auto jit_start = std::chrono::steady_clock::now();
   const int tier = from_cache || tiers == JitTiers::kOptimizedOnly ? 2 : 0;
-  auto code = ResolveCode(*jit, std::move(*unit), description.points, tier);
+  auto code =
+      ResolveCode(*jit, std::move(*unit), description.points, tier, lazy_handlers, source.path);
   if (!code) return jit_error(code.takeError());
   compiled->SetCode(std::move(*code));
   double jit_ms =

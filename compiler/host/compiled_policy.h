@@ -14,6 +14,8 @@
 // (BoundArgs), state initialiser and handlers — so the code of one plugin instance never changes
 // during a session, and old code is removed when its last holder lets go.
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +34,7 @@
 #include "compiler/timings.h"
 #include "runtime/conf.h"
 #include "runtime/extension_points.h"
+#include "runtime/plugin.h"
 #include "runtime/score_cache.h"
 #include "runtime/status.h"
 
@@ -41,16 +44,19 @@ namespace kiln {
 // from the same lowered module: the argument block and state have one layout, but a state object
 // or argument block holds pointers into the code that built it (string literals), so it is only
 // ever used with that code.
-struct PolicyCode {
+struct PolicyCode final : HandlerSource {
   int tier = 2;  // 0: O0 + FastISel; 2: O2 (JitTier)
-  // The C-ABI handler per served point (HandlerFn<point>, runtime/session.h).
-  std::vector<std::pair<ExtensionPoint, void (*)()>> handlers;
-  // The handler for `point` (cast it to HandlerFn<point>), or null when the policy has none.
   using RawHandler = void (*)();
-  RawHandler Handler(ExtensionPoint point) const {
-    for (const auto& [p, fn] : handlers)
-      if (p == point) return fn;
-    return nullptr;
+  // The points the policy serves (HandlerFn<point>, runtime/session.h), in the module's order.
+  std::vector<ExtensionPoint> points;
+  // The handler for `point` (cast it to HandlerFn<point>), or null when the policy has none.
+  // Tier-0 code compiles a handler the first time it is asked for, on the asking thread, which
+  // waits (only what a session calls is compiled); null too if that compile failed (logged).
+  RawHandler Handler(ExtensionPoint point) const override;
+  // Whether Handler(point) returns without compiling anything.
+  bool HandlerReady(ExtensionPoint point) const {
+    return handlers_[static_cast<size_t>(point)].load(std::memory_order_acquire) != nullptr ||
+           !compile_handler;
   }
   void (*state_init)(PolicyContext*) = nullptr;
   void (*args_default)(void* args, PolicyContext*) = nullptr;
@@ -60,8 +66,24 @@ struct PolicyCode {
   PolicyCode(const PolicyCode&) = delete;
   PolicyCode& operator=(const PolicyCode&) = delete;
 
+  // Set by the compiler: a compiled handler, or (tier 0) how to compile one on first use.
+  void SetHandler(ExtensionPoint point, RawHandler fn) {
+    handlers_[static_cast<size_t>(point)].store(fn, std::memory_order_release);
+  }
+  std::function<RawHandler(ExtensionPoint)> compile_handler;
   // Removes the JIT unit (set by the compiler).
   std::function<void()> release;
+  // Marks `point` as queued for PolicyCompiler::WarmHandlers; false if it was already.
+  bool MarkWarmQueued(ExtensionPoint point) const {
+    const uint64_t bit = uint64_t{1} << static_cast<int>(point);
+    return (warm_queued_.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+  }
+
+ private:
+  mutable std::array<std::atomic<RawHandler>, kExtensionPointCount> handlers_{};
+  mutable std::mutex compile_mu_;  // one handler compile at a time per code
+  mutable uint64_t failed_ = 0;    // points whose compile failed (under compile_mu_)
+  mutable std::atomic<uint64_t> warm_queued_{0};
 };
 
 struct CompiledPolicy {
@@ -94,6 +116,9 @@ struct CompiledPolicy {
   // fields (compiler/passes/analyze_score_cache.cc, runtime/score_cache.h).
   bool node_order_cacheable = false;
   std::vector<ScoreKeyField> node_order_key;
+  // Tier-0 code split into this many modules, each handler compiled on first use
+  // (compiler/jit/handler_partitions.h); 0 when the policy was compiled whole.
+  size_t partitions = 0;
   double compile_ms = 0;  // front end + codegen + JIT, for the benchmark and logs
   PhaseTimings timings;   // its phases (compiler/timings.h): front end, codegen, o2, machine-code
 
@@ -184,12 +209,22 @@ class PolicyCompiler {
   };
   TierUpStats GetTierUpStats();
 
+  // Compiles `points` of tier-0 code whose handlers compile on first use (PolicyCode::Handler)
+  // on a background thread, in the order given, so that a session that registered them finds
+  // them ready, or compiles fewer itself. Points compiled or queued already are skipped.
+  void WarmHandlers(const std::shared_ptr<const PolicyCode>& code,
+                    const std::vector<ExtensionPoint>& points);
+  // Blocks until no warm-up is queued or running; while held, queued warm-ups wait (tests).
+  void WaitForWarmUp();
+  void HoldWarmUpForTesting(bool hold);
+
   // Blocks until no tier-2 compile is queued or running (tests, benchmarks).
   void WaitForTierUp();
   // While held, queued tier-2 compiles wait (a test's way to observe tier 0 before O2 lands).
   void HoldTierUpForTesting(bool hold);
 
-  // FinishJitTierUp() (jit_tiers.h) for this compiler. Compiles after it start the thread again.
+  // FinishJitTierUp() (jit_tiers.h) for this compiler, which also drops the queued handler
+  // warm-ups and waits for the running one. Compiles after it start the threads again.
   void FinishTierUp();
 
   // Optimised IR of a policy, as the JIT would compile it (`kiln compile --emit=llvm`).

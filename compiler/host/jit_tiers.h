@@ -33,9 +33,29 @@ void SetDefaultJitTiers(JitTiers tiers);
 
 // Before the process exits, with tier-2 compiles possibly queued: with a writable compile cache,
 // finishes them all (the point of the cache is that the next process finds O2 code); without
-// one, drops those not started and waits for the one running. Never creates the compiler. Also
+// one, drops those not started and waits for the one running. Tier-0 handlers queued to compile
+// ahead of use are dropped. Never creates the compiler. Also
 // registered with atexit once a background compile starts, so no LLVM work outlives main().
 void FinishJitTierUp();
+
+// Whether tier-0 code compiles each handler the first time a session asks for it (or a
+// background thread gets to it first), so that a handler no session calls is never compiled
+// (compiler/jit/handler_partitions.h), rather than all of a policy's handlers at once. A policy is
+// then ready to call in about a third of the time, but compiling its handlers one by one costs
+// more in all, so it pays where something else runs meanwhile: `kiln serve` and `simulate
+// --watch` turn it on (their caches sync while handlers compile); one-shot commands keep it off.
+// KILN_JIT_LAZY ("0"/"1") always wins over the default; SetLazyHandlers (benchmarks, tests)
+// over both. Applies to compiles from then on.
+bool LazyHandlersEnabled();
+void SetDefaultLazyHandlers(bool on);
+void SetLazyHandlers(bool on);
+
+// Tier-0 handlers compiled on first use so far, and the wall time those compiles took.
+struct LazyHandlerStats {
+  uint64_t compiled = 0;
+  double ms = 0;
+};
+LazyHandlerStats JitLazyHandlerStats();
 
 // How many policy compiles the process has made as tier-0 code so far (each queued an O2
 // compile); 0 before the compiler exists, which this never creates.

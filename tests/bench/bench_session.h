@@ -275,7 +275,8 @@ class JitUnderTest : public Plugin {
     ctx_.session = &ssn;
     ctx_.session_arena = &arena_;
     code.state_init(&ctx_);
-    for (const auto& [point, fn] : code.handlers) ssn.RegisterRaw(self, point, &ctx_, fn);
+    for (ExtensionPoint point : code.points)
+      ssn.RegisterRaw(self, point, &ctx_, code.Handler(point));
     return Status::Ok();
   }
   template <ExtensionPoint P>

@@ -22,9 +22,9 @@ TEST(CodegenNearCode, BuiltinHandlersLandNearTheBinary) {
         (*PolicyCompiler::Global())->Compile(SourceFile{std::string(b->path), std::string(b->text)});
     ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
     std::shared_ptr<const PolicyCode> code = (*compiled)->Code();
-    ASSERT_FALSE(code->handlers.empty()) << name;
-    for (const auto& [point, fn] : code->handlers)
-      EXPECT_TRUE(IsNearHostCode(reinterpret_cast<const void*>(fn)))
+    ASSERT_FALSE(code->points.empty()) << name;
+    for (ExtensionPoint point : code->points)
+      EXPECT_TRUE(IsNearHostCode(reinterpret_cast<const void*>(code->Handler(point))))
           << name << " " << Info(point).handler;
   }
 }

@@ -551,12 +551,12 @@ TEST_F(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
     ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
     auto ir = PolicyCompiler::EmitIr(SourceFile{std::string(b->path), std::string(b->text)});
     ASSERT_TRUE(ir.ok()) << ir.error().Format();
-    for (const auto& [point, fn] : (*compiled)->Code()->handlers) {
-      EXPECT_NE(fn, nullptr);
+    for (ExtensionPoint point : (*compiled)->Code()->points) {
+      EXPECT_NE((*compiled)->Code()->Handler(point), nullptr);
       std::string def = fmt::format("@kiln.on.{}(", Info(point).handler);
       EXPECT_NE(ir->find(def), std::string::npos) << def;
     }
-    EXPECT_FALSE((*compiled)->Code()->handlers.empty());
+    EXPECT_FALSE((*compiled)->Code()->points.empty());
   }
 }
 

@@ -37,11 +37,10 @@ TEST(CompileConcurrency, CompileAllMatchesOneAtATime) {
     EXPECT_EQ(b.path, all[i].path) << "results come back in the order of the sources";
     EXPECT_EQ(a.args_size, b.args_size) << a.name;
     std::shared_ptr<const PolicyCode> ac = a.Code(), bc = b.Code();
-    ASSERT_EQ(ac->handlers.size(), bc->handlers.size()) << a.name;
-    for (size_t h = 0; h < ac->handlers.size(); ++h) {
-      EXPECT_EQ(ac->handlers[h].first, bc->handlers[h].first) << a.name;
-      EXPECT_NE(bc->handlers[h].second, nullptr) << a.name;
-      EXPECT_NE(ac->handlers[h].second, bc->handlers[h].second) << "two JIT units, two copies";
+    ASSERT_EQ(ac->points, bc->points) << a.name;
+    for (ExtensionPoint p : ac->points) {
+      EXPECT_NE(bc->Handler(p), nullptr) << a.name;
+      EXPECT_NE(ac->Handler(p), bc->Handler(p)) << "two JIT units, two copies";
     }
     EXPECT_NE(bc->state_init, nullptr);
     EXPECT_NE(bc->args_default, nullptr);

@@ -405,8 +405,8 @@ TEST(HostCompiler, CachesByPathAndTextAndDropsOldVersions) {
   ASSERT_TRUE(c.ok());
   EXPECT_NE(a->get(), c->get());
   Job l, r;
-  auto fa = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*a)->Code()->handlers[0].second);
-  auto fc = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*c)->Code()->handlers[0].second);
+  auto fa = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*a)->Code()->Handler((*a)->Code()->points[0]));
+  auto fc = reinterpret_cast<HandlerFn<ExtensionPoint::JobOrder>>((*c)->Code()->Handler((*c)->Code()->points[0]));
   EXPECT_EQ(fa(nullptr, &l, &r), 1);  // the old version stays valid while referenced
   EXPECT_EQ(fc(nullptr, &l, &r), -1);
 }

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/builtin_policies.h"
+#include "compiler/codegen/near_code.h"
 #include "compiler/host/compiled_policy.h"
 #include "compiler/host/compiled_policy_provider.h"
 #include "runtime/session.h"
@@ -76,6 +78,9 @@ class JitTiersTest : public ::testing::Test {
     compiler_->SetShippedCacheDir("");
   }
   void TearDown() override {
+    compiler_->HoldWarmUpForTesting(false);
+    compiler_->WaitForWarmUp();
+    SetLazyHandlers(saved_lazy_);
     compiler_->HoldTierUpForTesting(false);
     compiler_->WaitForTierUp();
     compiler_->SetJitTiers(saved_tiers_);
@@ -90,6 +95,7 @@ class JitTiersTest : public ::testing::Test {
 
   PolicyCompiler* compiler_ = nullptr;
   JitTiers saved_tiers_ = JitTiers::kOptimizedOnly;
+  bool saved_lazy_ = LazyHandlersEnabled();
   std::vector<fs::path> dirs_;
 };
 
@@ -223,6 +229,74 @@ TEST_F(JitTiersTest, TierZeroOnlyNeverCompilesO2) {
   EXPECT_EQ((*compiled)->Code()->tier, 0);
   EXPECT_EQ(compiler_->GetTierUpStats().pending, 0u);
   EXPECT_TRUE(CacheObjects(cache).empty());
+}
+
+// Tier-0 code compiles each handler when a session first dispatches its point, or when the
+// compiler's warm-up thread gets to it first; a point the conf entry turns off is not warmed up.
+constexpr const char* kLazy = R"(policy lazy;
+state opened: int;
+on session_open() { opened = opened + 1; }
+on node_order(task: Task, node: Node) -> float { return 5.0 + float(opened); }
+on job_order(l: Job, r: Job) -> int { return 0; }
+on predicate(task: Task, node: Node) -> Fit { return fits; }
+)";
+
+TEST_F(JitTiersTest, TierZeroCompilesAHandlerWhenItsPointIsFirstDispatched) {
+  fs::path policies = Dir("lazy");
+  std::ofstream(policies / "lazy.policy") << kLazy;
+  compiler_->SetJitTiers(JitTiers::kFastOnly);
+  SetLazyHandlers(true);
+  compiler_->HoldWarmUpForTesting(true);
+  testing::CompiledPlugin conf(policies.string(), "lazy", "    enablePredicate: false\n");
+  ASSERT_FALSE(conf.error.has_value()) << conf.error->Format();
+  auto compiled = compiler_->Compile(
+      SourceFile{(policies / "lazy.policy").string(), kLazy});  // the provider's, from memory
+  ASSERT_TRUE(compiled.ok());
+  std::shared_ptr<const PolicyCode> code = (*compiled)->Code();
+  ASSERT_EQ(code->tier, 0);
+  EXPECT_GT((*compiled)->partitions, 1u);
+  for (ExtensionPoint p : {ExtensionPoint::SessionOpen, ExtensionPoint::NodeOrder,
+                           ExtensionPoint::JobOrder, ExtensionPoint::Predicate})
+    EXPECT_FALSE(code->HandlerReady(p)) << Info(p).handler << " compiled with the policy";
+
+  const uint64_t before = JitLazyHandlerStats().compiled;
+  auto ssn = conf.Open();
+  EXPECT_TRUE(code->HandlerReady(ExtensionPoint::SessionOpen)) << "the open dispatches it";
+  EXPECT_FALSE(code->HandlerReady(ExtensionPoint::NodeOrder));
+  EXPECT_EQ(Score(*ssn), 6.0);
+  EXPECT_TRUE(code->HandlerReady(ExtensionPoint::NodeOrder));
+  EXPECT_FALSE(code->HandlerReady(ExtensionPoint::JobOrder)) << "not dispatched yet";
+  EXPECT_EQ(JitLazyHandlerStats().compiled, before + 2);
+
+  compiler_->HoldWarmUpForTesting(false);
+  compiler_->WaitForWarmUp();
+  EXPECT_TRUE(code->HandlerReady(ExtensionPoint::JobOrder)) << "warmed up";
+  EXPECT_FALSE(code->HandlerReady(ExtensionPoint::Predicate)) << "off in the conf entry";
+  EXPECT_FALSE(ssn->HasHandlers(ExtensionPoint::Predicate));
+  ssn->Close();
+}
+
+// Every built-in splits into partitions, and each of its handlers compiles on its own and lands
+// within rel32 reach of the binary as whole-module tier-0 code does.
+TEST_F(JitTiersTest, EveryBuiltinSplitsAndEachHandlerCompilesAlone) {
+  compiler_->SetJitTiers(JitTiers::kFastOnly);
+  SetLazyHandlers(true);
+  compiler_->HoldWarmUpForTesting(true);  // only this test's lookups compile
+  for (const BuiltinPolicy& b : BuiltinPolicies()) {
+    auto compiled = compiler_->Compile(
+        SourceFile{FreshPath("split") + "/" + std::string(b.path), std::string(b.text)});
+    ASSERT_TRUE(compiled.ok()) << b.name << ": " << compiled.error().Format();
+    EXPECT_GT((*compiled)->partitions, 1u) << b.name << " compiled whole";
+    std::shared_ptr<const PolicyCode> code = (*compiled)->Code();
+    ASSERT_FALSE(code->points.empty()) << b.name;
+    for (ExtensionPoint p : code->points) {
+      EXPECT_FALSE(code->HandlerReady(p)) << b.name << " " << Info(p).handler;
+      auto fn = code->Handler(p);
+      ASSERT_NE(fn, nullptr) << b.name << " " << Info(p).handler;
+      EXPECT_TRUE(IsNearHostCode(reinterpret_cast<const void*>(fn)))
+          << b.name << " " << Info(p).handler;
+    }
+  }
 }
 
 TEST(JitTiersParse, Values) {

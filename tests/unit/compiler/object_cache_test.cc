@@ -255,7 +255,7 @@ TEST_F(ObjectCacheTest, AllBuiltinsCompiledTogetherHitTheSecondTime) {
   auto warm = compiler_->CompileAll(sources(1));
   for (auto& r : warm) {
     ASSERT_TRUE(r.ok()) << r.error().Format();
-    EXPECT_FALSE((*r)->Code()->handlers.empty());
+    EXPECT_FALSE((*r)->Code()->points.empty());
   }
   ObjectCacheStats s = compiler_->CompileCacheStats();
   EXPECT_EQ(s.hits, n);

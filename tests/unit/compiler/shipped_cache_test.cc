@@ -100,7 +100,7 @@ TEST_F(ShippedCacheTest, EveryBuiltinHits) {
         SourceFile{"test/shipped_builtins/" + std::to_string(::getpid()) + "/" + s.path, s.text});
   for (auto& r : compiler_->CompileAll(fresh)) {
     ASSERT_TRUE(r.ok()) << r.error().Format();
-    EXPECT_FALSE((*r)->Code()->handlers.empty()) << (*r)->name;
+    EXPECT_FALSE((*r)->Code()->points.empty()) << (*r)->name;
   }
   ObjectCacheStats s = compiler_->ShippedCacheStats();
   EXPECT_EQ(s.hits, builtins.size());
@@ -216,7 +216,7 @@ TEST_P(ShippedDescriptionTest, DescriptionThatDoesNotFitThePolicyIsAMiss) {
   ASSERT_TRUE(l);
   EXPECT_EQ(compiler_->ShippedCacheStats().hits, 1u) << "the file itself verified";
   EXPECT_EQ(l->policy->args.size(), 1u);
-  EXPECT_EQ(l->code->handlers.size(), 1u);
+  EXPECT_EQ(l->code->points.size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Descriptions, ShippedDescriptionTest,
