@@ -27,9 +27,8 @@ namespace {
 // from session_open to session_close, whatever the compiler installs meanwhile.
 class JitPlugin : public Plugin {
  public:
-  JitPlugin(std::shared_ptr<const BoundArgs> args, std::shared_ptr<KeptBlock> kept,
-            PolicyCompiler* compiler)
-      : args_(std::move(args)), kept_(std::move(kept)), compiler_(compiler) {
+  JitPlugin(std::shared_ptr<const BoundArgs> args, std::shared_ptr<KeptBlock> kept)
+      : args_(std::move(args)), kept_(std::move(kept)) {
     // The state's budget: a store past it faults and disables the plugin for the session.
     arena_.set_limit(PolicyStateMemoryBudget());
     arena_.set_state(true);
@@ -49,15 +48,13 @@ class JitPlugin : public Plugin {
     if (policy.ast && policy.ast->Uses("http")) ssn.RequireIoPool();
     code.state_init(&ctx_);
     // Tier-0 code compiles a handler when the session first dispatches its point, unless the
-    // compiler's warm-up thread got to it first.
-    std::vector<ExtensionPoint> lazy;
+    // compiler's warm-up thread (queued by Prepare) got to it first.
     for (ExtensionPoint point : code.points) {
       if (code.HandlerReady(point))
         ssn.RegisterRaw(self, point, &ctx_, code.Handler(point));
-      else if (ssn.RegisterLazy(self, point, &ctx_, &code))
-        lazy.push_back(point);
+      else
+        ssn.RegisterLazy(self, point, &ctx_, &code);
     }
-    if (!lazy.empty()) compiler_->WarmHandlers(args_->code, lazy);
     if (policy.node_order_cacheable) ssn.EnableScoreCache(self, policy.node_order_key);
     return Status::Ok();
   }
@@ -65,7 +62,6 @@ class JitPlugin : public Plugin {
  private:
   std::shared_ptr<const BoundArgs> args_;  // holds the code: it outlives the session's calls
   std::shared_ptr<KeptBlock> kept_;  // the conf entry's `state ... across sessions`, or null
-  PolicyCompiler* compiler_;
   PolicyContext ctx_;
   Arena arena_;  // per-session state; freed with the plugin at session end
 };
@@ -191,11 +187,11 @@ class CompiledPolicyProvider : public PolicyProvider {
     if (size_t n = KeptStates(**compiled); n > 0)
       kept = kept_ ? kept_->Block(option, (*compiled)->version, n + 1)
                    : std::make_shared<KeptBlock>(n + 1);
-    builders_.push_back([current, kept, compiler = compiler_](
-                            const PluginOption& entry) -> Result<std::unique_ptr<Plugin>> {
-      return std::unique_ptr<Plugin>(
-          std::make_unique<JitPlugin>(current->ForSession(entry), kept, compiler));
-    });
+    builders_.push_back(
+        [current, kept](const PluginOption& entry) -> Result<std::unique_ptr<Plugin>> {
+          return std::unique_ptr<Plugin>(
+              std::make_unique<JitPlugin>(current->ForSession(entry), kept));
+        });
     return &builders_.back();
   }
 

@@ -78,12 +78,17 @@ void Share(llvm::GlobalValue* gv) {
   gv->setDSOLocal(true);
 }
 
-// A module holding `defined` (functions whose bodies are copied, plus every global variable when
-// `with_constants`) and declarations of what they refer to. llvm::CloneModule would copy every
-// global of the module as a declaration into every partition; this copies only what is used.
+// A module holding `functions[i]` for each i of `defined` (bodies copied, plus every global
+// variable when `with_constants`) and declarations of what they refer to (`refs[i]`).
+// llvm::CloneModule would copy every global of the module as a declaration into every partition;
+// this copies only what is used.
+using ReferenceLists = std::vector<std::vector<const llvm::GlobalValue*>>;
+
 std::unique_ptr<llvm::Module> Extract(const llvm::Module& module,
-                                      const std::vector<const llvm::Function*>& defined,
-                                      bool with_constants, const std::string& name) {
+                                      const std::vector<const llvm::Function*>& functions,
+                                      const ReferenceLists& refs,
+                                      const std::vector<size_t>& defined, bool with_constants,
+                                      const std::string& name) {
   auto part = std::make_unique<llvm::Module>(name, module.getContext());
   part->setDataLayout(module.getDataLayout());
   part->setTargetTriple(module.getTargetTriple());
@@ -104,16 +109,17 @@ std::unique_ptr<llvm::Module> Extract(const llvm::Module& module,
       map[gv] = copy;
     }
   };
-  for (const llvm::Function* f : defined) declare(f);
+  for (size_t i : defined) declare(functions[i]);
   if (with_constants)
     for (const llvm::GlobalVariable& v : module.globals()) declare(&v);
-  for (const llvm::Function* f : defined)
-    for (const llvm::GlobalValue* gv : References(*f)) declare(gv);
+  for (size_t i : defined)
+    for (const llvm::GlobalValue* gv : refs[i]) declare(gv);
   if (with_constants)
     for (const llvm::GlobalVariable& v : module.globals())
       llvm::cast<llvm::GlobalVariable>(map[&v])
           ->setInitializer(llvm::MapValue(v.getInitializer(), map));
-  for (const llvm::Function* f : defined) {
+  for (size_t i : defined) {
+    const llvm::Function* f = functions[i];
     auto* copy = llvm::cast<llvm::Function>(map[f]);
     auto arg = copy->arg_begin();
     for (const llvm::Argument& a : f->args()) {
@@ -161,15 +167,18 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   }
 
   // 3. Which entries reach each function.
+  ReferenceLists refs(functions.size());
   std::vector<std::vector<size_t>> callees(functions.size());
   std::vector<std::vector<const llvm::GlobalVariable*>> constants(functions.size());
-  for (size_t i = 0; i < functions.size(); ++i)
-    for (const llvm::GlobalValue* gv : References(*functions[i])) {
+  for (size_t i = 0; i < functions.size(); ++i) {
+    refs[i] = References(*functions[i]);
+    for (const llvm::GlobalValue* gv : refs[i]) {
       if (auto* f = llvm::dyn_cast<llvm::Function>(gv); f && !f->isDeclaration())
         callees[i].push_back(index.at(f));
       else if (auto* v = llvm::dyn_cast<llvm::GlobalVariable>(gv))
         constants[i].push_back(v);
     }
+  }
   std::vector<std::vector<bool>> reached_by(functions.size(), std::vector<bool>(entries, false));
   for (size_t root = 0; root < functions.size(); ++root) {
     if (entry_of[root] < 0) continue;
@@ -188,14 +197,14 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   // function no entry reaches is dead and left out.
   std::map<std::vector<bool>, size_t> partition_of_set;
   std::vector<int> partition(functions.size(), -1);
-  std::vector<std::vector<const llvm::Function*>> members;
+  std::vector<std::vector<size_t>> members;  // function indices per partition
   for (size_t i = 0; i < functions.size(); ++i) {
     if (std::find(reached_by[i].begin(), reached_by[i].end(), true) == reached_by[i].end())
       continue;
     auto [it, fresh] = partition_of_set.emplace(reached_by[i], members.size());
     if (fresh) members.emplace_back();
     partition[i] = static_cast<int>(it->second);
-    members[it->second].push_back(functions[i]);
+    members[it->second].push_back(i);
   }
   if (members.size() <= 1) return std::nullopt;  // nothing to gain
   int home = -1;  // the set-up partition, which holds the constants
@@ -218,7 +227,7 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   // 6. One module per partition.
   std::vector<std::unique_ptr<llvm::Module>> out;
   for (size_t p = 0; p < members.size(); ++p) {
-    out.push_back(Extract(module, members[p], static_cast<int>(p) == home,
+    out.push_back(Extract(module, functions, refs, members[p], static_cast<int>(p) == home,
                           module.getModuleIdentifier() + "#" + std::to_string(p)));
     if (!out.back() || (VerifyPartitions() && llvm::verifyModule(*out.back(), &llvm::errs())))
       return std::nullopt;
