@@ -169,20 +169,47 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
                                           DiagnosticList& diags, PhaseTimings* timings);
 }  // namespace
 
-// Parsers of one grammar share its DFA cache, and the ANTLR 4.9 runtime is not known to be safe
-// when several threads grow it at once; policies compile in parallel (PolicyCompiler::
-// CompileAll), so parses take turns. A parse is a millisecond or two; the rest of a compile runs
-// concurrently.
+// The generated lexer and parser keep their DFA caches in statics that every instance grows,
+// and the ANTLR 4.9 runtime is not known to be safe when several threads grow one at once. So
+// each thread parses with DFA caches of its own (ThreadDfa), grown from the shared, read-only
+// ATN: policies lex and parse in parallel (PolicyCompiler::CompileAll). A thread warms its caches
+// on its first parse, a few milliseconds for the built-ins. The full-LL stage that reports syntax
+// errors also fills the ATN's follow sets, lazily and behind a lock that is not safe to race
+// with, so it alone takes turns (ErrorStageMutex); it runs only on files with errors.
 namespace {
-std::mutex& ParserMutex() {
+std::mutex& ErrorStageMutex() {
   static std::mutex mu;
   return mu;
+}
+
+struct DfaCache {
+  std::vector<antlr4::dfa::DFA> decisions;
+  antlr4::atn::PredictionContextCache contexts;
+
+  explicit DfaCache(const antlr4::atn::ATN& atn) {
+    decisions.reserve(atn.getNumberOfDecisions());
+    for (size_t i = 0; i < atn.getNumberOfDecisions(); ++i)
+      decisions.emplace_back(atn.getDecisionState(i), i);
+  }
+};
+
+// Points `recognizer` at this thread's DFA caches instead of the generated class's statics.
+void UseThreadDfa(grammar::PolicyLexer& lexer) {
+  thread_local DfaCache cache(lexer.getATN());
+  auto* own = new antlr4::atn::LexerATNSimulator(&lexer, lexer.getATN(), cache.decisions,
+                                                  cache.contexts);
+  lexer.setInterpreter(own);  // deletes the generated one; ~PolicyLexer deletes this one
+}
+void UseThreadDfa(grammar::PolicyParser& parser) {
+  thread_local DfaCache cache(parser.getATN());
+  auto* own = new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), cache.decisions,
+                                                   cache.contexts);
+  parser.setInterpreter(own);  // deletes the generated one; ~PolicyParser deletes this one
 }
 }  // namespace
 
 std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
                                          DiagnosticList& diags, PhaseTimings* timings) {
-  std::lock_guard<std::mutex> lock(ParserMutex());
   // The ANTLR runtime reports some conditions by throwing; none may escape the front end.
   try {
     return ParseChecked(source, limits, diags, timings);
@@ -220,6 +247,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   if (!CheckUtf8(source.text, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text);
   grammar::PolicyLexer lexer(&input);
+  UseThreadDfa(lexer);
   DiagnosticErrorListener listener(diags);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&listener);
@@ -240,6 +268,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   //    it accepts has no syntax errors.
   PhaseTimer parse_timer(timings, "parse");
   grammar::PolicyParser parser(&tokens);
+  UseThreadDfa(parser);
   if (listener.count() == 0) {
     if (auto* tree = ParseSll(parser)) {
       parse_timer.Stop();
@@ -252,6 +281,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   //    decide in a token or two here as well, so the report is linear in the input even for an
   //    error at the end of a deep expression (issue #16: the unfactored rules took 42 s of CPU on
   //    `const x = ((((y((((1))))))))` 125 deep with no `;`).
+  std::lock_guard<std::mutex> lock(ErrorStageMutex());
   tokens.seek(0);
   parser.reset();
   parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
@@ -266,16 +296,18 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
 }  // namespace
 
 bool GrammarAccepts(std::string_view text, bool sll) {
-  std::lock_guard<std::mutex> lock(ParserMutex());
   DiagnosticList ignored;
   if (!CheckUtf8(text, ignored)) return false;
   antlr4::ANTLRInputStream input(text.data(), text.size());
   grammar::PolicyLexer lexer(&input);
+  UseThreadDfa(lexer);
   lexer.removeErrorListeners();
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   grammar::PolicyParser parser(&tokens);
+  UseThreadDfa(parser);
   if (sll) return ParseSll(parser) != nullptr;
+  std::lock_guard<std::mutex> lock(ErrorStageMutex());
   parser.removeErrorListeners();
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::LL);

@@ -1,12 +1,14 @@
 // PolicyCompiler::CompileAll compiles a conf's policies in parallel (each has its own LLVM
-// context and JIT unit; parses take turns). It must give what one-at-a-time Compile gives, share
+// context and JIT unit; each thread parses with DFA caches of its own). It must give what one-at-a-time Compile gives, share
 // one compile between concurrent requests for the same file, and report each failure in place.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compiler/builtin_policies.h"
+#include "compiler/frontend.h"
 #include "compiler/host/compiled_policy.h"
 
 namespace kiln {
@@ -80,6 +82,46 @@ TEST(CompileConcurrency, EachFailureIsReportedInPlace) {
   EXPECT_NE(results[2].error().message.find("concurrency-err/syntax.policy:2:"),
             std::string::npos)
       << results[2].error().message;
+}
+
+// What the front end makes of `source`: the typed tree's dump and the diagnostics.
+std::string FrontEndOutcome(const SourceFile& source) {
+  FrontendResult fe = RunFrontend(source);
+  std::string out = FormatDiagnostics(fe.diagnostics, source);
+  if (fe.policy) out += DumpAst(*fe.policy, /*typed=*/true);
+  return out;
+}
+
+// Threads lex and parse at once, each growing DFA caches of its own from a cold start (fresh
+// threads), and get what one thread gets: every built-in's tree, and the same syntax errors
+// (the error-reporting stage takes turns).
+TEST(CompileConcurrency, ParsingOnManyThreadsMatchesOneThread) {
+  std::vector<SourceFile> sources = Builtins("parse-threads/");
+  sources.push_back({"parse-threads/syntax.policy", "policy syntax;\nfn f( {\n"});
+  sources.push_back({"parse-threads/deep.policy",
+                     "policy deep;\nconst x = ((((y((((1))))))));\nfn g() -> int { return 1 }\n"});
+  sources.push_back({"parse-threads/lex.policy", "policy lex;\nfn f() -> int { return 1 # 2; }\n"});
+  std::vector<std::string> expected;
+  for (const SourceFile& s : sources) expected.push_back(FrontEndOutcome(s));
+  ASSERT_NE(expected[sources.size() - 3].find("syntax.policy:2:"), std::string::npos)
+      << expected[sources.size() - 3];
+
+  // Each thread starts at a different source, so that different decisions warm at once, and
+  // goes round twice (cold caches, then warm ones).
+  constexpr int kThreads = 6;
+  auto source_of = [&](int t, size_t k) { return (k + static_cast<size_t>(t) * 5) % sources.size(); };
+  std::vector<std::vector<std::string>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < 2 * sources.size(); ++k)
+        got[t].push_back(FrontEndOutcome(sources[source_of(t, k)]));
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t)
+    for (size_t k = 0; k < got[t].size(); ++k)
+      EXPECT_EQ(got[t][k], expected[source_of(t, k)])
+          << "thread " << t << ", " << sources[source_of(t, k)].path;
 }
 
 }  // namespace
