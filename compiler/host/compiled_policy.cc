@@ -773,13 +773,12 @@ PolicyCompiler::CompileResult PolicyCompiler::Impl::CompileUncached(const Source
     std::optional<std::vector<std::unique_ptr<llvm::Module>>> partitions;
     if (tiers != JitTiers::kOptimizedOnly && LazyHandlersEnabled()) {
       PhaseTimer split_timer(&timings, "split");
-      partitions = SplitHandlerPartitions(*lowered->module);
+      partitions = SplitHandlerPartitions(lowered->module);
     }
     if (partitions) {
       compiled->partitions = partitions->size();
       std::vector<llvm::orc::ThreadSafeModule> modules;
       for (auto& m : *partitions) modules.emplace_back(std::move(m), context);
-      lowered->module.reset();
       PhaseTimer add_timer(&timings, "add");
       auto added = jit->AddPartitions(std::move(modules), unit_name);
       if (!added) return jit_error(added.takeError());

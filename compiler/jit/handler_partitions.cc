@@ -78,69 +78,45 @@ void Share(llvm::GlobalValue* gv) {
   gv->setDSOLocal(true);
 }
 
-// A module holding `functions[i]` for each i of `defined` (bodies copied, plus every global
-// variable when `with_constants`) and declarations of what they refer to (`refs[i]`).
-// llvm::CloneModule would copy every global of the module as a declaration into every partition;
-// this copies only what is used.
 using ReferenceLists = std::vector<std::vector<const llvm::GlobalValue*>>;
 
-std::unique_ptr<llvm::Module> Extract(const llvm::Module& module,
-                                      const std::vector<const llvm::Function*>& functions,
-                                      const ReferenceLists& refs,
-                                      const std::vector<size_t>& defined, bool with_constants,
-                                      const std::string& name) {
-  auto part = std::make_unique<llvm::Module>(name, module.getContext());
-  part->setDataLayout(module.getDataLayout());
-  part->setTargetTriple(module.getTargetTriple());
-  llvm::ValueToValueMapTy map;
-  auto declare = [&](const llvm::GlobalValue* gv) {
-    if (map.count(gv)) return;
-    if (auto* f = llvm::dyn_cast<llvm::Function>(gv)) {
-      auto* copy = llvm::Function::Create(f->getFunctionType(), f->getLinkage(),
-                                          f->getAddressSpace(), f->getName(), part.get());
-      copy->copyAttributesFrom(f);
-      map[gv] = copy;
-    } else {
-      auto* v = llvm::cast<llvm::GlobalVariable>(gv);
-      auto* copy = new llvm::GlobalVariable(*part, v->getValueType(), v->isConstant(),
-                                            v->getLinkage(), nullptr, v->getName(), nullptr,
-                                            v->getThreadLocalMode(), v->getAddressSpace());
-      copy->copyAttributesFrom(v);
-      map[gv] = copy;
-    }
-  };
-  for (size_t i : defined) declare(functions[i]);
-  if (with_constants)
-    for (const llvm::GlobalVariable& v : module.globals()) declare(&v);
-  for (size_t i : defined)
-    for (const llvm::GlobalValue* gv : refs[i]) declare(gv);
-  if (with_constants)
-    for (const llvm::GlobalVariable& v : module.globals())
-      llvm::cast<llvm::GlobalVariable>(map[&v])
-          ->setInitializer(llvm::MapValue(v.getInitializer(), map));
-  for (size_t i : defined) {
-    const llvm::Function* f = functions[i];
-    auto* copy = llvm::cast<llvm::Function>(map[f]);
-    auto arg = copy->arg_begin();
-    for (const llvm::Argument& a : f->args()) {
-      arg->setName(a.getName());
-      map[&a] = &*arg++;
-    }
-    llvm::SmallVector<llvm::ReturnInst*, 8> returns;
-    llvm::CloneFunctionInto(copy, f, map, llvm::CloneFunctionChangeType::DifferentModule,
-                            returns);
+// A declaration in `part` of `gv`, which another module defines or declares.
+llvm::GlobalValue* Declare(llvm::Module& part, const llvm::GlobalValue* gv) {
+  if (auto* f = llvm::dyn_cast<llvm::Function>(gv)) {
+    auto* copy = llvm::Function::Create(f->getFunctionType(), f->getLinkage(),
+                                        f->getAddressSpace(), f->getName(), &part);
+    copy->copyAttributesFrom(f);
+    return copy;
   }
-  // Whatever another partition defines was shared (external) first, so a local declaration here
-  // would mean the split missed a reference: refuse it rather than emit invalid IR.
-  for (const llvm::GlobalValue& gv : part->global_values())
-    if (gv.isDeclaration() && gv.hasLocalLinkage()) return nullptr;
-  return part;
+  auto* v = llvm::cast<llvm::GlobalVariable>(gv);
+  auto* copy = new llvm::GlobalVariable(part, v->getValueType(), v->isConstant(), v->getLinkage(),
+                                        nullptr, v->getName(), nullptr, v->getThreadLocalMode(),
+                                        v->getAddressSpace());
+  copy->copyAttributesFrom(v);
+  return copy;
+}
+
+// Points what the functions `defined` (already moved into `part`) refer to in other modules at
+// declarations in `part`. Their bodies are moved, not copied: llvm::CloneModule would copy every
+// global of the module as a declaration into every partition, and cloning each body cost the
+// split a third of a tier-0 compile's CPU.
+void LinkPartition(llvm::Module& part, const std::vector<const llvm::Function*>& functions,
+                   const ReferenceLists& refs, const std::vector<size_t>& defined) {
+  llvm::ValueToValueMapTy map;
+  for (size_t i : defined)
+    for (const llvm::GlobalValue* gv : refs[i])
+      if (gv->getParent() != &part && !map.count(gv)) map[gv] = Declare(part, gv);
+  if (map.empty()) return;
+  for (size_t i : defined)
+    llvm::RemapFunction(*const_cast<llvm::Function*>(functions[i]), map,
+                        llvm::RF_IgnoreMissingLocals);
 }
 
 }  // namespace
 
 std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions(
-    llvm::Module& module) {
+    std::unique_ptr<llvm::Module>& whole) {
+  llvm::Module& module = *whole;
   // 1. Only local constants can move to the set-up partition; anything else compiles whole.
   if (!module.alias_empty() || !module.ifunc_empty() || !module.named_metadata_empty())
     return std::nullopt;
@@ -224,14 +200,49 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
         Share(const_cast<llvm::GlobalVariable*>(gv));
   }
 
-  // 6. One module per partition.
+  // 6. Whatever a partition refers to in another must be external by now (a local one there
+  // would mean the split missed a reference): checked before anything moves, so that a refusal
+  // leaves the module whole.
+  for (size_t i = 0; i < functions.size(); ++i) {
+    if (partition[i] < 0) continue;
+    for (const llvm::GlobalValue* gv : refs[i]) {
+      if (!gv->hasLocalLinkage()) continue;
+      auto* f = llvm::dyn_cast<llvm::Function>(gv);
+      const int owner = f ? partition[index.at(f)] : home;
+      if (owner != partition[i]) return std::nullopt;
+    }
+  }
+
+  // 7. One module per partition, taking the functions and constants out of `whole`; what is left
+  // (dead functions, declarations) goes with it. KILN_VERIFY_PARTITIONS keeps a copy to compile
+  // whole should the verifier reject a partition.
+  std::unique_ptr<llvm::Module> backup;
+  if (VerifyPartitions()) backup = llvm::CloneModule(module);
   std::vector<std::unique_ptr<llvm::Module>> out;
   for (size_t p = 0; p < members.size(); ++p) {
-    out.push_back(Extract(module, functions, refs, members[p], static_cast<int>(p) == home,
-                          module.getModuleIdentifier() + "#" + std::to_string(p)));
-    if (!out.back() || (VerifyPartitions() && llvm::verifyModule(*out.back(), &llvm::errs())))
-      return std::nullopt;
+    out.push_back(std::make_unique<llvm::Module>(
+        module.getModuleIdentifier() + "#" + std::to_string(p), module.getContext()));
+    out.back()->setDataLayout(module.getDataLayout());
+    out.back()->setTargetTriple(module.getTargetTriple());
   }
+  for (llvm::GlobalVariable& gv : llvm::make_early_inc_range(module.globals())) {
+    gv.removeFromParent();
+    out[home]->getGlobalList().push_back(&gv);
+  }
+  for (size_t p = 0; p < members.size(); ++p)
+    for (size_t i : members[p]) {
+      auto* f = const_cast<llvm::Function*>(functions[i]);
+      f->removeFromParent();
+      out[p]->getFunctionList().push_back(f);
+    }
+  for (size_t p = 0; p < members.size(); ++p) LinkPartition(*out[p], functions, refs, members[p]);
+  whole.reset();
+  if (VerifyPartitions())
+    for (const auto& part : out)
+      if (llvm::verifyModule(*part, &llvm::errs())) {
+        whole = std::move(backup);
+        return std::nullopt;
+      }
   return out;
 }
 

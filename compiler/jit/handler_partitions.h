@@ -6,7 +6,7 @@
 // "kiln.state_init" and "kiln.args_default" — and internal functions they reach. The split:
 //   * the two set-up entries share one partition, and each handler thunk has its own;
 //   * every other function goes with the set of entries that reach it: reached from one entry,
-//     it is copied into nothing, it simply lives in that entry's partition; reached from several,
+//     it simply lives in that entry's partition; reached from several,
 //     it lives in a partition of its own for exactly that set, made external (hidden) so the
 //     others link to it;
 //   * constants (string literals, the empty resource) live once, in the set-up partition, which
@@ -28,11 +28,12 @@
 
 namespace kiln {
 
-// The partitions of `module`, which is changed on the way (functions shared by several entries
-// become hidden external definitions); they live in the module's context. nullopt when the module
-// holds what the split does not handle — a global that is not a local constant, a constant that
-// points at a function or another global, an alias — and must be compiled whole.
+// The partitions of `module`, which they take apart: on success `module` is null, its functions
+// and constants moved into the partitions (same context). nullopt when the module holds what the
+// split does not handle — a global that is not a local constant, a constant that points at a
+// function or another global, an alias — and must be compiled whole; `module` is then still
+// there, possibly changed (functions shared by several entries made hidden external definitions).
 std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions(
-    llvm::Module& module);
+    std::unique_ptr<llvm::Module>& module);
 
 }  // namespace kiln
