@@ -35,12 +35,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -53,61 +55,132 @@ namespace {
 
 using namespace ast;
 
-// A polynomial: sorted symbol multiset → coefficient.
-using Monomial = std::vector<std::string>;
-using Poly = std::map<Monomial, double>;
+// The size symbols, in name order: a formula lists a term's symbols in this order.
+enum class Sym : uint8_t {
+  args, built, candidates, collection, jobs, labels, nodes, queues, resources, tasks,
+  tasks_per_job, tasks_per_node, terms, text,
+};
+constexpr std::array<std::string_view, 14> kSymbolNames = {
+    "args",      "built", "candidates",    "collection",     "jobs",  "labels", "nodes",
+    "queues",    "resources", "tasks",     "tasks_per_job", "tasks_per_node", "terms", "text"};
+constexpr size_t kSymbols = kSymbolNames.size();
 
-Poly Constant(double c) { return c == 0 ? Poly{} : Poly{{Monomial{}, c}}; }
-Poly Symbol(const std::string& s) { return Poly{{Monomial{s}, 1.0}}; }
+// A polynomial in the symbols: terms, each a monomial (how many times each symbol appears, a
+// loop nest's sizes multiplied) and its coefficient. Terms are kept in the order of their
+// formulas' names ("jobs*nodes" before "nodes"), as a map keyed by the sorted names would, so that
+// sums and formulas come out in one order; a coefficient that cancels to 0 keeps its term.
+using Monomial = std::array<uint16_t, kSymbols>;
+struct Term {
+  Monomial m{};
+  double c = 0;
+};
+using Poly = std::vector<Term>;
 
-Poly Add(Poly a, const Poly& b) {
-  for (const auto& [m, c] : b) a[m] += c;
-  return a;
+// Whether `b` has a symbol after symbol `i`.
+bool HasAfter(const Monomial& b, size_t i) {
+  for (size_t j = i + 1; j < kSymbols; ++j)
+    if (b[j] != 0) return true;
+  return false;
 }
 
-Poly Mul(const Poly& a, const Poly& b) {
+// The order of the monomials' sorted name lists, compared word by word.
+bool NameOrderLess(const Monomial& a, const Monomial& b) {
+  for (size_t i = 0; i < kSymbols; ++i) {
+    if (a[i] == b[i]) continue;
+    // The lists agree up to here. The one with more of symbol i has it where the other has a
+    // later symbol, which sorts after it, or has ended, which sorts first.
+    return a[i] > b[i] ? HasAfter(b, i) : !HasAfter(a, i);
+  }
+  return false;
+}
+
+bool IsConstant(const Monomial& m) {
+  return std::all_of(m.begin(), m.end(), [](uint16_t e) { return e == 0; });
+}
+
+Poly Constant(double c) { return c == 0 ? Poly{} : Poly{Term{Monomial{}, c}}; }
+Poly Symbol(Sym s) {
+  Term t{Monomial{}, 1.0};
+  t.m[static_cast<size_t>(s)] = 1;
+  return Poly{t};
+}
+
+Poly Add(const Poly& a, const Poly& b) {
+  if (b.empty()) return a;
+  if (a.empty()) return b;
   Poly out;
-  for (const auto& [ma, ca] : a)
-    for (const auto& [mb, cb] : b) {
-      Monomial m = ma;
-      m.insert(m.end(), mb.begin(), mb.end());
-      std::sort(m.begin(), m.end());
-      out[m] += ca * cb;
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && NameOrderLess(a[i].m, b[j].m))) {
+      out.push_back(a[i++]);
+    } else if (i == a.size() || NameOrderLess(b[j].m, a[i].m)) {
+      out.push_back(b[j++]);
+    } else {
+      out.push_back(Term{a[i].m, a[i].c + b[j].c});
+      ++i, ++j;
     }
+  }
   return out;
 }
 
-// A monomial's symbols with the nested pairs whose product is bounded by a total: a loop over
-// node.tasks inside a loop over the nodes visits each task once (nodes*tasks_per_node ≤ tasks),
-// and likewise jobs*tasks_per_job ≤ tasks. (Sound for the usual nest, where the inner loop
-// iterates the outer loop's node or job.)
-Monomial Reduced(Monomial m) {
-  for (auto [outer, inner] : {std::pair<const char*, const char*>{"nodes", "tasks_per_node"},
-                              {"jobs", "tasks_per_job"}}) {
-    for (;;) {
-      auto o = std::find(m.begin(), m.end(), outer);
-      if (o == m.end()) break;
-      m.erase(o);
-      auto i = std::find(m.begin(), m.end(), inner);
-      if (i == m.end()) {
-        m.push_back(outer);
-        break;
-      }
-      m.erase(i);
-      m.push_back("tasks");
+Poly Mul(const Poly& a, const Poly& b) {
+  Poly products;
+  products.reserve(a.size() * b.size());
+  for (const Term& ta : a)
+    for (const Term& tb : b) {
+      Term t{ta.m, ta.c * tb.c};
+      // Saturates: a degree that large is over any budget already.
+      for (size_t k = 0; k < kSymbols; ++k)
+        t.m[k] = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{t.m[k]} + tb.m[k], 0xffff));
+      products.push_back(t);
+    }
+  // Equal monomials are summed in the order they were made.
+  std::stable_sort(products.begin(), products.end(),
+                   [](const Term& x, const Term& y) { return NameOrderLess(x.m, y.m); });
+  Poly out;
+  for (const Term& t : products) {
+    if (!out.empty() && out.back().m == t.m) {
+      out.back().c += t.c;
+    } else {
+      out.push_back(Term{t.m, 0.0 + t.c});
     }
   }
-  return m;
+  return out;
 }
 
-double Eval(const Poly& p, const std::map<std::string, double>& bounds) {
+// The bounds as an array indexed by symbol (1 for a symbol without one).
+using Bounds = std::array<double, kSymbols>;
+Bounds BoundsOf(const std::map<std::string, double>& bounds) {
+  Bounds out;
+  for (size_t i = 0; i < kSymbols; ++i) {
+    auto it = bounds.find(std::string(kSymbolNames[i]));
+    out[i] = it == bounds.end() ? 1.0 : it->second;
+  }
+  return out;
+}
+
+// A monomial's value at the bounds, with the nested pairs whose product is bounded by a total: a
+// loop over node.tasks inside a loop over the nodes visits each task once (nodes*tasks_per_node
+// ≤ tasks), and likewise jobs*tasks_per_job ≤ tasks. (Sound for the usual nest, where the inner
+// loop iterates the outer loop's node or job.)
+double Eval(const Poly& p, const Bounds& bounds) {
   double total = 0;
-  for (const auto& [m, c] : p) {
-    double v = c;
-    for (const auto& s : Reduced(m)) {
-      auto it = bounds.find(s);
-      v *= it == bounds.end() ? 1.0 : it->second;
+  for (const Term& t : p) {
+    Monomial m = t.m;
+    for (auto [outer, inner] : {std::pair{Sym::nodes, Sym::tasks_per_node},
+                                std::pair{Sym::jobs, Sym::tasks_per_job}}) {
+      auto& o = m[static_cast<size_t>(outer)];
+      auto& i = m[static_cast<size_t>(inner)];
+      const uint16_t pairs = std::min(o, i);
+      o -= pairs;
+      i -= pairs;
+      auto& tasks = m[static_cast<size_t>(Sym::tasks)];
+      tasks = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{tasks} + pairs, 0xffff));
     }
+    double v = t.c;
+    for (size_t k = 0; k < kSymbols; ++k)
+      for (uint16_t e = 0; e < m[k]; ++e) v *= bounds[k];
     total += v;
   }
   return total;
@@ -120,8 +193,13 @@ std::string Number(double v) {
 
 // Highest degree first, then by name: "nodes*tasks_per_node + 3*nodes + 12".
 std::string Format(const Poly& p) {
-  std::vector<std::pair<Monomial, double>> terms(p.begin(), p.end());
-  std::erase_if(terms, [](const auto& t) { return t.second == 0; });
+  std::vector<std::pair<std::vector<std::string_view>, double>> terms;
+  for (const Term& t : p) {
+    if (t.c == 0) continue;
+    std::vector<std::string_view> names;
+    for (size_t k = 0; k < kSymbols; ++k) names.insert(names.end(), t.m[k], kSymbolNames[k]);
+    terms.emplace_back(std::move(names), t.c);
+  }
   if (terms.empty()) return "0";
   std::stable_sort(terms.begin(), terms.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
@@ -129,7 +207,10 @@ std::string Format(const Poly& p) {
   for (const auto& [m, c] : terms) {
     if (!out.empty()) out += " + ";
     std::string syms;
-    for (const auto& s : m) syms += (syms.empty() ? "" : "*") + s;
+    for (std::string_view s : m) {
+      if (!syms.empty()) syms += "*";
+      syms += s;
+    }
     if (syms.empty())
       out += Number(c);
     else if (c == 1)
@@ -147,7 +228,7 @@ const std::vector<MapEntry>& Entries(const ast::Expr* e) {
 
 class CostEstimator {
  public:
-  explicit CostEstimator(const CostLimits& limits) : limits_(limits) {}
+  explicit CostEstimator(const CostLimits& limits) : bounds_at_limits_(BoundsOf(limits.bounds)) {}
 
   // The cost of one call of `c`, with its list parameters sized by `param_sizes`.
   Poly Callable(const ast::Callable& c, const std::map<const Local*, Poly>& param_sizes,
@@ -249,7 +330,7 @@ class CostEstimator {
     Poly cost = Add(Expr(source), Mul(Size(source), Add(Constant(1), body())));
     --depth_;
     if (depth_ == 0) {
-      double v = Eval(cost, limits_.bounds);
+      double v = Eval(cost, bounds_at_limits_);
       if (v > worst_loop_cost_) {
         worst_loop_cost_ = v;
         worst_loop_ = at;
@@ -373,30 +454,30 @@ class CostEstimator {
         if (n->ref == NameKind::Local) {
           auto it = sizes_.find(n->local);
           if (it != sizes_.end()) return it->second;
-          return ByType(e, "collection");
+          return ByType(e, Sym::collection);
         }
-        if (n->ref == NameKind::Arg) return Symbol("args");
-        return ByType(e, "collection");
+        if (n->ref == NameKind::Arg) return Symbol(Sym::args);
+        return ByType(e, Sym::collection);
       }
       case NodeKind::Select: {
         auto* s = static_cast<const Select*>(e);
         std::string owner = s->operand->type ? s->operand->type->Name() : "";
         std::string key = owner + "." + s->field;
-        if (key == "Session.nodes" || key == "Session.affinity_nodes") return Symbol("nodes");
-        if (key == "Session.jobs" || key == "Queue.jobs") return Symbol("jobs");
-        if (key == "Session.queues" || key == "Queue.children") return Symbol("queues");
-        if (key == "Job.tasks") return Symbol("tasks_per_job");
-        if (key == "Node.tasks" || key == "Node.affinity_tasks") return Symbol("tasks_per_node");
-        if (key == "Resource.names") return Symbol("resources");
-        if (e->type && e->type->kind == TypeKind::Map) return Symbol("labels");
-        if (s->view_field >= 0 || s->shape_field >= 0) return Symbol("terms");
-        return ByType(e, "collection");
+        if (key == "Session.nodes" || key == "Session.affinity_nodes") return Symbol(Sym::nodes);
+        if (key == "Session.jobs" || key == "Queue.jobs") return Symbol(Sym::jobs);
+        if (key == "Session.queues" || key == "Queue.children") return Symbol(Sym::queues);
+        if (key == "Job.tasks") return Symbol(Sym::tasks_per_job);
+        if (key == "Node.tasks" || key == "Node.affinity_tasks") return Symbol(Sym::tasks_per_node);
+        if (key == "Resource.names") return Symbol(Sym::resources);
+        if (e->type && e->type->kind == TypeKind::Map) return Symbol(Sym::labels);
+        if (s->view_field >= 0 || s->shape_field >= 0) return Symbol(Sym::terms);
+        return ByType(e, Sym::collection);
       }
       case NodeKind::Binary: {
         // Concatenating lists: no longer than both together.
         auto* b = static_cast<const Binary*>(e);
         if (b->op == BinaryOp::Add && IsCollection(e)) return Add(Size(b->left.get()), Size(b->right.get()));
-        return ByType(e, "collection");
+        return ByType(e, Sym::collection);
       }
       case NodeKind::Call: {
         auto* c = static_cast<const Call*>(e);
@@ -408,9 +489,9 @@ class CostEstimator {
         // string a loop built has up to a part per byte.
         if ((c->call == CallKind::Std || c->call == CallKind::Method) &&
             c->method == BuiltinMethod::None && c->callee == "split") {
-          if (!c->args.empty() && Mentions(StrLen(c->args[0].get()), "built"))
+          if (!c->args.empty() && Mentions(StrLen(c->args[0].get()), Sym::built))
             return Add(StrLen(c->args[0].get()), Constant(1));
-          return Symbol("terms");
+          return Symbol(Sym::terms);
         }
         // append(xs, x): one more than xs.
         if ((c->call == CallKind::Std || c->call == CallKind::Method) &&
@@ -424,9 +505,9 @@ class CostEstimator {
         if (c->receiver && IsCollection(c->receiver.get())) return Size(c->receiver.get());
         for (const auto& a : c->args)
           if (IsCollection(a.get())) return Size(a.get());
-        return ByType(e, "collection");
+        return ByType(e, Sym::collection);
       }
-      default: return ByType(e, "collection");
+      default: return ByType(e, Sym::collection);
     }
   }
 
@@ -451,7 +532,7 @@ class CostEstimator {
     Callable(*c.fn, params, elems);
     --depth_;
     returns_ = saved_returns;
-    if (returns.empty()) return {ByType(&c, "collection"), Symbol("collection")};
+    if (returns.empty()) return {ByType(&c, Sym::collection), Symbol(Sym::collection)};
     std::pair<Poly, Poly> largest = returns.front();
     for (size_t i = 1; i < returns.size(); ++i) {
       largest.first = Larger(largest.first, returns[i].first);
@@ -476,7 +557,7 @@ class CostEstimator {
           auto it = elem_sizes_.find(n->local);
           if (it != elem_sizes_.end()) return it->second;
         }
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
       case NodeKind::Comprehension: {
         auto* c = static_cast<const Comprehension*>(e);
@@ -496,14 +577,14 @@ class CostEstimator {
       case NodeKind::Binary: {
         auto* b = static_cast<const Binary*>(e);
         if (b->op == BinaryOp::Add) return Larger(ElemSize(b->left.get()), ElemSize(b->right.get()));
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
       case NodeKind::Call: {
         auto* c = static_cast<const Call*>(e);
         if (c->call == CallKind::Function && c->fn && c->fn->body) return ReturnSizes(*c).second;
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
-      default: return Symbol("collection");
+      default: return Symbol(Sym::collection);
     }
   }
 
@@ -528,7 +609,7 @@ class CostEstimator {
       return bytes;
     }
     for (const Type* el : e->type->elems)
-      if (el->kind == TypeKind::String) bytes = Add(bytes, Symbol("text"));
+      if (el->kind == TypeKind::String) bytes = Add(bytes, Symbol(Sym::text));
     return bytes;
   }
   // The local a string expression names, or null.
@@ -536,9 +617,9 @@ class CostEstimator {
     auto* n = As<NameRef>(e);
     return n && n->ref == NameKind::Local && IsString(e) ? n->local : nullptr;
   }
-  static bool Mentions(const Poly& p, const std::string& symbol) {
-    for (const auto& [m, c] : p)
-      if (c != 0 && std::find(m.begin(), m.end(), symbol) != m.end()) return true;
+  static bool Mentions(const Poly& p, Sym symbol) {
+    for (const Term& t : p)
+      if (t.c != 0 && t.m[static_cast<size_t>(symbol)] != 0) return true;
     return false;
   }
   static int Occurrences(const ast::Expr* e, const Local* local) {
@@ -555,9 +636,9 @@ class CostEstimator {
   // cluster strings alone (`text`: a name, a label value; such work is part of the step that does
   // it), the bytes themselves once it grows with the loops that build it.
   static Poly Bytes(const Poly& bytes) {
-    for (const auto& [m, c] : bytes)
-      if (c != 0 && std::any_of(m.begin(), m.end(), [](const std::string& s) { return s != "text"; }))
-        return bytes;
+    for (const Term& t : bytes)
+      for (size_t k = 0; k < kSymbols; ++k)
+        if (t.c != 0 && t.m[k] != 0 && k != static_cast<size_t>(Sym::text)) return bytes;
     return {};
   }
 
@@ -592,19 +673,19 @@ class CostEstimator {
         auto* n = static_cast<const NameRef*>(e);
         if (n->ref == NameKind::Local) {
           if (auto it = str_sizes_.find(n->local); it != str_sizes_.end()) return it->second;
-          return GrownSize(n->local, Symbol("text"));
+          return GrownSize(n->local, Symbol(Sym::text));
         }
         break;
       }
       default: break;
     }
-    return Symbol("text");
+    return Symbol(Sym::text);
   }
 
   // A string variable's bound: its initial length plus what the loops around its assignments
   // append (CollectGrowth); `built` when a loop doubles it.
   Poly GrownSize(const Local* local, Poly initial) {
-    if (doubled_.count(local)) return Symbol("built");
+    if (doubled_.count(local)) return Symbol(Sym::built);
     if (auto it = assigned_.find(local); it != assigned_.end()) initial = Larger(initial, it->second);
     if (auto it = growth_.find(local); it != growth_.end()) initial = Add(initial, it->second);
     return initial;
@@ -702,22 +783,22 @@ class CostEstimator {
 
   // A collection of views has at most as many elements as the cluster has views of that kind:
   // a list of nodes, a map keyed by job (one entry per key).
-  Poly ByType(const ast::Expr* e, const char* fallback) {
+  Poly ByType(const ast::Expr* e, Sym fallback) {
     const Type* t = e->type;
     const Type* of = !t ? nullptr : t->kind == TypeKind::List ? t->elem
                                   : t->kind == TypeKind::Map  ? t->key
                                                               : nullptr;
     if (of) {
-      if (of->kind == TypeKind::Node) return Symbol("nodes");
-      if (of->kind == TypeKind::Queue) return Symbol("queues");
-      if (of->kind == TypeKind::Job) return Symbol("jobs");
-      if (of->kind == TypeKind::Task) return Symbol("candidates");
+      if (of->kind == TypeKind::Node) return Symbol(Sym::nodes);
+      if (of->kind == TypeKind::Queue) return Symbol(Sym::queues);
+      if (of->kind == TypeKind::Job) return Symbol(Sym::jobs);
+      if (of->kind == TypeKind::Task) return Symbol(Sym::candidates);
     }
     return Symbol(fallback);
   }
 
   Poly Larger(Poly a, Poly b) {
-    return Eval(a, limits_.bounds) >= Eval(b, limits_.bounds) ? a : b;
+    return Eval(a, bounds_at_limits_) >= Eval(b, bounds_at_limits_) ? a : b;
   }
 
   // `range(n)` / `range(a, b)`: the count, from the bound expressions (check_loops.cc admits
@@ -727,8 +808,8 @@ class CostEstimator {
     Poly hi = Bound(c->args.back().get());
     if (c->args.size() == 2) {
       // b - a ≤ b when a ≥ 0; a constant a is subtracted exactly.
-      if (auto* lo = As<IntLit>(c->args[0].get()); lo && hi.size() == 1 && hi.begin()->first.empty())
-        return Constant(std::max(0.0, hi.begin()->second - static_cast<double>(lo->value)));
+      if (auto* lo = As<IntLit>(c->args[0].get()); lo && hi.size() == 1 && IsConstant(hi.front().m))
+        return Constant(std::max(0.0, hi.front().c - static_cast<double>(lo->value)));
     }
     return hi;
   }
@@ -742,12 +823,12 @@ class CostEstimator {
         auto* b = static_cast<const Binary*>(e);
         if (b->op == BinaryOp::Add) return Add(Bound(b->left.get()), Bound(b->right.get()));
         if (b->op == BinaryOp::Sub) return Bound(b->left.get());
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
       case NodeKind::NameRef: {
         auto* n = static_cast<const NameRef*>(e);
         if (n->ref == NameKind::Const && n->const_decl) return Bound(n->const_decl->value.get());
-        if (n->ref == NameKind::Arg) return Symbol("args");
+        if (n->ref == NameKind::Arg) return Symbol(Sym::args);
         if (n->ref == NameKind::Local) {
           auto it = bounds_.find(n->local);
           if (it != bounds_.end()) return it->second;
@@ -760,7 +841,7 @@ class CostEstimator {
             return b;
           }
         }
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
       case NodeKind::Call: {
         auto* c = static_cast<const Call*>(e);
@@ -769,7 +850,7 @@ class CostEstimator {
           Poly best = Bound(c->args[0].get());
           for (size_t i = 1; i < c->args.size(); ++i) {
             Poly b = Bound(c->args[i].get());
-            if (Eval(b, limits_.bounds) < Eval(best, limits_.bounds)) best = b;
+            if (Eval(b, bounds_at_limits_) < Eval(best, bounds_at_limits_)) best = b;
           }
           return best;
         }
@@ -778,10 +859,10 @@ class CostEstimator {
           for (const auto& a : c->args) sum = Add(sum, Bound(a.get()));
           return sum;
         }
-        return Symbol("collection");
+        return Symbol(Sym::collection);
       }
       case NodeKind::Comprehension: return Size(static_cast<const Comprehension*>(e)->source.get());
-      default: return Symbol("collection");
+      default: return Symbol(Sym::collection);
     }
   }
 
@@ -812,7 +893,7 @@ class CostEstimator {
   }
 
  private:
-  const CostLimits& limits_;
+  const Bounds bounds_at_limits_;
   std::map<const Local*, Poly> sizes_;
   std::map<const Local*, Poly> bounds_;
   std::map<const Local*, const ast::Expr*> let_values_;
@@ -851,10 +932,10 @@ void CheckCost(PassContext& ctx, const CostLimits& limits, std::vector<HandlerCo
       const Type* t = p.local->type;
       if (!t || t->kind != TypeKind::List || !t->elem) continue;
       params[p.local.get()] =
-          Symbol(t->elem->kind == TypeKind::Node ? "nodes" : "candidates");
+          Symbol(t->elem->kind == TypeKind::Node ? Sym::nodes : Sym::candidates);
     }
     Poly cost = est.Callable(*h, params);
-    double worst = Eval(cost, effective.bounds);
+    double worst = Eval(cost, BoundsOf(effective.bounds));
     HandlerCost hc{h->name, h->name_range, Format(cost), worst};
     if (out) out->push_back(hc);
     if (worst > effective.max_handler_cost) {
