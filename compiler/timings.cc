@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include "runtime/env_flag.h"
 
 namespace kiln {
 
@@ -20,10 +20,7 @@ std::string PhaseTimings::Format() const {
 }
 
 bool TimingsRequested() {
-  static const bool requested = [] {
-    const char* env = std::getenv("KILN_TIMINGS");
-    return env && *env && std::string_view(env) != "0";
-  }();
+  static const bool requested = EnvFlagOn("KILN_TIMINGS");
   return requested;
 }
 

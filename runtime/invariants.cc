@@ -11,6 +11,7 @@
 #include <set>
 #include <variant>
 
+#include "runtime/env_flag.h"
 #include "runtime/explain.h"
 #include "runtime/hyper_node.h"
 #include "runtime/session.h"
@@ -21,10 +22,7 @@ namespace {
 
 std::atomic<int> g_forced{-1};  // -1: follow the environment
 
-bool EnvEnabled() {
-  const char* v = std::getenv("KILN_CHECK_INVARIANTS");
-  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
-}
+bool EnvEnabled() { return EnvFlagOn("KILN_CHECK_INVARIANTS"); }
 
 // Sums of whole millicores and bytes are exact in doubles, but plugins and Volcano's own
 // arithmetic may go through fractions (shares, ratios): compare with a tolerance relative to the

@@ -8,17 +8,14 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
-#include <cstdlib>
-#include <string_view>
 #include <vector>
+
+#include "runtime/env_flag.h"
 
 namespace kiln {
 
 bool LoopBudgetDisabledForMeasurement() {
-  static const bool disabled = [] {
-    const char* v = std::getenv("KILN_MEASURE_NO_LOOP_BUDGET");
-    return v && *v && std::string_view(v) != "0";
-  }();
+  static const bool disabled = EnvFlagOn("KILN_MEASURE_NO_LOOP_BUDGET");
   return disabled;
 }
 

@@ -10,14 +10,13 @@
 #include <llvm/Transforms/Utils/ValueMapper.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compiler/codegen/policy_context.h"
+#include "runtime/env_flag.h"
 
 namespace kiln {
 
@@ -59,10 +58,7 @@ bool RefersToGlobals(const llvm::Constant* c) {
 // KILN_VERIFY_PARTITIONS=1: run LLVM's verifier on every partition (a split it rejects
 // compiles whole). It costs about a third of the split, so only ctest's jit-tiers entries set it.
 bool VerifyPartitions() {
-  static const bool on = [] {
-    const char* env = std::getenv("KILN_VERIFY_PARTITIONS");
-    return env && *env && std::string_view(env) != "0";
-  }();
+  static const bool on = EnvFlagOn("KILN_VERIFY_PARTITIONS");
   return on;
 }
 

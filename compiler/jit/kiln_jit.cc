@@ -5,6 +5,7 @@
 #include "compiler/codegen/near_code_memory.h"
 #include "compiler/jit/object_cache.h"
 #include "compiler/jit/perf_map.h"
+#include "runtime/env_flag.h"
 
 #include <spdlog/spdlog.h>
 
@@ -442,10 +443,7 @@ class PooledIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
     std::optional<ObjectCacheHooks::Pending> pending = ObjectCacheHooks::TakeTag(m);
     const bool tier_zero = TakeTierZero(m);
     // KILN_JIT_TIER0_LARGE=1: the large code model for tier 0 too (comparisons; a way out).
-    static const bool large_only = [] {
-      const char* env = std::getenv("KILN_JIT_TIER0_LARGE");
-      return env && *env && std::string_view(env) != "0";
-    }();
+    static const bool large_only = EnvFlagOn("KILN_JIT_TIER0_LARGE");
     next_object_is_small_model =
         tier_zero && !large_only && NearHostCodeHasRoom(kSmallModelRoom);
     auto lease = (!tier_zero                    ? pool_
