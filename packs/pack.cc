@@ -192,11 +192,13 @@ std::vector<NamedPolicySource> NamedPolicies(const Pack& pack) {
   std::vector<NamedPolicySource> out;
   for (const PackPolicy& p : pack.manifest.policies) {
     auto it = pack.files.find(p.file);
+    // A built pack (digests filled) states what its policies use; an unbuilt directory does not.
+    std::optional<std::vector<std::string>> uses;
+    if (!pack.manifest.files.empty()) uses = p.uses;
     out.push_back(NamedPolicySource{pack.manifest.name + "/" + p.plugin, p.plugin,
                                     SourceFile{pack.Where(p.file),
-                                               it == pack.files.end() ? "" : it->second}});
-    // A built pack (digests filled) states what its policies use; an unbuilt directory does not.
-    if (!pack.manifest.files.empty()) out.back().manifest_uses = p.uses;
+                                               it == pack.files.end() ? "" : it->second},
+                                    std::move(uses)});
   }
   return out;
 }
