@@ -24,24 +24,24 @@ namespace {
 
 // The global values `f`'s body refers to (functions, declarations included, and global
 // variables), through constant expressions too, each once.
-std::vector<const llvm::GlobalValue*> References(const llvm::Function& f) {
-  std::vector<const llvm::GlobalValue*> out;
-  std::unordered_set<const llvm::Constant*> seen;
-  std::vector<const llvm::Constant*> work;
-  auto visit = [&](const llvm::Value* v) {
+std::vector<llvm::GlobalValue*> References(llvm::Function& f) {
+  std::vector<llvm::GlobalValue*> out;
+  std::unordered_set<llvm::Constant*> seen;
+  std::vector<llvm::Constant*> work;
+  auto visit = [&](llvm::Value* v) {
     if (auto* c = llvm::dyn_cast<llvm::Constant>(v); c && seen.insert(c).second)
       work.push_back(c);
   };
-  for (const llvm::BasicBlock& block : f)
-    for (const llvm::Instruction& inst : block)
-      for (const llvm::Use& use : inst.operands()) visit(use.get());
+  for (llvm::BasicBlock& block : f)
+    for (llvm::Instruction& inst : block)
+      for (llvm::Use& use : inst.operands()) visit(use.get());
   while (!work.empty()) {
-    const llvm::Constant* c = work.back();
+    llvm::Constant* c = work.back();
     work.pop_back();
     if (auto* gv = llvm::dyn_cast<llvm::GlobalValue>(c)) {
       out.push_back(gv);
     } else {
-      for (const llvm::Use& use : c->operands()) visit(use.get());
+      for (llvm::Use& use : c->operands()) visit(use.get());
     }
   }
   return out;
@@ -74,7 +74,7 @@ void Share(llvm::GlobalValue* gv) {
   gv->setDSOLocal(true);
 }
 
-using ReferenceLists = std::vector<std::vector<const llvm::GlobalValue*>>;
+using ReferenceLists = std::vector<std::vector<llvm::GlobalValue*>>;
 
 // A declaration in `part` of `gv`, which another module defines or declares.
 llvm::GlobalValue* Declare(llvm::Module& part, const llvm::GlobalValue* gv) {
@@ -96,7 +96,7 @@ llvm::GlobalValue* Declare(llvm::Module& part, const llvm::GlobalValue* gv) {
 // declarations in `part`. Their bodies are moved, not copied: llvm::CloneModule would copy every
 // global of the module as a declaration into every partition, and cloning each body cost the
 // split a third of a tier-0 compile's CPU.
-void LinkPartition(llvm::Module& part, const std::vector<const llvm::Function*>& functions,
+void LinkPartition(llvm::Module& part, const std::vector<llvm::Function*>& functions,
                    const ReferenceLists& refs, const std::vector<size_t>& defined) {
   llvm::ValueToValueMapTy map;
   for (size_t i : defined)
@@ -104,8 +104,7 @@ void LinkPartition(llvm::Module& part, const std::vector<const llvm::Function*>&
       if (gv->getParent() != &part && !map.count(gv)) map[gv] = Declare(part, gv);
   if (map.empty()) return;
   for (size_t i : defined)
-    llvm::RemapFunction(*const_cast<llvm::Function*>(functions[i]), map,
-                        llvm::RF_IgnoreMissingLocals);
+    llvm::RemapFunction(*functions[i], map, llvm::RF_IgnoreMissingLocals);
 }
 
 }  // namespace
@@ -122,9 +121,9 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
       return std::nullopt;
 
   // 2. The entries: the set-up pair is entry 0, each other external definition one more.
-  std::vector<const llvm::Function*> functions;
+  std::vector<llvm::Function*> functions;
   std::unordered_map<const llvm::Function*, size_t> index;
-  for (const llvm::Function& f : module) {
+  for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
     if (f.hasPersonalityFn() || f.hasPrefixData() || f.hasPrologueData()) return std::nullopt;
     index[&f] = functions.size();
@@ -141,15 +140,11 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   // 3. Which entries reach each function.
   ReferenceLists refs(functions.size());
   std::vector<std::vector<size_t>> callees(functions.size());
-  std::vector<std::vector<const llvm::GlobalVariable*>> constants(functions.size());
   for (size_t i = 0; i < functions.size(); ++i) {
     refs[i] = References(*functions[i]);
-    for (const llvm::GlobalValue* gv : refs[i]) {
+    for (llvm::GlobalValue* gv : refs[i])
       if (auto* f = llvm::dyn_cast<llvm::Function>(gv); f && !f->isDeclaration())
         callees[i].push_back(index.at(f));
-      else if (auto* v = llvm::dyn_cast<llvm::GlobalVariable>(gv))
-        constants[i].push_back(v);
-    }
   }
   std::vector<std::vector<bool>> reached_by(functions.size(), std::vector<bool>(entries, false));
   for (size_t root = 0; root < functions.size(); ++root) {
@@ -190,10 +185,10 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   for (size_t i = 0; i < functions.size(); ++i) {
     if (partition[i] < 0) continue;
     for (size_t c : callees[i])
-      if (partition[c] != partition[i]) Share(const_cast<llvm::Function*>(functions[c]));
+      if (partition[c] != partition[i]) Share(functions[c]);
     if (partition[i] != home)
-      for (const llvm::GlobalVariable* gv : constants[i])
-        Share(const_cast<llvm::GlobalVariable*>(gv));
+      for (llvm::GlobalValue* gv : refs[i])
+        if (llvm::isa<llvm::GlobalVariable>(gv)) Share(gv);
   }
 
   // 6. Whatever a partition refers to in another must be external by now (a local one there
@@ -227,9 +222,8 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   }
   for (size_t p = 0; p < members.size(); ++p)
     for (size_t i : members[p]) {
-      auto* f = const_cast<llvm::Function*>(functions[i]);
-      f->removeFromParent();
-      out[p]->getFunctionList().push_back(f);
+      functions[i]->removeFromParent();
+      out[p]->getFunctionList().push_back(functions[i]);
     }
   for (size_t p = 0; p < members.size(); ++p) LinkPartition(*out[p], functions, refs, members[p]);
   whole.reset();

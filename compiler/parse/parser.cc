@@ -171,7 +171,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
 
 // The generated lexer and parser keep their DFA caches in statics that every instance grows,
 // and the ANTLR 4.9 runtime is not known to be safe when several threads grow one at once. So
-// each thread parses with DFA caches of its own (ThreadDfa), grown from the shared, read-only
+// each thread parses with DFA caches of its own (UseThreadDfa), grown from the shared, read-only
 // ATN: policies lex and parse in parallel (PolicyCompiler::CompileAll). A thread warms its caches
 // on its first parse, a few milliseconds for the built-ins. The full-LL stage that reports syntax
 // errors also fills the ATN's follow sets, lazily and behind a lock that is not safe to race
@@ -193,19 +193,17 @@ struct DfaCache {
   }
 };
 
-// Points `recognizer` at this thread's DFA caches instead of the generated class's statics.
-void UseThreadDfa(grammar::PolicyLexer& lexer) {
-  thread_local DfaCache cache(lexer.getATN());
-  auto* own = new antlr4::atn::LexerATNSimulator(&lexer, lexer.getATN(), cache.decisions,
-                                                  cache.contexts);
-  lexer.setInterpreter(own);  // deletes the generated one; ~PolicyLexer deletes this one
+// Gives `recognizer` (the lexer or the parser) a `Simulator` on this thread's DFA caches, one set
+// per kind, instead of the generated class's statics. setInterpreter deletes the generated
+// simulator; the recognizer's destructor deletes this one.
+template <typename Simulator, typename Recognizer>
+void UseThreadDfa(Recognizer& recognizer) {
+  thread_local DfaCache cache(recognizer.getATN());
+  recognizer.setInterpreter(
+      new Simulator(&recognizer, recognizer.getATN(), cache.decisions, cache.contexts));
 }
-void UseThreadDfa(grammar::PolicyParser& parser) {
-  thread_local DfaCache cache(parser.getATN());
-  auto* own = new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), cache.decisions,
-                                                   cache.contexts);
-  parser.setInterpreter(own);  // deletes the generated one; ~PolicyParser deletes this one
-}
+using LexerSimulator = antlr4::atn::LexerATNSimulator;
+using ParserSimulator = antlr4::atn::ParserATNSimulator;
 }  // namespace
 
 std::unique_ptr<ast::Policy> ParsePolicy(const SourceFile& source, const FrontendLimits& limits,
@@ -247,7 +245,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   if (!CheckUtf8(source.text, diags)) return nullptr;
   antlr4::ANTLRInputStream input(source.text);
   grammar::PolicyLexer lexer(&input);
-  UseThreadDfa(lexer);
+  UseThreadDfa<LexerSimulator>(lexer);
   DiagnosticErrorListener listener(diags);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&listener);
@@ -268,7 +266,7 @@ std::unique_ptr<ast::Policy> ParseChecked(const SourceFile& source, const Fronte
   //    it accepts has no syntax errors.
   PhaseTimer parse_timer(timings, "parse");
   grammar::PolicyParser parser(&tokens);
-  UseThreadDfa(parser);
+  UseThreadDfa<ParserSimulator>(parser);
   if (listener.count() == 0) {
     if (auto* tree = ParseSll(parser)) {
       parse_timer.Stop();
@@ -300,12 +298,12 @@ bool GrammarAccepts(std::string_view text, bool sll) {
   if (!CheckUtf8(text, ignored)) return false;
   antlr4::ANTLRInputStream input(text.data(), text.size());
   grammar::PolicyLexer lexer(&input);
-  UseThreadDfa(lexer);
+  UseThreadDfa<LexerSimulator>(lexer);
   lexer.removeErrorListeners();
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   grammar::PolicyParser parser(&tokens);
-  UseThreadDfa(parser);
+  UseThreadDfa<ParserSimulator>(parser);
   if (sll) return ParseSll(parser) != nullptr;
   std::lock_guard<std::mutex> lock(ErrorStageMutex());
   parser.removeErrorListeners();

@@ -61,9 +61,10 @@ enum class Sym : uint8_t {
   tasks_per_job, tasks_per_node, terms, text,
 };
 constexpr std::array<std::string_view, 14> kSymbolNames = {
-    "args",      "built", "candidates",    "collection",     "jobs",  "labels", "nodes",
-    "queues",    "resources", "tasks",     "tasks_per_job", "tasks_per_node", "terms", "text"};
+    "args",   "built",     "candidates", "collection",    "jobs",           "labels", "nodes",
+    "queues", "resources", "tasks",      "tasks_per_job", "tasks_per_node", "terms",  "text"};
 constexpr size_t kSymbols = kSymbolNames.size();
+static_assert(kSymbols == static_cast<size_t>(Sym::text) + 1, "one name per Sym, in its order");
 
 // A polynomial in the symbols: terms, each a monomial (how many times each symbol appears, a
 // loop nest's sizes multiplied) and its coefficient. Terms are kept in the order of their
