@@ -67,27 +67,32 @@ class ColumnFit {
  public:
   ColumnFit(const Resource& req, const FitColumns& columns, bool future) {
     auto column = [&](ResourceId id) { return future ? columns.Future(id) : columns.Idle(id); };
-    Add(req.values[kCpu], column(kCpu));
-    Add(req.values[kMemory], column(kMemory));
-    ForEachBit(req.scalar_mask(), [&](ResourceId id) { Add(req.values[id], column(id)); });
+    Add(kCpu, req.values[kCpu], column(kCpu));
+    Add(kMemory, req.values[kMemory], column(kMemory));
+    ForEachBit(req.scalar_mask(), [&](ResourceId id) { Add(id, req.values[id], column(id)); });
   }
-  bool Fits(size_t index) const {
+  bool Fits(size_t index) const { return Short(index) < 0; }
+  // The first dimension that does not fit, in FitsFutureIdle's order (cpu, memory, scalars by
+  // id): what it would list first as insufficient. -1 when the request fits.
+  int32_t Short(size_t index) const {
     for (int d = 0; d < count_; ++d) {
       const double l = request_[d];
       const double r = column_[d][index];
-      if (!(l < r || std::abs(l - r) < kMinResource)) return false;
+      if (!(l < r || std::abs(l - r) < kMinResource)) return id_[d];
     }
-    return true;
+    return -1;
   }
 
  private:
-  void Add(double request, const double* column) {
+  void Add(ResourceId id, double request, const double* column) {
+    id_[count_] = id;
     request_[count_] = request;
     column_[count_] = column;
     ++count_;
   }
   std::array<double, kMaxResources> request_{};
   std::array<const double*, kMaxResources> column_{};
+  std::array<int32_t, kMaxResources> id_{};
   int count_ = 0;
 };
 
@@ -290,9 +295,40 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   }
   size_t skipped = 0;  // examined nodes that did not fit or were cached (FitColumns::Note)
   size_t processed = 0;
+  // When no plugin reads a node here (no predicate, no scorer: the plugin-free session) and the
+  // columns answer both fits, a node's whole verdict is two column reads: one pass on this
+  // thread, in rotated order, straight into `out`, is what the blocks below would give, without
+  // their verdict slots, their three more walks over them and the workers' hand-offs. A kept
+  // node that fits Idle is scored as the pass would score it: NodeOrderSpeculative without a
+  // handler answers 0.
+  const bool single_pass = kFused && future_fit && idle_fit && !prefetch_node && !prefetch_score;
+  if (single_pass) {
+    for (; processed < n && found < want; ++processed) {
+      const size_t index = rotated_at(processed);
+      if (cached) {
+        if (const NodeRejection* hit = cached->Find(static_cast<int64_t>(index))) {
+          ++skipped;
+          noted.push_back({processed, hit, -1});
+          continue;
+        }
+      }
+      if (!future_fit->Fits(index)) {
+        ++skipped;
+        continue;
+      }
+      FeasibleNode f;
+      f.index = static_cast<int64_t>(index);
+      f.idle_fit = idle_fit->Fits(index);
+      if (f.idle_fit) f.state = FeasibleNode::kScored;
+      out.feasible.push_back(f);
+      out.nodes.push_back(nodes[index]);
+      feasible_pos.push_back(processed);
+      ++found;
+    }
+  }
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
-  while (processed < n && found < want) {
+  while (!single_pass && processed < n && found < want) {
     // A feasible node at a position below `needed` is kept whatever the nodes before it answer:
     // only those are scored in the pass (the others may be examined past the target).
     const size_t needed = want - found;
@@ -414,7 +450,8 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   if (columns_answer) columns_->Note(processed, skipped);
 
   // Walks the rejected nodes in examination order: every examined position that is not a
-  // feasible node, with its noted rejection if it has one (else it did not fit).
+  // feasible node, with its noted rejection if it has one (else it did not fit). `f` gets the
+  // rotated position, so that what the columns answer is found without reading the node.
   auto for_each_rejected = [&](auto&& f) {
     size_t next_feasible = 0, next_noted = 0;
     for (size_t k = 0; k < processed; ++k) {
@@ -424,18 +461,23 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       }
       const Noted* note = nullptr;
       if (next_noted < noted.size() && noted[next_noted].pos == k) note = &noted[next_noted++];
-      f(rotated(k), note);
+      f(k, note);
     }
   };
-  // A fresh rejection as the cache and the report keep it.
-  auto fresh = [&](const Node* node, const Noted* note, bool copy) {
+  // A fresh rejection, for the node at rotated position k, as the cache and the report keep it.
+  // Which resource is short comes from the columns when they answered the fit (the same values
+  // in the same order as FitsFutureIdle reads from the node, which is then left unread).
+  auto fresh = [&](size_t k, const Noted* note, bool copy) {
     NodeRejection rejection;
     if (note != nullptr) {
       std::optional<FitError>& e = errors[static_cast<size_t>(note->error)];
       rejection.error = copy ? e : std::move(e);
+    } else if (future_fit) {
+      const int32_t shortest = future_fit->Short(rotated_at(k));
+      rejection.insufficient = shortest < 0 ? kCpu : shortest;
     } else {
       ResourceIdList insufficient;
-      FitsFutureIdle(*future_idle_request, node, &insufficient);
+      FitsFutureIdle(*future_idle_request, rotated(k), &insufficient);
       rejection.insufficient = insufficient.empty() ? kCpu : insufficient.ids[0];
     }
     return rejection;
@@ -447,13 +489,13 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     std::vector<NodeRejection>& all = scratch.all;
     examined.clear();
     all.clear();
-    for_each_rejected([&](Node* node, const Noted* note) {
-      examined.push_back(node);
+    for_each_rejected([&](size_t k, const Noted* note) {
+      examined.push_back(rotated(k));
       if (note != nullptr && note->cached != nullptr) {
         all.push_back(*note->cached);
         if (all.back().error) all.back().error->task_uid = t->uid;
       } else {
-        all.push_back(fresh(node, note, /*copy=*/use_cache));  // the cache keeps the original
+        all.push_back(fresh(k, note, /*copy=*/use_cache));  // the cache keeps the original
       }
     });
     out.errors = BuildFitErrors(t, examined, all, static_cast<int>(n));
@@ -461,10 +503,11 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   // New rejections join the role's cache (an index already there keeps its first rejection).
   if (use_cache) {
     RoleCache* cache = nullptr;
-    for_each_rejected([&](Node* node, const Noted* note) {
+    for_each_rejected([&](size_t k, const Noted* note) {
       if (note != nullptr && note->cached != nullptr) return;
       if (cache == nullptr) cache = &error_cache_[group_key_];
-      const int64_t index = node->index;
+      // Over the columns' list a node's position is its index: the node stays unread.
+      const int64_t index = columns_answer ? static_cast<int64_t>(rotated_at(k)) : rotated(k)->index;
       int32_t* at = nullptr;
       if (index >= 0) {
         if (static_cast<size_t>(index) >= cache->at.size())
@@ -475,7 +518,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       }
       if (*at >= 0) return;
       *at = static_cast<int32_t>(cache->rejections.size());
-      cache->rejections.push_back(fresh(node, note, /*copy=*/false));
+      cache->rejections.push_back(fresh(k, note, /*copy=*/false));
     });
   }
 }

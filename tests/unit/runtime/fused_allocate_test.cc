@@ -275,6 +275,39 @@ TEST(FusedAllocate, SampledSearchOverManyNodesAndBlocks) {
   EXPECT_EQ(o.binds.size(), 60u);
 }
 
+// No predicate and no scorer (the plugin-free session): the fused search takes its single pass
+// over the columns, and which resource a full node lacks comes from the columns too. Nodes short
+// of cpu, of memory or of GPUs; tasks of two roles (their rejections cached from task to task)
+// and tasks no node fits, whose reasons count every kind of shortage.
+TEST(FusedAllocate, PluginFreeSearchDecidesAsThePlainPath) {
+  auto build = [](FusedAllocateTest& fx) {
+    fx.b.AddQueue("default");
+    for (int i = 0; i < 300; ++i) {
+      const double cpu = i % 4 == 0 ? 500 : 4000;
+      const double memory = i % 3 == 0 ? 1024 : 16384;
+      std::vector<std::pair<std::string, double>> scalars{{"pods", 110}};
+      if (i % 5 == 0) scalars.emplace_back("nvidia.com/gpu", 4);
+      fx.b.AddNode(fmt::format("n{:03}", i), Res(cpu, memory, scalars));
+    }
+    Job& j = fx.b.AddJob("ns", "j", "default", 1);
+    Inqueue(j);
+    for (int i = 0; i < 70; ++i)
+      fx.b.AddTask(j, fmt::format("w-{:02}", i), Res(1000, 2048), TaskStatus::Pending, "", "worker");
+    for (int i = 0; i < 12; ++i)
+      fx.b.AddTask(j, fmt::format("g-{:02}", i), Res(1000, 512, {{"nvidia.com/gpu", 2}}),
+                   TaskStatus::Pending, "", "gpu");
+    for (int i = 0; i < 2; ++i) {
+      fx.b.AddTask(j, fmt::format("cpu-{}", i), Res(8000, 0), TaskStatus::Pending, "", "huge");
+      fx.b.AddTask(j, fmt::format("mem-{}", i), Res(100, 65536), TaskStatus::Pending, "", "tall");
+      fx.b.AddTask(j, fmt::format("gpu-{}", i), Res(100, 0, {{"nvidia.com/gpu", 8}}));
+    }
+  };
+  AlwaysParallel parallel;
+  Outcome o = FusedAllocateTest::Same(build, {});
+  EXPECT_GT(o.binds.size(), 70u);
+  EXPECT_FALSE(o.unschedulable.empty());
+}
+
 // The built-in policies on random clusters, big enough for the search to sample.
 TEST(FusedAllocate, RandomClustersDecideAsThePlainPath) {
   auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
@@ -299,6 +332,41 @@ TEST(FusedAllocate, RandomClustersDecideAsThePlainPath) {
   }
   // The clusters are not trivially empty or full: most sessions place pods.
   EXPECT_GT(binds, 100);
+}
+
+// The same without a plugin that reads the nodes: gang alone, or with the job and queue orders
+// (priority, drf, proportion): every search is the single pass.
+TEST(FusedAllocate, RandomClustersWithoutNodePluginsDecideAsThePlainPath) {
+  auto provider = MakeCompiledPolicyProvider(PolicyProviderOptions{});
+  ASSERT_TRUE(provider.ok()) << provider.error().Format();
+  RandomClusterOptions options = testing::CompareClusterOptions(220);
+  options.max_groups = 80;
+  options.max_group_size = 8;
+  options.gpus = true;  // a scalar dimension for the columns (and some nodes without any)
+  options.confs = {
+      "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: gang\n",
+      "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n"
+      "  - name: gang\n- plugins:\n  - name: drf\n  - name: proportion\n",
+  };
+  auto run = [&](const std::string& yaml, bool fused) -> Result<SessionResult> {
+    FusedSwitch sw(fused);
+    return testing::SimulateFirstSession(yaml, **provider);
+  };
+  int binds = 0, unschedulable = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    RandomCluster g = GenerateRandomCluster(seed * 104729, options);
+    std::string yaml = RenderScenario(g, fmt::format("plugin-free-{}", seed));
+    auto plain = run(yaml, false);
+    auto fused = run(yaml, true);
+    ASSERT_TRUE(plain.ok()) << plain.error().Format();
+    ASSERT_TRUE(fused.ok()) << fused.error().Format();
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectSameSession(*fused, *plain));
+    binds += static_cast<int>(plain->bind_order.size());
+    unschedulable += static_cast<int>(plain->unschedulable.size());
+  }
+  EXPECT_GT(binds, 100);
+  EXPECT_GT(unschedulable, 0);
 }
 
 }  // namespace
