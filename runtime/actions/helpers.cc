@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cassert>
 #include <cmath>
 
@@ -60,6 +61,11 @@ FeasibleNode::State StateOf(Session::SpeculativeScore s) {
   return FeasibleNode::kFaulted;
 }
 
+// The mask of the lowest `count` (≤ 64) bits.
+constexpr uint64_t LowBits(size_t count) {
+  return count >= 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+}
+
 // FitsFutureIdle (over Node::fit_future) or LessEqual(·, Zero) against Node::idle for one
 // request, read from FitColumns by node index: the same dimensions — cpu,
 // memory, the request's scalars — and the same comparison, so the same answer.
@@ -72,6 +78,23 @@ class ColumnFit {
     ForEachBit(req.scalar_mask(), [&](ResourceId id) { Add(id, req.values[id], column(id)); });
   }
   bool Fits(size_t index) const { return Short(index) < 0; }
+  // Fits for the `count` (≤ 64) nodes at indices first, first + 1, …: bit i answers node
+  // first + i. One column at a time and no branch per node, so a window's mixed answers cost
+  // no mispredicted jumps.
+  uint64_t FitMask(size_t first, size_t count) const {
+    uint64_t mask = LowBits(count);
+    for (int d = 0; d < count_; ++d) {
+      const double l = request_[d];
+      const double* column = column_[d] + first;
+      uint64_t fits = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const double r = column[i];
+        fits |= static_cast<uint64_t>((l < r) | (std::abs(l - r) < kMinResource)) << i;
+      }
+      mask &= fits;
+    }
+    return mask;
+  }
   // The first dimension that does not fit, in FitsFutureIdle's order (cpu, memory, scalars by
   // id): what it would list first as insufficient. -1 when the request fits.
   int32_t Short(size_t index) const {
@@ -95,6 +118,12 @@ class ColumnFit {
   std::array<int32_t, kMaxResources> id_{};
   int count_ = 0;
 };
+
+// Calls f(bit) for every set bit of `mask`, from the lowest.
+template <typename F>
+void ForEachSetBit(uint64_t mask, F&& f) {
+  for (; mask != 0; mask &= mask - 1) f(static_cast<size_t>(std::countr_zero(mask)));
+}
 
 // The first group BestIdleThenFutureIdleNode scores: the feasible nodes whose Idle fits when
 // there are any, else the others (which all fit FutureIdle: the search checked it).
@@ -303,27 +332,41 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   // handler answers 0.
   const bool single_pass = kFused && future_fit && idle_fit && !prefetch_node && !prefetch_score;
   if (single_pass) {
-    for (; processed < n && found < want; ++processed) {
-      const size_t index = rotated_at(processed);
-      if (cached) {
-        if (const NodeRejection* hit = cached->Find(static_cast<int64_t>(index))) {
-          ++skipped;
-          noted.push_back({processed, hit, -1});
-          continue;
-        }
+    while (processed < n && found < want) {
+      // A window of up to 64 nodes at consecutive indices (it ends where the rotation wraps),
+      // answered as masks: the role's cached rejections, then the fit of the others.
+      const size_t first = rotated_at(processed);
+      const size_t count = std::min({size_t{64}, n - processed, n - first});
+      const uint64_t hits = cached ? cached->HitMask(first, count) : 0;
+      uint64_t feasible = future_fit->FitMask(first, count) & ~hits;
+      // The window ends after the node that completes the sample.
+      size_t consumed = count;
+      const size_t needed = want - found;
+      if (static_cast<size_t>(std::popcount(feasible)) >= needed) {
+        uint64_t last = feasible;
+        for (size_t k = 1; k < needed; ++k) last &= last - 1;
+        consumed = static_cast<size_t>(std::countr_zero(last)) + 1;
+        feasible &= LowBits(consumed);
       }
-      if (!future_fit->Fits(index)) {
-        ++skipped;
-        continue;
-      }
-      FeasibleNode f;
-      f.index = static_cast<int64_t>(index);
-      f.idle_fit = idle_fit->Fits(index);
-      if (f.idle_fit) f.state = FeasibleNode::kScored;
-      out.feasible.push_back(f);
-      out.nodes.push_back(nodes[index]);
-      feasible_pos.push_back(processed);
-      ++found;
+      const size_t kept = static_cast<size_t>(std::popcount(feasible));
+      skipped += consumed - kept;
+      const uint64_t fits_idle = kept > 0 ? idle_fit->FitMask(first, count) : 0;
+      ForEachSetBit(hits & LowBits(consumed), [&](size_t i) {
+        noted.push_back({processed + i, cached->Find(static_cast<int64_t>(first + i)), -1});
+      });
+      ForEachSetBit(feasible, [&](size_t i) {
+        const size_t index = first + i;
+        // Filled in place: copying one built on the stack read it back 16 bytes at a time
+        // right after its one-byte fields were stored there, and stalled on store forwarding.
+        FeasibleNode& f = out.feasible.emplace_back();
+        f.index = static_cast<int64_t>(index);
+        f.idle_fit = (fits_idle >> i) & 1;
+        if (f.idle_fit) f.state = FeasibleNode::kScored;
+        out.nodes.push_back(nodes[index]);
+        feasible_pos.push_back(processed + i);
+      });
+      found += kept;
+      processed += consumed;
     }
   }
   // Evaluating a little past the target wastes little and keeps every worker busy.

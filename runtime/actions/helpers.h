@@ -7,6 +7,7 @@
 // of several best-scoring nodes is picked), Kiln decides by node order — the order in which the
 // cluster lists its nodes (Node::index). Results never depend on the number of threads.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -164,6 +165,14 @@ class PredicateHelper {
         k = it->second;
       }
       return k >= 0 ? &rejections[k] : nullptr;
+    }
+    // Bit i: whether node index first + i (≥ 0) has a rejection, for count ≤ 64 nodes.
+    uint64_t HitMask(size_t first, size_t count) const {
+      uint64_t mask = 0;
+      const size_t end = std::min(first + count, at.size());
+      for (size_t i = first; i < end; ++i)
+        mask |= static_cast<uint64_t>(at[i] >= 0) << (i - first);
+      return mask;
     }
   };
   // The search both entry points share. `check(t, node, rejection)` → feasible; kFused adds the
