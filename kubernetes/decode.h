@@ -53,7 +53,8 @@ struct DecodedPod {
   std::string scheduler_name;  // spec.schedulerName ("default-scheduler" when unset)
   // QoS class Guaranteed as Volcano reads it (v1qos.GetPodQOS): status.qosClass, else computed
   // over every container. A PodSpec holds one container's worth of requests and limits, too
-  // little to judge a pod of several containers, so the snapshot takes Task::qos_guaranteed here.
+  // little to judge a pod of several containers, so the snapshot hands this to the model
+  // (PodSpec::qos_guaranteed).
   bool qos_guaranteed = false;
   // status.conditions[type=PodScheduled] as the API server has it (so a writer can skip writing
   // the same condition again).

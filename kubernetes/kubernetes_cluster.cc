@@ -435,6 +435,8 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   for (const auto& [key, p] : st.pods.items) {
     bool ours = Ours(p.scheduler_name);
     PodSpec pod = p.spec;
+    // The decoder judged QoS over every container, as Kubernetes does; a spec holds one.
+    pod.qos_guaranteed = p.qos_guaranteed;
     if (auto a = st.assumed.find(key); a != st.assumed.end() && pod.node.empty() && a->second.uid == p.meta.uid)
     {
       pod.node = a->second.node;
@@ -487,11 +489,6 @@ Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
     kept_now_ = now;
   }
   if (!cluster) return cluster;
-  // BuildCluster judges QoS from one container's requests and limits (a scenario pod's); the
-  // decoder judged the whole pod as Kubernetes does (DecodedPod::qos_guaranteed).
-  std::lock_guard lock(state_->mu);
-  for (const auto& [key, p] : state_->pods.items)
-    if (Task* t = cluster->FindTask(p.spec.Uid())) t->qos_guaranteed = p.qos_guaranteed;
   using Ms = std::chrono::duration<double, std::milli>;
   auto t2 = Clock::now();
   spdlog::debug("kubernetes: snapshot {:.1f} ms (copy of the cache {:.1f} ms, model built {:.1f} ms)",

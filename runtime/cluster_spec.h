@@ -186,6 +186,10 @@ struct PodSpec {
   // Set by CompleteCluster: scheduler_name() is not one of the scheduler's names.
   bool foreign = false;
   bool deleting = false;
+  // QoS class Guaranteed as the pod's source judged it over all its containers (kiln serve: the
+  // decoder, DecodedPod::qos_guaranteed); unset: judged from this spec's one container's requests
+  // and limits (a scenario pod).
+  std::optional<bool> qos_guaranteed;
   std::optional<PreemptionPolicy> preemption_policy;
   TimeNs creation_time = kUnsetTime;
   TimeNs scheduled_at = 0;  // 0 = no PodScheduled condition
