@@ -282,6 +282,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     std::vector<FeasibleNode> fused;              // kFeasible, kFused only
     std::vector<Noted> noted;
     std::vector<size_t> feasible_pos;  // rotated positions of out.nodes
+    // The single pass's rejections for the role's cache: rotated positions of the examined nodes
+    // that did not fit and were not in it yet.
+    std::vector<size_t> fresh_pos;
     std::vector<std::optional<FitError>> errors;
     std::vector<Node*> examined;
     std::vector<NodeRejection> all;
@@ -290,9 +293,11 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   std::vector<Verdict>& verdict = scratch.verdict;
   std::vector<Noted>& noted = scratch.noted;
   std::vector<size_t>& feasible_pos = scratch.feasible_pos;
+  std::vector<size_t>& fresh_pos = scratch.fresh_pos;
   std::vector<std::optional<FitError>>& errors = scratch.errors;
   noted.clear();
   feasible_pos.clear();
+  fresh_pos.clear();
   errors.clear();
   const size_t start = *rotation_ % n;
   // The node at rotated position k (< n): start + k < 2n, so one subtraction instead of a
@@ -354,6 +359,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       ForEachSetBit(hits & LowBits(consumed), [&](size_t i) {
         noted.push_back({processed + i, cached->Find(static_cast<int64_t>(first + i)), -1});
       });
+      if (use_cache)
+        ForEachSetBit(LowBits(consumed) & ~(feasible | hits),
+                      [&](size_t i) { fresh_pos.push_back(processed + i); });
       ForEachSetBit(feasible, [&](size_t i) {
         const size_t index = first + i;
         // Filled in place: copying one built on the stack read it back 16 bytes at a time
@@ -546,7 +554,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   // New rejections join the role's cache (an index already there keeps its first rejection).
   if (use_cache) {
     RoleCache* cache = nullptr;
-    for_each_rejected([&](size_t k, const Noted* note) {
+    auto keep = [&](size_t k, const Noted* note) {
       if (note != nullptr && note->cached != nullptr) return;
       if (cache == nullptr) cache = &error_cache_[group_key_];
       // Over the columns' list a node's position is its index: the node stays unread.
@@ -562,7 +570,13 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       if (*at >= 0) return;
       *at = static_cast<int32_t>(cache->rejections.size());
       cache->rejections.push_back(fresh(k, note, /*copy=*/false));
-    });
+    };
+    // The single pass listed them as it went (none has a note): no walk over every position.
+    if (single_pass) {
+      for (size_t k : fresh_pos) keep(k, nullptr);
+    } else {
+      for_each_rejected(keep);
+    }
   }
 }
 
