@@ -411,6 +411,39 @@ TEST(KubernetesEmulator, ClusterSyncsAndFollowsTheWatch) {
   EXPECT_EQ(k.cluster->stats().relists["pods"], 0);
 }
 
+// A pod's QoS class is judged over all its containers (v1qos.GetPodQOS), which its spec, one
+// container's worth of requests and limits, cannot show: the snapshot carries the decoder's
+// judgement, so a model built from SnapshotSpec (what-if, shadow) sees it as the live one does.
+TEST(KubernetesEmulator, SnapshotCarriesTheQosOfEveryContainer) {
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  auto limited = [](const std::string& name) {
+    json r = {{"cpu", "1"}, {"memory", "1Gi"}};
+    return json{{"name", name}, {"image", "img"}, {"resources", {{"requests", r}, {"limits", r}}}};
+  };
+  // Both containers limited at their requests: Guaranteed. The second without resources: the
+  // sums still equal, but Kubernetes calls the pod Burstable.
+  json both = NewPod("both");
+  both["spec"]["containers"] = json::array({limited("a"), limited("b")});
+  json mixed = NewPod("mixed");
+  mixed["spec"]["containers"] = json::array({limited("a"), {{"name", "b"}, {"image", "img"}}});
+  for (const json& pod : {both, mixed})
+    ASSERT_TRUE(k.emu.client()->Post("/api/v1/namespaces/ns/pods", pod.dump())->ok());
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/mixed") != nullptr; }));
+  ClusterSpec spec = k.cluster->SnapshotSpec(0);
+  EXPECT_EQ(FindPod(spec, "ns/both")->qos_guaranteed, std::optional<bool>(true));
+  EXPECT_EQ(FindPod(spec, "ns/mixed")->qos_guaranteed, std::optional<bool>(false));
+  auto from_spec = BuildCluster(spec);
+  auto live = k.cluster->Snapshot(0);
+  ASSERT_TRUE(from_spec.ok()) << from_spec.error().message;
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  for (const Cluster* c : {&*from_spec, &*live}) {
+    ASSERT_NE(c->FindTask(FindPod(spec, "ns/both")->Uid()), nullptr);
+    EXPECT_TRUE(c->FindTask(FindPod(spec, "ns/both")->Uid())->qos_guaranteed);
+    EXPECT_FALSE(c->FindTask(FindPod(spec, "ns/mixed")->Uid())->qos_guaranteed);
+  }
+}
+
 TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) {
   Emulator emu;
   ASSERT_TRUE(emu.Start(Manifests()));
