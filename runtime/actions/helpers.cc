@@ -9,6 +9,10 @@
 #include <cassert>
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "runtime/reason_codes.h"
 #include "runtime/session.h"
 
@@ -24,6 +28,64 @@ int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_per
   int n = static_cast<int>(static_cast<int64_t>(num_all_nodes) * adaptive / 100);
   return std::max(n, min_nodes);
 }
+
+namespace detail {
+uint64_t ColumnMaskScalar(double l, const double* column, size_t count) {
+  uint64_t fits = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double r = column[i];
+    fits |= static_cast<uint64_t>((l < r) | (std::abs(l - r) < kMinResource)) << i;
+  }
+  return fits;
+}
+
+#if defined(__x86_64__)
+// ColumnMaskScalar two lanes at a time (SSE2, on every x86-64). A NaN fits nowhere, as in the
+// scalar comparison: both compares are ordered.
+uint64_t ColumnMaskSse2(double l, const double* column, size_t count) {
+  const __m128d left = _mm_set1_pd(l);
+  const __m128d tolerance = _mm_set1_pd(kMinResource);
+  const __m128d magnitude = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffff));
+  uint64_t fits = 0;
+  size_t i = 0;
+  for (; i + 2 <= count; i += 2) {
+    const __m128d r = _mm_loadu_pd(column + i);
+    const __m128d near = _mm_cmplt_pd(_mm_and_pd(_mm_sub_pd(left, r), magnitude), tolerance);
+    const __m128d ok = _mm_or_pd(_mm_cmplt_pd(left, r), near);
+    fits |= static_cast<uint64_t>(_mm_movemask_pd(ok)) << i;
+  }
+  return fits | (i < count ? ColumnMaskScalar(l, column + i, count - i) << i : 0);
+}
+
+// ColumnMaskSse2 four lanes at a time, on processors with AVX2 (WideCompare).
+__attribute__((target("avx2"))) uint64_t ColumnMaskAvx2(double l, const double* column,
+                                                          size_t count) {
+  const __m256d left = _mm256_set1_pd(l);
+  const __m256d tolerance = _mm256_set1_pd(kMinResource);
+  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffff));
+  uint64_t fits = 0;
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const __m256d r = _mm256_loadu_pd(column + i);
+    const __m256d gap = _mm256_and_pd(_mm256_sub_pd(left, r), magnitude);
+    const __m256d ok = _mm256_or_pd(_mm256_cmp_pd(left, r, _CMP_LT_OQ),
+                                    _mm256_cmp_pd(gap, tolerance, _CMP_LT_OQ));
+    fits |= static_cast<uint64_t>(_mm256_movemask_pd(ok)) << i;
+  }
+  return fits | (i < count ? ColumnMaskScalar(l, column + i, count - i) << i : 0);
+}
+
+bool WideCompare() { return __builtin_cpu_supports("avx2"); }
+#else
+uint64_t ColumnMaskSse2(double l, const double* column, size_t count) {
+  return ColumnMaskScalar(l, column, count);
+}
+uint64_t ColumnMaskAvx2(double l, const double* column, size_t count) {
+  return ColumnMaskScalar(l, column, count);
+}
+bool WideCompare() { return false; }
+#endif
+}  // namespace detail
 
 namespace {
 std::atomic<bool> g_fused_allocate_search{true};
@@ -79,20 +141,13 @@ class ColumnFit {
   }
   bool Fits(size_t index) const { return Short(index) < 0; }
   // Fits for the `count` (≤ 64) nodes at indices first, first + 1, …: bit i answers node
-  // first + i. One column at a time and no branch per node, so a window's mixed answers cost
-  // no mispredicted jumps.
+  // first + i. One column at a time, several nodes per compare, and no branch per node, so a
+  // window's mixed answers cost no mispredicted jumps.
   uint64_t FitMask(size_t first, size_t count) const {
     uint64_t mask = LowBits(count);
-    for (int d = 0; d < count_; ++d) {
-      const double l = request_[d];
-      const double* column = column_[d] + first;
-      uint64_t fits = 0;
-      for (size_t i = 0; i < count; ++i) {
-        const double r = column[i];
-        fits |= static_cast<uint64_t>((l < r) | (std::abs(l - r) < kMinResource)) << i;
-      }
-      mask &= fits;
-    }
+    for (int d = 0; d < count_ && mask != 0; ++d)
+      mask &= kWide ? detail::ColumnMaskAvx2(request_[d], column_[d] + first, count)
+                    : detail::ColumnMaskSse2(request_[d], column_[d] + first, count);
     return mask;
   }
   // The first dimension that does not fit, in FitsFutureIdle's order (cpu, memory, scalars by
@@ -113,6 +168,7 @@ class ColumnFit {
     column_[count_] = column;
     ++count_;
   }
+  static inline const bool kWide = detail::WideCompare();
   std::array<double, kMaxResources> request_{};
   std::array<const double*, kMaxResources> column_{};
   std::array<int32_t, kMaxResources> id_{};
@@ -202,6 +258,10 @@ void PredicateHelper::SearchForAllocate(const Session& ssn, const Task* t,
   // answers afterwards, and the plain path scores again.
   const uint64_t faults_before = ssn.fault_count();
   Search<true>(&ssn, t, nodes, enable_error_cache, &t->init_resreq(), check, out);
+  if (out.chosen != nullptr) {
+    out.scored = true;  // nothing to score: the pass chose
+    return;
+  }
   if (out.nodes.size() < 2) {
     out.scored = out.nodes.size() == 1;  // one node is taken as is: nothing to score
     return;
@@ -240,6 +300,7 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   out.feasible.clear();
   out.errors = FitErrors();
   out.scored = false;
+  out.chosen = nullptr;
   const size_t n = nodes.size();
   if (n == 0) {
     out.errors.SetTotalNodes(0);
@@ -281,7 +342,9 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
     std::vector<NodeRejection> predicate;         // kPredicate
     std::vector<FeasibleNode> fused;              // kFeasible, kFused only
     std::vector<Noted> noted;
-    std::vector<size_t> feasible_pos;  // rotated positions of out.nodes
+    // Rotated positions of out.nodes (the blocks only: the single pass walks the rejections just
+    // when it kept no node).
+    std::vector<size_t> feasible_pos;
     // The single pass's rejections for the role's cache: rotated positions of the examined nodes
     // that did not fit and were not in it yet.
     std::vector<size_t> fresh_pos;
@@ -337,6 +400,15 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
   // handler answers 0.
   const bool single_pass = kFused && future_fit && idle_fit && !prefetch_node && !prefetch_score;
   if (single_pass) {
+    // When no plugin picks among the nodes either, BestNodeOfSearch's answer is the lowest
+    // index among the kept nodes that fit Idle, else among all of them: the pass finds it from
+    // the masks (indices rise within a window) and lists no FeasibleNode.
+    const bool choose = !ssn->HasHandlers(ExtensionPoint::BatchNodeOrder) &&
+                        !ssn->HasHandlers(ExtensionPoint::BestNode);
+    size_t lowest_idle = n, lowest = n;
+    // Written in place, at most `want` of them: the pass pushes nothing.
+    out.nodes.resize(std::min(want, n));
+    Node** kept_nodes = out.nodes.data();
     while (processed < n && found < want) {
       // A window of up to 64 nodes at consecutive indices (it ends where the rotation wraps),
       // answered as masks: the role's cached rejections, then the fit of the others.
@@ -355,27 +427,35 @@ void PredicateHelper::Search(const Session* ssn, const Task* t, std::span<Node* 
       }
       const size_t kept = static_cast<size_t>(std::popcount(feasible));
       skipped += consumed - kept;
-      const uint64_t fits_idle = kept > 0 ? idle_fit->FitMask(first, count) : 0;
       ForEachSetBit(hits & LowBits(consumed), [&](size_t i) {
         noted.push_back({processed + i, cached->Find(static_cast<int64_t>(first + i)), -1});
       });
       if (use_cache)
         ForEachSetBit(LowBits(consumed) & ~(feasible | hits),
                       [&](size_t i) { fresh_pos.push_back(processed + i); });
-      ForEachSetBit(feasible, [&](size_t i) {
-        const size_t index = first + i;
-        // Filled in place: copying one built on the stack read it back 16 bytes at a time
-        // right after its one-byte fields were stored there, and stalled on store forwarding.
-        FeasibleNode& f = out.feasible.emplace_back();
-        f.index = static_cast<int64_t>(index);
-        f.idle_fit = (fits_idle >> i) & 1;
-        if (f.idle_fit) f.state = FeasibleNode::kScored;
-        out.nodes.push_back(nodes[index]);
-        feasible_pos.push_back(processed + i);
-      });
+      if (kept > 0) {
+        const uint64_t fits_idle = idle_fit->FitMask(first, count) & feasible;
+        ForEachSetBit(feasible, [&](size_t i) { *kept_nodes++ = nodes[first + i]; });
+        if (choose) {
+          if (fits_idle != 0)
+            lowest_idle = std::min(lowest_idle, first + std::countr_zero(fits_idle));
+          lowest = std::min(lowest, first + std::countr_zero(feasible));
+        } else {
+          ForEachSetBit(feasible, [&](size_t i) {
+            // Filled in place: copying one built on the stack read it back 16 bytes at a time
+            // right after its one-byte fields were stored there, and stalled on store forwarding.
+            FeasibleNode& f = out.feasible.emplace_back();
+            f.index = static_cast<int64_t>(first + i);
+            f.idle_fit = (fits_idle >> i) & 1;
+            if (f.idle_fit) f.state = FeasibleNode::kScored;
+          });
+        }
+      }
       found += kept;
       processed += consumed;
     }
+    out.nodes.resize(found);
+    if (choose && found > 0) out.chosen = nodes[lowest_idle < n ? lowest_idle : lowest];
   }
   // Evaluating a little past the target wastes little and keeps every worker busy.
   const size_t min_block = static_cast<size_t>(pool_->size()) * 32;
@@ -724,6 +804,7 @@ Node* BestOfScored(const Session& ssn, const Task* t, std::span<Node* const> nod
 
 Node* BestNodeOfSearch(const Session& ssn, const Task* t, const PredicateResult& found,
                        ThreadPool& pool) {
+  if (found.chosen != nullptr) return found.chosen;
   if (!found.scored || found.feasible.size() != found.nodes.size())
     return BestIdleThenFutureIdleNode(ssn, t, found.nodes, pool);
   if (!ssn.HasHandlers(ExtensionPoint::NodeOrder) &&

@@ -55,6 +55,17 @@ struct FeasibleNode {
   State state = kUnscored;
 };
 
+namespace detail {
+// The resource check of many nodes at once, over one FitColumns column: bit i is set when the
+// request `l` fits column[i] (i < count ≤ 64), compared as LessEqual with its tolerance: l < r,
+// or the two within kMinResource. One comparison in three forms, held equal by a test: one
+// node at a time, two (SSE2, on every x86-64) and four (AVX2, only where WideCompare()).
+uint64_t ColumnMaskScalar(double l, const double* column, size_t count);
+uint64_t ColumnMaskSse2(double l, const double* column, size_t count);
+uint64_t ColumnMaskAvx2(double l, const double* column, size_t count);
+bool WideCompare();
+}  // namespace detail
+
 struct PredicateResult {
   std::vector<Node*> nodes;  // feasible nodes, in the order they were examined
   // Why every node rejected the task — filled only when `nodes` is empty, the one case the
@@ -65,6 +76,10 @@ struct PredicateResult {
   // SearchForAllocate only: whether `feasible` holds the node-order scores of the group
   // BestIdleThenFutureIdleNode would score (see BestNodeOfSearch).
   bool scored = false;
+  // SearchForAllocate's single pass when no plugin scores or picks nodes: the node
+  // BestNodeOfSearch answers (the lowest index among the feasible nodes that fit Idle, else among
+  // all), found as the pass went; `feasible` is then left empty.
+  Node* chosen = nullptr;
 };
 
 // Whether allocate scores nodes in its predicate pass and answers the resource checks from

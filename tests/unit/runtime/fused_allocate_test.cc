@@ -9,8 +9,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -308,6 +312,29 @@ TEST(FusedAllocate, PluginFreeSearchDecidesAsThePlainPath) {
   EXPECT_FALSE(o.unschedulable.empty());
 }
 
+// Plugin-free, a node whose Idle fits is chosen before one that fits only once its releasing
+// pods are gone, even at a lower index: the single pass picks as BestNodeOfSearch does.
+TEST(FusedAllocate, PluginFreeSearchChoosesANodeThatFitsIdleFirst) {
+  auto build = [](FusedAllocateTest& fx) {
+    fx.b.AddQueue("default");
+    for (int i = 0; i < 300; ++i) fx.b.AddNode(fmt::format("n{:03}", i), NodeRes(4000));
+    Job& old = fx.b.AddJob("ns", "old", "default", 1);
+    old.phase = PodGroupPhase::Running;
+    // Two nodes in three are busy with a pod that is going away: only their FutureIdle fits.
+    for (int i = 0; i < 300; ++i)
+      if (i % 3 != 2)
+        fx.b.AddTask(old, fmt::format("old-{:03}", i), Res(3500, 0), TaskStatus::Releasing,
+                     fmt::format("n{:03}", i));
+    Job& j = fx.b.AddJob("ns", "j", "default", 1);
+    Inqueue(j);
+    for (int i = 0; i < 40; ++i) fx.b.AddTask(j, fmt::format("j-{:02}", i), Res(1000, 0));
+  };
+  AlwaysParallel parallel;
+  Outcome o = FusedAllocateTest::Same(build, {});
+  EXPECT_EQ(o.binds.size(), 40u);
+  EXPECT_TRUE(o.pipelined.empty()) << fmt::format("{}", fmt::join(o.pipelined, ", "));
+}
+
 // What the plain sessions of ExpectSameOnRandomClusters decided, to show they were not trivial.
 struct RandomTally {
   int binds = 0;
@@ -359,11 +386,61 @@ TEST(FusedAllocate, RandomClustersWithoutNodePluginsDecideAsThePlainPath) {
       "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: gang\n",
       "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n"
       "  - name: gang\n- plugins:\n  - name: drf\n  - name: proportion\n",
+      // A plugin that may pick among the nodes (batch_node_order) but reads none in the search:
+      // the single pass lists them for it instead of choosing on its own.
+      "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: gang\n"
+      "  - name: network-topology-aware\n",
   };
   RandomTally tally;
   ASSERT_NO_FATAL_FAILURE(ExpectSameOnRandomClusters(options, 104729, "plugin-free", tally));
   EXPECT_GT(tally.binds, 100);
   EXPECT_GT(tally.unschedulable, 0);  // and some pods fit nowhere: their reasons are compared
+}
+
+// The columns' resource check in its three forms (one node at a time, SSE2, AVX2 where the
+// processor has it) answers as Resource::LessEqual does for one dimension: at the tolerance's
+// edges, on NaN and infinities, for every count up to 64 and unaligned starts.
+TEST(FusedAllocate, ColumnMasksAnswerAsLessEqual) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> requests{0, 0.05, 0.1, 1, 250, 1000, 4e9, inf, nan};
+  const std::vector<double> offsets{-1000, -0.2,       -0.1000001, -0.1, -0.0999999, -0.05, 0,
+                                    0.05,  0.0999999,  0.1,        0.2,  1000};
+  const std::vector<double> absolute{0, -0, 0.1, inf, -inf, nan};
+  std::mt19937_64 rng(20261201);
+  auto fits = [](double l, double r) {
+    Resource req, avail;
+    req.values[kCpu] = l;
+    avail.values[kCpu] = r;
+    return req.LessEqual(avail, DimensionDefault::Zero);
+  };
+  int fitting = 0, failing = 0;
+  for (double l : requests) {
+    std::vector<double> column(80);
+    for (double& r : column) {
+      const size_t pick = rng() % (offsets.size() + absolute.size());
+      r = pick < offsets.size() ? l + offsets[pick] : absolute[pick - offsets.size()];
+    }
+    for (size_t first = 0; first < 8; ++first) {
+      for (size_t count = 1; count <= 64; ++count) {
+        uint64_t want = 0;
+        for (size_t i = 0; i < count; ++i)
+          want |= static_cast<uint64_t>(fits(l, column[first + i])) << i;
+        SCOPED_TRACE(fmt::format("request {}, first {}, count {}", l, first, count));
+        const double* at = column.data() + first;
+        EXPECT_EQ(actions::detail::ColumnMaskScalar(l, at, count), want);
+        EXPECT_EQ(actions::detail::ColumnMaskSse2(l, at, count), want);
+        if (actions::detail::WideCompare())
+          EXPECT_EQ(actions::detail::ColumnMaskAvx2(l, at, count), want);
+        if (count == 64) {
+          fitting += std::popcount(want);
+          failing += 64 - std::popcount(want);
+        }
+      }
+    }
+  }
+  EXPECT_GT(fitting, 500);  // both answers were asked for often
+  EXPECT_GT(failing, 500);
 }
 
 }  // namespace
