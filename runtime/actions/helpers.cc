@@ -29,12 +29,19 @@ int NumNodesToFind(int num_all_nodes, int percentage, int min_nodes, int min_per
   return std::max(n, min_nodes);
 }
 
+namespace {
+// One dimension of Resource::LessEqual (resource.cc's LessEqualTol): request l fits r. Without
+// short-circuit, so that a loop over nodes compiles to no branch per node.
+inline bool FitsDimension(double l, double r) {
+  return (l < r) | (std::abs(l - r) < kMinResource);
+}
+}  // namespace
+
 namespace detail {
 uint64_t ColumnMaskScalar(double l, const double* column, size_t count) {
   uint64_t fits = 0;
   for (size_t i = 0; i < count; ++i) {
-    const double r = column[i];
-    fits |= static_cast<uint64_t>((l < r) | (std::abs(l - r) < kMinResource)) << i;
+    fits |= static_cast<uint64_t>(FitsDimension(l, column[i])) << i;
   }
   return fits;
 }
@@ -154,9 +161,7 @@ class ColumnFit {
   // id): what it would list first as insufficient. -1 when the request fits.
   int32_t Short(size_t index) const {
     for (int d = 0; d < count_; ++d) {
-      const double l = request_[d];
-      const double r = column_[d][index];
-      if (!(l < r || std::abs(l - r) < kMinResource)) return id_[d];
+      if (!FitsDimension(request_[d], column_[d][index])) return id_[d];
     }
     return -1;
   }
@@ -908,9 +913,7 @@ bool FitsFutureIdle(const Resource& req, const Node* node, ResourceIdList* insuf
   auto future = [&](ResourceId id) { return node->fit_future[id]; };
   bool ok = true;
   auto check = [&](ResourceId id) {
-    double l = req.values[id];
-    double r = future(id);
-    if (l < r || std::abs(l - r) < kMinResource) return;
+    if (FitsDimension(req.values[id], future(id))) return;
     ok = false;
     if (insufficient) insufficient->Push(id);
   };
