@@ -497,7 +497,7 @@ void PartialCluster::AddTask(const PodSpec& ps) {
   auto [shared, fresh] = resreqs_.try_emplace(resreq);
   if (fresh) shared->second = std::make_shared<const Resource>(resreq);
   t.SetResreq(shared->second);
-  t.qos_guaranteed = ps.qos_guaranteed.value_or(QosGuaranteed(ps));
+  t.qos_guaranteed = ps.qos_guaranteed ? *ps.qos_guaranteed : QosGuaranteed(ps);
 }
 
 bool PartialCluster::CanAdd(const std::vector<PodGroupSpec>& groups) const {
