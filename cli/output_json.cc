@@ -95,10 +95,28 @@ std::string FormatJson(const SimulationResult& result) {
   else out += "[\n";
   for (size_t i = 0; i < result.sessions.size(); ++i) {
     const SessionResult& s = result.sessions[i];
+    // The session's members one by one, each as dump(2) would print it inside the document; the
+    // binds (one per pod placed, 77k at 10k × 100k) go straight into the text, without a tree.
+    out += "    {";
+    bool first_member = true;
+    auto member = [&](std::string_view key) {
+      out += first_member ? "\n      " : ",\n      ";
+      first_member = false;
+      out += Json(key).dump();
+      out += ": ";
+    };
+    member("index");
+    out += std::to_string(s.index);
+    member("binds");
+    for (size_t b = 0; b < s.bind_order.size(); ++b) {
+      const std::string& pod = s.bind_order[b];
+      out += b == 0 ? "{\n        " : ",\n        ";
+      out += Json(pod).dump();
+      out += ": ";
+      out += Json(s.binds.at(pod)).dump();
+    }
+    out += s.bind_order.empty() ? "{}" : "\n      }";
     Json j;
-    j["index"] = s.index;
-    j["binds"] = ObjectOfDistinctKeys(
-        s.bind_order, [&](const std::string& pod) { return std::pair(pod, s.binds.at(pod)); });
     Json evictions = Json::array();
     for (const auto& pod : s.evictions) evictions.push_back(pod);
     j["evictions"] = std::move(evictions);
@@ -128,7 +146,12 @@ std::string FormatJson(const SimulationResult& result) {
     // An extension of the contract's shape: only present when a policy faulted.
     if (!s.faults.empty()) j["faults"] = s.faults;
     if (result.trace) j["metrics"] = MetricsJson(result.metrics[i]);
-    out += "    " + Nested(j, 2) + (i + 1 < result.sessions.size() ? ",\n" : "\n  ]");
+    for (const auto& [key, value] : j.items()) {
+      member(key);
+      out += Nested(value, 3);
+    }
+    out += "\n    }";
+    out += i + 1 < result.sessions.size() ? ",\n" : "\n  ]";
   }
   // Kiln extension (docs/scenario-extensions.md): references in the cluster that do not resolve.
   Json warnings = Json::array();
@@ -156,7 +179,8 @@ std::string FormatJson(const SimulationResult& result) {
     summary["utilisation"]["overTime"] = std::move(over_time);
     out += ",\n  \"summary\": " + Nested(summary, 1);
   }
-  return out + "\n}\n";
+  out += "\n}\n";
+  return out;
 }
 
 }  // namespace kiln::cli
