@@ -115,4 +115,10 @@ std::vector<llvm::Function*> ArmFaultFrames(llvm::Module& module) {
   return changed;
 }
 
+void MarkAllocatingFunctions(llvm::Module& module) {
+  MayAllocate may_allocate;
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration() && may_allocate(f)) f.addFnAttr(kAllocatesAttr);
+}
+
 }  // namespace kiln::codegen

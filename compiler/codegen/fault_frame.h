@@ -63,4 +63,12 @@ inline constexpr const char* kAllocatesAttr = "kiln-allocates";
 // functions changed; the caller cleans them up (the frame byte becomes a register again).
 std::vector<llvm::Function*> ArmFaultFrames(llvm::Module& module);
 
+// Gives every function defined in `module` whose code may allocate the kAllocatesAttr mark, so
+// that the answer survives a split into partitions (compiler/jit/handler_partitions.h): tier 0
+// arms each partition on its own, where a helper defined in another partition is a declaration
+// (copied with its attributes). Unmarked, a call of such a helper got no arming point before it:
+// what the helper allocated was freed by the arming point after it, and a fault inside it could
+// not be recovered.
+void MarkAllocatingFunctions(llvm::Module& module);
+
 }  // namespace kiln::codegen

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/codegen/fault_frame.h"
 #include "compiler/codegen/policy_context.h"
 #include "runtime/env_flag.h"
 
@@ -207,6 +208,9 @@ std::optional<std::vector<std::unique_ptr<llvm::Module>>> SplitHandlerPartitions
   // 7. One module per partition, taking the functions and constants out of `whole`; what is left
   // (dead functions, declarations) goes with it. KILN_VERIFY_PARTITIONS keeps a copy to compile
   // whole should the verifier reject a partition.
+  // Which functions may allocate is decided now, on the whole module: each partition is armed
+  // on its own later (fault_frame.h), and a declaration keeps the mark its definition carries.
+  codegen::MarkAllocatingFunctions(module);
   std::unique_ptr<llvm::Module> backup;
   if (VerifyPartitions()) backup = llvm::CloneModule(module);
   std::vector<std::unique_ptr<llvm::Module>> out;

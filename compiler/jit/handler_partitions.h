@@ -10,7 +10,9 @@
 //     it lives in a partition of its own for exactly that set, made external (hidden) so the
 //     others link to it;
 //   * constants (string literals, the empty resource) live once, in the set-up partition, which
-//     is compiled with the policy: the runtime tells some of them apart by address.
+//     is compiled with the policy: the runtime tells some of them apart by address;
+//   * a function that may allocate is marked so (codegen::MarkAllocatingFunctions) before the
+//     split, for the fault frames each partition gets when it is compiled.
 // Before: one module, `kiln.on.predicate` and `kiln.on.node_order` both calling `@fit`.
 // After: {state_init, args_default, constants}, {kiln.on.predicate}, {kiln.on.node_order},
 // {fit (hidden)}.

@@ -299,6 +299,52 @@ TEST_F(JitTiersTest, EveryBuiltinSplitsAndEachHandlerCompilesAlone) {
   }
 }
 
+// A helper that two handlers call lives in a partition of its own (handler_partitions.h), where
+// the handler's partition sees only its declaration. The handler still arms its fault frame
+// before calling it, as the helper may allocate. It used to arm only at its own allocation after
+// the call, which reset the call arena under the helper's list (b was built over a), and a fault
+// inside the helper — here the call's memory budget — found no frame to return to: the helper
+// wrote its list through the null the failed allocation answered, and the process crashed.
+constexpr const char* kSharedHelper = R"(policy shared;
+fn ramp(big: bool) -> list<int> {
+  if big { return [i for i in range(1000000)]; }
+  return [i for i in range(4)];
+}
+on predicate(task: Task, node: Node) -> Fit {
+  if len(ramp(false)) > 5 { return unresolvable("never"); }
+  return fits;
+}
+on node_order(task: Task, node: Node) -> float {
+  let a = ramp(task.priority > 0);
+  let b = [9 for i in range(1000)];
+  return float(a[0] + a[1] + a[2] + a[3] + len(b));
+}
+)";
+
+TEST_F(JitTiersTest, AHandlerArmsItsFaultFrameBeforeCallingAnAllocatingHelperOfAnotherPartition) {
+  testing::PolicyLimitsGuard limits;
+  compiler_->SetJitTiers(JitTiers::kFastOnly);
+  SetLazyHandlers(true);
+  auto compiled = compiler_->Compile(SourceFile{FreshPath("shared") + "/shared.policy",
+                                                kSharedHelper});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().Format();
+  ASSERT_GT((*compiled)->partitions, 3u) << "ramp is not in a partition of its own";
+
+  testing::OnePolicySession ps("shared", kSharedHelper);
+  ASSERT_TRUE(ps.ssn);
+  auto score = ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_TRUE(score.ok()) << score.error().Format();
+  EXPECT_EQ(*score, 0 + 1 + 2 + 3 + 1000) << "ramp's list was overwritten";
+  EXPECT_EQ(ps.ssn->fault_count(), 0u);
+
+  SetPolicyCallMemoryBudget(1 << 20);
+  ps.task->priority = 1;  // ramp asks for 8 MB
+  (void)ps.ssn->NodeOrderFn(ps.task, ps.node);
+  ASSERT_EQ(ps.ssn->fault_count(), 1u);
+  EXPECT_EQ(ps.ssn->plugins()[0].faults_by_kind[static_cast<size_t>(FaultKind::Memory)], 1u);
+  ps.ssn->Close();
+}
+
 TEST(JitTiersParse, Values) {
   EXPECT_EQ(ParseJitTiers("0"), JitTiers::kOptimizedOnly);
   EXPECT_EQ(ParseJitTiers("off"), JitTiers::kOptimizedOnly);
