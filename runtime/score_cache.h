@@ -11,7 +11,9 @@
 //  * Node::version (runtime/model.h) is bumped by every mutation of a node a scorer could see;
 //    an entry remembers the version it was computed at.
 //  * Session keeps one ScoreCache per cacheable node_order registration and looks it up in both
-//    scoring paths (NodeOrderFn and NodeOrderSpeculative), so they agree.
+//    scoring paths (NodeOrderFn and NodeOrderSpeculative), so they agree. When the first two or
+//    more registrations are all cacheable, one ScoreCache holds their sum instead, keyed on the
+//    union of their fields: one lookup per node for all of them (Session::BuildScoreSumCache).
 //
 // Threads: a search scores its nodes on the pool's threads, each node on one thread, and nodes
 // never change while a search runs; an entry is still a small seqlock so that a concurrent
@@ -150,6 +152,8 @@ class ScoreCache {
   }
 
   size_t shape_count() const;
+  // The task fields a shape is made of, in the order the key encodes them.
+  const std::vector<ScoreKeyField>& fields() const { return fields_; }
 
   // How many shapes a cache over `nodes` nodes may hold: a bounded budget of memory per cache.
   static size_t MaxShapesFor(size_t nodes);

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "runtime/elapsed.h"
 #include "runtime/hyper_node.h"
@@ -68,18 +71,15 @@ Status Session::Open(const PluginRegistry& registry) {
       decisions_.plugin_timings.push_back({option.name, true, MicrosSince(open_start)});
     }
   }
+  // Every plugin registered: the node_order list is final unless a handler is still to compile
+  // (then ResolveLazy builds the sum cache once it is).
+  constexpr uint64_t kNodeOrderBit = uint64_t{1} << static_cast<int>(ExtensionPoint::NodeOrder);
+  if ((lazy_points_.load(std::memory_order_acquire) & kNodeOrderBit) == 0) BuildScoreSumCache();
   if (InvariantCheckingEnabled()) {
     invariants_ = std::make_unique<InvariantChecker>(*this);
     invariants_->AfterAction();  // the session as opened: the snapshot itself must be sound
   }
   return Status::Ok();
-}
-
-void Session::MarkCalled(int slot, ExtensionPoint point) const {
-  if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return;
-  const uint64_t bit = uint64_t{1} << static_cast<int>(point);
-  std::atomic<uint64_t>& word = called_[static_cast<size_t>(slot)];
-  if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_relaxed);
 }
 
 std::vector<Session::HandlerUse> Session::HandlerCoverage() const {
@@ -164,6 +164,8 @@ void Session::Close() {
   for (Registration& r : handlers_[static_cast<int>(ExtensionPoint::NodeOrder)])
     r.score_cache = nullptr;
   score_caches_.clear();
+  score_sum_run_ = 0;
+  score_sum_cache_.reset();
 
   for (Job* j : cluster_.jobs()) {
     // Unschedulable reasons of tasks that did not get a node (TaskSchedulingReason).
@@ -245,6 +247,7 @@ void Session::ResolveLazy(ExtensionPoint point) const {
     }
     it = it->fn == nullptr ? list.erase(it) : it + 1;
   }
+  if (point == ExtensionPoint::NodeOrder) BuildScoreSumCache();
   lazy_points_.fetch_and(~bit, std::memory_order_release);
   // Reached inside a handler's call (it asked the session something): the compile is not that
   // call's time. The record on this thread is the caller's, or the scope of a dispatch that saved
@@ -266,6 +269,33 @@ void Session::EnableScoreCache(PluginHandle plugin, std::vector<ScoreKeyField> f
         fields, cluster_.tasks().size(), nodes, ScoreCache::MaxShapesFor(nodes)));
     r.score_cache = score_caches_.back().get();
   }
+}
+
+void Session::BuildScoreSumCache() const {
+  // Under lazy_mu_ with the list's bit still set (ResolveLazy), or while Open runs alone: no
+  // dispatcher reads the list or the caches meanwhile.
+  auto& hs = const_cast<std::vector<Registration>&>(
+      handlers_[static_cast<int>(ExtensionPoint::NodeOrder)]);
+  size_t run = 0;
+  std::vector<ScoreKeyField> fields;
+  while (run < hs.size() && run < 64 && hs[run].score_cache != nullptr) {
+    const auto& f = hs[run].score_cache->fields();
+    fields.insert(fields.end(), f.begin(), f.end());
+    ++run;
+  }
+  if (run < 2 || score_sum_cache_ != nullptr) return;
+  std::sort(fields.begin(), fields.end());
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  const size_t nodes = cluster_.nodes().size();
+  score_sum_cache_ = std::make_unique<ScoreCache>(std::move(fields), cluster_.tasks().size(),
+                                                  nodes, ScoreCache::MaxShapesFor(nodes));
+  // The run's own caches are no longer read: each is a row per shape and a slot per task.
+  std::vector<const ScoreCache*> replaced;
+  for (size_t k = 0; k < run; ++k) replaced.push_back(std::exchange(hs[k].score_cache, nullptr));
+  std::erase_if(score_caches_, [&](const std::unique_ptr<ScoreCache>& c) {
+    return std::find(replaced.begin(), replaced.end(), c.get()) != replaced.end();
+  });
+  score_sum_run_ = run;
 }
 
 bool Session::AddCallTime(int slot, int64_t ns) const {

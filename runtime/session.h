@@ -532,8 +532,16 @@ class Session {
     bool hit = false;
     uint64_t tag = 0;  // what `fill` is stored with (ScoreCache::Tag)
   };
-  ScoreProbe CachedScore(const Registration& r, const Task* t, const Node* n,
-                         double* score) const;
+  // The entry of `cache` (null: none) for (t, n); see session_points.cc.
+  ScoreProbe CachedScore(ScoreCache* cache, const Task* t, const Node* n, double* score) const;
+  // When the first node_order registrations (two or more, at most 64) are all cacheable, their
+  // sum gets one cache in place of theirs: one lookup per node for all of them. Called once
+  // the node_order list is final (the end of Open, or ResolveLazy). The sum is taken in the
+  // registrations' order from 0, as NodeOrderFn adds them, so a cached sum is the same double.
+  void BuildScoreSumCache() const;
+  // How many leading node_order registrations the sum cache covers now: 0 when there is none or
+  // a plugin of the run was disabled (then each registration is called as without the cache).
+  size_t UsableScoreSumRun(const std::vector<Registration>& hs) const;
 
   template <ExtensionPoint P>
   const std::vector<Registration>& Handlers() const {
@@ -575,7 +583,10 @@ class Session {
   mutable std::atomic<uint64_t> lazy_points_{0};
   mutable std::mutex lazy_mu_;
   std::vector<std::shared_ptr<void>> lambda_storage_;
-  std::vector<std::unique_ptr<ScoreCache>> score_caches_;
+  // Mutable: BuildScoreSumCache, reached from ResolveLazy, replaces the run's caches by one.
+  mutable std::vector<std::unique_ptr<ScoreCache>> score_caches_;
+  mutable std::unique_ptr<ScoreCache> score_sum_cache_;
+  mutable size_t score_sum_run_ = 0;  // registrations score_sum_cache_ sums (0: none)
   Decisions decisions_;
   mutable std::mutex fault_mu_;
   mutable std::mutex pod_annotations_mu_;
@@ -587,7 +598,14 @@ class Session {
   // Per plugin slot, one bit per extension point whose handler ran (CallScope sets them). A
   // relaxed load per call; the atomic write happens once per handler and session.
   static_assert(kExtensionPointCount <= 64);
-  void MarkCalled(int slot, ExtensionPoint point) const;
+  // Inline: once per handler call.
+  void MarkCalled(int slot, ExtensionPoint point) const {
+    if (slot < 0 || static_cast<size_t>(slot) >= called_slots_) return;
+    const uint64_t bit = uint64_t{1} << static_cast<int>(point);
+    std::atomic<uint64_t>& word = called_[static_cast<size_t>(slot)];
+    if ((word.load(std::memory_order_relaxed) & bit) == 0)
+      word.fetch_or(bit, std::memory_order_relaxed);
+  }
   std::unique_ptr<std::atomic<uint64_t>[]> called_;
   size_t called_slots_ = 0;
   // Per plugin slot: wall time of its handler calls and of its HTTP requests, nanoseconds.
@@ -621,7 +639,11 @@ struct CurrentCall {
   // The loop iterations left to the call are a thread_local of their own (session.cc t_fuel,
   // kiln_policy_fuel); each handler call starts with PolicyCallIterationBudget().
 };
-CurrentCall& ThisThreadCall();
+// Inline: every handler call's dispatch reads it.
+inline CurrentCall& ThisThreadCall() {
+  thread_local CurrentCall call;
+  return call;
+}
 
 template <typename F, typename Ret, typename Tuple> struct LambdaThunk;
 template <typename F, typename Ret, typename... A>

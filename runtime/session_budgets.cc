@@ -15,23 +15,29 @@ namespace kiln {
 
 namespace {
 
-// 100M iterations: a second or so of the simplest loop body, far beyond what a policy needs at
-// the largest cluster the cost checker admits, and short enough that a runaway loop does not
-// stall a scheduling cycle for long.
-std::atomic<int64_t> g_call_iterations{100'000'000};
 std::atomic<int> g_plugin_fault_limit{3};
-// 256 MiB of bytes walked or built per call: a few tens of milliseconds of memchr/memcpy, and
-// thousands of times what the shipped policies' string work needs on a call.
-std::atomic<int64_t> g_call_host_work{int64_t{256} << 20};
-// 5 s per call: past the longest HTTP timeout the extender is usually given (1 s by default)
-// and far past any computing call within the loop budget.
-std::atomic<int64_t> g_call_time_ns{5'000'000'000};
 // 120 s of handler time per plugin and session (summed over the worker threads: a large
 // session's predicates take tens of seconds of CPU in all); 30 s of HTTP requests per plugin
 // and session.
 std::atomic<int64_t> g_session_time_ns{120'000'000'000};
 std::atomic<int64_t> g_session_http_ns{30'000'000'000};
 }  // namespace
+
+namespace detail {
+// 100M iterations: a second or so of the simplest loop body, far beyond what a policy needs at
+// the largest cluster the cost checker admits, and short enough that a runaway loop does not
+// stall a scheduling cycle for long.
+constinit std::atomic<int64_t> g_call_iterations{100'000'000};
+// 256 MiB of bytes walked or built per call: a few tens of milliseconds of memchr/memcpy, and
+// thousands of times what the shipped policies' string work needs on a call.
+constinit std::atomic<int64_t> g_call_host_work{int64_t{256} << 20};
+// 5 s per call: past the longest HTTP timeout the extender is usually given (1 s by default)
+// and far past any computing call within the loop budget.
+constinit std::atomic<int64_t> g_call_time_ns{5'000'000'000};
+}  // namespace detail
+using detail::g_call_host_work;
+using detail::g_call_iterations;
+using detail::g_call_time_ns;
 
 void SetPolicyCallHostWorkBudget(int64_t bytes) {
   g_call_host_work = bytes;
@@ -68,10 +74,6 @@ const char* FaultKindName(FaultKind k) {
 }
 
 namespace detail {
-CurrentCall& ThisThreadCall() {
-  thread_local CurrentCall call;
-  return call;
-}
 // Loop iterations left to the handler call running on this thread (kiln_policy_fuel). Apart from
 // CurrentCall: a trivially destructible thread_local needs no guard, so the getter compiled
 // policies call once per function that loops is two instructions.

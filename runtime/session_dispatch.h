@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -31,6 +32,11 @@ extern constinit thread_local int64_t t_host_work;
 // Nanoseconds this thread spent compiling lazily registered handlers (Session::ResolveLazy), so
 // far: a handler call whose extent holds such a compile is not charged for it.
 extern constinit thread_local int64_t t_compile_ns;
+// The per-call budgets behind PolicyCallIterationBudget, PolicyCallHostWorkBudget and
+// PolicyCallTimeBudget (session_budgets.cc), read here without a call on every handler call.
+extern constinit std::atomic<int64_t> g_call_iterations;
+extern constinit std::atomic<int64_t> g_call_host_work;
+extern constinit std::atomic<int64_t> g_call_time_ns;
 }  // namespace detail
 
 // Helpers of the session's files (names kept short: only session*.cc include this header).
@@ -90,8 +96,8 @@ class Session::CallScope {
     call_.started_ns = CoarseNowNs();
     // A nested call (a handler asking the session something) gets its own budget and gives the
     // outer call back what it had left: the outer loop still bounds how often it asks.
-    detail::t_fuel = PolicyCallIterationBudget();
-    detail::t_host_work = PolicyCallHostWorkBudget();
+    detail::t_fuel = detail::g_call_iterations.load(std::memory_order_relaxed);
+    detail::t_host_work = detail::g_call_host_work.load(std::memory_order_relaxed);
     reported_ = false;
     timed_ = false;
   }
@@ -144,13 +150,17 @@ class Session::CallScope {
   bool timed_ = false;
 
   // Once per call. The clock ticks every few milliseconds, so most calls measure 0 and cost no
-  // shared write; summed over many calls the ticks crossed still estimate the time spent.
+  // shared write; summed over many calls the ticks crossed still estimate the time spent. Only
+  // this test is inline: it runs on every call.
   void CheckTime(bool account) {
     if (timed_) return;
     timed_ = true;
     int64_t took = CoarseNowNs() - call_.started_ns;
-    if (took <= 0) return;
-    if (took > PolicyCallTimeBudget()) {
+    if (took > 0) [[unlikely]]
+      ChargeTime(took, account);
+  }
+  [[gnu::noinline]] void ChargeTime(int64_t took, bool account) {
+    if (took > detail::g_call_time_ns.load(std::memory_order_relaxed)) {
       std::string msg = fmt::format("took {}, over its wall-time budget of {} per call",
                                     Millis(took), Millis(PolicyCallTimeBudget()));
       kiln_policy_fault_kind(static_cast<int32_t>(FaultKind::Time), msg.data(), msg.size());

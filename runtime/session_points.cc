@@ -138,22 +138,33 @@ std::optional<PluginStatus> Session::PredicateStatus(const Task* t, const Node* 
   return CombineFirstError<ExtensionPoint::Predicate>(t, n);
 }
 
-// Registration r's cached score for (t, n): a hit sets *score; otherwise `fill` is the entry to
-// store the handler's answer in once it answered without a fault or an error (those are never
-// cached, so the next call raises them again exactly as without the cache), or null when the
-// pair is not cached. Both scoring paths use it, so they answer alike.
-Session::ScoreProbe Session::CachedScore(const Registration& r, const Task* t, const Node* n,
+// `cache`'s entry for (t, n) (a registration's own, or the sum's): a hit sets *score; otherwise
+// `fill` is the entry to store the answer in once every handler it stands for answered without
+// a fault or an error (those are never cached, so the next call raises them again exactly as
+// without the cache), or null when the pair is not cached. Both scoring paths use it, so they
+// answer alike.
+Session::ScoreProbe Session::CachedScore(ScoreCache* cache, const Task* t, const Node* n,
                                          double* score) const {
-  if (r.score_cache == nullptr) return {};
+  if (cache == nullptr) return {};
   const uint32_t epoch = ScoreCacheEpoch();
   if (epoch == 0) return {};
-  ScoreCache::Entry* e = r.score_cache->Find(t, n);
+  ScoreCache::Entry* e = cache->Find(t, n);
   const uint64_t tag = ScoreCache::Tag(epoch, n->version);
   const bool hit = e != nullptr && e->Get(tag, score);
   CountScoreCacheLookup(hit);
   return {hit ? nullptr : e, hit, tag};
 }
 
+size_t Session::UsableScoreSumRun(const std::vector<Registration>& hs) const {
+  const size_t run = score_sum_run_;
+  for (size_t k = 0; k < run; ++k)
+    if (plugin_disabled(hs[k].slot)) return 0;
+  return run;
+}
+
+// The handlers are called in registration order and summed from 0. The sum cache stands for
+// the first `run` of them: a hit replaces their calls (and marks them called), a miss calls them
+// and stores their sum as soon as the last of them answered.
 Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Node* n,
                                                         double* score,
                                                         uint64_t* called) const {
@@ -165,16 +176,24 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
     return SpeculativeScore::Ok;
   }
   double total = 0;
+  size_t k = 0;
+  const size_t run = UsableScoreSumRun(hs);
+  ScoreProbe sum;
+  if (run != 0) {
+    *called |= run == 64 ? ~uint64_t{0} : (uint64_t{1} << run) - 1;
+    sum = CachedScore(score_sum_cache_.get(), t, n, &total);
+    if (sum.hit) k = run;
+  }
   // Set up on the first handler actually called: when every score is cached, the thread's call
   // record is neither saved nor restored.
   std::optional<CallScope> scope;
-  for (size_t k = 0; k < hs.size(); ++k) {
+  for (; k < hs.size(); ++k) {
     const Registration& r = hs[k];
     double s = 0;
     if (plugin_disabled(r.slot)) continue;
     if (k >= 64) return SpeculativeScore::Faulted;  // not accountable in *called
     *called |= uint64_t{1} << k;
-    ScoreProbe cached = CachedScore(r, t, n, &s);
+    ScoreProbe cached = CachedScore(r.score_cache, t, n, &s);
     if (cached.hit) {
       total += s;
       continue;
@@ -189,12 +208,14 @@ Session::SpeculativeScore Session::NodeOrderSpeculative(const Task* t, const Nod
     }
     if (cached.fill != nullptr) cached.fill->Put(cached.tag, s);
     total += s;
+    if (k + 1 == run && sum.fill != nullptr) sum.fill->Put(sum.tag, total);
   }
   *score = total;
   return SpeculativeScore::Ok;
 }
 
 void Session::PrefetchCachedScores(const Task* t, const Node* n) const {
+  if (score_sum_cache_ != nullptr) score_sum_cache_->Prefetch(t, n);
   for (const Registration& r : Handlers<ExtensionPoint::NodeOrder>())
     if (r.score_cache != nullptr) r.score_cache->Prefetch(t, n);
 }
@@ -207,12 +228,23 @@ void Session::MarkNodeOrderCalled(uint64_t called) const {
 
 Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
   static_assert(CombineOf(ExtensionPoint::NodeOrder) == Combine::Sum);
+  const auto& hs = Handlers<ExtensionPoint::NodeOrder>();
   double total = 0;
+  size_t k = 0;
+  const size_t run = UsableScoreSumRun(hs);
+  ScoreProbe sum;
+  if (run != 0) {
+    sum = CachedScore(score_sum_cache_.get(), t, n, &total);
+    if (sum.hit) {
+      for (; k < run; ++k) MarkCalled(hs[k].slot, ExtensionPoint::NodeOrder);
+    }
+  }
   CallScope scope(this);
-  for (const auto& r : Handlers<ExtensionPoint::NodeOrder>()) {
+  for (; k < hs.size(); ++k) {
+    const Registration& r = hs[k];
     double score = 0;
     if (plugin_disabled(r.slot)) continue;
-    ScoreProbe cached = CachedScore(r, t, n, &score);
+    ScoreProbe cached = CachedScore(r.score_cache, t, n, &score);
     if (cached.hit) {
       MarkCalled(r.slot, ExtensionPoint::NodeOrder);
       total += score;
@@ -220,13 +252,17 @@ Result<double> Session::NodeOrderFn(const Task* t, const Node* n) const {
     }
     scope.Enter(r.slot, ExtensionPoint::NodeOrder);
     int32_t err = Fn<ExtensionPoint::NodeOrder>(r.fn)(r.ctx, t, n, &score);
-    if (scope.faulted()) continue;
+    if (scope.faulted()) {
+      if (k < run) sum.fill = nullptr;  // the sum misses this handler's score
+      continue;
+    }
     if (err != 0)
       return Error{fmt::format("plugin {}: node_order failed for task {} on node {}",
                                plugins_[r.slot].name, t->uid, n->name),
                    {}};
     if (cached.fill != nullptr) cached.fill->Put(cached.tag, score);
     total += score;
+    if (k + 1 == run && sum.fill != nullptr) sum.fill->Put(sum.tag, total);
   }
   return total;
 }

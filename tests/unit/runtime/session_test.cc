@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/statement.h"
@@ -408,6 +409,87 @@ TEST_F(SessionTest, CachedNodeOrderScoreFollowsNodeMutations) {
   ASSERT_TRUE(ssn->NodeOrderFn(a1, n2).ok());
   EXPECT_EQ(calls, 2);
   SetScoreCacheEnabled(true);
+}
+
+// When the first node_order plugins are all cacheable, one entry holds their sum: a hit calls
+// neither, marks both called, and answers the same double as adding their scores from 0 in
+// order (0.1 + 0.2 + 0.3 is not 0.1 + (0.2 + 0.3)). A plugin after them is called every time; a
+// sum missing a faulted score is not stored; with a plugin of the run disabled, the others are
+// called and summed as without the cache.
+TEST_F(SessionTest, LeadingCacheableScoresAreCachedAsOneSum) {
+  ASSERT_TRUE(ScoreCacheEnabled());
+  int calls_a = 0, calls_b = 0, calls_c = 0;
+  bool a_faults = false, b_disables = false;
+  AddPlugin(reg, "a", [&](Session& s, PluginHandle h) {
+    s.On<EP::NodeOrder>(h, [&](const Task*, const Node*, double* out) -> int32_t {
+      ++calls_a;
+      if (a_faults) kiln_policy_fault("once", 4);
+      *out = 0.1;
+      return 0;
+    });
+    s.EnableScoreCache(h, {ScoreKeyField::Resreq});
+  });
+  AddPlugin(reg, "b", [&](Session& s, PluginHandle h) {
+    s.On<EP::NodeOrder>(h, [&](const Task*, const Node*, double* out) -> int32_t {
+      ++calls_b;
+      if (b_disables) FaultAndDisablePlugin(FaultKind::Host, "off");
+      *out = 0.2;
+      return 0;
+    });
+    s.EnableScoreCache(h, {ScoreKeyField::Images});
+  });
+  AddPlugin(reg, "c", [&](Session& s, PluginHandle h) {
+    s.On<EP::NodeOrder>(h, [&calls_c](const Task*, const Node*, double* out) -> int32_t {
+      ++calls_c;
+      *out = 0.3;
+      return 0;
+    });
+  });
+  Open({{"a", "b", "c"}});
+  Node* n2 = N("n2");
+  Task* a0 = T("ns-a-0");
+  Task* a1 = T("ns-a-1");  // same request and images as a-0: same shape
+  const double expected = ((0.0 + 0.1) + 0.2) + 0.3;
+  ASSERT_NE(expected, 0.1 + (0.2 + 0.3)) << "pick values whose sum depends on the order";
+
+  EXPECT_EQ(*ssn->NodeOrderFn(a0, n2), expected);
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b, calls_c), std::make_tuple(1, 1, 1));
+  EXPECT_EQ(*ssn->NodeOrderFn(a1, n2), expected);
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b, calls_c), std::make_tuple(1, 1, 2));
+  double s = 0;
+  uint64_t called = 0;
+  ASSERT_EQ(ssn->NodeOrderSpeculative(a1, n2, &s, &called), Session::SpeculativeScore::Ok);
+  EXPECT_EQ(s, expected);
+  EXPECT_EQ(called, 0b111u) << "a hit still reports the run's plugins as called";
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b, calls_c), std::make_tuple(1, 1, 3));
+  for (const auto& u : ssn->HandlerCoverage())
+    if (u.point == EP::NodeOrder) EXPECT_TRUE(u.called) << u.plugin;
+
+  // A fault of a leaves its score out of that answer, and out of the cache: the next call asks
+  // both again.
+  Node* n1 = N("n1");
+  a_faults = true;
+  EXPECT_EQ(*ssn->NodeOrderFn(a0, n1), (0.0 + 0.2) + 0.3);
+  a_faults = false;
+  calls_a = calls_b = 0;
+  EXPECT_EQ(*ssn->NodeOrderFn(a0, n1), ((0.0 + 0.1) + 0.2) + 0.3);
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b), std::make_tuple(1, 1));
+  EXPECT_EQ(*ssn->NodeOrderFn(a1, n1), ((0.0 + 0.1) + 0.2) + 0.3);
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b), std::make_tuple(1, 1)) << "now cached";
+
+  // b disabled: a is called (its own cache went to the sum) and only a and c are added.
+  b_disables = true;
+  EXPECT_EQ(*ssn->NodeOrderFn(a0, N("n3")), (0.0 + 0.1) + 0.3);
+  ASSERT_EQ(ssn->decisions().disabled_plugins, std::vector<std::string>{"b"});
+  calls_a = calls_b = 0;
+  EXPECT_EQ(*ssn->NodeOrderFn(a1, n2), (0.0 + 0.1) + 0.3);
+  EXPECT_EQ(*ssn->NodeOrderFn(a1, n2), (0.0 + 0.1) + 0.3);
+  EXPECT_EQ(std::make_tuple(calls_a, calls_b), std::make_tuple(2, 0));
+  s = 0;
+  called = 0;
+  ASSERT_EQ(ssn->NodeOrderSpeculative(a1, n2, &s, &called), Session::SpeculativeScore::Ok);
+  EXPECT_EQ(s, (0.0 + 0.1) + 0.3);
+  EXPECT_EQ(called, 0b101u);
 }
 
 // A bare Job::UpdateTaskStatus of a task on a node (no re-accounting) still bumps the node.
