@@ -129,6 +129,18 @@ void InitializeNativeTargetOnce() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // LLVM options Kiln always sets. X86's domain reassignment, which runs on AVX-512 hosts
+    // only, is quadratic in a function's size: the largest body --policy-max-function-size
+    // allows (PolicySandbox.APolicyJustUnderTheFunctionLimitCompiles) spent 33 s in it alone
+    // against 2.7 s for all the rest of its code generation. It moves mask arithmetic to the
+    // k-registers, which policy code has none of.
+    {
+      const char* argv[] = {"kiln", "-disable-x86-domain-reassignment"};
+      std::string error;
+      llvm::raw_string_ostream errors(error);
+      if (!llvm::cl::ParseCommandLineOptions(2, argv, "", &errors))
+        spdlog::warn("LLVM does not take {}: {}", argv[1], llvm::StringRef(errors.str()).trim());
+    }
     // For investigating the compiler: LLVM's own options, e.g.
     // KILN_LLVM_OPTIONS=-pass-remarks-missed=sdagisel lists what FastISel leaves to
     // SelectionDAG (docs/performance.md, "Compile time"). A bad option is a warning.

@@ -317,7 +317,9 @@ TEST(PolicySandbox, APolicyJustUnderTheFunctionLimitCompiles) {
   FrontendResult r = RunFrontend(SourceFile{"big.policy", text});
   ASSERT_TRUE(r.ok()) << Errors(r, text).substr(0, 2000);
   // Processor time of every thread (the JIT compiles on its own threads): wall time on a shared
-  // machine says little. At O2 this body takes about 11 s; tier 0 under 1 s.
+  // machine says little. At O2 this body takes 3-4 s. On an AVX-512 host it took 37-78 s, 33 s
+  // of it in X86's domain reassignment, quadratic in a function's size, which the JIT now turns
+  // off (InitializeNativeTargetOnce, kiln_jit.cc).
   std::clock_t start = std::clock();
   auto l = Load(text);
   double s = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
@@ -325,7 +327,7 @@ TEST(PolicySandbox, APolicyJustUnderTheFunctionLimitCompiles) {
   Job a, b;
   int32_t answer = l->Fn<ExtensionPoint::JobOrder>()(&l->ctx, &a, &b);
   EXPECT_TRUE(answer == 0 || answer == 1 || answer == -1) << answer;
-  EXPECT_LT(s, 60.0);
+  EXPECT_LT(s, 30.0);
   std::cout << "[ sizes    ] an 18,200-node function (" << text.size() << " bytes) compiled in "
             << s << " s of processor time\n";
 }
