@@ -124,6 +124,19 @@ bool TakeTierZero(llvm::Module& m) {
 
 }  // namespace
 
+namespace {
+// KILN_LLVM_OPTIONS as the process read it, set once by InitializeNativeTargetOnce.
+std::string& LlvmOptionsRead() {
+  static std::string options;
+  return options;
+}
+}  // namespace
+
+const std::string& LlvmOptionsOfProcess() {
+  InitializeNativeTargetOnce();
+  return LlvmOptionsRead();
+}
+
 void InitializeNativeTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -145,6 +158,9 @@ void InitializeNativeTargetOnce() {
     // KILN_LLVM_OPTIONS=-pass-remarks-missed=sdagisel lists what FastISel leaves to
     // SelectionDAG (docs/performance.md, "Compile time"). A bad option is a warning.
     if (const char* opts = std::getenv("KILN_LLVM_OPTIONS"); opts && *opts) {
+      // Part of every object cache key, even where LLVM refused one of them: those before it
+      // may have been applied, and an option may change the code.
+      LlvmOptionsRead() = opts;
       const char* argv[] = {"kiln"};
       std::string error;
       llvm::raw_string_ostream errors(error);
@@ -500,7 +516,7 @@ llvm::Expected<std::unique_ptr<KilnJit>> KilnJit::Create(std::vector<HostSymbol>
   if (!jtmb) return jtmb.takeError();
   auto cache_hooks = std::make_shared<ObjectCacheHooks>();
   cache_hooks->target = {jtmb->getTargetTriple().str(), jtmb->getCPU(),
-                         jtmb->getFeatures().getString()};
+                         jtmb->getFeatures().getString(), LlvmOptionsOfProcess()};
   auto lljit =
       llvm::orc::LLJITBuilder()
           .setJITTargetMachineBuilder(*jtmb)

@@ -137,4 +137,8 @@ class KilnJit {
 // Initialises LLVM's native target once per process (safe to call repeatedly).
 void InitializeNativeTargetOnce();
 
+// The KILN_LLVM_OPTIONS this process gave LLVM ("" when none): they can change the code, so the
+// object cache's keys include them.
+const std::string& LlvmOptionsOfProcess();
+
 }  // namespace kiln

@@ -95,6 +95,7 @@ ObjectCacheKey MakeObjectCacheKey(std::string_view source_sha256,
   field(target.triple);
   field(target.cpu);
   field(target.features);
+  field(target.llvm_options);
   return ObjectCacheKey{sha.final()};
 }
 

@@ -4,9 +4,10 @@
 // again (compiler-internal; LLVM-free so that compiled_policy.h can expose the stats).
 //
 // Keys: SHA-256 over the SHA-256 of the policy's source text, the target (triple, CPU name, CPU
-// features), the LLVM version, the compiler fingerprint (a hash of every Kiln source that shapes
-// the object — front end, codegen, the JIT's pipeline, stdlib, the runtime's layouts, the
-// grammar — and of the build flags, computed at build time: CompilerFingerprint()) and
+// features, and the LLVM options KILN_LLVM_OPTIONS gave), the LLVM version, the compiler
+// fingerprint (a hash of every Kiln source that shapes the object — front end, codegen, the JIT's
+// pipeline, stdlib, the runtime's layouts, the grammar — and of the build flags, computed at
+// build time: CompilerFingerprint()) and
 // kCacheFormat: everything the object depends on, so a hit returns exactly what compiling would
 // have produced. Lowering is deterministic in those inputs (no addresses or environment reach the
 // IR; host symbols are resolved when the object is linked), which is what lets a lookup happen
@@ -69,6 +70,7 @@ struct ObjectCacheTarget {
   std::string triple;
   std::string cpu;
   std::string features;
+  std::string llvm_options;  // KILN_LLVM_OPTIONS (LlvmOptionsOfProcess)
 };
 
 // `source_sha256`: hex SHA-256 of the policy's source text (Sha256Hex).

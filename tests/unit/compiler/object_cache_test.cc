@@ -161,6 +161,24 @@ TEST_F(ObjectCacheTest, FileOfAnotherKeyIsRejected) {
   EXPECT_EQ(s.rejected, 1u);
 }
 
+// LLVM options (KILN_LLVM_OPTIONS) may change the code, so an object compiled under them is not
+// the answer for a process without them, nor for other options.
+TEST_F(ObjectCacheTest, LlvmOptionsArePartOfTheKey) {
+  ObjectCacheTarget plain{"x86_64-unknown-linux-gnu", "cpu", "+sse2"};
+  ObjectCacheTarget with = plain;
+  with.llvm_options = "-x86-asm-syntax=intel";
+  ObjectCacheTarget other = plain;
+  other.llvm_options = "-enable-misched=false";
+  ObjectCacheKey a = MakeObjectCacheKey("source", plain);
+  EXPECT_FALSE(a == MakeObjectCacheKey("source", with));
+  EXPECT_FALSE(MakeObjectCacheKey("source", with) == MakeObjectCacheKey("source", other));
+  EXPECT_EQ(a, MakeObjectCacheKey("source", plain));
+  // Fields are length-prefixed: moving text between the features and the options is another key.
+  ObjectCacheTarget shifted{"x86_64-unknown-linux-gnu", "cpu", "+sse2-x86-asm-syntax=intel", ""};
+  ObjectCacheTarget split{"x86_64-unknown-linux-gnu", "cpu", "+sse2", "-x86-asm-syntax=intel"};
+  EXPECT_FALSE(MakeObjectCacheKey("source", shifted) == MakeObjectCacheKey("source", split));
+}
+
 TEST_F(ObjectCacheTest, OpeningKeepsTheMostRecentlyUsedObjects) {
   ObjectCacheTarget target{"x86_64-unknown-linux-gnu", "cpu", "+sse2"};
   const auto now = fs::file_time_type::clock::now();
