@@ -128,6 +128,9 @@ class KubernetesCluster : public ClusterBinding {
 
  private:
   bool Ours(const std::string& scheduler_name) const;
+  // SnapshotSpec's part under the cache's lock: the objects copied with the assumed binds,
+  // evictions and nominations applied, and the bookkeeping of pods gone pruned.
+  void CopyCacheLocked(State& st, ClusterSpec& c) const;
   // Queues a write. When the queue is full (or the pool stopped) the write is counted, logged and
   // dropped, and `undo` runs under the cache's lock to forget the claim the caller made for it
   // (an assumed bind, an eviction, a status "already written"), so a later session redoes it.

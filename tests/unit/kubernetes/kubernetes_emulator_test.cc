@@ -606,6 +606,61 @@ TEST(KubernetesEmulator, EvictionMarksDisruptionTargetThenDeletesOnce) {
   EXPECT_EQ(k.cluster->stats().evictions_ok, 1);
 }
 
+// The snapshot walks the pods and the claims made on them (assumed binds, evictions,
+// nominations) side by side in key order: each claim must land on its own pod when the claimed
+// pods interleave with unclaimed ones, and pods on nodes the cache lacks follow §7.
+TEST(KubernetesEmulator, SnapshotAppliesInterleavedClaimsEachToItsOwnPod) {
+  json m = Manifests();
+  json pending = m["items"][5];  // ns/p1, Pending, ours
+  ASSERT_EQ(pending["metadata"]["name"], "p1");
+  auto add_pod = [&](const std::string& name, const std::string& node, const std::string& phase) {
+    json p = pending;
+    p["metadata"]["name"] = name;
+    if (!node.empty()) p["spec"]["nodeName"] = node;
+    p["status"]["phase"] = phase;
+    m["items"].push_back(p);
+  };
+  add_pod("p0-lost-pending", "n9", "Pending");  // on a node the cache lacks: not in the snapshot
+  add_pod("p2a-lost-running", "n9", "Running");  // kept, on no node
+  add_pod("p1b", "", "Pending");  // between two claimed pods, claimed by nothing
+  add_pod("p4", "", "Pending");
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(m));
+  SessionResult s;
+  s.binds = {{"ns/p1", "n1"}, {"ns/p3", "n2"}};
+  s.bind_order = {"ns/p1", "ns/p3"};
+  s.evictions = {"ns/r1"};
+  s.nominated["ns/p2"] = "n2";
+  k.cluster->Apply(s);
+  ClusterSpec c = k.cluster->SnapshotSpec(0);
+  ASSERT_NE(FindPod(c, "ns/p1"), nullptr);
+  EXPECT_EQ(FindPod(c, "ns/p1")->node, "n1");
+  EXPECT_EQ(FindPod(c, "ns/p2")->node, "");
+  EXPECT_EQ(FindPod(c, "ns/p2")->nominated_node, "n2");
+  EXPECT_FALSE(FindPod(c, "ns/p2")->deleting);
+  EXPECT_EQ(FindPod(c, "ns/p3")->node, "n2");
+  EXPECT_EQ(FindPod(c, "ns/p3")->nominated_node, "");
+  EXPECT_EQ(FindPod(c, "ns/p4")->node, "");
+  EXPECT_EQ(FindPod(c, "ns/p4")->nominated_node, "");
+  EXPECT_EQ(FindPod(c, "ns/p1b")->node, "");
+  EXPECT_EQ(FindPod(c, "ns/p1b")->nominated_node, "");
+  EXPECT_TRUE(FindPod(c, "ns/r1")->deleting);
+  EXPECT_FALSE(FindPod(c, "ns/p1")->deleting);
+  EXPECT_EQ(FindPod(c, "ns/p0-lost-pending"), nullptr);
+  ASSERT_NE(FindPod(c, "ns/p2a-lost-running"), nullptr);
+  EXPECT_EQ(FindPod(c, "ns/p2a-lost-running")->node, "");
+  ASSERT_NE(FindPod(c, "ns/other"), nullptr);  // the other scheduler's pod on a node
+  EXPECT_EQ(FindPod(c, "ns/other")->node, "n2");
+  EXPECT_EQ(FindPod(c, "ns/other-pending"), nullptr);
+  // The binds land and the watch brings them back; the next snapshot says the same.
+  ASSERT_TRUE(k.cluster->WaitForWrites(10s));
+  EXPECT_TRUE(Eventually([&] {
+    ClusterSpec d = k.cluster->SnapshotSpec(0);
+    return FindPod(d, "ns/p1")->node == "n1" && FindPod(d, "ns/p3")->node == "n2" &&
+           FindPod(d, "ns/p2")->nominated_node == "n2" && FindPod(d, "ns/p4")->node.empty();
+  }));
+}
+
 TEST(KubernetesEmulator, EvictionApiRefusedByABudgetIsRetriedLater) {
   json m = Manifests();
   // r1 and the other scheduler's pod match and are healthy: minAvailable 2 allows no disruption.
