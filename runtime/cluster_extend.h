@@ -44,6 +44,10 @@ class PartialCluster {
 
  private:
   void AddTask(const PodSpec& pod);
+  // The pod's PodShape: the previous pod's when it has the same labels, annotations, image,
+  // limits and placement (a job's pods, next to each other in the spec, mostly do), else a new
+  // one. Shapes are read-only and copied on write, so sharing one changes nothing else.
+  std::shared_ptr<const PodShape> ShapeFor(const PodSpec& pod);
 
   // The classes, queues, nodes, PDBs, quotas, the jobs of the PodGroups before the first
   // implicit one, and every pod's task.
@@ -59,6 +63,10 @@ class PartialCluster {
   std::unordered_set<std::string> dropped_jobs_;    // uids of the dropped jobs in later_jobs_
   // One resreq per request shape, shared by the tasks that have it (Task::resreq_).
   std::unordered_map<Resource, std::shared_ptr<const Resource>, ResourceHash> resreqs_;
+  // The last shape ShapeFor made, and the placement it was made from (compared by address
+  // only: the spec, which owns it, outlives the build).
+  std::shared_ptr<const PodShape> last_shape_;
+  const PodPlacement* last_placement_ = nullptr;
   // Applied after Link: each node's Numatopology (by name, in the spec's order), the HyperNodes.
   std::vector<std::pair<std::string, std::shared_ptr<const NumaTopology>>> numa_;
   std::vector<HyperNodeSpec> hyper_nodes_;

@@ -490,7 +490,7 @@ void PartialCluster::AddTask(const PodSpec& ps) {
   t.creation_time = ps.creation_time;
   t.scheduled_at = ps.scheduled_at;
   t.priority_class_name = ps.priority_class_name();
-  t.shape = ShapeOf(ps);
+  t.shape = ShapeFor(ps);
   // A gated pod waits outside scheduling until its gates are removed (Volcano's SchGated).
   t.sch_gated = !ps.scheduling_gates().empty() && ps.phase == PodPhase::Pending;
   const Resource resreq = Task::ResreqOf(ps.requests);
@@ -498,6 +498,21 @@ void PartialCluster::AddTask(const PodSpec& ps) {
   if (fresh) shared->second = std::make_shared<const Resource>(resreq);
   t.SetResreq(shared->second);
   t.qos_guaranteed = ps.qos_guaranteed ? *ps.qos_guaranteed : QosGuaranteed(ps);
+}
+
+std::shared_ptr<const PodShape> PartialCluster::ShapeFor(const PodSpec& ps) {
+  if (last_shape_ != nullptr && ps.placement.get() == last_placement_) {
+    const PodShape& last = *last_shape_;
+    const bool same_image =
+        ps.image().empty() ? last.images.empty()
+                           : last.images.size() == 1 && last.images[0] == ps.image();
+    if (same_image && last.labels == ps.labels && last.annotations == ps.annotations() &&
+        last.limits == ps.limits().Expand())
+      return last_shape_;
+  }
+  last_shape_ = ShapeOf(ps);
+  last_placement_ = ps.placement.get();
+  return last_shape_;
 }
 
 bool PartialCluster::CanAdd(const std::vector<PodGroupSpec>& groups) const {
