@@ -404,22 +404,6 @@ KubernetesClusterStats KubernetesCluster::stats() const {
 
 namespace {
 
-// Drops the entries of `m` whose key `present` does not hold. Both maps are sorted by the same
-// keys, so one walk over both does it: no lookup per entry (a snapshot after 100k binds prunes
-// 100k assumed binds).
-template <typename M, typename P>
-void EraseKeysNotIn(M& m, const P& present) {
-  auto p = present.begin();
-  for (auto it = m.begin(); it != m.end();) {
-    while (p != present.end() && p->first < it->first) ++p;
-    if (p != present.end() && p->first == it->first) {
-      ++it;
-    } else {
-      it = m.erase(it);
-    }
-  }
-}
-
 // Walks a map sorted by pod key alongside the pods, which are visited in key order: the entry
 // for each pod, if any, in one step per entry instead of one lookup per pod.
 template <typename M>
@@ -435,6 +419,15 @@ class SortedCursor {
  private:
   typename M::const_iterator it_, end_;
 };
+
+// Drops the entries of `m` whose key `present` does not hold, in one walk over both (they are
+// sorted by the same keys): no lookup per entry (a snapshot after 100k binds prunes 100k
+// assumed binds).
+template <typename M, typename P>
+void EraseKeysNotIn(M& m, const P& present) {
+  SortedCursor in_present(present);
+  std::erase_if(m, [&](const auto& kv) { return in_present.Find(kv.first) == nullptr; });
+}
 
 }  // namespace
 
