@@ -1,6 +1,8 @@
 #include "runtime/slab.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -41,6 +43,20 @@ TEST(SlabTest, ObjectsKeepTheirAddressesAndOrderAcrossBlocks) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u) << "object " << i << " is not line-aligned";
     ++i;
   }
+}
+
+// The block is faulted in ahead of the cursor (one madvise per window, not one fault per page):
+// right after the first object, the pages the next ones will use are resident. (A block made of
+// memory the heap had touched before is resident anyway; a fresh one is not without the window.)
+TEST(SlabTest, FaultsThePagesAheadOfTheCursorIn) {
+  Slab<Counted> slab;
+  Counted& first = slab.New();
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(&first) & ~(page - 1);
+  const size_t pages = (48u << 10) / page;  // well inside the 64 KiB first block
+  std::vector<unsigned char> resident(pages);
+  ASSERT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, resident.data()), 0);
+  for (size_t i = 0; i < pages; ++i) EXPECT_TRUE(resident[i] & 1) << "page " << i << " not faulted in";
 }
 
 TEST(SlabTest, DestroysEveryObjectOnceNewestFirst) {
