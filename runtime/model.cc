@@ -438,7 +438,7 @@ Status Node::UpdateTask(Task* t) {
 // Cluster
 
 Task& Cluster::NewTask() { return tasks_.New(); }
-Job& Cluster::NewJob() { return *jobs_.emplace_back(std::make_unique<Job>()); }
+Job& Cluster::NewJob() { return jobs_.New(); }
 Node& Cluster::NewNode() { return nodes_.New(); }
 Queue& Cluster::NewQueue() { return *queues_.emplace_back(std::make_unique<Queue>()); }
 PriorityClass& Cluster::NewPriorityClass() {
@@ -529,8 +529,8 @@ Status Cluster::Link() {
     total_resource_.Add(n->allocatable);
   }
 
-  for (auto& j : jobs_) {
-    if (!job_by_uid_.emplace(j->uid, j.get()).second)
+  for (Job* j : jobs_) {
+    if (!job_by_uid_.emplace(j->uid, j).second)
       return Error{fmt::format("duplicate job \"{}\"", j->uid), {}};
     auto qit = queue_by_name_.find(j->queue_name);
     j->queue = qit == queue_by_name_.end() ? nullptr : qit->second;
@@ -564,8 +564,8 @@ Status Cluster::Link() {
       continue;
     }
     j->index = static_cast<int64_t>(job_ptrs_.size());
-    job_ptrs_.push_back(j.get());
-    j->queue->jobs.push_back(j.get());
+    job_ptrs_.push_back(j);
+    j->queue->jobs.push_back(j);
   }
 
   for (Task* t : tasks_) {
@@ -603,7 +603,7 @@ Status Cluster::Link() {
     }
   }
   // Dropped jobs and their tasks are not part of the session's view.
-  for (auto& j : jobs_)
+  for (Job* j : jobs_)
     if (j->queue == nullptr) job_by_uid_.erase(j->uid);
   for (Task* t : orphan_ptrs_) task_by_uid_.erase(t->uid);
   return Status::Ok();

@@ -759,7 +759,7 @@ class Cluster {
   using Map = std::unordered_map<std::string_view, T*>;
 
   Slab<Task> tasks_;
-  std::vector<std::unique_ptr<Job>> jobs_;
+  Slab<Job> jobs_;
   Slab<Node> nodes_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<std::unique_ptr<PriorityClass>> priority_classes_;
