@@ -61,8 +61,17 @@ class PartialCluster {
   std::unordered_set<std::string> nodes_;           // the spec's node names
   std::unordered_set<std::string> missing_groups_;  // PodGroups pods name and the spec lacks
   std::unordered_set<std::string> dropped_jobs_;    // uids of the dropped jobs in later_jobs_
-  // One resreq per request shape, shared by the tasks that have it (Task::resreq_).
+  // One resreq per request shape, shared by the tasks that have it (Task::resreq_), and the
+  // last one AddTask used.
   std::unordered_map<Resource, std::shared_ptr<const Resource>, ResourceHash> resreqs_;
+  std::shared_ptr<const Resource> last_resreq_;
+  // The PodGroup of the last pod AddTask saw that is not another scheduler's: its uid and
+  // whether the spec lacks it.
+  struct LastJob {
+    bool known = false;
+    std::string namespace_, group, uid;
+    bool no_group = false;
+  } last_job_;
   // The last shape ShapeFor made, and the placement it was made from (compared by address
   // only: the spec, which owns it, outlives the build).
   std::shared_ptr<const PodShape> last_shape_;
