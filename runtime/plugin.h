@@ -30,6 +30,7 @@ class Plugin {
   virtual ~Plugin() = default;
   // Registers handlers. An Error aborts the session open, naming the plugin.
   virtual Status OnSessionOpen(Session& ssn, PluginHandle self) = 0;
+  // The last call: the session dispatches none of the plugin's handlers after it.
   virtual void OnSessionClose(Session& ssn) {}
 };
 

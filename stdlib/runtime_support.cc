@@ -150,9 +150,18 @@ void AbandonHandlerIfArmed() {
 
 }  // namespace rt
 
-Arena::~Arena() {
-  Reset();
+Arena::~Arena() { Release(); }
+
+void Arena::Release() {
   for (Block& b : blocks_) std::free(b.data);
+  blocks_.clear();
+  block_bytes_ = 0;
+  block_index_ = 0;
+  offset_ = 0;
+  used_total_ = 0;
+  window_blocks_ = 0;
+  window_resets_ = 0;
+  keep_blocks_ = SIZE_MAX;
 }
 
 void* Arena::AllocateSlow(size_t size, size_t align) {

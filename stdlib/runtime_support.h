@@ -81,6 +81,8 @@ class Arena {
   KMap* NewMap(int32_t key_kind, int32_t value_size);
   // Frees everything (keeps the first block for reuse).
   void Reset();
+  // Frees every block (Reset keeps some for the next call). The arena stays usable.
+  void Release();
   size_t BytesInUse() const { return used_total_; }
   // Bytes of the blocks the arena holds, in use or kept for the next call (Reset).
   size_t BytesHeld() const { return block_bytes_; }

@@ -59,6 +59,13 @@ class JitPlugin : public Plugin {
     return Status::Ok();
   }
 
+  // The session calls no handler after its close (runtime/plugin.h), so the state goes back
+  // now rather than with the session, and the results its caller builds next reuse the memory.
+  // An arena frees nothing one by one, so a state map keeps each Resource ever stored in it
+  // (drf's and proportion's, once per allocate event): ~28 MB of blocks at 10k nodes × 100k
+  // pods (heaptrack). Returned here, simulate's peak RSS there is 1.5–3 MiB lower.
+  void OnSessionClose(Session&) override { arena_.Release(); }
+
  private:
   std::shared_ptr<const BoundArgs> args_;  // holds the code: it outlives the session's calls
   std::shared_ptr<KeptBlock> kept_;  // the conf entry's `state ... across sessions`, or null
