@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <stdexcept>
 #include <cstdlib>
@@ -211,6 +212,8 @@ void Arena::ShrinkLast(const void* p, size_t allocated, size_t keep) {
   used_total_ -= allocated - keep;
 }
 
+size_t Arena::BytesInUseOffset() { return offsetof(Arena, used_total_); }
+
 KMap* Arena::NewMap(int32_t key_kind, int32_t value_size) {
   auto* m = new (Allocate(sizeof(KMap), alignof(KMap))) KMap();
   m->arena = this;
@@ -291,6 +294,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
 #define KILN_SYM(fn) HostSymbol{#fn, reinterpret_cast<void*>(&fn)}
   return {
       KILN_SYM(kiln_rt_alloc),          KILN_SYM(kiln_rt_enter),
+      KILN_SYM(kiln_rt_loop_mark),      KILN_SYM(kiln_rt_loop_rewind),
       KILN_SYM(kiln_rt_leave),
       // String equality calls memcmp (or bcmp, which LLVM may turn it into) when it is not
       // expanded inline.
@@ -365,6 +369,34 @@ void kiln_rt_leave() {
     return;
   }
   kiln::t_fault_jmp_armed = false;
+}
+
+namespace {
+struct LoopMark {
+  kiln::Arena* arena;
+  kiln::Arena::Mark at;
+};
+// Codegen allocates it as [4 x i64] and reads `at.used_total` as its second word.
+static_assert(sizeof(LoopMark) == 4 * sizeof(int64_t));
+static_assert(offsetof(LoopMark, at) == sizeof(int64_t) && offsetof(kiln::Arena::Mark, used_total) == 0);
+}  // namespace
+
+void kiln_rt_loop_mark(void* mark) {
+  auto* m = static_cast<LoopMark*>(mark);
+  kiln::Arena* current = kiln::CurrentArena();
+  const bool call_arena = kiln::t_nesting == 0
+                              ? current == &kiln::ThreadCallArena()
+                              : current == &kiln::t_nested[kiln::t_nesting - 1]->arena;
+  m->arena = call_arena ? current : nullptr;
+  if (call_arena) m->at = current->MarkHere();
+}
+
+void kiln_rt_loop_rewind(const void* mark) {
+  const auto* m = static_cast<const LoopMark*>(mark);
+  if (m->arena == nullptr || m->arena != kiln::CurrentArena()) return;
+  m->arena->RewindTo(m->at);
+  // The buffer the last append grew may be gone: the next append copies.
+  kiln::t_append = {};
 }
 
 void* kiln_rt_set_arena(void* arena) {

@@ -83,6 +83,23 @@ class Arena {
   void Reset();
   // Frees every block (Reset keeps some for the next call). The arena stays usable.
   void Release();
+  // Where the next allocation goes, to come back to (RewindTo): what was allocated after it is
+  // given back, and the blocks stay for what comes next. A loop whose iterations leave nothing
+  // behind rewinds the call arena after each one (kiln_rt_loop_rewind).
+  struct Mark {
+    size_t used_total;
+    size_t block_index;
+    size_t offset;
+  };
+  Mark MarkHere() const { return {used_total_, block_index_, offset_}; }
+  void RewindTo(const Mark& m) {
+    used_total_ = m.used_total;
+    block_index_ = m.block_index;
+    offset_ = m.offset;
+  }
+  // Where BytesInUse lives in the object: JIT'd code compares it with a mark's to skip the rewind
+  // of an iteration that allocated nothing.
+  static size_t BytesInUseOffset();
   size_t BytesInUse() const { return used_total_; }
   // Bytes of the blocks the arena holds, in use or kept for the next call (Reset).
   size_t BytesHeld() const { return block_bytes_; }
@@ -181,6 +198,12 @@ void* kiln_rt_enter();
 void kiln_rt_leave();
 // Makes `arena` (a kiln::Arena*) current; returns the previous one.
 void* kiln_rt_set_arena(void* arena);
+// A loop's iteration scratch (codegen: EmitFor). `mark` is {Arena*, Arena::Mark}: loop_mark
+// fills it with the current arena and its position when that arena is a handler call's (it
+// leaves the arena null otherwise: state initialisers allocate into the session arena, whose
+// memory must stay); loop_rewind gives back what the arena allocated since.
+void kiln_rt_loop_mark(void* mark);
+void kiln_rt_loop_rewind(const void* mark);
 
 // ---- predicate results ----
 // The language's combine(a, b) on Fit values: fits when both fit; otherwise the failing reasons

@@ -24,6 +24,7 @@ Value* Lowering::StrPart(Value* s, unsigned i) { return b_.CreateExtractValue(s,
     for (size_t i = 0; i < c.args.size(); ++i)
       args.push_back(Coerce(Emit(*c.args[i]), c.args[i]->type, c.fn->params[i].local->type));
     callees_[fn_].push_back(it->second);
+    ++allocating_sites_;  // may allocate: known only once every function is lowered
     return b_.CreateCall(it->second, args);
   }
   return EmitLibraryCall(c);

@@ -2,8 +2,10 @@
 // list appends and state updates), and the counted loops `for` lowers to.
 #include <fmt/format.h>
 
+#include "compiler/codegen/iteration_scratch.h"
 #include "compiler/codegen/lowering.h"
 #include "compiler/passes/walk.h"
+#include "stdlib/runtime_support.h"
 
 namespace kiln::codegen {
 
@@ -310,11 +312,67 @@ void Lowering::LoopN(Value* n, const std::function<void(Value*)>& body, BasicBlo
 }
 
 void Lowering::EmitFor(const ast::For& f) {
-  EmitIterateWithLoops(*f.source, [&](Value* first, Value* second) {
-    b_.CreateStore(first, LocalSlot(f.first.get()));
-    if (f.second) b_.CreateStore(second, LocalSlot(f.second.get()));
-    EmitBlock(*f.body);
-  });
+  if (!IterationsLeaveNothing(f, &Lowering::NeedsPersist)) {
+    EmitIterateWithLoops(*f.source, [&](Value* first, Value* second) {
+      b_.CreateStore(first, LocalSlot(f.first.get()));
+      if (f.second) b_.CreateStore(second, LocalSlot(f.second.get()));
+      EmitBlock(*f.body);
+    });
+    return;
+  }
+  // Nothing an iteration builds outlives it (iteration_scratch.h): the first iteration marks the
+  // call arena, after the source was built, and each iteration rewinds to that mark at its end or
+  // `continue`. {Arena*, Arena::Mark}; the arena stays null until marked, and when the arena is
+  // not a call's (kiln_rt_loop_mark).
+  llvm::Type* mark_ty = llvm::ArrayType::get(i64_, 4);
+  Value* mark = Alloca(mark_ty);
+  b_.CreateStore(llvm::ConstantPointerNull::get(ptr_), mark);
+  BasicBlock* cont = nullptr;
+  BasicBlock* brk = nullptr;
+  EmitIterate(
+      *f.source,
+      [&](Value* first, Value* second) {
+        b_.CreateStore(first, LocalSlot(f.first.get()));
+        if (f.second) b_.CreateStore(second, LocalSlot(f.second.get()));
+        auto [top, marking, body, rewind] =
+            Blocks(fn_, {"iter.top", "iter.mark", "iter.body", "iter.rewind"});
+        b_.CreateBr(top);
+        b_.SetInsertPoint(body);
+        const uint64_t sites_before = allocating_sites_;
+        loops_.emplace_back(rewind, brk);
+        EmitBlock(*f.body);
+        loops_.pop_back();
+        if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(rewind);
+        const bool allocates = allocating_sites_ != sites_before;
+        b_.SetInsertPoint(top);
+        if (allocates) {
+          Value* unmarked = b_.CreateIsNull(b_.CreateLoad(ptr_, mark));
+          b_.CreateCondBr(unmarked, marking, body);
+          b_.SetInsertPoint(marking);
+          CallRt("kiln_rt_loop_mark", b_.getVoidTy(), {mark});
+        }
+        b_.CreateBr(body);
+        if (!allocates || llvm::pred_empty(marking)) marking->eraseFromParent();
+        b_.SetInsertPoint(rewind);
+        if (allocates) {
+          // Only an iteration that allocated calls out: the arena's bytes in use differ from the
+          // mark's.
+          auto [rewinding, next] = Blocks(fn_, {"iter.rewinding", "iter.next"});
+          Value* arena = b_.CreateLoad(ptr_, mark);
+          Value* marked = b_.CreateLoad(i64_, b_.CreateConstGEP2_32(mark_ty, mark, 0, 1));
+          BasicBlock* check = BasicBlock::Create(ctx_, "iter.check", fn_);
+          b_.CreateCondBr(b_.CreateIsNull(arena), next, check);
+          b_.SetInsertPoint(check);
+          Value* used = b_.CreateLoad(
+              i64_, b_.CreateConstGEP1_64(i8_, arena, Arena::BytesInUseOffset()));
+          b_.CreateCondBr(b_.CreateICmpEQ(used, marked), next, rewinding);
+          b_.SetInsertPoint(rewinding);
+          CallRt("kiln_rt_loop_rewind", b_.getVoidTy(), {mark});
+          b_.CreateBr(next);
+          b_.SetInsertPoint(next);
+        }
+      },
+      &cont, &brk);
 }
 
 void Lowering::EmitIterateWithLoops(const ast::Expr& source,

@@ -80,6 +80,7 @@ uint64_t Lowering::SizeOf(llvm::Type* t) { return dl_.getTypeAllocSize(t); }
       m_.getOrInsertFunction(name, llvm::FunctionType::get(ret, params, false));
   if (allocates) {
     allocates_ = true;
+    ++allocating_sites_;
     if (auto* fn = llvm::dyn_cast<Function>(callee.getCallee()))
       fn->addFnAttr(codegen::kAllocatesAttr);
   }

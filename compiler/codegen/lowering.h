@@ -302,6 +302,9 @@ class Lowering {
   const ast::Callable* current_ = nullptr;
   Value* ictx_ = nullptr;
   bool allocates_ = false;
+  // Calls emitted so far that may allocate in the call arena (intrinsics declared allocating,
+  // policy functions): EmitFor compares it around a body.
+  uint64_t allocating_sites_ = 0;
   codegen::InPlaceState in_place_;
   Function* res_id_fn_ = nullptr;
   std::vector<Value*> locals_;
