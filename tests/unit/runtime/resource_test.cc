@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -30,9 +32,9 @@ TEST(ResourceRegistry, FixedIdsAndInterning) {
   EXPECT_FALSE(ResourceRegistry::Find("never.seen/resource").has_value());
 }
 
-TEST(ResourceRegistry, FindTellsApartNamesSharingLengthOrHead) {
-  // Find compares length and the first 8 bytes before the rest: names alike in one or both of
-  // those must still map to their own ids.
+// Find compares length and the first 8 bytes before the rest: names alike in one or both of
+// those must still map to their own ids. "" when they do, else what went wrong.
+std::string CheckNamesSharingLengthOrHead() {
   const std::vector<std::string> names = {
       "example.com/aaaa", "example.com/aaab",  // same length, same head, differ in the tail
       "example.com/baaa",                      // same length and head as both, differs mid-tail
@@ -43,21 +45,35 @@ TEST(ResourceRegistry, FindTellsApartNamesSharingLengthOrHead) {
   std::vector<ResourceId> ids;
   for (const auto& n : names) {
     auto id = ResourceRegistry::Intern(n);
-    ASSERT_TRUE(id.ok()) << n;
+    if (!id.ok()) return "cannot intern " + n + ": " + id.error().message;
     ids.push_back(*id);
   }
   for (size_t i = 0; i < names.size(); ++i) {
     auto found = ResourceRegistry::Find(names[i]);
-    ASSERT_TRUE(found.has_value()) << names[i];
-    EXPECT_EQ(*found, ids[i]) << names[i];
-    EXPECT_EQ(ResourceRegistry::Name(ids[i]), names[i]);
-    for (size_t j = 0; j < i; ++j) EXPECT_NE(ids[i], ids[j]) << names[i] << " vs " << names[j];
+    if (!found || *found != ids[i]) return names[i] + " is not found as its own id";
+    if (ResourceRegistry::Name(ids[i]) != names[i]) return names[i] + "'s id names another";
+    for (size_t j = 0; j < i; ++j)
+      if (ids[i] == ids[j]) return names[i] + " and " + names[j] + " share an id";
   }
-  EXPECT_FALSE(ResourceRegistry::Find("example.com/aaac").has_value());
-  EXPECT_FALSE(ResourceRegistry::Find("example.com/aaa").has_value());
-  EXPECT_FALSE(ResourceRegistry::Find("").has_value());
+  for (const char* absent : {"example.com/aaac", "example.com/aaa", ""})
+    if (ResourceRegistry::Find(absent)) return std::string("found \"") + absent + "\"";
   // Interning again gives the same id, not a new one.
-  EXPECT_EQ(*ResourceRegistry::Intern("example.com/aaab"), ids[1]);
+  if (*ResourceRegistry::Intern("example.com/aaab") != ids[1]) return "interned twice";
+  return "";
+}
+
+// The registry is process-wide and holds kMaxResources names: when the whole test binary runs
+// in one process, earlier tests have filled it. The check runs in a fresh process of its own
+// (gtest's threadsafe death-test style re-executes the binary for just this test).
+TEST(ResourceRegistry, FindTellsApartNamesSharingLengthOrHead) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string error = CheckNamesSharingLengthOrHead();
+        std::fputs(error.c_str(), stderr);
+        std::exit(error.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Resource, AbiLayout) {
