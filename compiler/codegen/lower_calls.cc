@@ -108,7 +108,7 @@ Value* Lowering::EmitNamedFunction(const ast::Call& c, const std::string& name,
         return CallRt(std::string(f->host) + "_size", i64_, {obj});
       }
       Value* v = Emit(x);
-      if (IsKind(x.type, TypeKind::Map)) return CallRt("kiln_rt_map_size", i64_, {v});
+      if (IsKind(x.type, TypeKind::Map)) return MapSize(v);
       return b_.CreateExtractValue(v, {1});
     }
     if (name == "count" && args.size() == 1) return b_.CreateExtractValue(arg(0), {1});

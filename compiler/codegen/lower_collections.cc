@@ -70,7 +70,7 @@ void Lowering::EmitIterate(const ast::Expr& source,
   }
   if (IsKind(st, TypeKind::Map)) {
     Value* map = Emit(source);
-    Value* n = CallRt("kiln_rt_map_size", i64_, {map});
+    Value* n = MapSize(map);
     llvm::Type* vt = Ty(st->elem);
     LoopN(n, [&](Value* i) {
       Value* key = MapKeyAt(map, i, st->key);
@@ -297,7 +297,7 @@ Value* Lowering::SourceSize(const ast::Expr& source) {
     Value* obj = Emit(*ast::As<ast::Select>(&source)->operand);
     return CallRt(std::string(f->host) + "_size", i64_, {obj});
   }
-  if (IsKind(source.type, TypeKind::Map)) return CallRt("kiln_rt_map_size", i64_, {Emit(source)});
+  if (IsKind(source.type, TypeKind::Map)) return MapSize(Emit(source));
   return b_.CreateExtractValue(Emit(source), {1});
 }
 

@@ -225,6 +225,12 @@ Value* Lowering::KeyFromInt(Value* k, const Type* key_type) {
   return k;
 }
 
+// len(m) of a policy map: its size field, read inline (a map is never null; predicates asks
+// `len(evicted_on)` of every node it examines).
+Value* Lowering::MapSize(Value* map) {
+  return b_.CreateLoad(i64_, b_.CreateConstGEP1_64(i8_, map, kMapSizeOffset));
+}
+
 // The map an indexed assignment writes into: `m` itself, or for `m[a][b] = v` the inner map
 // `m[a]`, inserted empty when missing, so that the write lands in `m` and not in a temporary
 // zero value. An inner map created under state lives in the session arena, like its root.
@@ -288,7 +294,7 @@ Value* Lowering::EmitMapKeysOrValues(const ast::Call& c, bool keys) {
   // label map is read in place both times.
   if (!n) {
     Value* m = Emit(recv);
-    n = CallRt("kiln_rt_map_size", i64_, {m});
+    n = MapSize(m);
     Value* items = CallRt("kiln_rt_alloc", ptr_, {b_.CreateMul(n, b_.getInt64(SizeOf(et)))}, true);
     llvm::Type* vt = Ty(mt->elem);
     ForRange(n, [&](Value* i) {

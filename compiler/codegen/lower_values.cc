@@ -148,7 +148,7 @@ Value* Lowering::Persist(Value* v, const Type* t) {
       // Values are copied byte-wise; those that point into the call arena are persisted too.
       if (NeedsPersist(t->elem)) {
         llvm::Type* vt = Ty(t->elem);
-        Value* n = CallRt("kiln_rt_map_size", i64_, {copy});
+        Value* n = MapSize(copy);
         ForRange(n, [&](Value* i) {
           Value* slot = CallRt("kiln_rt_map_value_at", ptr_, {copy, i});
           b_.CreateStore(Persist(b_.CreateLoad(vt, slot), t->elem), slot);

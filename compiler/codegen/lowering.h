@@ -179,6 +179,7 @@ class Lowering {
   Value* TupleKey(Value* tuple, const Type* t);
   Value* TupleFromKey(Value* key, const Type* t);
   Value* MapKeyAt(Value* map, Value* i, const Type* key_type);
+  Value* MapSize(Value* map);
   Value* CompareTuples(ast::BinaryOp op, Value* l, Value* r, const Type* t, const ast::Node* at);
 
   // lower_collections.cc
