@@ -470,7 +470,6 @@ Status Cluster::Link() {
   node_ptrs_.clear();
   queue_ptrs_.clear();
   orphan_ptrs_.clear();
-  task_by_uid_.clear();
   job_by_uid_.clear();
   node_by_name_.clear();
   queue_by_name_.clear();
@@ -480,7 +479,7 @@ Status Cluster::Link() {
   // Sized once: at 100k tasks, growing the uid index rehash by rehash was a quarter of the
   // snapshot. Nothing iterates these maps, so their bucket counts change no order.
   task_ptrs_.reserve(tasks_.size());
-  task_by_uid_.reserve(tasks_.size());
+  task_by_uid_.Reset(tasks_.size());
   job_ptrs_.reserve(jobs_.size());
   job_by_uid_.reserve(jobs_.size());
   node_ptrs_.reserve(nodes_.size());
@@ -568,8 +567,11 @@ Status Cluster::Link() {
     j->queue->jobs.push_back(j);
   }
 
+  // A job's tasks are next to each other: the previous task's job is looked up again only
+  // when the uid changes (one string hash per job instead of per task).
+  Job* last_job = nullptr;
   for (Task* t : tasks_) {
-    if (!task_by_uid_.emplace(t->uid, t).second)
+    if (!task_by_uid_.Insert(t))
       return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
     t->job = nullptr;
     t->node = nullptr;
@@ -577,12 +579,15 @@ Status Cluster::Link() {
     t->affinity_pos = -1;
     t->has_pod_affinity_terms = HasPodAffinityTerms(t->affinity());
     t->job_status_pos = -1;
-    auto jit = job_by_uid_.find(t->job_uid);
-    if (jit == job_by_uid_.end())
-      return Error{fmt::format("task \"{}\" names job \"{}\", which does not exist", t->uid,
-                               t->job_uid),
-                   {}};
-    Job* j = jit->second;
+    if (last_job == nullptr || last_job->uid != t->job_uid) {
+      auto jit = job_by_uid_.find(t->job_uid);
+      if (jit == job_by_uid_.end())
+        return Error{fmt::format("task \"{}\" names job \"{}\", which does not exist", t->uid,
+                                 t->job_uid),
+                     {}};
+      last_job = jit->second;
+    }
+    Job* j = last_job;
     if (j->queue != nullptr) {
       t->index = static_cast<int64_t>(task_ptrs_.size());
       task_ptrs_.push_back(t);
@@ -605,13 +610,12 @@ Status Cluster::Link() {
   // Dropped jobs and their tasks are not part of the session's view.
   for (Job* j : jobs_)
     if (j->queue == nullptr) job_by_uid_.erase(j->uid);
-  for (Task* t : orphan_ptrs_) task_by_uid_.erase(t->uid);
+  for (Task* t : orphan_ptrs_) task_by_uid_.Erase(t->uid);
   return Status::Ok();
 }
 
 Task* Cluster::FindTask(std::string_view uid) const {
-  auto it = task_by_uid_.find(uid);
-  return it == task_by_uid_.end() ? nullptr : it->second;
+  return task_by_uid_.Find(uid);
 }
 Job* Cluster::FindJob(std::string_view uid) const {
   auto it = job_by_uid_.find(uid);

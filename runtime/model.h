@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/fit_error.h"
+#include "runtime/name_index.h"
 #include "runtime/resource.h"
 #include "runtime/shared_value.h"
 #include "runtime/slab.h"
@@ -775,7 +776,7 @@ class Cluster {
   std::vector<ResourceQuota*> quota_ptrs_;
   // Behind a pointer so the address the nodes hold survives moving the Cluster.
   std::unique_ptr<std::vector<Node*>> affinity_nodes_ = std::make_unique<std::vector<Node*>>();
-  Map<Task> task_by_uid_;
+  NameIndex<Task, &Task::uid> task_by_uid_;
   Map<Job> job_by_uid_;
   Map<Node> node_by_name_;
   Map<Queue> queue_by_name_;

@@ -248,6 +248,38 @@ TEST(Cluster, LinkErrorsNameTheObject) {
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().message, "task \"ns-orphan\" names job \"ns/none\", which does not exist");
   }
+  {
+    // Namespace "ns-a" pod "b" and namespace "ns" pod "a-b" share the uid "ns-a-b".
+    Fixture f;
+    Job& j = f.b.AddJob("ns", "pg", "default", 1);
+    f.b.AddTask(j, "a-b", Res(1, 1), TaskStatus::Pending);
+    Task& twin = f.b.cluster.NewTask();
+    twin.uid = "ns-a-b";
+    twin.job_uid = "ns/pg";
+    Status s = f.b.cluster.Link();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().message, "duplicate task \"ns-a-b\"");
+  }
+}
+
+// Link looks a task's job up again only when the job uid changes from the previous task's:
+// tasks of two jobs interleaved still each join their own.
+TEST(Cluster, InterleavedTasksJoinTheirOwnJobs) {
+  Fixture f;
+  Job& a = f.b.AddJob("ns", "a", "default", 1);
+  Job& b = f.b.AddJob("ns", "b", "default", 1);
+  f.b.AddTask(a, "a0", Res(1, 1), TaskStatus::Pending);
+  f.b.AddTask(a, "a1", Res(1, 1), TaskStatus::Pending);
+  f.b.AddTask(b, "b0", Res(1, 1), TaskStatus::Pending);
+  f.b.AddTask(a, "a2", Res(1, 1), TaskStatus::Pending);
+  f.b.AddTask(b, "b1", Res(1, 1), TaskStatus::Pending);
+  ASSERT_TRUE(f.b.cluster.Link().ok());
+  for (const char* uid : {"ns-a0", "ns-a1", "ns-a2"})
+    EXPECT_EQ(f.b.cluster.FindTask(uid)->job, f.b.cluster.FindJob("ns/a")) << uid;
+  for (const char* uid : {"ns-b0", "ns-b1"})
+    EXPECT_EQ(f.b.cluster.FindTask(uid)->job, f.b.cluster.FindJob("ns/b")) << uid;
+  EXPECT_EQ(f.b.cluster.FindJob("ns/a")->tasks.size(), 3u);
+  EXPECT_EQ(f.b.cluster.FindJob("ns/b")->tasks.size(), 2u);
 }
 
 TEST(Cluster, JobPriorityFromPriorityClass) {
