@@ -312,7 +312,11 @@ void Lowering::LoopN(Value* n, const std::function<void(Value*)>& body, BasicBlo
 }
 
 void Lowering::EmitFor(const ast::For& f) {
-  if (!IterationsLeaveNothing(f, &Lowering::NeedsPersist)) {
+  // A view's own list or map (node.taints, task.images, labels) is short, so what its iterations
+  // leave behind is bounded by it; such loops run per examined node in predicates and scorers,
+  // where marking the arena would cost more than it gives back.
+  const bool view_source = ViewListField(*f.source) || StringMapField(*f.source);
+  if (view_source || !IterationsLeaveNothing(f, &Lowering::NeedsPersist)) {
     EmitIterateWithLoops(*f.source, [&](Value* first, Value* second) {
       b_.CreateStore(first, LocalSlot(f.first.get()));
       if (f.second) b_.CreateStore(second, LocalSlot(f.second.get()));
