@@ -243,6 +243,8 @@ void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out);
 void* kiln_rt_map_value_at(void* map, int64_t index);
 // Copies `map` (keys and value bytes) into `arena`; values are copied shallowly.
 void* kiln_rt_map_copy(const void* map, void* arena);
+// The same into the current arena: a `var` bound to a map another name holds gets its own.
+void* kiln_rt_map_clone(const void* map);
 
 // ---- resources ----
 kiln::Resource* kiln_rt_res_new();  // empty, in the current arena

@@ -243,6 +243,8 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
   });
 }
 
+void* kiln_rt_map_clone(const void* map) { return kiln_rt_map_copy(map, CurrentArena()); }
+
 Resource* kiln_rt_res_new() {
   return Guard<Resource*>(nullptr, [&] { return kiln::rt::NewResource(CurrentArena()); });
 }

@@ -14,8 +14,8 @@
 //  * assigns a local declared outside the body whose type holds memory (string, Resource,
 //    list, map, record, tuple or optional of those): `acc = acc + r`, `xs = append(xs, x)`;
 //  * writes into a map through a local declared outside the body (`m[k] = v` grows `m`), or
-//    through a body local that might share another map (anything but a fresh `{}` literal it
-//    was declared with and never reassigned).
+//    through a body local other than one declared with a fresh `{}` literal and never
+//    reassigned (conservative: a `var` bound to another map now gets a copy of its own).
 // Codegen (Lowering::EmitFor) then marks the arena at the first iteration and rewinds at the end
 // of each one, including `continue`; it emits neither when the body has no allocating call.
 

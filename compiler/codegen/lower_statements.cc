@@ -22,6 +22,7 @@ void Lowering::EmitStmt(const ast::Stmt& s) {
     case ast::NodeKind::Let: {
       const auto& let = static_cast<const ast::Let&>(s);
       Value* v = Coerce(Emit(*let.value), let.value->type, let.local->type);
+      if (let.local->is_mutable) v = OwnedMap(v, let.local->type, *let.value);
       b_.CreateStore(v, LocalSlot(let.local.get()));
       return;
     }
@@ -114,7 +115,9 @@ void Lowering::EmitAssign(const ast::Assign& a) {
       }
       Value* slot = LocalSlot(name->local);
       Value* old = a.op == ast::AssignOp::Set ? nullptr : b_.CreateLoad(Ty(t), slot);
-      b_.CreateStore(combine(old, t), slot);
+      Value* nv = combine(old, t);
+      if (a.op == ast::AssignOp::Set) nv = OwnedMap(nv, t, *a.value);
+      b_.CreateStore(nv, slot);
       return;
     }
     if (name->ref == ast::NameKind::State) {
@@ -181,6 +184,29 @@ void Lowering::EmitAssign(const ast::Assign& a) {
     return;
   }
   Fail(&a, "unsupported assignment target");
+}
+
+// Maps are values (docs/language.md, "Values have value semantics"), but a map value is a
+// pointer: `var m2 = m; m2[k] = v;` wrote into `m`. A `var` bound or assigned to a map that a
+// fresh literal did not just build gets a copy of its own, with its map values copied too (a
+// write into `m2[a][b]` goes into the inner map). A `let` cannot be written through.
+Value* Lowering::OwnedMap(Value* v, const Type* t, const ast::Expr& source) {
+  if (!IsKind(t, TypeKind::Map) || source.kind == ast::NodeKind::MapLit) return v;
+  return CopyMapDeep(v, t);
+}
+
+Value* Lowering::CopyMapDeep(Value* map, const Type* t) {
+  Value* copy = CallRt("kiln_rt_map_clone", ptr_, {map}, true);
+  if (IsKind(t->elem, TypeKind::Map)) {
+    llvm::Type* vt = Ty(t->elem);
+    ForRange(MapSize(copy), [&](Value* i) {
+      Value* at = CallRt("kiln_rt_map_value_at", ptr_, {copy, i});
+      Value* inner = b_.CreateLoad(vt, at);
+      EmitIfElse(b_.CreateIsNotNull(inner),
+                 [&] { b_.CreateStore(CopyMapDeep(inner, t->elem), at); }, {});
+    });
+  }
+  return copy;
 }
 
 // The element `e` of `x = x + [e]`, `x += [e]` or `x = append(x, e)` when `x` is the local list

@@ -180,6 +180,8 @@ class Lowering {
   Value* TupleFromKey(Value* key, const Type* t);
   Value* MapKeyAt(Value* map, Value* i, const Type* key_type);
   Value* MapSize(Value* map);
+  Value* OwnedMap(Value* v, const Type* t, const ast::Expr& source);
+  Value* CopyMapDeep(Value* map, const Type* t);
   Value* CompareTuples(ast::BinaryOp op, Value* l, Value* r, const Type* t, const ast::Node* at);
 
   // lower_collections.cc

@@ -560,5 +560,38 @@ TEST_F(CodegenSemantics, EveryShippedPolicyWithItsHandlersCompiles) {
   }
 }
 
+// Maps are values: a `var` bound or assigned to a map another name holds writes into its own
+// copy, at every depth; a fresh literal is not copied (nothing else holds it).
+TEST(CodegenSemanticsMaps, AVarBoundToAMapWritesIntoItsOwnCopy) {
+  EXPECT_EQ(EvalFloat("var outer: map<int, int> = {};\n"
+                      "outer[1] = 1;\n"
+                      "var m2 = outer;\n"
+                      "m2[2] = 2;\n"
+                      "m2[1] += 10;\n"
+                      "return float(len(outer) * 1000 + outer[1] * 100 + len(m2) * 10 + m2[1]);"),
+            1000.0 + 100 + 20 + 11);
+  EXPECT_EQ(EvalFloat("var a: map<string, int> = {};\n"
+                      "a[\"x\"] = 1;\n"
+                      "var b: map<string, int> = {};\n"
+                      "b = a;\n"
+                      "b[\"y\"] = 2;\n"
+                      "return float(len(a) * 10 + len(b));"),
+            12.0);
+  EXPECT_EQ(EvalFloat("var outer: map<int, map<int, int>> = {};\n"
+                      "outer[1][1] = 1;\n"
+                      "var m2 = outer;\n"
+                      "m2[1][2] = 2;\n"
+                      "m2[3][1] = 1;\n"
+                      "return float(len(outer) * 100 + len(outer[1]) * 10 + len(m2[1]));"),
+            100.0 + 10 + 2);
+  // A state map bound to a `var` is not written through either.
+  EXPECT_EQ(testing::EvalInAllocate("s[1] = 1;\n"
+                                    "var m = s;\n"
+                                    "m[2] = 2;\n"
+                                    "return float(len(s) * 10 + len(m));",
+                                    "state s: map<int, int>;\n", "test/codegen_map_copy_"),
+            12.0);
+}
+
 }  // namespace
 }  // namespace kiln
