@@ -119,11 +119,13 @@ void Walker::Expr(ast::Expr* e) {
   }
 }
 
-const ast::StateDecl* AssignedState(const ast::Expr* target) {
+const ast::NameRef* AssignedName(const ast::Expr* target, bool* through_map) {
+  if (through_map) *through_map = false;
   while (target) {
-    if (auto* n = ast::As<ast::NameRef>(target))
-      return n->ref == ast::NameKind::State ? n->state_decl : nullptr;
+    if (auto* n = ast::As<ast::NameRef>(target)) return n;
     if (auto* i = ast::As<ast::Index>(target)) {
+      if (through_map && i->operand->type && i->operand->type->kind == TypeKind::Map)
+        *through_map = true;
       target = i->operand.get();
     } else if (auto* s = ast::As<ast::Select>(target)) {
       target = s->operand.get();
@@ -132,6 +134,11 @@ const ast::StateDecl* AssignedState(const ast::Expr* target) {
     }
   }
   return nullptr;
+}
+
+const ast::StateDecl* AssignedState(const ast::Expr* target) {
+  const ast::NameRef* n = AssignedName(target);
+  return n && n->ref == ast::NameKind::State ? n->state_decl : nullptr;
 }
 
 }  // namespace kiln::passes

@@ -37,8 +37,12 @@ struct Walker {
   }
 };
 
-// The state variable an assignment target writes: `s`, `s[k]`, `s.f`, `s[k].f`, ...; null when
-// the target is not state.
+// The variable an assignment target writes: `x` in `x`, `x[k]`, `x.f`, `x[k].f`, ...; null when
+// the target is rooted in something else. `through_map`, when given, is set to whether the path
+// goes through a map's entry (`x[k]` on a map; `r[name]` on a Resource does not).
+const ast::NameRef* AssignedName(const ast::Expr* target, bool* through_map = nullptr);
+
+// The state variable an assignment target writes; null when the target is not state.
 const ast::StateDecl* AssignedState(const ast::Expr* target);
 
 }  // namespace kiln::passes
