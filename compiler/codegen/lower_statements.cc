@@ -137,22 +137,21 @@ void Lowering::EmitAssign(const ast::Assign& a) {
   if (const auto* index = ast::As<ast::Index>(&target);
       index && IsKind(index->operand->type, TypeKind::Resource)) {
     // Resources are immutable values that may be shared (a view's field, a state entry), so a
-    // dimension assignment copies, sets, and stores the copy back into the variable.
-    const auto* var = ast::As<ast::NameRef>(index->operand.get());
-    if (!var || (var->ref != ast::NameKind::Local && var->ref != ast::NameKind::State))
-      Fail(&a, "a resource dimension can only be assigned through a variable");
-    Value* slot = var->ref == ast::NameKind::Local ? LocalSlot(var->local) : StatePtr(var->state_decl);
-    Value* old = b_.CreateLoad(ptr_, slot);
+    // dimension assignment copies, sets, and stores the copy back where the resource was: a
+    // variable, or a record field held in one (`r.req["cpu"] = 2`).
+    const ast::Expr& holder = *index->operand;
+    Value* old = Emit(holder);
     Value* name = Emit(*index->index);
     Value* id = ResourceIdOf(name);
-    Value* arena = var->ref == ast::NameKind::State ? CtxField(kCtxSessionArena, ptr_)
-                                                    : static_cast<Value*>(llvm::ConstantPointerNull::get(ptr_));
+    Value* arena = RootIsState(holder)
+                       ? CtxField(kCtxSessionArena, ptr_)
+                       : static_cast<Value*>(llvm::ConstantPointerNull::get(ptr_));
     const Type* ft = FloatType();
     Value* cur = ResourceDimAt(old, id);
     Value* nv = combine(cur, ft);
     Value* copy = CallRt("kiln_rt_res_copy", ptr_, {old, arena}, true);
     CallRt("kiln_rt_res_set", b_.getVoidTy(), {copy, id, nv});
-    b_.CreateStore(copy, slot);
+    StoreToPlace(a, holder, copy);
     return;
   }
   if (const auto* index = ast::As<ast::Index>(&target)) {
@@ -183,30 +182,115 @@ void Lowering::EmitAssign(const ast::Assign& a) {
     b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
     return;
   }
+  if (ast::As<ast::Select>(&target)) {
+    const Type* t = target.type;
+    Value* old = a.op == ast::AssignOp::Set ? nullptr : Emit(target);
+    Value* nv = combine(old, t);
+    nv = RootIsState(target) ? Persist(nv, t)
+         : a.op == ast::AssignOp::Set ? OwnedMap(nv, t, *a.value)
+                                      : nv;
+    StoreToPlace(a, target, nv);
+    return;
+  }
   Fail(&a, "unsupported assignment target");
 }
 
-// Maps are values (docs/language.md, "Values have value semantics"), but a map value is a
-// pointer: `var m2 = m; m2[k] = v;` wrote into `m`. A `var` bound or assigned to a map that a
-// fresh literal did not just build gets a copy of its own, with its map values copied too (a
-// write into `m2[a][b]` goes into the inner map). A `let` cannot be written through.
-Value* Lowering::OwnedMap(Value* v, const Type* t, const ast::Expr& source) {
-  if (!IsKind(t, TypeKind::Map) || source.kind == ast::NodeKind::MapLit) return v;
-  return CopyMapDeep(v, t);
+// Stores `v` into a variable (`x`) or into a record field held in one (`r.f`, `r.a.b`): a record
+// is a value held in its variable, so the variable gets the record with the field replaced. The
+// record is loaded here, after the right-hand side, which may have stored into the variable.
+// `v` is already what the place keeps (persisted for state).
+void Lowering::StoreToPlace(const ast::Assign& a, const ast::Expr& place, Value* v) {
+  std::vector<unsigned> path;
+  const ast::Expr* root = &place;
+  while (const auto* sel = ast::As<ast::Select>(root)) {
+    const Type* rt = sel->operand->type;
+    int idx = !IsKind(rt, TypeKind::Record) ? -1
+              : sel->record_field >= 0       ? sel->record_field
+                                             : rt->record->FieldIndex(sel->field);
+    if (idx < 0) Fail(&a, fmt::format("cannot assign to `.{}`", sel->field));
+    path.insert(path.begin(), static_cast<unsigned>(idx));
+    root = sel->operand.get();
+  }
+  const auto* var = ast::As<ast::NameRef>(root);
+  if (!var || (var->ref != ast::NameKind::Local && var->ref != ast::NameKind::State))
+    Fail(&a, "only a variable or a record field held in one can be assigned here");
+  Value* slot = var->ref == ast::NameKind::State ? StatePtr(var->state_decl) : LocalSlot(var->local);
+  if (path.empty()) {
+    b_.CreateStore(v, slot);
+    return;
+  }
+  Value* record = b_.CreateLoad(Ty(root->type), slot);
+  b_.CreateStore(b_.CreateInsertValue(record, v, path), slot);
 }
 
-Value* Lowering::CopyMapDeep(Value* map, const Type* t) {
-  Value* copy = CallRt("kiln_rt_map_clone", ptr_, {map}, true);
-  if (IsKind(t->elem, TypeKind::Map)) {
-    llvm::Type* vt = Ty(t->elem);
-    ForRange(MapSize(copy), [&](Value* i) {
-      Value* at = CallRt("kiln_rt_map_value_at", ptr_, {copy, i});
-      Value* inner = b_.CreateLoad(vt, at);
-      EmitIfElse(b_.CreateIsNotNull(inner),
-                 [&] { b_.CreateStore(CopyMapDeep(inner, t->elem), at); }, {});
-    });
+// Maps are values (docs/language.md, "Values have value semantics"), but a map value is a
+// pointer, and so is every map inside a record or a list: `var m2 = m; m2[k] = v;` wrote into
+// `m`, and `var r2 = r; r2.m[k] = v;` into `r.m`. A `var` bound or assigned to a value a write
+// could reach a map through gets a copy of every such map, at every depth (a write into
+// `m2[a][b]` goes into the inner map). An empty literal and a `{...}` literal whose values hold
+// no map are fresh already; a `let` cannot be written through, so it is not copied either.
+Value* Lowering::OwnedMap(Value* v, const Type* t, const ast::Expr& source) {
+  if (!ReachesMap(t)) return v;
+  if (const auto* lit = ast::As<ast::MapLit>(&source);
+      lit && (lit->entries.empty() || !ReachesMap(t->elem)))
+    return v;
+  if (const auto* lit = ast::As<ast::ListLit>(&source); lit && lit->elements.empty()) return v;
+  return CopyMapsDeep(v, t);
+}
+
+// Whether a write through a variable of type t can land in a map: `x[k] = v` on a map,
+// `x.f[k] = v` on a record, `x[i][k] = v` on a list.
+bool Lowering::ReachesMap(const Type* t) {
+  if (!t) return false;
+  switch (t->kind) {
+    case TypeKind::Map: return true;
+    case TypeKind::List: return ReachesMap(t->elem);
+    case TypeKind::Record:
+      for (const ast::RecordField& f : t->record->fields)
+        if (ReachesMap(f.declared.resolved)) return true;
+      return false;
+    default: return false;
   }
-  return copy;
+}
+
+Value* Lowering::CopyMapsDeep(Value* v, const Type* t) {
+  switch (t->kind) {
+    case TypeKind::Map:
+      return EmitChoice(b_.CreateIsNotNull(v), t, [&]() -> Value* {
+        Value* copy = CallRt("kiln_rt_map_clone", ptr_, {v}, true);
+        if (ReachesMap(t->elem)) {
+          llvm::Type* vt = Ty(t->elem);
+          ForRange(MapSize(copy), [&](Value* i) {
+            Value* at = CallRt("kiln_rt_map_value_at", ptr_, {copy, i});
+            b_.CreateStore(CopyMapsDeep(b_.CreateLoad(vt, at), t->elem), at);
+          });
+        }
+        return copy;
+      }, [&]() -> Value* { return v; });
+    case TypeKind::Record: {
+      const auto& fields = t->record->fields;
+      for (unsigned i = 0; i < fields.size(); ++i) {
+        const Type* ft = fields[i].declared.resolved;
+        if (ReachesMap(ft))
+          v = b_.CreateInsertValue(v, CopyMapsDeep(b_.CreateExtractValue(v, {i}), ft), {i});
+      }
+      return v;
+    }
+    case TypeKind::List: {
+      // A new buffer of the same elements, each copied.
+      llvm::Type* et = Ty(t->elem);
+      Value* n = b_.CreateExtractValue(v, {1});
+      Value* bytes = b_.CreateMul(n, b_.getInt64(SizeOf(et)));
+      Value* items = CallRt("kiln_rt_alloc", ptr_, {bytes}, true);
+      Value* from = b_.CreateExtractValue(v, {0});
+      ForRange(n, [&](Value* i) {
+        Value* e = b_.CreateLoad(et, b_.CreateGEP(et, from, i));
+        b_.CreateStore(CopyMapsDeep(e, t->elem), b_.CreateGEP(et, items, i));
+      });
+      return b_.CreateInsertValue(v, items, {0});
+    }
+    default: return v;
+  }
 }
 
 // The element `e` of `x = x + [e]`, `x += [e]` or `x = append(x, e)` when `x` is the local list

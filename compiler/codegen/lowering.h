@@ -180,8 +180,10 @@ class Lowering {
   Value* TupleFromKey(Value* key, const Type* t);
   Value* MapKeyAt(Value* map, Value* i, const Type* key_type);
   Value* MapSize(Value* map);
+  void StoreToPlace(const ast::Assign& a, const ast::Expr& place, Value* v);
   Value* OwnedMap(Value* v, const Type* t, const ast::Expr& source);
-  Value* CopyMapDeep(Value* map, const Type* t);
+  static bool ReachesMap(const Type* t);
+  Value* CopyMapsDeep(Value* v, const Type* t);
   Value* CompareTuples(ast::BinaryOp op, Value* l, Value* r, const Type* t, const ast::Node* at);
 
   // lower_collections.cc

@@ -246,6 +246,13 @@ void Checker::Assignment(Assign* a) {
                        fmt::format("cannot assign to `.{}`: fields of `{}` are read-only",
                                    sel->field, base->Name()));
   }
+  if (auto* ix = As<Index>(a->target.get()); ix && ok_root) {
+    const Type* base = ix->operand->type;
+    if (base && base->kind == TypeKind::List)
+      ctx_.diags.Error(a->target->range,
+                       "cannot assign to a list element: a list is built whole (`append`, a "
+                       "comprehension); keep a map<int, T> to change entries in place");
+  }
   if (a->op == AssignOp::Set) {
     Expect(a->value.get(), target, "assigned value");
     return;
