@@ -179,7 +179,11 @@ void Lowering::EmitAssign(const ast::Assign& a) {
       b_.CreateStore(StoreResourceInPlace(b_.CreateLoad(ptr_, slot), nv), slot);
       return;
     }
-    b_.CreateStore(into_state ? Persist(nv, vt) : nv, slot);
+    // A map stored into an entry is the entry's own, as one bound to a `var` is.
+    nv = into_state                    ? Persist(nv, vt)
+         : a.op == ast::AssignOp::Set ? OwnedMap(nv, vt, *a.value)
+                                      : nv;
+    b_.CreateStore(nv, slot);
     return;
   }
   if (ast::As<ast::Select>(&target)) {
@@ -337,7 +341,7 @@ void Lowering::EmitLocalAppend(const ast::Local* local, const ast::Expr& elem) {
   Value* cur = b_.CreateLoad(list_, slot);
   Value* items = b_.CreateExtractValue(cur, {0});
   Value* n = b_.CreateExtractValue(cur, {1});
-  Value* e = Coerce(Emit(elem), elem.type, lt->elem);
+  Value* e = OwnedMap(Coerce(Emit(elem), elem.type, lt->elem), lt->elem, elem);
   Value* own_items = b_.CreateLoad(ptr_, b_.CreateStructGEP(builder_ty_, builder, 0));
   Value* own_n = b_.CreateLoad(i64_, b_.CreateStructGEP(builder_ty_, builder, 1));
   Value* cap = b_.CreateLoad(i64_, b_.CreateStructGEP(builder_ty_, builder, 2));

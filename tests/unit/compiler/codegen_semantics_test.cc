@@ -624,6 +624,29 @@ TEST(CodegenSemanticsMaps, AVarBoundToARecordOrListCopiesTheMapsInside) {
                       "return float(len(a) * 1000 + len(xs[0]) * 100 + len(xs[1]) * 10 + len(ys[1]));",
                       prelude),
             1000.0 + 200 + 10 + 2);
+  // A map stored into a map's entry or a record's field, then changed through either name.
+  EXPECT_EQ(EvalFloat("var outer: map<int, map<int, int>> = {};\n"
+                      "var inner: map<int, int> = {};\n"
+                      "inner[1] = 1;\n"
+                      "outer[1] = inner;\n"
+                      "inner[2] = 2;\n"
+                      "outer[1][3] = 3;\n"
+                      "var r = Box{name: \"\"};\n"
+                      "var m: map<string, int> = {};\n"
+                      "r.m = m;\n"
+                      "m[\"a\"] = 1;\n"
+                      "return float(len(inner) * 100 + len(outer[1]) * 10 + len(r.m));",
+                      prelude),
+            220.0);
+  // A map appended to a list.
+  EXPECT_EQ(EvalFloat("var m: map<int, int> = {};\n"
+                      "var xs: list<map<int, int>> = [];\n"
+                      "xs = append(xs, m);\n"
+                      "xs = xs + [m];\n"
+                      "m[1] = 1;\n"
+                      "xs[0][2] = 2;\n"
+                      "return float(len(m) * 100 + len(xs[0]) * 10 + len(xs[1]));"),
+            110.0);
   // A map literal whose values are maps another name holds.
   EXPECT_EQ(EvalFloat("var a: map<string, int> = {};\n"
                       "var m = {\"k\": a};\n"
