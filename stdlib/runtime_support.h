@@ -241,10 +241,9 @@ int64_t kiln_rt_map_size(const void* map);
 int64_t kiln_rt_map_key_i(const void* map, int64_t index);
 void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out);
 void* kiln_rt_map_value_at(void* map, int64_t index);
-// Copies `map` (keys and value bytes) into `arena`; values are copied shallowly.
+// Copies `map` (keys and value bytes) into `arena` (null: the current one, as kiln_rt_res_copy);
+// values are copied shallowly.
 void* kiln_rt_map_copy(const void* map, void* arena);
-// The same into the current arena: a `var` bound to a map another name holds gets its own.
-void* kiln_rt_map_clone(const void* map);
 
 // ---- resources ----
 kiln::Resource* kiln_rt_res_new();  // empty, in the current arena

@@ -227,8 +227,8 @@ void* kiln_rt_map_value_at(void* map, int64_t index) {
 void* kiln_rt_map_copy(const void* map, void* arena) {
   return Guard<void*>(nullptr, [&] {
     const auto* src = static_cast<const KMap*>(map);
-    KMap* dst = static_cast<Arena*>(arena)->NewMap(static_cast<int32_t>(src->key_kind),
-                                                   src->value_size);
+    Arena* into = arena ? static_cast<Arena*>(arena) : CurrentArena();
+    KMap* dst = into->NewMap(static_cast<int32_t>(src->key_kind), src->value_size);
     dst->view_index_offset = src->view_index_offset;
     dst->dense_eager = src->dense_eager;
     for (int64_t i = 0; i < src->size; ++i) {
@@ -242,8 +242,6 @@ void* kiln_rt_map_copy(const void* map, void* arena) {
     return dst;
   });
 }
-
-void* kiln_rt_map_clone(const void* map) { return kiln_rt_map_copy(map, CurrentArena()); }
 
 Resource* kiln_rt_res_new() {
   return Guard<Resource*>(nullptr, [&] { return kiln::rt::NewResource(CurrentArena()); });

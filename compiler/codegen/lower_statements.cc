@@ -261,7 +261,8 @@ Value* Lowering::CopyMapsDeep(Value* v, const Type* t) {
   switch (t->kind) {
     case TypeKind::Map:
       return EmitChoice(b_.CreateIsNotNull(v), t, [&]() -> Value* {
-        Value* copy = CallRt("kiln_rt_map_clone", ptr_, {v}, true);
+        Value* copy = CallRt("kiln_rt_map_copy", ptr_, {v, llvm::ConstantPointerNull::get(ptr_)},
+                             true);
         if (ReachesMap(t->elem)) {
           llvm::Type* vt = Ty(t->elem);
           ForRange(MapSize(copy), [&](Value* i) {
