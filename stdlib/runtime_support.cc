@@ -309,7 +309,7 @@ std::vector<HostSymbol> RuntimeSupportSymbols() {
       KILN_SYM(kiln_rt_map_new_view),
       KILN_SYM(kiln_rt_map_find_i),     KILN_SYM(kiln_rt_map_find_s),
       KILN_SYM(kiln_rt_map_slot_i),     KILN_SYM(kiln_rt_map_slot_s),
-      KILN_SYM(kiln_rt_map_size),       KILN_SYM(kiln_rt_map_key_i),
+      KILN_SYM(kiln_rt_map_key_i),
       KILN_SYM(kiln_rt_map_key_s),      KILN_SYM(kiln_rt_map_value_at),
       KILN_SYM(kiln_rt_map_copy),       KILN_SYM(kiln_rt_res_new),
       KILN_SYM(kiln_rt_res_copy),       KILN_SYM(kiln_rt_res_store),      KILN_SYM(kiln_rt_res_pin),

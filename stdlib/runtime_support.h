@@ -237,7 +237,6 @@ void* kiln_rt_map_find_s(void* map, const char* key, int64_t len);
 // Value slot of `key`, inserted zero-filled when absent (*inserted tells which).
 void* kiln_rt_map_slot_i(void* map, int64_t key, bool* inserted);
 void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted);
-int64_t kiln_rt_map_size(const void* map);
 int64_t kiln_rt_map_key_i(const void* map, int64_t index);
 void kiln_rt_map_key_s(const void* map, int64_t index, KStr* out);
 void* kiln_rt_map_value_at(void* map, int64_t index);

@@ -210,8 +210,6 @@ void* kiln_rt_map_slot_s(void* map, const char* key, int64_t len, bool* inserted
   });
 }
 
-int64_t kiln_rt_map_size(const void* map) { return static_cast<const KMap*>(map)->size; }
-
 int64_t kiln_rt_map_key_i(const void* map, int64_t index) {
   return static_cast<const KMap*>(map)->int_keys[index];
 }
