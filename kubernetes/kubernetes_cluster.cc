@@ -629,12 +629,15 @@ void KubernetesCluster::Apply(const SessionResult& result) {
   }
   // Each kind of decision is queued in its own step, in this order: binds first, as the session
   // made them, so a pod starts as early as it can; status writes last.
+  const auto start = Clock::now();
   ApplyBinds(result);          // 1
   ApplyEvictions(result);      // 2
   ApplyNominations(result);    // 3
   ApplyPodGroupStatus(result);  // 4
   ApplyUnschedulable(result);  // 5
   if (options_.write_queue_status) ApplyQueueStatus();  // 6
+  spdlog::debug("kubernetes: session {} decisions queued in {:.1f} ms", result.index,
+                std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 
 // 1. Binds, in the order the session made them. The claims are made a few hundred at a time,
@@ -765,11 +768,18 @@ void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
   std::unordered_map<std::string, PodGroupStatusUpdate> counts;  // "<ns>/<group>" → counts only
   if (!result.pod_group_phases.empty()) {
     std::lock_guard lock(st.mu);
+    // A job's pods are next to each other in key order: the previous counted pod's entry holds
+    // for the next one of the same namespace and group.
+    const DecodedPod* last = nullptr;
+    PodGroupStatusUpdate* last_counts = nullptr;
     for (const auto& [k, p] : st.pods.items) {
       PodPhase phase = p.spec.phase;
       if (phase != PodPhase::Running && phase != PodPhase::Succeeded && phase != PodPhase::Failed) continue;
       if (p.spec.group.empty() || !Ours(p.scheduler_name)) continue;
-      PodGroupStatusUpdate& c = counts[p.spec.namespace_ + "/" + p.spec.group];
+      if (last == nullptr || p.spec.group != last->spec.group || p.spec.namespace_ != last->spec.namespace_)
+        last_counts = &counts[p.spec.JobUid()];
+      last = &p;
+      PodGroupStatusUpdate& c = *last_counts;
       if (phase == PodPhase::Running) ++c.running;
       if (phase == PodPhase::Succeeded) ++c.succeeded;
       if (phase == PodPhase::Failed) ++c.failed;
@@ -876,22 +886,38 @@ void KubernetesCluster::ApplyQueueStatus() {
     std::map<std::string, std::string> queue_of;  // job uid → queue
     for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
     for (const auto& [k, q] : st.queues.items) allocated[k];
+    // The pods come in key order, so a job's pods are next to each other: the previous pod's
+    // queue holds for the next one of the same namespace and group, and the previous answer of
+    // Ours for the same scheduler name. The assumed binds are walked alongside (same keys).
+    SortedCursor assumed(st.assumed);
+    const DecodedPod* last = nullptr;
+    bool last_ours = false;
+    Resource* last_sum = nullptr;  // the queue's sum; null: the pod's job counts for no queue
     for (const auto& [key, p] : st.pods.items) {
-      if (!Ours(p.scheduler_name)) continue;
-      // A pod without a group is its own one-pod job in queue `default`.
-      std::string queue = "default";
-      if (!p.spec.group.empty()) {
-        auto q = queue_of.find(p.spec.JobUid());
-        if (q == queue_of.end()) continue;
-        queue = q->second;
+      const bool same_scheduler = last != nullptr && p.scheduler_name == last->scheduler_name;
+      const bool same_job = last != nullptr && p.spec.group == last->spec.group &&
+                            p.spec.namespace_ == last->spec.namespace_;
+      if (!same_scheduler) last_ours = Ours(p.scheduler_name);
+      if (!same_job) {
+        last_sum = nullptr;
+        // A pod without a group is its own one-pod job in queue `default`.
+        static const std::string kDefaultQueue = "default";
+        const std::string* queue = &kDefaultQueue;
+        if (!p.spec.group.empty()) {
+          auto q = queue_of.find(p.spec.JobUid());
+          queue = q == queue_of.end() ? nullptr : &q->second;
+        }
+        if (queue != nullptr)
+          if (auto a = allocated.find(*queue); a != allocated.end()) last_sum = &a->second;
       }
-      if (!allocated.count(queue)) continue;
-      bool holds = (!p.spec.node.empty() || st.assumed.count(key)) && !p.spec.deleting &&
+      last = &p;
+      if (!last_ours || last_sum == nullptr) continue;
+      bool holds = (!p.spec.node.empty() || assumed.Find(key) != nullptr) && !p.spec.deleting &&
                    (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
       if (!holds) continue;
       Resource r = p.spec.requests;
       r.AddScalar(kPods, 1);
-      allocated[queue].Add(r);
+      last_sum->Add(r);
     }
     for (auto it = allocated.begin(); it != allocated.end();) {
       std::string text = it->second.ToString();

@@ -727,6 +727,69 @@ TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {
   EXPECT_GT(k.cluster->stats().status_writes_skipped, 0);
 }
 
+// Queue status.allocated and PodGroup status counts are summed in one walk over the pods in key
+// order, which carries the previous pod's job and scheduler to the next: each pod must still count
+// for its own. Here a namespace's jobs interleave, another scheduler's pod sits inside a job of
+// ours, two namespaces have a PodGroup of the same name in different queues, and a pod without a
+// PodGroup is its own job in queue `default`.
+TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
+  auto pod = [](std::string ns, std::string name, std::string group, int cpu, std::string node,
+                std::string scheduler = "volcano") {
+    json p = {{"apiVersion", "v1"}, {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec", {{"schedulerName", scheduler},
+                        {"containers", json::array({{{"name", "c"}, {"image", "img"},
+                                                     {"resources", {{"requests", {{"cpu", std::to_string(cpu)}}}}}}})}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+    if (!group.empty()) p["metadata"]["annotations"] = {{"scheduling.k8s.io/group-name", group}};
+    if (!node.empty()) p["spec"]["nodeName"] = node;
+    return p;
+  };
+  auto queue = [](std::string name) {
+    return json{{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "Queue"}, {"metadata", {{"name", name}}},
+                {"spec", {{"weight", 1}}}, {"status", {{"state", "Open"}}}};
+  };
+  auto group = [](std::string ns, std::string name, std::string queue) {
+    return json{{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "PodGroup"},
+                {"metadata", {{"name", name}, {"namespace", ns}}},
+                {"spec", {{"minMember", 1}, {"queue", queue}}}, {"status", {{"phase", "Running"}}}};
+  };
+  json items = json::array({
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns-a"}}}},
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns-b"}}}},
+      queue("default"), queue("q1"), queue("q2"),
+      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}},
+       {"status", {{"allocatable", {{"cpu", "1000"}, {"memory", "8Gi"}, {"pods", "110"}}},
+                   {"capacity", {{"cpu", "1000"}, {"memory", "8Gi"}, {"pods", "110"}}}}}},
+      group("ns-a", "g", "q1"), group("ns-a", "h", "q2"), group("ns-b", "g", "q2"),
+      pod("ns-a", "a1", "g", 1, "n1"), pod("ns-a", "a2", "h", 2, "n1"), pod("ns-a", "a3", "g", 4, "n1"),
+      pod("ns-a", "a4", "g", 8, "n1", "default-scheduler"), pod("ns-a", "a5", "g", 16, "n1"),
+      pod("ns-b", "b1", "g", 32, "n1"), pod("ns-b", "b2", "", 64, "n1"), pod("ns-b", "b3", "g", 128, ""),
+  });
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start({{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}));
+  SessionResult s;
+  for (const char* g : {"ns-a/g", "ns-a/h", "ns-b/g"}) s.pod_group_phases[g] = "Running";
+  ASSERT_TRUE(k.Apply(s));
+  auto allocated = [&](const std::string& q) {
+    auto r = k.emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/queues/" + q);
+    EXPECT_TRUE(r.ok() && r->ok()) << q;
+    return r.ok() ? json::parse(r->body)["status"]["allocated"] : json();
+  };
+  // a1 + a3 + a5 (a4 is the other scheduler's); a2 + b1 (ns-b's g is q2's); b2 (b3 holds nothing).
+  EXPECT_EQ(allocated("q1"), json({{"cpu", "21"}, {"memory", "0"}, {"pods", "3"}}));
+  EXPECT_EQ(allocated("q2"), json({{"cpu", "34"}, {"memory", "0"}, {"pods", "2"}}));
+  EXPECT_EQ(allocated("default"), json({{"cpu", "64"}, {"memory", "0"}, {"pods", "1"}}));
+  auto running = [&](const std::string& ns, const std::string& name) {
+    auto r = k.emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/" + ns + "/podgroups/" + name);
+    EXPECT_TRUE(r.ok() && r->ok()) << ns << "/" << name;
+    return r.ok() ? json::parse(r->body)["status"].value("running", -1) : -1;
+  };
+  EXPECT_EQ(running("ns-a", "g"), 3);
+  EXPECT_EQ(running("ns-a", "h"), 1);
+  EXPECT_EQ(running("ns-b", "g"), 1);
+}
+
 // docs/reasons.md "PodGroup conditions": a PodGroup enqueue refused, with no condition of
 // Volcano's, gets Unschedulable with the refusal's code as its reason.
 TEST(KubernetesEmulator, RefusedPodGroupGetsItsReasonCodeWhereVolcanoWritesNone) {
