@@ -471,7 +471,6 @@ Status Cluster::Link() {
   queue_ptrs_.clear();
   orphan_ptrs_.clear();
   job_by_uid_.clear();
-  node_by_name_.clear();
   queue_by_name_.clear();
   pc_by_name_.clear();
   total_resource_ = Resource{};
@@ -483,7 +482,7 @@ Status Cluster::Link() {
   job_ptrs_.reserve(jobs_.size());
   job_by_uid_.reserve(jobs_.size());
   node_ptrs_.reserve(nodes_.size());
-  node_by_name_.reserve(nodes_.size());
+  node_by_name_.Reset(nodes_.size());
 
   const PriorityClass* global_default = nullptr;
   for (auto& pc : priority_classes_) {
@@ -510,7 +509,7 @@ Status Cluster::Link() {
   }
 
   for (Node* n : nodes_) {
-    if (!node_by_name_.emplace(n->name, n).second)
+    if (!node_by_name_.Insert(n))
       return Error{fmt::format("duplicate node \"{}\"", n->name), {}};
     n->index = static_cast<int64_t>(node_ptrs_.size());
     n->idle = n->allocatable;
@@ -598,12 +597,12 @@ Status Cluster::Link() {
     }
     // Terminated pods no longer hold node resources (cache.addTask skips them).
     if (!t->node_name.empty() && !CompletedStatus(t->status)) {
-      auto nit = node_by_name_.find(t->node_name);
-      if (nit == node_by_name_.end())
+      Node* n = node_by_name_.Find(t->node_name);
+      if (n == nullptr)
         return Error{fmt::format("task \"{}\" is on node \"{}\", which does not exist", t->uid,
                                  t->node_name),
                      {}};
-      Status s = nit->second->AddTask(t);
+      Status s = n->AddTask(t);
       if (!s.ok()) return s;
     }
   }
@@ -622,8 +621,7 @@ Job* Cluster::FindJob(std::string_view uid) const {
   return it == job_by_uid_.end() ? nullptr : it->second;
 }
 Node* Cluster::FindNode(std::string_view name) const {
-  auto it = node_by_name_.find(name);
-  return it == node_by_name_.end() ? nullptr : it->second;
+  return node_by_name_.Find(name);
 }
 Queue* Cluster::FindQueue(std::string_view name) const {
   auto it = queue_by_name_.find(name);

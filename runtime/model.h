@@ -778,7 +778,7 @@ class Cluster {
   std::unique_ptr<std::vector<Node*>> affinity_nodes_ = std::make_unique<std::vector<Node*>>();
   NameIndex<Task, &Task::uid> task_by_uid_;
   Map<Job> job_by_uid_;
-  Map<Node> node_by_name_;
+  NameIndex<Node, &Node::name> node_by_name_;
   Map<Queue> queue_by_name_;
   Map<const PriorityClass> pc_by_name_;
   Resource total_resource_;
