@@ -570,7 +570,7 @@ Status Cluster::Link() {
   // when the uid changes (one string hash per job instead of per task).
   Job* last_job = nullptr;
   for (Task* t : tasks_) {
-    if (!task_by_uid_.Insert(t))
+    if (!task_by_uid_.Insert(t) && !TakeUnambiguousUid(*t))
       return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
     t->job = nullptr;
     t->node = nullptr;
@@ -611,6 +611,23 @@ Status Cluster::Link() {
     if (j->queue == nullptr) job_by_uid_.erase(j->uid);
   for (Task* t : orphan_ptrs_) task_by_uid_.Erase(t->uid);
   return Status::Ok();
+}
+
+bool Cluster::TakeUnambiguousUid(Task& t) {
+  // Only a uid made of the namespace and the name, as BuildCluster makes it: tasks built by
+  // hand keep whatever uid they were given, and a second one is an error.
+  const bool made = t.uid.size() == t.namespace_.size() + 1 + t.name.size() &&
+                    t.uid.starts_with(t.namespace_) && t.uid[t.namespace_.size()] == '-' &&
+                    t.uid.ends_with(t.name);
+  const Task* other = task_by_uid_.Find(t.uid);
+  if (!made || other == nullptr || (other->namespace_ == t.namespace_ && other->name == t.name))
+    return false;
+  // Neither a namespace nor a pod name holds a '/', so no "-"-joined uid is this one.
+  std::string uid = t.namespace_ + "/" + t.name;
+  spdlog::debug("pods {}/{} and {}/{} share the uid \"{}\"; the second is \"{}\" in this snapshot",
+                other->namespace_, other->name, t.namespace_, t.name, t.uid, uid);
+  t.uid = std::move(uid);
+  return task_by_uid_.Insert(&t);
 }
 
 Task* Cluster::FindTask(std::string_view uid) const {

@@ -710,7 +710,8 @@ class Cluster {
   //    allocatable per §3.3; a node_name that names no node is an Error;
   //  * job counters, allocated and total_request;
   //  * dense indices for every kind, hash maps by uid / name.
-  // Duplicate uids/names are Errors naming the object.
+  // Duplicate uids/names are Errors naming the object, but for two pods whose "<namespace>-<name>"
+  // uids agree ("a-b"/"c" and "a"/"b-c"): the later one's uid becomes "<namespace>/<name>".
   Status Link();
 
   const std::vector<Task*>& tasks() const { return task_ptrs_; }
@@ -758,6 +759,10 @@ class Cluster {
  private:
   template <typename T>
   using Map = std::unordered_map<std::string_view, T*>;
+
+  // Link's answer to a task whose uid is taken: true when it is a second pod whose
+  // namespace-and-name uid collides with another pod's, now indexed under "<namespace>/<name>".
+  bool TakeUnambiguousUid(Task& t);
 
   Slab<Task> tasks_;
   Slab<Job> jobs_;

@@ -69,6 +69,32 @@ TEST(BuildClusterTest, TasksOfOneRequestShareTheirResreq) {
   EXPECT_NE(&a->resreq(), &b->resreq());
 }
 
+// "<namespace>-<name>" joins "a-b"/"c" and "a"/"b-c" alike: both pods are tasks, the later one
+// (in the spec's order) under "<namespace>/<name>". A uid that two tasks really share is an error.
+TEST(BuildClusterTest, PodsWhoseNamespaceAndNameJoinAlikeAreTwoTasks) {
+  ClusterSpec c = OneNode();
+  PodSpec first = Pod("c", "", 1, "n1");
+  first.namespace_ = "a-b";
+  PodSpec second = Pod("b-c", "", 1);
+  second.namespace_ = "a";
+  c.pods = {first, second};
+  CompleteCluster(c, {});
+  auto cluster = BuildCluster(c);
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+  Task* a = cluster->FindTask("a-b-c");
+  Task* b = cluster->FindTask("a/b-c");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->Key(), "a-b/c");
+  EXPECT_EQ(b->Key(), "a/b-c");
+  EXPECT_EQ(cluster->tasks().size(), 2u);
+  EXPECT_EQ(cluster->FindNode("n1")->used.cpu(), 1000) << "the running one is on its node";
+
+  c.pods = {c.pods[0], c.pods[0]};  // the same pod twice
+  auto twice = BuildCluster(c);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message, "duplicate task \"a-b-c\"");
+}
+
 TEST(CompleteClusterTest, DefaultsWithoutWarnings) {
   ClusterSpec c = OneNode();
   c.pods.push_back(Pod("plain", "", 1));
