@@ -420,6 +420,12 @@ class SortedCursor {
   typename M::const_iterator it_, end_;
 };
 
+// Whether pod `p` is of the same job (namespace and PodGroup) as `last`, the pod before it in a
+// walk in key order, which keeps a job's pods next to each other.
+bool SameJob(const DecodedPod* last, const DecodedPod& p) {
+  return last != nullptr && p.spec.group == last->spec.group && p.spec.namespace_ == last->spec.namespace_;
+}
+
 // Drops the entries of `m` whose key `present` does not hold, in one walk over both (they are
 // sorted by the same keys): no lookup per entry (a snapshot after 100k binds prunes 100k
 // assumed binds).
@@ -778,8 +784,7 @@ void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
       PodPhase phase = p.spec.phase;
       if (phase != PodPhase::Running && phase != PodPhase::Succeeded && phase != PodPhase::Failed) continue;
       if (p.spec.group.empty() || !Ours(p.scheduler_name)) continue;
-      if (last == nullptr || p.spec.group != last->spec.group || p.spec.namespace_ != last->spec.namespace_)
-        last_counts = &counts[p.spec.JobUid()];
+      if (!SameJob(last, p)) last_counts = &counts[p.spec.JobUid()];
       last = &p;
       PodGroupStatusUpdate& c = *last_counts;
       if (phase == PodPhase::Running) ++c.running;
@@ -897,10 +902,8 @@ void KubernetesCluster::ApplyQueueStatus() {
     Resource* last_sum = nullptr;  // the queue's sum; null: the pod's job counts for no queue
     for (const auto& [key, p] : st.pods.items) {
       const bool same_scheduler = last != nullptr && p.scheduler_name == last->scheduler_name;
-      const bool same_job = last != nullptr && p.spec.group == last->spec.group &&
-                            p.spec.namespace_ == last->spec.namespace_;
       if (!same_scheduler) last_ours = Ours(p.scheduler_name);
-      if (!same_job) {
+      if (!SameJob(last, p)) {
         last_sum = nullptr;
         // A pod without a group is its own one-pod job in queue `default`.
         static const std::string kDefaultQueue = "default";
