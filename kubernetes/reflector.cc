@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kubernetes/decode_fast.h"
+#include "runtime/thread_name.h"
 
 namespace kiln::kube {
 
@@ -28,7 +29,10 @@ Reflector::~Reflector() { Stop(); }
 void Reflector::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("watch-" + resource_);
+    Run();
+  });
 }
 
 void Reflector::Stop() {

@@ -1,5 +1,6 @@
 #include "kubernetes/writer.h"
 #include "kubernetes/encode.h"
+#include "runtime/thread_name.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,7 +20,11 @@ using json = nlohmann::json;
 // ---- WorkerPool ----
 
 WorkerPool::WorkerPool(int threads, size_t capacity) : capacity_(capacity) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  for (int i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      NameThisThread("kiln-write");
+      Loop();
+    });
 }
 
 WorkerPool::~WorkerPool() { Stop(); }
@@ -348,6 +353,7 @@ void EventQueue::Loop() {
   // Linux keeps a nice value per thread: this one alone goes below the writers and the session.
   // Raising one's own nice value needs no privilege; a failure only leaves the default.
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  NameThisThread("kiln-events");
   for (;;) {
     std::unique_ptr<Pending> p;
     {

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/thread_name.h"
+
 namespace kiln {
 
 namespace detail {
@@ -57,7 +59,10 @@ CoarseClockTicker::CoarseClockTicker() {
     // Current from the first read on, without waiting for the thread to be scheduled.
     detail::g_coarse_now_ns.store(detail::ReadCoarseClock(), std::memory_order_relaxed);
     if (!t.started) {
-      std::thread([&t] { t.Run(); }).detach();
+      std::thread([&t] {
+        NameThisThread("kiln-clock");
+        t.Run();
+      }).detach();
       t.started = true;
     } else {
       t.wake.notify_one();

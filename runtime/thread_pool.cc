@@ -1,6 +1,7 @@
 #include "runtime/thread_pool.h"
 
 #include "runtime/pause_gate.h"
+#include "runtime/thread_name.h"
 
 #include <cstdlib>
 
@@ -45,7 +46,11 @@ ThreadPool::ThreadPool(int threads, size_t min_grain)
     : spin_ns_(DefaultSpin().count()), min_grain_(std::max<size_t>(min_grain, 1)) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers_.reserve(threads - 1);
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this] {
+      NameThisThread("kiln-pool");
+      WorkerMain();
+    });
 }
 
 ThreadPool::~ThreadPool() {

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "runtime/thread_name.h"
+
 namespace kiln::server {
 
 namespace {
@@ -57,8 +59,14 @@ Status ConfigWatcher::Start() {
       return Error{fmt::format("cannot watch {}: {}", dir, std::strerror(errno)), SourceLocation{dir}};
     watch_ids_.push_back(wd);
   }
-  worker_ = std::thread([this] { Work(); });
-  thread_ = std::thread([this] { Loop(); });
+  worker_ = std::thread([this] {
+    NameThisThread("kiln-confload");
+    Work();
+  });
+  thread_ = std::thread([this] {
+    NameThisThread("kiln-confwatch");
+    Loop();
+  });
   return Status::Ok();
 }
 

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/thread_name.h"
+
 namespace kiln::server {
 
 namespace {
@@ -346,7 +348,10 @@ Status HttpEndpoints::Start(const std::string& listen) {
   }
   impl_->server.WidenBacklog();
   port_ = port;
-  thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  thread_ = std::thread([this] {
+    NameThisThread("kiln-http");
+    impl_->server.listen_after_bind();
+  });
   spdlog::info("serving /metrics /healthz /readyz /config /snapshot /explain /whatif /shadow on {}:{}", host, port_);
   return Status::Ok();
 }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "runtime/thread_name.h"
+
 namespace kiln::server {
 
 void NormaliseLikeScenario(ClusterSpec& cluster) {
@@ -98,7 +100,10 @@ void CompleteAdded(const ClusterSpec& cluster, std::vector<PodGroupSpec>& groups
 OffPathSnapshots::OffPathSnapshots(std::function<ClusterSpec(TimeNs)> spec_at,
                                    std::function<TimeNs()> clock, Options options)
     : spec_at_(std::move(spec_at)), clock_(std::move(clock)), options_(options) {
-  thread_ = std::thread([this] { ThreadMain(); });
+  thread_ = std::thread([this] {
+    NameThisThread("kiln-whatif");
+    ThreadMain();
+  });
 }
 
 OffPathSnapshots::~OffPathSnapshots() {

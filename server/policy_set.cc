@@ -16,6 +16,7 @@
 #include "packs/pack.h"
 #include "runtime/file_read.h"
 #include "runtime/scheduler.h"
+#include "runtime/thread_name.h"
 #include "server/config_watcher.h"
 
 namespace kiln::server {
@@ -214,6 +215,7 @@ std::optional<Result<std::shared_ptr<const PolicySet>>> PolicyReloader::LoadOffT
   attempt->factory = factory_;
   g_loads_in_flight.fetch_add(1);
   std::thread([attempt, generation] {
+    NameThisThread("kiln-policyload");
     auto set = LoadPolicySet(attempt->sources, attempt->factory, generation);
     // Counted out before the result is seen: whoever sees it also sees the count without it.
     g_loads_in_flight.fetch_sub(1);

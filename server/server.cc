@@ -14,6 +14,7 @@
 #include "kubernetes/encode.h"
 #include "kubernetes/lease.h"
 #include "kubernetes/scenario_writer.h"
+#include "runtime/thread_name.h"
 #include "server/config_watcher.h"
 #include "server/http_endpoints.h"
 #include "server/leader_election.h"
@@ -244,8 +245,12 @@ int Serve(ClusterBinding& cluster, const ServeOptions& options, const ServeHooks
   std::atomic<bool> election_done{false};
   std::thread leadership_thread;
   if (elector) {
-    election_thread = std::thread([&] { elector->Run(nullptr); });
+    election_thread = std::thread([&] {
+      NameThisThread("kiln-lease");
+      elector->Run(nullptr);
+    });
     leadership_thread = std::thread([&] {
+      NameThisThread("kiln-leader");
       bool leading_now = false;
       while (!election_done) {
         bool l = elector->IsLeader();

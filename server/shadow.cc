@@ -16,6 +16,7 @@
 #include "runtime/explain.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
+#include "runtime/thread_name.h"
 #include "runtime/thread_pool.h"
 #include "server/config_watcher.h"
 #include "server/metrics.h"
@@ -208,7 +209,10 @@ Status ShadowRunner::Start() {
     });
   });
   if (Status s = watcher_->Start(); !s) return s;
-  thread_ = std::thread([this] { ThreadMain(); });
+  thread_ = std::thread([this] {
+    NameThisThread("kiln-shadow");
+    ThreadMain();
+  });
   return Status::Ok();
 }
 
@@ -523,7 +527,10 @@ ShadowTapBinding::ShadowTapBinding(ClusterBinding& inner, ShadowRunner& shadow,
                                    std::function<ClusterSpec(TimeNs)> spec_at,
                                    std::function<std::shared_ptr<const ClusterSpec>(TimeNs)> kept)
     : inner_(inner), shadow_(shadow), spec_at_(std::move(spec_at)), kept_(std::move(kept)) {
-  copier_ = std::thread([this] { CopierMain(); });
+  copier_ = std::thread([this] {
+    NameThisThread("kiln-shadowcopy");
+    CopierMain();
+  });
 }
 
 ShadowTapBinding::~ShadowTapBinding() {

@@ -105,6 +105,17 @@ class BindSink(unittest.TestCase):
         code, _ = self.sink.request("POST", "/sink/touch?n=500")
         self.assertEqual(code, 200)
         wait_for(lambda: self.sink.stats()["touch"]["deliveredSeconds"] > 0, "the touched pods on the watch")
+        # Its threads carry names (runtime/thread_name.h; scripts/bench-serve sums CPU by them):
+        # the session on the main thread, the writers, the watches, the Event sender.
+        names = set()
+        for task in os.listdir(f"/proc/{serve.proc.pid}/task"):
+            try:
+                with open(f"/proc/{serve.proc.pid}/task/{task}/comm") as f:
+                    names.add(f.read().strip())
+            except FileNotFoundError:  # the thread ended
+                pass
+        for name in ("kiln", "kiln-write", "kiln-events", "watch-pods", "watch-nodes"):
+            self.assertIn(name, names)
 
     def test_a_second_binding_is_a_conflict_and_counted(self):
         binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "job0-0", "namespace": "c1"},

@@ -1,7 +1,10 @@
 #include "runtime/thread_pool.h"
 #include "runtime/pause_gate.h"
+#include "runtime/thread_name.h"
 
 #include <gtest/gtest.h>
+
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -9,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -268,6 +272,41 @@ TEST(ThreadPoolTest, ZeroIterationsCallsNothing) {
   bool called = false;
   pool.ParallelFor(0, [&](size_t) { called = true; });
   EXPECT_FALSE(called);
+}
+
+// The name a thread sees itself under (what /proc/PID/task/TID/comm and `top -H` show).
+std::string OwnThreadName() {
+  char buf[16] = {};
+  pthread_getname_np(pthread_self(), buf, sizeof buf);
+  return buf;
+}
+
+TEST(ThreadNameTest, NamesTheCallingThreadAndCutsAtFifteenBytes) {
+  std::string short_name, long_name;
+  std::thread([&] {
+    NameThisThread("kiln-write");
+    short_name = OwnThreadName();
+    NameThisThread("watch-priorityclasses");
+    long_name = OwnThreadName();
+  }).join();
+  EXPECT_EQ(short_name, "kiln-write");
+  EXPECT_EQ(long_name, "watch-priorityc");
+}
+
+TEST(ThreadPoolTest, WorkersAreNamedAndTheCallerKeepsItsName) {
+  const std::string caller = OwnThreadName();
+  ThreadPool pool(3);
+  std::mutex mu;
+  std::set<std::string> names;
+  // Long iterations, so that the workers take some of them.
+  pool.ParallelFor(64, [&](size_t) {
+    Spin(std::chrono::microseconds(500));
+    std::lock_guard lock(mu);
+    names.insert(OwnThreadName());
+  });
+  EXPECT_TRUE(names.count("kiln-pool")) << "no iteration ran on a worker";
+  for (const std::string& n : names) EXPECT_TRUE(n == "kiln-pool" || n == caller) << n;
+  EXPECT_EQ(OwnThreadName(), caller);
 }
 
 }  // namespace
