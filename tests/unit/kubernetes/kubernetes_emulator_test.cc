@@ -585,6 +585,30 @@ TEST(KubernetesEmulator, BindServerErrorKeepsThePodPendingAndRetriesAfterBackoff
   k.emu.ExpectRequests("binds", "ns/p3", 2, 1);
 }
 
+TEST(KubernetesEmulator, BindsAFullWriteQueueDropsAreForgottenAndALaterSessionSends) {
+  KubernetesClusterOptions o = FastOptions();
+  o.write_workers = 1;
+  o.write_queue_capacity = 1;  // a session of three binds: at most one waits, the rest are dropped
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(Manifests(), o));
+  SessionResult s;
+  s.binds = {{"ns/p1", "n1"}, {"ns/p2", "n1"}, {"ns/p3", "n2"}};
+  s.bind_order = {"ns/p1", "ns/p2", "ns/p3"};
+  ASSERT_TRUE(k.Apply(s));
+  // A dropped bind is not assumed: its pod is pending again for the next session. (Status and
+  // event writes share the queue, so more than the binds may be dropped.)
+  int pending = 0;
+  for (const char* p : {"ns/p1", "ns/p2", "ns/p3"}) pending += FindPod(k.cluster->SnapshotSpec(0), p)->node.empty();
+  EXPECT_GE(pending, 1);
+  EXPECT_LE(pending, 2);
+  EXPECT_GE(k.cluster->stats().writes_dropped, pending);
+  // The same decisions again, as the next sessions would make them, until all are sent.
+  for (int round = 0; round < 5 && k.cluster->stats().binds_ok < 3; ++round) ASSERT_TRUE(k.Apply(s));
+  EXPECT_EQ(k.cluster->stats().binds_ok, 3);
+  for (const char* p : {"ns/p1", "ns/p2", "ns/p3"}) k.emu.ExpectRequests("binds", p, 1, 1);  // never twice
+  EXPECT_EQ(k.emu.GetPod("p3")["spec"].value("nodeName", ""), "n2");
+}
+
 TEST(KubernetesEmulator, EvictionMarksDisruptionTargetThenDeletesOnce) {
   SyncedCluster k;
   ASSERT_TRUE(k.Start());
