@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/errors.h"
+#include "cli/huge_page_malloc.h"
 #include "compiler/host/jit_tiers.h"
 #include "compiler/language_version.h"
 
@@ -14,6 +15,7 @@ const char* Version();  // runtime/version.cc
 }  // namespace kiln
 
 int main(int argc, char** argv) {
+  kiln::cli::RememberCommandLine(argc, argv);  // kiln serve may execute itself again
   // Log messages (warnings about the environment, policy faults, ...) go to stderr: spdlog's
   // default logger writes to stdout, where they would corrupt `-o json` and other results.
   spdlog::set_default_logger(spdlog::stderr_color_mt("kiln"));

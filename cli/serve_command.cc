@@ -28,6 +28,7 @@
 
 #include "cli/commands.h"
 #include "cli/errors.h"
+#include "cli/huge_page_malloc.h"
 #include "cli/shared_options.h"
 #include "compiler/host/jit_tiers.h"
 #include "kubernetes/client.h"
@@ -183,13 +184,14 @@ int ServeKubernetes(const ServeFlags& f, server::ServeOptions options, server::S
       seen = n;
     }
   };
-  spdlog::info("kiln serve: API server {} ({}), scheduler name {}", config->server, config->source,
-               f.scheduler_name);
+  spdlog::info("kiln serve: API server {} ({}), scheduler name {}; {}", config->server, config->source,
+               f.scheduler_name, HugePageMallocState());
   cluster.Start();
   return server::Serve(cluster, options, hooks);
 }
 
 int RunServe(const ServeFlags& f) {
+  ReexecWithHugePageMalloc();  // returns only when it did not (cli/huge_page_malloc.h)
   server::BlockTerminationSignals();  // before any thread exists (kubernetes reflectors, writers)
   // Tier-0 handlers compile in the background while the caches sync, and on first use.
   SetDefaultLazyHandlers(true);

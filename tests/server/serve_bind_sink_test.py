@@ -100,7 +100,8 @@ class BindSink(unittest.TestCase):
         # kiln serve's own log: the initial LIST of the pods in three pages, and the snapshot's time.
         self.assertRegex(serve.text(), rf"initial LIST of pods: {pods} objects listed and decoded in \d+ ms")
         self.assertRegex(serve.text(), r"caches synced \d+ ms after start")
-        self.assertRegex(serve.text(), r"kubernetes: snapshot [0-9.]+ ms")
+        self.assertRegex(serve.text(), r"kubernetes: snapshot [0-9.]+ ms \(copy of the cache [0-9.]+ ms, model built "
+                                       r"[0-9.]+ ms; this thread's CPU [0-9.]+ ms, [0-9.]+ of it in the kernel, \d+ page faults\)")
         # The pods' watch delivers what the sink changes: every touched pod reaches kiln serve.
         code, _ = self.sink.request("POST", "/sink/touch?n=500")
         self.assertEqual(code, 200)
@@ -116,6 +117,46 @@ class BindSink(unittest.TestCase):
                 pass
         for name in ("kiln", "kiln-write", "kiln-events", "watch-pods", "watch-nodes"):
             self.assertIn(name, names)
+
+    def test_serve_runs_malloc_on_huge_pages_unless_turned_off(self):
+        # kiln serve executes itself again (same pid) with glibc's malloc advising transparent
+        # huge pages (cli/huge_page_malloc.h), where the kernel has THP and glibc takes the
+        # tunable; KILN_MALLOC_HUGEPAGES=0 turns it off, and the user's own tunables are kept.
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = "[never]" not in f.read()
+        glibc = tuple(int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
+        expect = thp and glibc >= (2, 35)
+        cases = [({}, "glibc.malloc.hugetlb=1" if expect else None),
+                 ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=8"},
+                  "glibc.malloc.arena_max=8:glibc.malloc.hugetlb=1" if expect else "glibc.malloc.arena_max=8"),
+                 ({"KILN_MALLOC_HUGEPAGES": "0"}, None)]
+        for extra, tunables in cases:
+            env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "KILN_MALLOC_HUGEPAGES")}
+            env.update(extra)
+            serve = ServeProcess(KILN, self.sink, self.conf, env=env)
+            try:
+                wait_for(lambda: "kiln serve: API server" in serve.text() or serve.proc.poll() is not None,
+                         "kiln serve's start")
+                self.assertIsNone(serve.proc.poll(), serve.text())
+                # The environment it started with (the last exec's). glibc cuts GLIBC_TUNABLES
+                # there at each ':' as it parses it, so the words are looked for one by one; the
+                # process's own view, whole, is in its log line.
+                with open(f"/proc/{serve.proc.pid}/environ", "rb") as f:
+                    environ = f.read().decode()
+                for word in (tunables or "").split(":"):
+                    self.assertIn(word, environ, extra)
+                line = next(l for l in serve.log if "kiln serve: API server" in l)
+                if tunables and "hugetlb" in tunables:
+                    self.assertIn(f"malloc advises transparent huge pages (GLIBC_TUNABLES={tunables};", line)
+                    self.assertIn("KILN_MALLOC_HUGEPAGES_SET=1", environ)
+                else:
+                    self.assertNotIn("hugetlb", environ, extra)
+                    self.assertIn("malloc on 4 KiB pages", line)
+                # It schedules as ever: the session runs and binds.
+                wait_for(lambda: serve.sessions() >= 1 or serve.proc.poll() is not None, "a session", timeout=60)
+                self.assertIsNone(serve.proc.poll(), serve.text())
+            finally:
+                serve.stop()
 
     def test_a_second_binding_is_a_conflict_and_counted(self):
         binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "job0-0", "namespace": "c1"},
