@@ -66,11 +66,10 @@ void ReexecWithHugePageMalloc() {
   if (std::getenv(kMarker) != nullptr) return;  // this is the second start
   // A secure-execution process (setuid and the like) has its tunables removed by glibc.
   if (getauxval(AT_SECURE) != 0) return;
-  const std::optional<std::string> tunables =
-      HugePageTunables(std::getenv("GLIBC_TUNABLES"), std::getenv("KILN_MALLOC_HUGEPAGES"),
-                       ThpMode(), gnu_get_libc_version());
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::optional<std::string> tunables = HugePageTunables(
+      before, std::getenv("KILN_MALLOC_HUGEPAGES"), ThpMode(), gnu_get_libc_version());
   if (!tunables) return;
-  if (setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0 || setenv(kMarker, "1", 1) != 0) return;
   // The file's own path, so that the process keeps its name (a comm of "exe" otherwise); the
   // link itself only when the file was replaced or removed since.
   std::string self(PATH_MAX, '\0');
@@ -78,12 +77,26 @@ void ReexecWithHugePageMalloc() {
   self.resize(n > 0 ? static_cast<size_t>(n) : 0);
   if (self.empty() || self.ends_with(" (deleted)") || access(self.c_str(), X_OK) != 0)
     self = "/proc/self/exe";
-  std::fflush(nullptr);
-  execv(self.c_str(), g_argv);
-  // Still here: run on without the advice.
-  spdlog::warn(
-      "kiln serve: could not execute itself again with {}: {}; malloc stays on 4 KiB pages",
-      *tunables, std::strerror(errno));
+  // Started through the dynamic loader (`ld-linux-x86-64.so.2 kiln serve ...`): the file is the
+  // loader, and our arguments would not name the program for it.
+  if (const std::string_view base = std::string_view(self).substr(self.rfind('/') + 1);
+      base.starts_with("ld-linux") || base.starts_with("ld.so"))
+    return;
+  const std::optional<std::string> saved =
+      before != nullptr ? std::optional<std::string>(before) : std::nullopt;
+  if (setenv("GLIBC_TUNABLES", tunables->c_str(), 1) == 0 && setenv(kMarker, "1", 1) == 0) {
+    std::fflush(nullptr);
+    execv(self.c_str(), g_argv);
+  }
+  // Still here: run on as started, the environment as it was (HugePageMallocState reads it).
+  const int error = errno;
+  if (saved)
+    setenv("GLIBC_TUNABLES", saved->c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
+  unsetenv(kMarker);
+  spdlog::warn("kiln serve: could not execute {} again with {}: {}; malloc stays on 4 KiB pages",
+               self, *tunables, std::strerror(error));
 }
 
 std::string HugePageMallocState() {
