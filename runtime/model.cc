@@ -569,8 +569,19 @@ Status Cluster::Link() {
   // A job's tasks are next to each other: the previous task's job is looked up again only
   // when the uid changes (one string hash per job instead of per task).
   Job* last_job = nullptr;
-  for (Task* t : tasks_) {
-    if (!task_by_uid_.Insert(t) && !TakeUnambiguousUid(*t))
+  // The uids' hashes first, in one pass whose reads do not wait on each other; then each insert
+  // finds the slot it probes requested kAhead tasks earlier (NameIndex::Prefetch).
+  constexpr size_t kAhead = 16;
+  thread_local std::vector<size_t> uid_hashes;
+  Task* const* all_tasks = tasks_.begin();
+  const size_t task_count = tasks_.size();
+  uid_hashes.resize(task_count);
+  for (size_t i = 0; i < task_count; ++i) uid_hashes[i] = task_by_uid_.Hash(all_tasks[i]->uid);
+  for (size_t i = 0; i < kAhead && i < task_count; ++i) task_by_uid_.Prefetch(uid_hashes[i]);
+  for (size_t ti = 0; ti < task_count; ++ti) {
+    Task* t = all_tasks[ti];
+    if (ti + kAhead < task_count) task_by_uid_.Prefetch(uid_hashes[ti + kAhead]);
+    if (!task_by_uid_.Insert(t, uid_hashes[ti]) && !TakeUnambiguousUid(*t))
       return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
     t->job = nullptr;
     t->node = nullptr;

@@ -36,6 +36,26 @@ TEST(NameIndex, FindsEveryNameAndRefusesDuplicates) {
   EXPECT_EQ(index.Find("ns-pod-17"), objs[17].get());
 }
 
+TEST(NameIndex, InsertsWithHashesTakenAheadAsWithoutThem) {
+  // Cluster::Link's way: every hash first, slots requested ahead, then the inserts. A table
+  // sized too small grows midway, after the slots of the old size were requested.
+  auto objs = MakeNamed(3000, "ns-pod-");
+  std::vector<size_t> hashes;
+  for (auto& o : objs) hashes.push_back(Index::Hash(o->name));
+  Index index;
+  index.Prefetch(hashes[0]);  // unsized: nothing to ask for, and no crash
+  index.Reset(100);
+  for (size_t i = 0; i < objs.size(); ++i) {
+    if (i + 16 < objs.size()) index.Prefetch(hashes[i + 16]);
+    ASSERT_TRUE(index.Insert(objs[i].get(), hashes[i])) << objs[i]->name;
+  }
+  for (auto& o : objs) EXPECT_EQ(index.Find(o->name), o.get()) << o->name;
+  Named twin{"ns-pod-2999"};
+  EXPECT_FALSE(index.Insert(&twin, Index::Hash(twin.name)));
+  EXPECT_FALSE(index.Insert(&twin));
+  EXPECT_EQ(index.Find("ns-pod-2999"), objs.back().get());
+}
+
 TEST(NameIndex, ErasedNamesAreGoneAndTheRestStayFound) {
   // A small table, so that probe sequences run through the erased slots.
   auto objs = MakeNamed(300, "t");
