@@ -7,10 +7,10 @@
 
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -72,10 +72,9 @@ void ReexecWithHugePageMalloc() {
   if (!tunables) return;
   // The file's own path, so that the process keeps its name (a comm of "exe" otherwise); the
   // link itself only when the file was replaced or removed since.
-  std::string self(PATH_MAX, '\0');
-  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  self.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  if (self.empty() || self.ends_with(" (deleted)") || access(self.c_str(), X_OK) != 0)
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec || self.empty() || self.ends_with(" (deleted)") || access(self.c_str(), X_OK) != 0)
     self = "/proc/self/exe";
   // Started through the dynamic loader (`ld-linux-x86-64.so.2 kiln serve ...`): the file is the
   // loader, and our arguments would not name the program for it.
