@@ -21,6 +21,7 @@
 
 #include "runtime/cluster_spec.h"
 #include "runtime/model.h"
+#include "runtime/name_table.h"
 
 namespace kiln {
 
@@ -58,7 +59,7 @@ class PartialCluster {
   std::vector<Job> later_jobs_;
   size_t made_jobs_ = 0;
   std::unordered_set<std::string> groups_;          // the spec's PodGroup uids
-  std::unordered_set<std::string> nodes_;           // the spec's node names
+  NameTable nodes_;                                 // the spec's node names
   std::unordered_set<std::string> missing_groups_;  // PodGroups pods name and the spec lacks
   std::unordered_set<std::string> dropped_jobs_;    // uids of the dropped jobs in later_jobs_
   // One resreq per request shape, shared by the tasks that have it (Task::resreq_), and the

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "runtime/cluster_extend.h"
+#include "runtime/name_table.h"
 #include "runtime/pause_gate.h"
 #include "runtime/shared_value.h"
 #include "runtime/yaml_util.h"
@@ -138,10 +140,21 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
     if (!p.preemption_policy && cls) p.preemption_policy = cls->preemption_policy;
   }
 
-  std::unordered_set<std::string> queues, nodes, groups;
+  std::unordered_set<std::string> queues, groups;
   for (const auto& q : c.queues) queues.insert(q.name);
-  for (const auto& n : c.nodes) nodes.insert(n.name);
   for (const auto& g : c.pod_groups) groups.insert(g.Uid());
+  // Every bound pod's node is checked: a compact table (runtime/name_table.h). The warnings'
+  // suggestions come from a set built as before, so ties between equally close names resolve
+  // as they always did.
+  const NameTable nodes(c.nodes, [](const NodeSpec& n) { return std::string_view(n.name); });
+  std::optional<std::unordered_set<std::string>> node_set;
+  auto node_names = [&]() -> const std::unordered_set<std::string>& {
+    if (!node_set) {
+      node_set.emplace();
+      for (const auto& n : c.nodes) node_set->insert(n.name);
+    }
+    return *node_set;
+  };
   for (auto& q : c.queues) {
     if (q.parent.empty() || q.parent == "root" || queues.count(q.parent)) continue;
     warn(fmt::format("queue {}", q.name),
@@ -169,8 +182,16 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
       cur = next;
     }
   }
+  // A job's pods are next to each other: its PodGroup is looked up once, not once per pod.
+  const PodSpec* last_member = nullptr;
+  bool last_group_exists = false;
   for (const auto& p : c.pods) {
-    if (!p.foreign && !groups.count(p.JobUid())) {
+    if (!p.foreign && (last_member == nullptr || p.group != last_member->group ||
+                       p.namespace_ != last_member->namespace_)) {
+      last_member = &p;
+      last_group_exists = groups.count(p.JobUid()) > 0;
+    }
+    if (!p.foreign && !last_group_exists) {
       std::vector<std::string_view> same_namespace;
       for (const auto& g : c.pod_groups)
         if (g.namespace_ == p.namespace_) same_namespace.push_back(g.name);
@@ -182,16 +203,16 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
                        yaml::DidYouMean(p.group, same_namespace)),
            p.where);
     }
-    if (!p.node.empty() && !nodes.count(p.node))
+    if (!p.node.empty() && !nodes.Contains(p.node))
       warn(fmt::format("pod {}", p.Key()),
            fmt::format("pod `{}` is on node `{}`, which does not exist, so it uses no node{}",
-                       p.Key(), p.node, yaml::DidYouMean(p.node, names_of(nodes))),
+                       p.Key(), p.node, yaml::DidYouMean(p.node, names_of(node_names()))),
            p.where);
-    if (!p.nominated_node.empty() && !nodes.count(p.nominated_node))
+    if (!p.nominated_node.empty() && !nodes.Contains(p.nominated_node))
       warn(fmt::format("pod {}", p.Key()),
            fmt::format("pod `{}` names nominated node `{}`, which does not exist, so preempt does "
                        "not consider the pod{}",
-                       p.Key(), p.nominated_node, yaml::DidYouMean(p.nominated_node, names_of(nodes))),
+                       p.Key(), p.nominated_node, yaml::DidYouMean(p.nominated_node, names_of(node_names()))),
            p.where);
   }
   for (const auto& g : c.pod_groups) {
@@ -427,7 +448,7 @@ PartialCluster::PartialCluster(const ClusterSpec& c) {
   // The PodGroups before the first implicit one are jobs of the model now; the rest wait in
   // later_jobs_ so that Finish can put added PodGroups between them as BuildCluster would.
   groups_.reserve(c.pod_groups.size());
-  nodes_.reserve(c.nodes.size());
+  nodes_.Reserve(c.nodes.size());
   for (const auto& gs : c.pod_groups) {
     groups_.insert(gs.Uid());
     const bool later = gs.implicit || !later_jobs_.empty();
@@ -435,7 +456,7 @@ PartialCluster::PartialCluster(const ClusterSpec& c) {
     FillJob(j, gs);
   }
   made_jobs_ = later_jobs_.size();
-  for (const auto& ns : c.nodes) nodes_.insert(ns.name);
+  for (const auto& ns : c.nodes) nodes_.Add(ns.name);
   for (const auto& ps : c.pods) {
     PauseGate::Checkpoint();
     AddTask(ps);
@@ -446,7 +467,7 @@ PartialCluster::PartialCluster(const ClusterSpec& c) {
   // Numatopologies by node name; one naming no node is ignored, as Volcano's cache keeps it
   // aside until the node appears.
   for (const auto& nt : c.numatopologies)
-    if (nodes_.count(nt.name)) numa_.emplace_back(nt.name, NumaTopologyOf(nt));
+    if (nodes_.Contains(nt.name)) numa_.emplace_back(nt.name, NumaTopologyOf(nt));
   hyper_nodes_ = c.hyper_nodes;
 }
 
@@ -467,7 +488,7 @@ void PartialCluster::AddTask(const PodSpec& ps) {
     last_job_.known = true;
   }
   const bool no_group = !ps.foreign && last_job_.no_group;
-  const bool node_exists = nodes_.count(ps.node) > 0;
+  const bool node_exists = !ps.node.empty() && nodes_.Contains(ps.node);
   if ((ps.foreign || no_group) &&
       (ps.node.empty() || CompletedStatus(TaskStatusOf(ps)) || !node_exists))
     return;  // not in the session and on no node: nothing to see
