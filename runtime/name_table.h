@@ -4,15 +4,16 @@
 //
 // Why not std::unordered_set<std::string>: a snapshot of 100k bound pods asks it 100k times per
 // step (the copy of the cache, CompleteCluster, PartialCluster), and each answer read a node of
-// the set allocated on its own, far from the last one: a cache miss per pod and step, about a
-// tenth of a kiln serve snapshot (docs/performance.md, "Node names in the snapshot"). Here the
-// names sit end to end in one buffer and the table is one array of (position, hash) slots, open
-// addressing with linear probing at a load of at most one half: at 10k nodes the whole table is
-// a few hundred KiB, which stays in the core's cache across the pods.
+// the set allocated on its own: a cache miss per pod and step, about a fifth of a kiln serve
+// snapshot's CPU (docs/performance.md, "Node names in the snapshot"). Here the names sit end to
+// end in one buffer and the table is one array of (position, hash) slots, open addressing with
+// linear probing at a load of at most one half: at 10k nodes the whole table is a few hundred
+// KiB, which stays in the core's caches across the pods.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
