@@ -414,6 +414,54 @@ TEST(KubernetesEmulator, ClusterSyncsAndFollowsTheWatch) {
 // A pod's QoS class is judged over all its containers (v1qos.GetPodQOS), which its spec, one
 // container's worth of requests and limits, cannot show: the snapshot carries the decoder's
 // judgement, so a model built from SnapshotSpec (what-if, shadow) sees it as the live one does.
+// The copy of the cache checks every bound pod's node against the nodes it has (a NameTable):
+// a pending pod bound to a node the cache lacks is not scheduled, a running one stays without a
+// node, another scheduler's pod there is not seen, and each pod on a known node keeps it.
+TEST(KubernetesEmulator, SnapshotChecksEveryPodsNodeAgainstTheNodesItHas) {
+  // In the manifests the emulator starts from: an API server drops the status of a pod created
+  // through it, and these must be Running.
+  auto bound = [](const std::string& name, const std::string& node, const std::string& phase,
+                  const std::string& scheduler) {
+    json pod = NewPod(name);
+    pod["spec"]["schedulerName"] = scheduler;
+    pod["spec"]["nodeName"] = node;
+    pod["status"] = {{"phase", phase}};
+    return pod;
+  };
+  json manifests = Manifests();
+  for (json pod : {bound("ours-on-n2", "n2", "Running", "volcano"),
+                   bound("ours-pending-on-gone", "n9", "Pending", "volcano"),
+                   bound("ours-running-on-gone", "n9", "Running", "volcano"),
+                   bound("ours-running-on-prefix", "n", "Running", "volcano"),
+                   bound("theirs-on-n1", "n1", "Running", "default-scheduler"),
+                   bound("theirs-on-gone", "n10", "Running", "default-scheduler")})
+    manifests["items"].push_back(std::move(pod));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(manifests));
+  ClusterSpec spec = k.cluster->SnapshotSpec(0);
+  ASSERT_NE(FindPod(spec, "ns/ours-on-n2"), nullptr);
+  EXPECT_EQ(FindPod(spec, "ns/ours-on-n2")->node, "n2");
+  EXPECT_EQ(FindPod(spec, "ns/ours-pending-on-gone"), nullptr);
+  ASSERT_NE(FindPod(spec, "ns/ours-running-on-gone"), nullptr);
+  EXPECT_EQ(FindPod(spec, "ns/ours-running-on-gone")->node, "");
+  EXPECT_EQ(FindPod(spec, "ns/ours-running-on-prefix")->node, "");
+  ASSERT_NE(FindPod(spec, "ns/theirs-on-n1"), nullptr);
+  EXPECT_EQ(FindPod(spec, "ns/theirs-on-n1")->node, "n1");
+  EXPECT_EQ(FindPod(spec, "ns/theirs-on-gone"), nullptr);
+  // And the model puts each pod that kept its node on it.
+  auto live = k.cluster->Snapshot(0);
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  const Node* n2 = live->FindNode("n2");
+  const Node* n1 = live->FindNode("n1");
+  ASSERT_NE(n2, nullptr);
+  ASSERT_NE(n1, nullptr);
+  auto on = [](const Node* n, const std::string& uid) {
+    return std::any_of(n->tasks.begin(), n->tasks.end(), [&](const Task* t) { return t->uid == uid; });
+  };
+  EXPECT_TRUE(on(n2, FindPod(spec, "ns/ours-on-n2")->Uid()));
+  EXPECT_TRUE(on(n1, FindPod(spec, "ns/theirs-on-n1")->Uid()));
+}
+
 TEST(KubernetesEmulator, SnapshotCarriesTheQosOfEveryContainer) {
   SyncedCluster k;
   ASSERT_TRUE(k.Start());
