@@ -8,7 +8,9 @@
 // snapshot's CPU (docs/performance.md, "Node names in the snapshot"). Here the names sit end to
 // end in one buffer and the table is one array of (position, hash) slots, open addressing with
 // linear probing at a load of at most one half: at 10k nodes the whole table is a few hundred
-// KiB, which stays in the core's caches across the pods.
+// KiB, which stays in the core's caches across the pods. NameIndex (runtime/name_index.h) is the
+// same probe over objects that hold their own names; it reads a name from its object, which is
+// what these checks must not do (the Node or the cache entry is the cold line).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
