@@ -332,6 +332,12 @@ void Node::RefreshFitFuture() {
 }
 
 Status Node::AddTask(Task* t) {
+  Status s = PlaceTask(t);
+  if (s.ok()) RefreshFitFuture();
+  return s;
+}
+
+Status Node::PlaceTask(Task* t) {
   if (t->node_pos >= 0)
     return Error{fmt::format("task <{}/{}> already on node <{}>", t->namespace_, t->name,
                              t->node ? t->node->name : std::string("?")),
@@ -363,7 +369,6 @@ Status Node::AddTask(Task* t) {
   t->node = this;
   t->node_status = t->status;
   ++version;
-  RefreshFitFuture();
   AddNonZeroRequest(nonzero_requested, t->resreq(), 1.0);
   t->node_pos = static_cast<int32_t>(tasks.size());
   tasks.push_back(t);
@@ -482,7 +487,8 @@ Status Cluster::Link() {
   job_ptrs_.reserve(jobs_.size());
   job_by_uid_.reserve(jobs_.size());
   node_ptrs_.reserve(nodes_.size());
-  node_by_name_.Reset(nodes_.size());
+  node_names_.Clear();
+  node_names_.Reserve(nodes_.size());
 
   const PriorityClass* global_default = nullptr;
   for (auto& pc : priority_classes_) {
@@ -509,7 +515,7 @@ Status Cluster::Link() {
   }
 
   for (Node* n : nodes_) {
-    if (!node_by_name_.Insert(n))
+    if (!node_names_.Add(n->name))
       return Error{fmt::format("duplicate node \"{}\"", n->name), {}};
     n->index = static_cast<int64_t>(node_ptrs_.size());
     n->idle = n->allocatable;
@@ -517,7 +523,6 @@ Status Cluster::Link() {
     n->releasing = Resource{};
     n->pipelined = Resource{};
     n->nonzero_requested = Resource{};
-    n->RefreshFitFuture();
     ++n->version;
     n->tasks.clear();
     n->affinity_tasks.clear();
@@ -608,15 +613,18 @@ Status Cluster::Link() {
     }
     // Terminated pods no longer hold node resources (cache.addTask skips them).
     if (!t->node_name.empty() && !CompletedStatus(t->status)) {
-      Node* n = node_by_name_.Find(t->node_name);
+      const int64_t position = node_names_.Find(t->node_name);
+      Node* n = position < 0 ? nullptr : node_ptrs_[position];
       if (n == nullptr)
         return Error{fmt::format("task \"{}\" is on node \"{}\", which does not exist", t->uid,
                                  t->node_name),
                      {}};
-      Status s = n->AddTask(t);
+      Status s = n->PlaceTask(t);
       if (!s.ok()) return s;
     }
   }
+  // Once per node rather than per task: the refresh reads and writes 16 of the node's lines.
+  for (Node* n : node_ptrs_) n->RefreshFitFuture();
   // Dropped jobs and their tasks are not part of the session's view.
   for (Job* j : jobs_)
     if (j->queue == nullptr) job_by_uid_.erase(j->uid);
@@ -649,7 +657,8 @@ Job* Cluster::FindJob(std::string_view uid) const {
   return it == job_by_uid_.end() ? nullptr : it->second;
 }
 Node* Cluster::FindNode(std::string_view name) const {
-  return node_by_name_.Find(name);
+  const int64_t position = node_names_.Find(name);
+  return position < 0 ? nullptr : node_ptrs_[position];
 }
 Queue* Cluster::FindQueue(std::string_view name) const {
   auto it = queue_by_name_.find(name);

@@ -24,6 +24,7 @@
 
 #include "runtime/fit_error.h"
 #include "runtime/name_index.h"
+#include "runtime/name_table.h"
 #include "runtime/resource.h"
 #include "runtime/shared_value.h"
 #include "runtime/slab.h"
@@ -640,6 +641,9 @@ struct Node {
   // Accounting per §3.3 by the task's current status. AddTask fails (Error) only for a Binding
   // task that does not fit Idle; it then changes nothing.
   Status AddTask(Task* t);
+  // AddTask without the refresh of fit_future, which the caller owes (Cluster::Link refreshes
+  // each node once after placing all of its tasks).
+  Status PlaceTask(Task* t);
   void RemoveTask(Task* t);
   // RemoveTask + AddTask with the task's new status (Volcano's UpdateTask).
   Status UpdateTask(Task* t);
@@ -783,7 +787,10 @@ class Cluster {
   std::unique_ptr<std::vector<Node*>> affinity_nodes_ = std::make_unique<std::vector<Node*>>();
   NameIndex<Task, &Task::uid> task_by_uid_;
   Map<Job> job_by_uid_;
-  NameIndex<Node, &Node::name> node_by_name_;
+  // The nodes' names at their positions in nodes_ (= node_ptrs_): Link looks up every bound
+  // task's node here, without reading the node (its name is on a line nothing else of Link
+  // touches).
+  NameTable node_names_;
   Map<Queue> queue_by_name_;
   Map<const PriorityClass> pc_by_name_;
   Resource total_resource_;

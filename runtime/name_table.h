@@ -33,6 +33,13 @@ class NameTable {
     for (const auto& item : items) Add(name_of(item));
   }
 
+  // Forgets every name; keeps the memory.
+  void Clear() {
+    chars_.clear();
+    offsets_.assign(1, 0);
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    count_ = 0;
+  }
   void Reserve(size_t n) {
     const size_t size = std::bit_ceil(std::max<size_t>(16, 2 * n));
     if (size > slots_.size()) Rehash(size);
