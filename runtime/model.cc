@@ -580,12 +580,36 @@ Status Cluster::Link() {
   thread_local std::vector<size_t> uid_hashes;
   Task* const* all_tasks = tasks_.begin();
   const size_t task_count = tasks_.size();
+  // Likewise each bound task's node (its position, -1 for none) first, so that the lines of
+  // the node PlaceTask writes are requested kAhead tasks before it.
+  thread_local std::vector<int32_t> node_of;
   uid_hashes.resize(task_count);
-  for (size_t i = 0; i < task_count; ++i) uid_hashes[i] = task_by_uid_.Hash(all_tasks[i]->uid);
-  for (size_t i = 0; i < kAhead && i < task_count; ++i) task_by_uid_.Prefetch(uid_hashes[i]);
+  node_of.resize(task_count);
+  for (size_t i = 0; i < task_count; ++i) {
+    const Task* t = all_tasks[i];
+    uid_hashes[i] = task_by_uid_.Hash(t->uid);
+    node_of[i] = t->node_name.empty() || CompletedStatus(t->status)
+                     ? -1
+                     : static_cast<int32_t>(node_names_.Find(t->node_name));
+  }
+  const auto prefetch_node = [&](size_t i) {
+    if (node_of[i] < 0) return;
+    const Node* n = node_ptrs_[node_of[i]];
+    __builtin_prefetch(n, 1);
+    __builtin_prefetch(&n->idle, 1);
+    __builtin_prefetch(&n->used, 1);
+    __builtin_prefetch(&n->nonzero_requested, 1);
+  };
+  for (size_t i = 0; i < kAhead && i < task_count; ++i) {
+    task_by_uid_.Prefetch(uid_hashes[i]);
+    prefetch_node(i);
+  }
   for (size_t ti = 0; ti < task_count; ++ti) {
     Task* t = all_tasks[ti];
-    if (ti + kAhead < task_count) task_by_uid_.Prefetch(uid_hashes[ti + kAhead]);
+    if (ti + kAhead < task_count) {
+      task_by_uid_.Prefetch(uid_hashes[ti + kAhead]);
+      prefetch_node(ti + kAhead);
+    }
     if (!task_by_uid_.Insert(t, uid_hashes[ti]) && !TakeUnambiguousUid(*t))
       return Error{fmt::format("duplicate task \"{}\"", t->uid), {}};
     t->job = nullptr;
@@ -613,8 +637,7 @@ Status Cluster::Link() {
     }
     // Terminated pods no longer hold node resources (cache.addTask skips them).
     if (!t->node_name.empty() && !CompletedStatus(t->status)) {
-      const int64_t position = node_names_.Find(t->node_name);
-      Node* n = position < 0 ? nullptr : node_ptrs_[position];
+      Node* n = node_of[ti] < 0 ? nullptr : node_ptrs_[node_of[ti]];
       if (n == nullptr)
         return Error{fmt::format("task \"{}\" is on node \"{}\", which does not exist", t->uid,
                                  t->node_name),
