@@ -112,6 +112,37 @@ bool DecodedOrSkipped(KubernetesCluster::State& st, const std::string& resource,
   return false;
 }
 
+// A job's pods have equal extras (the group-name annotation, the image, the scheduler name), so
+// a pod whose extras equal a key-order neighbour's shares them: the cache then holds about one
+// per job, not one per pod, and a snapshot's checks (PartialCluster::ShapeFor, CompleteCluster's
+// scheduler check) see the address they saw for the previous pod instead of comparing its
+// strings. Extras are copy-on-write (PodSpec::mutable_extras), so sharing changes no value.
+bool SameExtras(const PodExtras& a, const PodExtras& b) {
+  // Every field: one added to PodExtras must be compared here too.
+  static_assert(sizeof(PodExtras) == 4 * sizeof(std::string) + sizeof(SparseResource) +
+                                         sizeof(StringMap) + sizeof(std::vector<std::string>),
+                "compare the new PodExtras field in SameExtras");
+  return a.scheduler_name == b.scheduler_name && a.image == b.image && a.annotations == b.annotations &&
+         a.task == b.task && a.priority_class_name == b.priority_class_name && a.limits == b.limits &&
+         a.scheduling_gates == b.scheduling_gates;
+}
+
+template <typename T>
+void ShareWithNeighbour(std::map<std::string, T>&, typename std::map<std::string, T>::iterator) {}
+
+void ShareWithNeighbour(std::map<std::string, DecodedPod>& items,
+                        std::map<std::string, DecodedPod>::iterator it) {
+  std::shared_ptr<const PodExtras>& mine = it->second.spec.extras;
+  auto share = [&mine](const DecodedPod& other) {
+    const std::shared_ptr<const PodExtras>& theirs = other.spec.extras;
+    if (theirs != mine && !SameExtras(*theirs, *mine)) return false;
+    mine = theirs;
+    return true;
+  };
+  if (it != items.begin() && share(std::prev(it)->second)) return;
+  if (auto next = std::next(it); next != items.end()) share(next->second);
+}
+
 // Watch events held by a store's handler between two end_events: decoded as they arrive (no
 // lock), applied together under one lock. A snapshot copy holds the lock for long; while it does,
 // the events are kept (and the stream read on) up to kMaxHeldEvents or kMaxHoldTime, after which
@@ -140,7 +171,8 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
   };
   auto stage = [&st, &store, resource](auto r) {
     if (!DecodedOrSkipped(st, resource, r)) return;
-    store.staging.insert_or_assign(store.staging.end(), std::move(r->first), std::move(r->second));
+    ShareWithNeighbour(store.staging, store.staging.insert_or_assign(store.staging.end(), std::move(r->first),
+                                                                     std::move(r->second)));
   };
   h.list_item = [stage, decode](const json& obj) { stage(decode(obj)); };
   h.end_list = [&st, &store, on_change, resource] {
@@ -187,9 +219,10 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
         if (on_change) on_change(key, nullptr);
         continue;
       }
-      auto& slot = store.items[key];
-      std::swap(slot, *value);  // the old object goes to `held`, to be freed outside the lock
-      if (on_change) on_change(key, &slot);
+      auto slot = store.items.try_emplace(key).first;
+      std::swap(slot->second, *value);  // the old object goes to `held`, to be freed outside the lock
+      ShareWithNeighbour(store.items, slot);
+      if (on_change) on_change(key, &slot->second);
     }
     lock.unlock();
     held->events.clear();

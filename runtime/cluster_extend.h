@@ -73,10 +73,11 @@ class PartialCluster {
     std::string namespace_, group, uid;
     bool no_group = false;
   } last_job_;
-  // The last shape ShapeFor made, and the placement it was made from (compared by address
-  // only: the spec, which owns it, outlives the build).
+  // The last shape ShapeFor made, and the placement and extras of the last pod that got it
+  // (compared by address only: the spec, which owns them, outlives the build).
   std::shared_ptr<const PodShape> last_shape_;
   const PodPlacement* last_placement_ = nullptr;
+  const PodExtras* last_extras_ = nullptr;
   // Applied after Link: each node's Numatopology (by name, in the spec's order), the HyperNodes.
   std::vector<std::pair<std::string, std::shared_ptr<const NumaTopology>>> numa_;
   std::vector<HyperNodeSpec> hyper_nodes_;

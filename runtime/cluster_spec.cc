@@ -56,9 +56,16 @@ std::vector<ClusterWarning> CompleteCluster(ClusterSpec& c, const CompleteOption
   // Pods of other schedulers: no task of any job; those on nodes still use them (§7.4). One
   // warning per scheduler name: a live cluster has many such pods, each one is not news.
   std::map<std::string, std::vector<std::string>, std::less<>> foreign;
+  // Pods that share their extras (a job's pods in kiln serve's cache) share the answer.
+  const PodExtras* last_extras = nullptr;
+  bool last_foreign = false;
   for (PodSpec& pod : c.pods) {
-    pod.foreign = std::find(options.scheduler_names.begin(), options.scheduler_names.end(),
-                            pod.scheduler_name()) == options.scheduler_names.end();
+    if (pod.extras.get() != last_extras) {
+      last_extras = pod.extras.get();
+      last_foreign = std::find(options.scheduler_names.begin(), options.scheduler_names.end(),
+                               pod.scheduler_name()) == options.scheduler_names.end();
+    }
+    pod.foreign = last_foreign;
     if (pod.foreign) foreign[pod.scheduler_name()].push_back(pod.Key());
   }
   for (const auto& [scheduler, pods] : foreign) {
@@ -539,15 +546,22 @@ void PartialCluster::AddTask(const PodSpec& ps) {
 std::shared_ptr<const PodShape> PartialCluster::ShapeFor(const PodSpec& ps) {
   if (last_shape_ != nullptr && ps.placement.get() == last_placement_) {
     const PodShape& last = *last_shape_;
+    // The same extras (a job's pods share them in kiln serve's cache) hold the same image,
+    // annotations and limits: only the labels are left to compare.
+    const bool same_extras = ps.extras.get() == last_extras_;
     const bool same_image =
         ps.image().empty() ? last.images.empty()
                            : last.images.size() == 1 && last.images[0] == ps.image();
-    if (same_image && last.labels == ps.labels && last.annotations == ps.annotations() &&
-        last.limits == ps.limits().Expand())
+    if (last.labels == ps.labels &&
+        (same_extras || (same_image && last.annotations == ps.annotations() &&
+                         last.limits == ps.limits().Expand()))) {
+      last_extras_ = ps.extras.get();
       return last_shape_;
+    }
   }
   last_shape_ = ShapeOf(ps);
   last_placement_ = ps.placement.get();
+  last_extras_ = ps.extras.get();
   return last_shape_;
 }
 

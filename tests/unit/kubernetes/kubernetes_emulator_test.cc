@@ -492,6 +492,69 @@ TEST(KubernetesEmulator, SnapshotCarriesTheQosOfEveryContainer) {
   }
 }
 
+// A job's pods carry equal extras (annotations, image, scheduler name): the cache shares one copy
+// between key-order neighbours, from the LIST and from the watch, and a pod whose extras change
+// gets its own again without changing its neighbours' (copy on write).
+TEST(KubernetesEmulator, NeighbouringPodsShareEqualExtrasAndEachKeepsItsOwnValues) {
+  // Members of the manifests' PodGroup g.
+  auto member = [](const std::string& name, const std::string& job, const std::string& image) {
+    json pod = NewPod(name);
+    pod["metadata"]["annotations"] = {{"scheduling.k8s.io/group-name", job}};
+    pod["spec"]["containers"][0]["image"] = image;
+    return pod;
+  };
+  json manifests = Manifests();
+  for (json pod : {member("j-0", "g", "img:1"), member("j-1", "g", "img:1"), member("j-2", "g", "img:2")})
+    manifests["items"].push_back(std::move(pod));
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(manifests));
+  ClusterSpec spec = k.cluster->SnapshotSpec(0);
+  ASSERT_NE(FindPod(spec, "ns/j-0"), nullptr);
+  ASSERT_NE(FindPod(spec, "ns/j-2"), nullptr);
+  EXPECT_EQ(FindPod(spec, "ns/j-0")->extras.get(), FindPod(spec, "ns/j-1")->extras.get());
+  EXPECT_NE(FindPod(spec, "ns/j-1")->extras.get(), FindPod(spec, "ns/j-2")->extras.get());
+  EXPECT_EQ(FindPod(spec, "ns/j-2")->image(), "img:2");
+
+  // A pod that arrives by the watch next to an equal one shares it too.
+  ASSERT_TRUE(k.emu.client()->Post("/api/v1/namespaces/ns/pods", member("j-00", "g", "img:1").dump())->ok());
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/j-00") != nullptr; }));
+  spec = k.cluster->SnapshotSpec(0);
+  EXPECT_EQ(FindPod(spec, "ns/j-00")->extras.get(), FindPod(spec, "ns/j-0")->extras.get());
+
+  // j-1 changes its annotation: it has its own values, its neighbours keep theirs.
+  const std::string j1 = "/api/v1/namespaces/ns/pods/j-1";
+  auto got = k.emu.client()->Get(j1);
+  ASSERT_TRUE(got.ok() && got->ok());
+  json changed = json::parse(got->body);
+  changed["metadata"]["annotations"]["volcano.sh/task-spec"] = "worker";
+  changed["metadata"]["annotations"]["example.com/team"] = "a";
+  ASSERT_TRUE(k.emu.client()->Put(j1, changed.dump())->ok());
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/j-1")->task() == "worker"; }));
+  spec = k.cluster->SnapshotSpec(0);
+  EXPECT_NE(FindPod(spec, "ns/j-1")->extras.get(), FindPod(spec, "ns/j-0")->extras.get());
+  // (The decoder takes the group-name and task-spec annotations into fields of their own.)
+  EXPECT_EQ(FindPod(spec, "ns/j-1")->annotations(), (StringMap{{"example.com/team", "a"}}));
+  for (const char* neighbour : {"ns/j-0", "ns/j-00"}) {
+    EXPECT_TRUE(FindPod(spec, neighbour)->annotations().empty()) << neighbour;
+    EXPECT_EQ(FindPod(spec, neighbour)->task(), "") << neighbour;
+    EXPECT_EQ(FindPod(spec, neighbour)->group, "g") << neighbour;
+  }
+  EXPECT_EQ(FindPod(spec, "ns/j-2")->image(), "img:2");
+
+  // The model gives each pod its own role and image, whatever it shares.
+  auto live = k.cluster->Snapshot(0);
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  const Task* worker = live->FindTask(FindPod(spec, "ns/j-1")->Uid());
+  const Task* plain = live->FindTask(FindPod(spec, "ns/j-0")->Uid());
+  const Task* other_image = live->FindTask(FindPod(spec, "ns/j-2")->Uid());
+  ASSERT_NE(worker, nullptr);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(other_image, nullptr);
+  EXPECT_EQ(worker->role, "worker");
+  EXPECT_EQ(plain->role, "");
+  EXPECT_NE(plain->shape, other_image->shape);
+}
+
 TEST(KubernetesEmulator, ReflectorReWatchesAfterADroppedStreamWithoutRelisting) {
   Emulator emu;
   ASSERT_TRUE(emu.Start(Manifests()));
