@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -30,6 +31,9 @@ struct Store {
   std::map<std::string, T> staging;
   Clock::time_point list_started{};  // of the LIST in progress
   bool listed = false;               // the first LIST has ended (and was logged)
+  // Counts the changes to `items` (a LIST swapped in, a batch of watch events, a pod re-read):
+  // what was computed from the items at one version holds while it stays.
+  uint64_t version = 0;
 };
 
 std::string Key(const ObjectMeta& m) {
@@ -63,6 +67,14 @@ struct KubernetesCluster::State {
     StringMap annotations;  // what the binding carries, seen on the pod until the watch does
   };
   std::map<std::string, Assumed> assumed;          // pod key → bind queued/in flight/done
+  // Counts the changes to `assumed` that a pod of the cache can see (not the erasure of keys
+  // no longer in it). Change `assumed` through Assume and Unassume, which count.
+  uint64_t assumed_version = 0;
+  void Assume(const std::string& key, Assumed a) {
+    assumed.insert_or_assign(key, std::move(a));
+    ++assumed_version;
+  }
+  void Unassume(const std::string& key) { assumed_version += assumed.erase(key); }
   std::map<std::string, std::string> evicting;     // pod key → uid
   std::map<std::string, std::string> nominated;    // pod key → node written
   std::map<std::string, std::string> unschedulable_written;  // pod key → message written
@@ -73,6 +85,17 @@ struct KubernetesCluster::State {
   std::map<std::string, Retry> bind_retry;         // pod key → not before
   std::map<std::string, PodGroupStatusUpdate> pg_overlay;  // job uid → status written/in flight
   std::map<std::string, std::string> queue_allocated;      // queue → last written (as text)
+  // The last walks over the pods for PodGroup and Queue status, kept with the versions of what
+  // they read: a session after which nothing changed (a quiet cluster) does not walk 100k pods
+  // again under the lock.
+  struct PodGroupCounts {
+    uint64_t pods_version = ~uint64_t{0};
+    std::unordered_map<std::string, PodGroupStatusUpdate> counts;  // "<ns>/<group>" → counts only
+  } pod_group_counts;
+  struct QueueSums {
+    std::array<uint64_t, 4> versions{~uint64_t{0}};  // pods, pod_groups, queues, assumed
+    std::map<std::string, Resource> allocated;
+  } queue_sums;
 
   std::set<std::string> warnings;  // CompleteCluster's, as of the last snapshot
 
@@ -179,6 +202,7 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     std::lock_guard lock(st.mu);
     store.items.swap(store.staging);
     store.staging.clear();
+    ++store.version;
     st.last_list_done = Clock::now();
     if (!store.listed) {
       store.listed = true;
@@ -213,6 +237,7 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     } else {
       lock.lock();
     }
+    ++store.version;
     for (auto& [key, value] : held->events) {
       if (!value) {
         store.items.erase(key);
@@ -299,7 +324,7 @@ void KubernetesCluster::Start() {
   // shows is simply bound; a pod that is terminating (or gone) is no longer "being evicted".
   auto on_pod = [&st](const std::string& key, const DecodedPod* p) {
     if (!p) {
-      st.assumed.erase(key);
+      st.Unassume(key);
       st.evicting.erase(key);
       st.nominated.erase(key);
       st.unschedulable_written.erase(key);
@@ -307,7 +332,7 @@ void KubernetesCluster::Start() {
       return;
     }
     if (auto a = st.assumed.find(key); a != st.assumed.end())
-      if (!p->spec.node.empty() || a->second.uid != p->meta.uid) st.assumed.erase(a);
+      if (!p->spec.node.empty() || a->second.uid != p->meta.uid) st.Unassume(key);
     if (auto e = st.evicting.find(key); e != st.evicting.end())
       if (p->spec.deleting || e->second != p->meta.uid) st.evicting.erase(e);
     if (auto n = st.nominated.find(key); n != st.nominated.end())
@@ -527,7 +552,8 @@ void KubernetesCluster::CopyCacheLocked(State& st, ClusterSpec& c) const {
   copy_all(st.hyper_nodes, c.hyper_nodes);
   copy_all(st.numatopologies, c.numatopologies);
 
-  // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them).
+  // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them). No pod of
+  // the cache can see these keys, so assumed_version does not count them.
   EraseKeysNotIn(st.assumed, st.pods.items);
   EraseKeysNotIn(st.evicting, st.pods.items);
   EraseKeysNotIn(st.nominated, st.pods.items);
@@ -663,16 +689,17 @@ void KubernetesCluster::Bind(const std::string& key, const std::string& uid, con
     auto fresh = writer_.GetPod(ns, name);
     std::lock_guard lock(st.mu);
     ++st.stats.binds_conflict;
-    st.assumed.erase(key);
+    st.Unassume(key);
     if (fresh && *fresh) {
       st.pods.items[key] = std::move(**fresh);
+      ++st.pods.version;
     } else if (fresh && !*fresh) {
-      st.pods.items.erase(key);
+      st.pods.version += st.pods.items.erase(key);
     }
     return;
   }
   std::lock_guard lock(st.mu);
-  st.assumed.erase(key);
+  st.Unassume(key);
   if (r.outcome == O::kRetryLater) {
     ++st.stats.binds_retry;
     auto& retry = st.bind_retry[key];
@@ -737,7 +764,7 @@ void KubernetesCluster::ApplyBinds(const SessionResult& result) {
         if (auto a = result.pod_annotations.find(key); a != result.pod_annotations.end())
           annotations = a->second;
         const std::string& uid = p->second.meta.uid;
-        st.assumed[key] = State::Assumed{uid, it->second, annotations};
+        st.Assume(key, State::Assumed{uid, it->second, annotations});
         st.nominated.erase(key);
         claims.push_back(Claim{&key, &it->second, uid, std::move(annotations), r != st.bind_retry.end()});
       }
@@ -748,14 +775,14 @@ void KubernetesCluster::ApplyBinds(const SessionResult& result) {
            retried = c.retried] {
             if (!writes_enabled_) {
               std::lock_guard lock(state_->mu);
-              state_->assumed.erase(key);
+              state_->Unassume(key);
               ++state_->stats.writes_dropped;
               return;
             }
             Bind(key, uid, node, annotations, retried);
           },
           // Not sent: an assumption nothing will confirm would hold the pod on the node for good.
-          [key = *c.key](State& s) { s.assumed.erase(key); });
+          [key = *c.key](State& s) { s.Unassume(key); });
   }
 }
 
@@ -828,10 +855,15 @@ void KubernetesCluster::ApplyNominations(const SessionResult& result) {
 void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
   State& st = *state_;
   // The status counts of every group's pods, in one walk over the pod cache (a walk per
-  // PodGroup made this quadratic: at 1k groups × 10k pods it took most of the loop's time).
-  std::unordered_map<std::string, PodGroupStatusUpdate> counts;  // "<ns>/<group>" → counts only
-  if (!result.pod_group_phases.empty()) {
-    std::lock_guard lock(st.mu);
+  // PodGroup made this quadratic: at 1k groups × 10k pods it took most of the loop's time),
+  // again only when a pod changed since the last one. Kept in st.pod_group_counts, read under
+  // the lock below.
+  if (std::lock_guard lock(st.mu);
+      !result.pod_group_phases.empty() && st.pod_group_counts.pods_version != st.pods.version) {
+    ++st.stats.status_walks;
+    st.pod_group_counts.pods_version = st.pods.version;
+    auto& counts = st.pod_group_counts.counts;
+    counts.clear();
     // A job's pods are next to each other in key order: the previous counted pod's entry holds
     // for the next one of the same namespace and group.
     const DecodedPod* last = nullptr;
@@ -867,7 +899,7 @@ void KubernetesCluster::ApplyPodGroupStatus(const SessionResult& result) {
         st.pg_overlay[uid] = u;
         continue;
       }
-      if (auto c = counts.find(uid); c != counts.end()) {
+      if (auto c = st.pod_group_counts.counts.find(uid); c != st.pod_group_counts.counts.end()) {
         u.running = c->second.running;
         u.succeeded = c->second.succeeded;
         u.failed = c->second.failed;
@@ -939,47 +971,59 @@ void KubernetesCluster::ApplyUnschedulable(const SessionResult& result) {
   }
 }
 
+std::map<std::string, Resource> KubernetesCluster::QueueAllocatedLocked(const State& st) const {
+  std::map<std::string, Resource> allocated;
+  std::map<std::string, std::string> queue_of;  // job uid → queue
+  for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
+  for (const auto& [k, q] : st.queues.items) allocated[k];
+  // The pods come in key order, so a job's pods are next to each other: the previous pod's
+  // queue holds for the next one of the same namespace and group, and the previous answer of
+  // Ours for the same scheduler name. The assumed binds are walked alongside (same keys).
+  SortedCursor assumed(st.assumed);
+  const DecodedPod* last = nullptr;
+  bool last_ours = false;
+  Resource* last_sum = nullptr;  // the queue's sum; null: the pod's job counts for no queue
+  for (const auto& [key, p] : st.pods.items) {
+    const bool same_scheduler = last != nullptr && p.scheduler_name == last->scheduler_name;
+    if (!same_scheduler) last_ours = Ours(p.scheduler_name);
+    if (!SameJob(last, p)) {
+      last_sum = nullptr;
+      // A pod without a group is its own one-pod job in queue `default`.
+      static const std::string kDefaultQueue = "default";
+      const std::string* queue = &kDefaultQueue;
+      if (!p.spec.group.empty()) {
+        auto q = queue_of.find(p.spec.JobUid());
+        queue = q == queue_of.end() ? nullptr : &q->second;
+      }
+      if (queue != nullptr)
+        if (auto a = allocated.find(*queue); a != allocated.end()) last_sum = &a->second;
+    }
+    last = &p;
+    if (!last_ours || last_sum == nullptr) continue;
+    bool holds = (!p.spec.node.empty() || assumed.Find(key) != nullptr) && !p.spec.deleting &&
+                 (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
+    if (!holds) continue;
+    Resource r = p.spec.requests;
+    r.AddScalar(kPods, 1);
+    last_sum->Add(r);
+  }
+  return allocated;
+}
+
 // 6. Queue status.allocated: Σ requests (+ the pods: 1 Volcano counts) of the queue's pods
-// that hold resources (bound, running, or assumed by this scheduler).
+// that hold resources (bound, running, or assumed by this scheduler), written when it changes.
 void KubernetesCluster::ApplyQueueStatus() {
   State& st = *state_;
   std::map<std::string, Resource> allocated;
   {
     std::lock_guard lock(st.mu);
-    std::map<std::string, std::string> queue_of;  // job uid → queue
-    for (const auto& [k, g] : st.pod_groups.items) queue_of[k] = g.spec.queue;
-    for (const auto& [k, q] : st.queues.items) allocated[k];
-    // The pods come in key order, so a job's pods are next to each other: the previous pod's
-    // queue holds for the next one of the same namespace and group, and the previous answer of
-    // Ours for the same scheduler name. The assumed binds are walked alongside (same keys).
-    SortedCursor assumed(st.assumed);
-    const DecodedPod* last = nullptr;
-    bool last_ours = false;
-    Resource* last_sum = nullptr;  // the queue's sum; null: the pod's job counts for no queue
-    for (const auto& [key, p] : st.pods.items) {
-      const bool same_scheduler = last != nullptr && p.scheduler_name == last->scheduler_name;
-      if (!same_scheduler) last_ours = Ours(p.scheduler_name);
-      if (!SameJob(last, p)) {
-        last_sum = nullptr;
-        // A pod without a group is its own one-pod job in queue `default`.
-        static const std::string kDefaultQueue = "default";
-        const std::string* queue = &kDefaultQueue;
-        if (!p.spec.group.empty()) {
-          auto q = queue_of.find(p.spec.JobUid());
-          queue = q == queue_of.end() ? nullptr : &q->second;
-        }
-        if (queue != nullptr)
-          if (auto a = allocated.find(*queue); a != allocated.end()) last_sum = &a->second;
-      }
-      last = &p;
-      if (!last_ours || last_sum == nullptr) continue;
-      bool holds = (!p.spec.node.empty() || assumed.Find(key) != nullptr) && !p.spec.deleting &&
-                   (p.spec.phase == PodPhase::Pending || p.spec.phase == PodPhase::Running);
-      if (!holds) continue;
-      Resource r = p.spec.requests;
-      r.AddScalar(kPods, 1);
-      last_sum->Add(r);
+    const std::array<uint64_t, 4> versions{st.pods.version, st.pod_groups.version, st.queues.version,
+                                           st.assumed_version};
+    if (st.queue_sums.versions != versions) {
+      ++st.stats.status_walks;
+      st.queue_sums = {versions, QueueAllocatedLocked(st)};
     }
+    allocated = st.queue_sums.allocated;
     for (auto it = allocated.begin(); it != allocated.end();) {
       std::string text = it->second.ToString();
       if (st.queue_allocated[it->first] == text) {

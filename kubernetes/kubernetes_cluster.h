@@ -75,6 +75,8 @@ struct KubernetesClusterStats {
   int64_t status_writes = 0;      // pod conditions, nominated nodes, PodGroup and Queue status
   int64_t status_write_failures = 0;
   int64_t status_writes_skipped = 0;  // the object already said so
+  // Walks over the pod cache for PodGroup and Queue status: again only after a change they see.
+  int64_t status_walks = 0;
   int64_t events = 0;          // Events sent (EventQueue)
   int64_t events_dropped = 0;  // the Event queue was full, or stopped first
   int64_t events_folded = 0;   // repeats folded into an Event still queued (its count)
@@ -145,6 +147,8 @@ class KubernetesCluster : public ClusterBinding {
   void ApplyPodGroupStatus(const SessionResult& result);
   void ApplyUnschedulable(const SessionResult& result);
   void ApplyQueueStatus();
+  // Each queue's status.allocated from the pods of the cache (one walk), under the cache's lock.
+  std::map<std::string, Resource> QueueAllocatedLocked(const State& st) const;
 
   std::shared_ptr<KubeClient> client_;
   KubernetesClusterOptions options_;

@@ -925,6 +925,66 @@ TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
   EXPECT_EQ(running("ns-b", "g"), 1);
 }
 
+// PodGroup and Queue status come from walks over the whole pod cache. A session after which
+// nothing they read changed (a quiet cluster: every session) reuses the last walks; a bind, a
+// pod's new phase, each brings the next walk and the status it changes. The status writes come
+// back by the watch as changes too, so a session or two after a write walk again, then none do.
+TEST(KubernetesEmulator, StatusWalksThePodsAgainOnlyAfterAChangeTheyRead) {
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  SessionResult running;
+  running.pod_group_phases["ns/g"] = "Running";
+  auto walks = [&] { return k.cluster->stats().status_walks; };
+  // Sessions until three in a row walk nothing; false if that never happens.
+  auto settle = [&] {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const int64_t before = walks();
+      for (int i = 0; i < 3; ++i)
+        if (!k.Apply(running)) return false;
+      if (walks() == before) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  auto status = [&](const std::string& path) {
+    auto r = k.emu.client()->Get(path);
+    EXPECT_TRUE(r.ok() && r->ok()) << path;
+    return r.ok() ? json::parse(r->body)["status"] : json();
+  };
+  const std::string group = "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g";
+  const std::string queue = "/apis/scheduling.volcano.sh/v1beta1/queues/default";
+  ASSERT_TRUE(k.Apply(running));
+  EXPECT_EQ(walks(), 2);  // one for the PodGroups, one for the queues
+  EXPECT_EQ(status(group).value("running", -1), 1);  // r1
+  EXPECT_EQ(status(queue)["allocated"], json({{"cpu", "1"}, {"memory", "0"}, {"pods", "1"}}));
+  ASSERT_TRUE(settle());
+  const int64_t quiet = walks();
+  EXPECT_LE(quiet, 6);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(k.Apply(running));
+  EXPECT_EQ(walks(), quiet);
+
+  // A bind: the queue holds p1 from the moment it is assumed, before the watch shows it bound.
+  ASSERT_TRUE(k.Apply(BindOne("ns/p1", "n1")));
+  EXPECT_EQ(walks(), quiet + 1);  // no PodGroup phase in that session: the queues' walk only
+  EXPECT_EQ(status(queue)["allocated"], json({{"cpu", "2"}, {"memory", "0"}, {"pods", "2"}}));
+
+  // p1 starts running (the kubelet's status write): the PodGroup's count follows.
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->node == "n1"; }));
+  auto patched = k.emu.client()->Patch("/api/v1/namespaces/ns/pods/p1/status",
+                                       R"({"status": {"phase": "Running"}})");
+  ASSERT_TRUE(patched.ok() && patched->ok()) << (patched.ok() ? patched->body : patched.error().message);
+  ASSERT_TRUE(Eventually(
+      [&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->phase == PodPhase::Running; }));
+  ASSERT_TRUE(k.Apply(running));
+  EXPECT_EQ(status(group).value("running", -1), 2);
+  EXPECT_EQ(status(queue)["allocated"], json({{"cpu", "2"}, {"memory", "0"}, {"pods", "2"}}));
+  ASSERT_TRUE(settle());
+  const int64_t settled = walks();
+  EXPECT_GT(settled, quiet + 2);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(k.Apply(running));
+  EXPECT_EQ(walks(), settled);
+}
+
 // docs/reasons.md "PodGroup conditions": a PodGroup enqueue refused, with no condition of
 // Volcano's, gets Unschedulable with the refusal's code as its reason.
 TEST(KubernetesEmulator, RefusedPodGroupGetsItsReasonCodeWhereVolcanoWritesNone) {
