@@ -862,12 +862,10 @@ TEST(KubernetesEmulator, StatusWritesHappenOnceForTheSameContent) {
   EXPECT_GT(k.cluster->stats().status_writes_skipped, 0);
 }
 
-// Queue status.allocated and PodGroup status counts are summed in one walk over the pods in key
-// order, which carries the previous pod's job and scheduler to the next: each pod must still count
-// for its own. Here a namespace's jobs interleave, another scheduler's pod sits inside a job of
-// ours, two namespaces have a PodGroup of the same name in different queues, and a pod without a
-// PodGroup is its own job in queue `default`.
-TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
+// The cluster of the status tests below: three PodGroups in two namespaces and three queues, pods
+// of ours and of another scheduler, one pod without a PodGroup (its own one-pod job) and one
+// pending.
+json StatusTestCluster() {
   auto pod = [](std::string ns, std::string name, std::string group, int cpu, std::string node,
                 std::string scheduler = "volcano") {
     json p = {{"apiVersion", "v1"}, {"kind", "Pod"},
@@ -901,8 +899,17 @@ TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
       pod("ns-a", "a4", "g", 8, "n1", "default-scheduler"), pod("ns-a", "a5", "g", 16, "n1"),
       pod("ns-b", "b1", "g", 32, "n1"), pod("ns-b", "b2", "", 64, "n1"), pod("ns-b", "b3", "g", 128, ""),
   });
+  return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+}
+
+// Queue status.allocated and PodGroup status counts are summed in one walk over the pods in key
+// order, which carries the previous pod's job and scheduler to the next: each pod must still count
+// for its own. Here a namespace's jobs interleave, another scheduler's pod sits inside a job of
+// ours, two namespaces have a PodGroup of the same name in different queues, and a pod without a
+// PodGroup is its own job in queue `default`.
+TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
   SyncedCluster k;
-  ASSERT_TRUE(k.Start({{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}));
+  ASSERT_TRUE(k.Start(StatusTestCluster()));
   SessionResult s;
   for (const char* g : {"ns-a/g", "ns-a/h", "ns-b/g"}) s.pod_group_phases[g] = "Running";
   ASSERT_TRUE(k.Apply(s));
@@ -923,6 +930,62 @@ TEST(KubernetesEmulator, QueueAndPodGroupStatusCountEachPodForItsOwnJob) {
   EXPECT_EQ(running("ns-a", "g"), 3);
   EXPECT_EQ(running("ns-a", "h"), 1);
   EXPECT_EQ(running("ns-b", "g"), 1);
+}
+
+// One session's PodGroup statuses are built one after the other into the same buffers, walking
+// the cache's PodGroups beside the session's maps: each group gets its own phase, conditions and
+// counts, nothing of the group before it, and a one-pod group the cluster does not store (between
+// stored ones in key order) keeps its phase for the next snapshot without a write. ns-a/i has no
+// pods and comes right after ns-a/h, which has one running.
+TEST(KubernetesEmulator, EachPodGroupStatusOfASessionIsItsOwn) {
+  json cluster = StatusTestCluster();
+  cluster["items"].push_back({{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "PodGroup"},
+                              {"metadata", {{"name", "i"}, {"namespace", "ns-a"}}},
+                              {"spec", {{"minMember", 1}, {"queue", "q1"}}}, {"status", {{"phase", "Pending"}}}});
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start(cluster));
+  SessionResult s;
+  s.index = 7;
+  s.pod_group_phases["ns-a/g"] = "Running";
+  s.pod_group_phases["ns-a/gone"] = "Inqueue";  // no such PodGroup: between ns-a/g and ns-a/h
+  s.pod_group_phases["ns-a/h"] = "Pending";
+  s.pod_group_phases["ns-a/i"] = "Inqueue";
+  s.pod_group_phases["ns-b/g"] = "Inqueue";
+  s.pod_group_phases["ns-b/podgroup-ns-b-b2"] = "Running";  // b2's one-pod group
+  s.conditions["ns-a/g"] = {PodGroupCondition{"Unschedulable", "True", "t1", 0, "NotEnoughResources", "1/2 tasks"},
+                            PodGroupCondition{"Scheduled", "True", "t1", 0, "tasks", "3/3 tasks"}};
+  s.admission_refusals["ns-a/h"] = AdmissionRefusal{"capacity", "QueueOverCapability", "insufficient cpu"};
+  ASSERT_TRUE(k.Apply(s));
+  auto status = [&](const std::string& ns, const std::string& name) {
+    auto r = k.emu.client()->Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/" + ns + "/podgroups/" + name);
+    EXPECT_TRUE(r.ok() && r->ok()) << ns << "/" << name;
+    return r.ok() ? json::parse(r->body)["status"] : json();
+  };
+  json ag = status("ns-a", "g");
+  EXPECT_EQ(ag["phase"], "Running");
+  EXPECT_EQ(ag.value("running", -1), 3);
+  ASSERT_EQ(ag["conditions"].size(), 2u) << ag.dump();
+  EXPECT_EQ(ag["conditions"][0]["reason"], "NotEnoughResources");
+  EXPECT_EQ(ag["conditions"][1]["type"], "Scheduled");
+  json ah = status("ns-a", "h");
+  EXPECT_EQ(ah["phase"], "Pending");
+  EXPECT_EQ(ah.value("running", -1), 1);
+  ASSERT_EQ(ah["conditions"].size(), 1u) << ah.dump();
+  EXPECT_EQ(ah["conditions"][0]["reason"], "QueueOverCapability");
+  EXPECT_EQ(ah["conditions"][0]["transitionID"], "session-7");
+  json ai = status("ns-a", "i");
+  EXPECT_EQ(ai["phase"], "Inqueue");
+  EXPECT_EQ(ai.value("running", 0), 0) << ai.dump();
+  EXPECT_TRUE(ai["conditions"].empty()) << ai.dump();
+  json bg = status("ns-b", "g");
+  EXPECT_EQ(bg["phase"], "Inqueue");
+  EXPECT_EQ(bg.value("running", -1), 1);  // b1 (b3 is pending)
+  EXPECT_TRUE(bg["conditions"].empty()) << bg.dump();
+  EXPECT_EQ(k.emu.Count("podGroupWrites", "ns-a/gone"), 0);
+  bool implicit_seen = false;
+  for (const auto& g : k.cluster->SnapshotSpec(0).pod_groups)
+    if (g.implicit && g.Uid() == "ns-b/podgroup-ns-b-b2") implicit_seen = g.phase == PodGroupPhase::Running;
+  EXPECT_TRUE(implicit_seen);
 }
 
 // PodGroup and Queue status come from walks over the whole pod cache. A session after which
