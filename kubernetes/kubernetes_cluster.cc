@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -34,6 +35,10 @@ struct Store {
   // Counts the changes to `items` (a LIST swapped in, a batch of watch events, a pod re-read):
   // what was computed from the items at one version holds while it stays.
   uint64_t version = 0;
+  // Counts the LISTs swapped in, and the changes to the set of keys (a LIST, an object added
+  // or removed): a snapshot's pods depend on which nodes exist, not on the nodes' fields.
+  uint64_t lists = 0;
+  uint64_t key_changes = 0;
 };
 
 std::string Key(const ObjectMeta& m) {
@@ -73,10 +78,52 @@ struct KubernetesCluster::State {
   void Assume(const std::string& key, Assumed a) {
     assumed.insert_or_assign(key, std::move(a));
     ++assumed_version;
+    PodChanged(key);
   }
-  void Unassume(const std::string& key) { assumed_version += assumed.erase(key); }
+  void Unassume(const std::string& key) {
+    if (assumed.erase(key) == 0) return;
+    ++assumed_version;
+    PodChanged(key);
+  }
+  // Change these two through the functions below, which note the pod for the next snapshot.
   std::map<std::string, std::string> evicting;     // pod key → uid
   std::map<std::string, std::string> nominated;    // pod key → node written
+  void SetEvicting(const std::string& key, std::string uid) {
+    evicting.insert_or_assign(key, std::move(uid));
+    PodChanged(key);
+  }
+  void ForgetEvicting(const std::string& key) {
+    if (evicting.erase(key)) PodChanged(key);
+  }
+  void SetNominated(const std::string& key, std::string node) {
+    nominated.insert_or_assign(key, std::move(node));
+    PodChanged(key);
+  }
+  void ForgetNominated(const std::string& key) {
+    if (nominated.erase(key)) PodChanged(key);
+  }
+
+  // The pods whose entry in a snapshot may differ from the last snapshot's: the pod changed
+  // (watch, re-read), or its assumed bind, eviction or nomination did. The next snapshot reads
+  // only these again (KubernetesCluster::PodMirror). Past a quarter of the cache the list is
+  // dropped and the next snapshot reads every pod, so a replica that runs no sessions (a
+  // standby) does not collect keys without end.
+  std::vector<std::string> changed_pods;
+  bool changed_pods_overflow = false;
+  void PodChanged(const std::string& key) {
+    // A watch event that settles an assumed bind names its pod twice in a row.
+    if (changed_pods_overflow || (!changed_pods.empty() && changed_pods.back() == key)) return;
+    if (changed_pods.size() >= std::max<size_t>(1024, pods.items.size() / 4)) {
+      changed_pods_overflow = true;
+      changed_pods = {};
+      return;
+    }
+    changed_pods.push_back(key);
+  }
+  // What a pod's update or deletion settles in the bookkeeping above: an assumed pod whose node
+  // the API server now shows is simply bound; a pod that is terminating (or gone) is no longer
+  // "being evicted". `p` is null for a pod gone.
+  void PodUpdated(const std::string& key, const DecodedPod* p);
   std::map<std::string, std::string> unschedulable_written;  // pod key → message written
   struct Retry {
     Clock::time_point at;
@@ -108,12 +155,34 @@ struct KubernetesCluster::State {
   std::atomic<int64_t> binds_ok{0};
 };
 
+void KubernetesCluster::State::PodUpdated(const std::string& key, const DecodedPod* p) {
+  PodChanged(key);
+  if (!p) {
+    Unassume(key);
+    ForgetEvicting(key);
+    ForgetNominated(key);
+    unschedulable_written.erase(key);
+    bind_retry.erase(key);
+    return;
+  }
+  if (auto a = assumed.find(key); a != assumed.end())
+    if (!p->spec.node.empty() || a->second.uid != p->meta.uid) Unassume(key);
+  if (auto e = evicting.find(key); e != evicting.end())
+    if (p->spec.deleting || e->second != p->meta.uid) ForgetEvicting(key);
+  if (auto n = nominated.find(key); n != nominated.end())
+    if (p->spec.nominated_node == n->second || !p->spec.node.empty()) ForgetNominated(key);
+  if (auto u = unschedulable_written.find(key); u != unschedulable_written.end())
+    if (p->scheduled_status == "False" && p->scheduled_message == u->second)
+      unschedulable_written.erase(u);
+}
+
 KubernetesCluster::KubernetesCluster(std::shared_ptr<KubeClient> client, KubernetesClusterOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
       writer_(client_, WriterOptions{options_.scheduler_names.empty() ? "volcano" : options_.scheduler_names[0],
                                      options_.dry_run}),
-      state_(std::make_unique<State>()) {}
+      state_(std::make_unique<State>()),
+      mirror_(std::make_unique<PodMirror>()) {}
 
 KubernetesCluster::~KubernetesCluster() { Stop(std::chrono::milliseconds(0)); }
 
@@ -203,6 +272,8 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     store.items.swap(store.staging);
     store.staging.clear();
     ++store.version;
+    ++store.lists;
+    ++store.key_changes;
     st.last_list_done = Clock::now();
     if (!store.listed) {
       store.listed = true;
@@ -240,11 +311,12 @@ ReflectorHandler StoreHandler(KubernetesCluster::State& st, Store<T>& store, std
     ++store.version;
     for (auto& [key, value] : held->events) {
       if (!value) {
-        store.items.erase(key);
+        store.key_changes += store.items.erase(key);
         if (on_change) on_change(key, nullptr);
         continue;
       }
-      auto slot = store.items.try_emplace(key).first;
+      auto [slot, added] = store.items.try_emplace(key);
+      store.key_changes += added;
       std::swap(slot->second, *value);  // the old object goes to `held`, to be freed outside the lock
       ShareWithNeighbour(store.items, slot);
       if (on_change) on_change(key, &slot->second);
@@ -320,27 +392,7 @@ void KubernetesCluster::Start() {
     reflectors_.push_back(std::make_unique<Reflector>(client_, std::move(resource), std::move(path),
                                                       std::move(h), options_.reflector));
   };
-  // Pod updates settle the cache's own bookkeeping: an assumed pod whose node the API server now
-  // shows is simply bound; a pod that is terminating (or gone) is no longer "being evicted".
-  auto on_pod = [&st](const std::string& key, const DecodedPod* p) {
-    if (!p) {
-      st.Unassume(key);
-      st.evicting.erase(key);
-      st.nominated.erase(key);
-      st.unschedulable_written.erase(key);
-      st.bind_retry.erase(key);
-      return;
-    }
-    if (auto a = st.assumed.find(key); a != st.assumed.end())
-      if (!p->spec.node.empty() || a->second.uid != p->meta.uid) st.Unassume(key);
-    if (auto e = st.evicting.find(key); e != st.evicting.end())
-      if (p->spec.deleting || e->second != p->meta.uid) st.evicting.erase(e);
-    if (auto n = st.nominated.find(key); n != st.nominated.end())
-      if (p->spec.nominated_node == n->second || !p->spec.node.empty()) st.nominated.erase(n);
-    if (auto u = st.unschedulable_written.find(key); u != st.unschedulable_written.end())
-      if (p->scheduled_status == "False" && p->scheduled_message == u->second)
-        st.unschedulable_written.erase(u);
-  };
+  auto on_pod = [&st](const std::string& key, const DecodedPod* p) { st.PodUpdated(key, p); };
   add("pods", "/api/v1/pods",
       StoreHandler<DecodedPod>(st, st.pods, "pods", DecodeSelfKeyed<DecodedPod, DecodePod, PodKey>, on_pod,
                                DecodeSelfKeyed<DecodedPod, DecodePodJson, PodKey>));
@@ -496,13 +548,173 @@ void EraseKeysNotIn(M& m, const P& present) {
 
 }  // namespace
 
+// The pods the last snapshot copied, in key order, kept between sessions (under mirror_mu_): a
+// snapshot reads again only the pods State::changed_pods names, updates these and copies them
+// out, so the cache's lock is held for what changed, not for every pod (a quiet cluster of 100k
+// pods held it ~45 ms per session, and every watch event and writer waited on it).
+struct KubernetesCluster::PodMirror {
+  bool valid = false;
+  uint64_t pod_lists = 0;  // st.pods.lists when every pod was last read
+  uint64_t node_keys = 0;  // st.nodes.key_changes likewise: a pod's entry depends on its node existing
+  std::vector<std::string> keys;
+  std::vector<PodSpec> pods;
+};
+
+// Pods read again, in ascending key order without repeats; null for one the session does not
+// see (gone, or another scheduler's pod on no node).
+struct KubernetesCluster::PodChanges {
+  std::vector<std::string> keys;
+  std::vector<std::optional<PodSpec>> pods;
+};
+
+namespace {
+
+// Appends what a snapshot makes of the cached pod `p` to `out`, with the cache's own bookkeeping
+// applied: `a` its assumed bind, `e` the uid it is being evicted as, `n` the node it was
+// nominated to (each null when there is none). False when the session does not see the pod.
+template <typename NodeExists>
+bool AppendSnapshotPod(const DecodedPod& p, bool ours, const KubernetesCluster::State::Assumed* a,
+                       const std::string* e, const std::string* n, const NodeExists& node_exists,
+                       std::vector<PodSpec>& out) {
+  const bool assumed_here = a != nullptr && p.spec.node.empty() && a->uid == p.meta.uid;
+  const std::string& node = assumed_here ? a->node : p.spec.node;
+  // Bound to a node the cache does not have (yet): nothing to schedule, nothing to count.
+  const bool on_missing_node = !node.empty() && !node_exists(node);
+  if (on_missing_node && p.spec.phase == PodPhase::Pending) return false;
+  // Volcano's informer never shows it another scheduler's pods that are not on a node.
+  if (!ours && (node.empty() || on_missing_node)) return false;
+  PodSpec& pod = out.emplace_back(p.spec);
+  // The decoder judged QoS over every container, as Kubernetes does; a spec holds one.
+  pod.qos_guaranteed = p.qos_guaranteed;
+  if (assumed_here) {
+    pod.node = a->node;
+    for (const auto& [k, v] : a->annotations) pod.mutable_extras().annotations[k] = v;
+  }
+  if (e != nullptr && *e == p.meta.uid) pod.deleting = true;
+  if (n != nullptr && pod.node.empty()) pod.nominated_node = *n;
+  if (on_missing_node) pod.node.clear();
+  return true;
+}
+
+// The first field in which two snapshot entries of a pod differ ("" when none): the check of
+// the changed pods' reading against a whole one.
+std::string_view FirstDifference(const PodSpec& a, const PodSpec& b) {
+  static_assert(sizeof(PodSpec) == 392, "compare the new PodSpec field in FirstDifference");
+  if (a.name != b.name || a.namespace_ != b.namespace_) return "name";
+  if (a.group != b.group) return "group";
+  if (!(a.requests == b.requests)) return "requests";
+  if (a.priority != b.priority) return "priority";
+  if (a.phase != b.phase) return "phase";
+  if (a.node != b.node) return "node";
+  if (a.nominated_node != b.nominated_node) return "nominated_node";
+  if (a.labels != b.labels) return "labels";
+  if (a.placement != b.placement) return "placement";
+  if (a.extras != b.extras && !SameExtras(*a.extras, *b.extras)) return "extras";
+  if (a.foreign != b.foreign) return "foreign";
+  if (a.deleting != b.deleting) return "deleting";
+  if (a.qos_guaranteed != b.qos_guaranteed) return "qos_guaranteed";
+  if (a.preemption_policy != b.preemption_policy) return "preemption_policy";
+  if (a.creation_time != b.creation_time) return "creation_time";
+  if (a.scheduled_at != b.scheduled_at) return "scheduled_at";
+  if (a.duration != b.duration) return "duration";
+  if (a.started_at != b.started_at) return "started_at";
+  if (!(a.where.file == b.where.file) || a.where.line != b.where.line || a.where.column != b.where.column)
+    return "where";
+  return "";
+}
+
+}  // namespace
+
 ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   State& st = *state_;
   ClusterSpec c;
+  std::lock_guard mirror_lock(mirror_mu_);
+  PodMirror& m = *mirror_;
+  PodChanges changes;
+  std::unique_ptr<PodMirror> whole;  // check_snapshots: every pod read beside the changes
+  PodMirror replaced;                // freed after the lock
+  Clock::time_point locked, unlocked;
   {
     std::lock_guard lock(st.mu);
-    CopyCacheLocked(st, c);
+    locked = Clock::now();
+    CopyObjectsLocked(st, c);
+    if (!m.valid || m.pod_lists != st.pods.lists || m.node_keys != st.nodes.key_changes ||
+        st.changed_pods_overflow) {
+      std::swap(replaced, m);
+      ReadAllPodsLocked(st, m);
+      ++st.stats.snapshots_whole;
+      st.stats.snapshot_pods_read = static_cast<int64_t>(st.pods.items.size());
+    } else {
+      ReadChangedPodsLocked(st, changes);
+      st.stats.snapshot_pods_read = static_cast<int64_t>(changes.keys.size());
+      if (options_.check_snapshots) {
+        whole = std::make_unique<PodMirror>();
+        ReadAllPodsLocked(st, *whole);
+      }
+    }
+    st.changed_pods.clear();
+    st.changed_pods_overflow = false;
+    unlocked = Clock::now();
+    st.stats.snapshot_lock_ms = std::chrono::duration<double, std::milli>(unlocked - locked).count();
   }
+  // The changes go into the mirror outside the lock: the watch and the writers wait for nothing
+  // but the reading.
+  if (!changes.keys.empty()) {
+    // Changed in place when no pod comes or goes; else one merge of the two key orders.
+    std::vector<size_t> at(changes.keys.size(), SIZE_MAX);
+    bool reshaped = false;
+    for (size_t i = 0; i < changes.keys.size(); ++i) {
+      auto it = std::lower_bound(m.keys.begin(), m.keys.end(), changes.keys[i]);
+      const bool found = it != m.keys.end() && *it == changes.keys[i];
+      if (found) at[i] = static_cast<size_t>(it - m.keys.begin());
+      reshaped |= found != changes.pods[i].has_value();
+    }
+    if (!reshaped) {
+      for (size_t i = 0; i < changes.keys.size(); ++i)
+        if (at[i] != SIZE_MAX) m.pods[at[i]] = std::move(*changes.pods[i]);
+    } else {
+      std::vector<std::string> keys;
+      std::vector<PodSpec> pods;
+      keys.reserve(m.keys.size() + changes.keys.size());
+      pods.reserve(m.keys.size() + changes.keys.size());
+      size_t i = 0;
+      for (size_t j = 0; j < changes.keys.size(); ++j) {
+        for (; i < m.keys.size() && m.keys[i] < changes.keys[j]; ++i) {
+          keys.push_back(std::move(m.keys[i]));
+          pods.push_back(std::move(m.pods[i]));
+        }
+        if (i < m.keys.size() && m.keys[i] == changes.keys[j]) ++i;  // replaced or gone
+        if (!changes.pods[j]) continue;
+        keys.push_back(std::move(changes.keys[j]));
+        pods.push_back(std::move(*changes.pods[j]));
+      }
+      for (; i < m.keys.size(); ++i) {
+        keys.push_back(std::move(m.keys[i]));
+        pods.push_back(std::move(m.pods[i]));
+      }
+      m.keys = std::move(keys);
+      m.pods = std::move(pods);
+    }
+  }
+  if (whole) {
+    std::string difference;
+    if (whole->keys != m.keys) {
+      difference = "the pods seen differ";
+    } else {
+      for (size_t i = 0; i < m.pods.size() && difference.empty(); ++i)
+        if (std::string_view field = FirstDifference(whole->pods[i], m.pods[i]); !field.empty())
+          difference = fmt::format("pod {}: {}", m.keys[i], field);
+    }
+    if (!difference.empty()) {
+      spdlog::error("kubernetes: the snapshot read from the changed pods differs from a whole reading "
+                    "({}); the whole reading is used",
+                    difference);
+      std::lock_guard lock(st.mu);
+      ++st.stats.snapshot_mismatches;
+    }
+    m = std::move(*whole);
+  }
+  c.pods = m.pods;
   // The defaults and references are resolved outside the lock: the watch and the writers wait
   // for nothing but the copy.
   CompleteOptions complete;
@@ -528,7 +740,7 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   return c;
 }
 
-void KubernetesCluster::CopyCacheLocked(State& st, ClusterSpec& c) const {
+void KubernetesCluster::CopyObjectsLocked(State& st, ClusterSpec& c) const {
   auto copy_all = [](const auto& store, auto& out) {
     out.reserve(store.items.size());
     for (const auto& [k, v] : store.items) out.push_back(v);
@@ -551,7 +763,9 @@ void KubernetesCluster::CopyCacheLocked(State& st, ClusterSpec& c) const {
   // what the next snapshot resolves, so an edit takes effect at the next session.
   copy_all(st.hyper_nodes, c.hyper_nodes);
   copy_all(st.numatopologies, c.numatopologies);
+}
 
+void KubernetesCluster::ReadAllPodsLocked(State& st, PodMirror& m) const {
   // Bookkeeping for pods a relist showed gone (no DELETED event reached us for them). No pod of
   // the cache can see these keys, so assumed_version does not count them.
   EraseKeysNotIn(st.assumed, st.pods.items);
@@ -564,32 +778,49 @@ void KubernetesCluster::CopyCacheLocked(State& st, ClusterSpec& c) const {
   // compact table (runtime/name_table.h): every bound pod's node is looked up, and reading the
   // store's map entries instead was a cache miss per pod at 100k pods.
   const NameTable node_names(st.nodes.items, [](const auto& kv) { return std::string_view(kv.first); });
+  const auto node_exists = [&node_names](const std::string& name) { return node_names.Contains(name); };
   SortedCursor assumed(st.assumed);
   SortedCursor evicting(st.evicting);
   SortedCursor nominated(st.nominated);
-  c.pods.reserve(st.pods.items.size());
-  for (const auto& [key, p] : st.pods.items) {
-    const bool ours = Ours(p.scheduler_name);
-    const State::Assumed* a = assumed.Find(key);
-    const std::string* e = evicting.Find(key);
-    const std::string* n = nominated.Find(key);
-    const bool assumed_here = a != nullptr && p.spec.node.empty() && a->uid == p.meta.uid;
-    const std::string& node = assumed_here ? a->node : p.spec.node;
-    // Bound to a node the cache does not have (yet): nothing to schedule, nothing to count.
-    const bool on_missing_node = !node.empty() && !node_names.Contains(node);
-    if (on_missing_node && p.spec.phase == PodPhase::Pending) continue;
-    // Volcano's informer never shows it another scheduler's pods that are not on a node.
-    if (!ours && (node.empty() || on_missing_node)) continue;
-    PodSpec& pod = c.pods.emplace_back(p.spec);
-    // The decoder judged QoS over every container, as Kubernetes does; a spec holds one.
-    pod.qos_guaranteed = p.qos_guaranteed;
-    if (assumed_here) {
-      pod.node = a->node;
-      for (const auto& [k, v] : a->annotations) pod.mutable_extras().annotations[k] = v;
+  m.keys.clear();
+  m.pods.clear();
+  m.keys.reserve(st.pods.items.size());
+  m.pods.reserve(st.pods.items.size());
+  for (const auto& [key, p] : st.pods.items)
+    if (AppendSnapshotPod(p, Ours(p.scheduler_name), assumed.Find(key), evicting.Find(key),
+                          nominated.Find(key), node_exists, m.pods))
+      m.keys.push_back(key);
+  m.valid = true;
+  m.pod_lists = st.pods.lists;
+  m.node_keys = st.nodes.key_changes;
+}
+
+void KubernetesCluster::ReadChangedPodsLocked(State& st, PodChanges& out) const {
+  std::vector<std::string>& keys = st.changed_pods;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  const auto node_exists = [&st](const std::string& name) { return st.nodes.items.count(name) > 0; };
+  SortedCursor assumed(st.assumed);
+  SortedCursor evicting(st.evicting);
+  SortedCursor nominated(st.nominated);
+  const auto& pods = st.pods.items;
+  auto p = pods.begin();
+  std::vector<PodSpec> one;
+  out.keys.reserve(keys.size());
+  out.pods.reserve(keys.size());
+  for (std::string& key : keys) {
+    // Changed pods come in runs (a job's pods are bound together, and their keys are next to
+    // each other): a few steps on from the previous one before a search from the root.
+    for (int steps = 0; p != pods.end() && p->first < key && steps < 8; ++steps) ++p;
+    if (p != pods.end() && p->first < key) p = pods.lower_bound(key);
+    std::optional<PodSpec>& entry = out.pods.emplace_back();
+    if (p != pods.end() && p->first == key) {
+      one.clear();
+      if (AppendSnapshotPod(p->second, Ours(p->second.scheduler_name), assumed.Find(key),
+                            evicting.Find(key), nominated.Find(key), node_exists, one))
+        entry = std::move(one.front());
     }
-    if (e != nullptr && *e == p.meta.uid) pod.deleting = true;
-    if (n != nullptr && pod.node.empty()) pod.nominated_node = *n;
-    if (on_missing_node) pod.node.clear();
+    out.keys.push_back(std::move(key));
   }
 }
 
@@ -630,9 +861,17 @@ Result<Cluster> KubernetesCluster::Snapshot(TimeNs now) {
   using Ms = std::chrono::duration<double, std::milli>;
   auto t2 = Clock::now();
   const ThreadUsage u1 = ThreadUsage::Now();
-  spdlog::debug("kubernetes: snapshot {:.1f} ms (copy of the cache {:.1f} ms, model built {:.1f} ms; "
+  int64_t pods_read = 0;
+  double lock_ms = 0;
+  {
+    std::lock_guard lock(state_->mu);
+    pods_read = state_->stats.snapshot_pods_read;
+    lock_ms = state_->stats.snapshot_lock_ms;
+  }
+  spdlog::debug("kubernetes: snapshot {:.1f} ms (copy of the cache {:.1f} ms: {} pods read, the cache's "
+                "lock held {:.1f} ms; model built {:.1f} ms; "
                 "this thread's CPU {:.1f} ms, {:.1f} of it in the kernel, {} page faults)",
-                Ms(t2 - t0).count(), Ms(t1 - t0).count(), Ms(t2 - t1).count(),
+                Ms(t2 - t0).count(), Ms(t1 - t0).count(), pods_read, lock_ms, Ms(t2 - t1).count(),
                 (u1.user_ms - u0.user_ms) + (u1.kernel_ms - u0.kernel_ms), u1.kernel_ms - u0.kernel_ms,
                 u1.faults - u0.faults);
   return cluster;
@@ -691,10 +930,15 @@ void KubernetesCluster::Bind(const std::string& key, const std::string& uid, con
     ++st.stats.binds_conflict;
     st.Unassume(key);
     if (fresh && *fresh) {
-      st.pods.items[key] = std::move(**fresh);
+      auto [slot, added] = st.pods.items.try_emplace(key);
+      slot->second = std::move(**fresh);
       ++st.pods.version;
-    } else if (fresh && !*fresh) {
-      st.pods.version += st.pods.items.erase(key);
+      st.pods.key_changes += added;
+      st.PodUpdated(key, &slot->second);
+    } else if (fresh && !*fresh && st.pods.items.erase(key)) {
+      ++st.pods.version;
+      ++st.pods.key_changes;
+      st.PodUpdated(key, nullptr);
     }
     return;
   }
@@ -765,7 +1009,7 @@ void KubernetesCluster::ApplyBinds(const SessionResult& result) {
           annotations = a->second;
         const std::string& uid = p->second.meta.uid;
         st.Assume(key, State::Assumed{uid, it->second, annotations});
-        st.nominated.erase(key);
+        st.ForgetNominated(key);
         claims.push_back(Claim{&key, &it->second, uid, std::move(annotations), r != st.bind_retry.end()});
       }
     }
@@ -797,13 +1041,13 @@ void KubernetesCluster::ApplyEvictions(const SessionResult& result) {
       auto p = st.pods.items.find(key);
       if (p == st.pods.items.end() || p->second.spec.deleting || st.evicting.count(key)) continue;
       uid = p->second.meta.uid;
-      st.evicting[key] = uid;
+      st.SetEvicting(key, uid);
     }
     SubmitWrite([this, key, uid] {
       State& s = *state_;
       if (!writes_enabled_) {
         std::lock_guard lock(s.mu);
-        s.evicting.erase(key);
+        s.ForgetEvicting(key);
         return;
       }
       auto [ns, name] = SplitKey(key);
@@ -816,10 +1060,10 @@ void KubernetesCluster::ApplyEvictions(const SessionResult& result) {
       }
       ++s.stats.evictions_refused;
       // Refused (429 PDB, 5xx) or the pod changed: forget it so a later session may decide again.
-      s.evicting.erase(key);
+      s.ForgetEvicting(key);
       if (r.outcome == O::kRetryLater || r.outcome == O::kFailed)
         spdlog::warn("kubernetes: {}", r.message);
-    }, [key](State& s) { s.evicting.erase(key); });
+    }, [key](State& s) { s.ForgetEvicting(key); });
   }
 }
 
@@ -831,11 +1075,12 @@ void KubernetesCluster::ApplyNominations(const SessionResult& result) {
       std::lock_guard lock(st.mu);
       auto p = st.pods.items.find(key);
       if (p == st.pods.items.end() || !p->second.spec.node.empty()) continue;
-      if (p->second.spec.nominated_node == node || st.nominated[key] == node) {
+      auto written = st.nominated.find(key);
+      if (p->second.spec.nominated_node == node || (written != st.nominated.end() && written->second == node)) {
         ++st.stats.status_writes_skipped;
         continue;
       }
-      st.nominated[key] = node;
+      st.SetNominated(key, node);
     }
     SubmitWrite([this, key, node] {
       auto [ns, name] = SplitKey(key);
@@ -845,9 +1090,9 @@ void KubernetesCluster::ApplyNominations(const SessionResult& result) {
         ++state_->stats.status_writes;
       } else {
         ++state_->stats.status_write_failures;
-        state_->nominated.erase(key);
+        state_->ForgetNominated(key);
       }
-    }, [key](State& s) { s.nominated.erase(key); });
+    }, [key](State& s) { s.ForgetNominated(key); });
   }
 }
 

@@ -41,6 +41,7 @@
 #include "kubernetes/writer.h"
 #include "runtime/cluster.h"
 #include "runtime/cluster_spec.h"
+#include "runtime/env_flag.h"
 
 namespace kiln::kube {
 
@@ -62,6 +63,10 @@ struct KubernetesClusterOptions {
   ReflectorOptions reflector;
   // Called on a writer thread after every bind call: latency in seconds and whether it bound.
   std::function<void(double seconds, bool ok)> on_bind;
+  // Each snapshot that reads only the changed pods also reads every pod and compares the two
+  // (KILN_CHECK_SNAPSHOTS=1; the tests): a difference is logged, counted
+  // (KubernetesClusterStats::snapshot_mismatches) and the whole reading used.
+  bool check_snapshots = EnvFlagOn("KILN_CHECK_SNAPSHOTS");
 };
 
 struct KubernetesClusterStats {
@@ -86,6 +91,12 @@ struct KubernetesClusterStats {
   size_t write_queue_depth = 0;
   size_t pods = 0, nodes = 0, pod_groups = 0, queues = 0, hyper_nodes = 0, numatopologies = 0;
   size_t warnings = 0;  // dangling references in the last snapshot (CompleteCluster)
+  // Snapshots that read every pod of the cache (the first, and after a LIST or a change to the
+  // set of nodes); the pods the last snapshot read (every pod, or only those that changed).
+  int64_t snapshots_whole = 0;
+  int64_t snapshot_pods_read = 0;
+  double snapshot_lock_ms = 0;  // how long the last snapshot held the cache's lock
+  int64_t snapshot_mismatches = 0;  // check_snapshots: the changed pods' reading was wrong
 };
 
 class KubernetesCluster : public ClusterBinding {
@@ -126,13 +137,19 @@ class KubernetesCluster : public ClusterBinding {
   KubernetesClusterStats stats() const;
   const KubernetesClusterOptions& options() const { return options_; }
 
-  struct State;  // the cache (defined in cluster.cc)
+  struct State;  // the cache (defined in kubernetes_cluster.cc)
 
  private:
+  struct PodMirror;   // the pods of the last snapshot (kubernetes_cluster.cc)
+  struct PodChanges;  // the pods read again for the next one
   bool Ours(const std::string& scheduler_name) const;
-  // SnapshotSpec's part under the cache's lock: the objects copied with the assumed binds,
-  // evictions and nominations applied, and the bookkeeping of pods gone pruned.
-  void CopyCacheLocked(State& st, ClusterSpec& c) const;
+  // SnapshotSpec's part under the cache's lock: every object but the pods copied.
+  void CopyObjectsLocked(State& st, ClusterSpec& c) const;
+  // Every pod read into `m`, with the assumed binds, evictions and nominations applied, and the
+  // bookkeeping of pods gone pruned.
+  void ReadAllPodsLocked(State& st, PodMirror& m) const;
+  // The pods State::changed_pods names, read the same way.
+  void ReadChangedPodsLocked(State& st, PodChanges& out) const;
   // Queues a write. When the queue is full (or the pool stopped) the write is counted, logged and
   // dropped, and `undo` runs under the cache's lock to forget the claim the caller made for it
   // (an assumed bind, an eviction, a status "already written"), so a later session redoes it.
@@ -159,6 +176,8 @@ class KubernetesCluster : public ClusterBinding {
   std::unique_ptr<EventQueue> events_;
   std::atomic<bool> writes_enabled_{true};
   std::atomic<bool> keep_session_specs_{false};
+  std::mutex mirror_mu_;  // taken before the cache's lock, never after
+  std::unique_ptr<PodMirror> mirror_;
   std::mutex kept_mu_;
   std::shared_ptr<const ClusterSpec> kept_spec_;  // the last Snapshot's input, until taken
   TimeNs kept_now_ = 0;

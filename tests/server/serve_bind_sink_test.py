@@ -9,6 +9,7 @@ sink binary in $KILN_BIND_SINK (default build/kiln_bind_sink).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -100,8 +101,13 @@ class BindSink(unittest.TestCase):
         # kiln serve's own log: the initial LIST of the pods in three pages, and the snapshot's time.
         self.assertRegex(serve.text(), rf"initial LIST of pods: {pods} objects listed and decoded in \d+ ms")
         self.assertRegex(serve.text(), r"caches synced \d+ ms after start")
-        self.assertRegex(serve.text(), r"kubernetes: snapshot [0-9.]+ ms \(copy of the cache [0-9.]+ ms, model built "
-                                       r"[0-9.]+ ms; this thread's CPU [0-9.]+ ms, [0-9.]+ of it in the kernel, \d+ page faults\)")
+        self.assertRegex(serve.text(), r"kubernetes: snapshot [0-9.]+ ms \(copy of the cache [0-9.]+ ms: \d+ pods read, "
+                                       r"the cache's lock held [0-9.]+ ms; model built [0-9.]+ ms; this thread's CPU "
+                                       r"[0-9.]+ ms, [0-9.]+ of it in the kernel, \d+ page faults\)")
+        # The first snapshot reads every pod; once the binds have landed, one reads none again.
+        self.assertRegex(serve.text(), rf"copy of the cache [0-9.]+ ms: {pods} pods read")
+        wait_for(lambda: re.search(r"copy of the cache [0-9.]+ ms: 0 pods read", serve.text()),
+                 "a snapshot that reads no pod again", timeout=30)
         # The pods' watch delivers what the sink changes: every touched pod reaches kiln serve.
         code, _ = self.sink.request("POST", "/sink/touch?n=500")
         self.assertEqual(code, 200)

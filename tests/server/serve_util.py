@@ -86,6 +86,9 @@ class ServeProcess:
 
     def __init__(self, kiln, emu, conf, *extra, period="1s", kubeconfig=None, env=None):
         self.log = []
+        # Each snapshot that reads only the changed pods is checked against a whole reading;
+        # stop() fails on a difference.
+        env = dict(os.environ if env is None else env, KILN_CHECK_SNAPSHOTS="1")
         self.proc = subprocess.Popen(
             [kiln, "serve", "--kubeconfig", kubeconfig or emu.kubeconfig, "--conf", conf, "--listen",
              "127.0.0.1:0", "--schedule-period", period, "-v", "2", *extra],
@@ -106,11 +109,13 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
-                return self.proc.wait(timeout)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("kiln serve did not stop:\n" + self.text())
+        if "differs from a whole reading" in self.text():
+            raise AssertionError("a snapshot read from the changed pods was wrong:\n" + self.text())
         return self.proc.returncode
 
 

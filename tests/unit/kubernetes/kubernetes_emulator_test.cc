@@ -207,6 +207,9 @@ KubernetesClusterOptions FastOptions() {
   o.reflector.max_backoff = 200ms;
   o.bind_retry_initial = 300ms;
   o.write_workers = 2;
+  // Every snapshot that reads only the changed pods is checked against a whole reading
+  // (SyncedCluster's end expects no difference).
+  o.check_snapshots = true;
   return o;
 }
 
@@ -238,7 +241,9 @@ struct SyncedCluster {
     return cluster->WaitForWrites(10s);
   }
   ~SyncedCluster() {
-    if (cluster) cluster->Stop();
+    if (!cluster) return;
+    cluster->Stop();
+    EXPECT_EQ(cluster->stats().snapshot_mismatches, 0);
   }
 };
 
@@ -408,6 +413,60 @@ TEST(KubernetesEmulator, ClusterSyncsAndFollowsTheWatch) {
   ASSERT_TRUE(k.emu.client()->Delete("/api/v1/namespaces/ns/pods/late")->ok());
   EXPECT_TRUE(
       Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/late") == nullptr; }));
+  EXPECT_EQ(k.cluster->stats().relists["pods"], 0);
+}
+
+// A snapshot reads again only the pods that changed since the last one (a watch event, an
+// assumed bind), keeps the rest, and reads every pod after a change to the set of nodes, which
+// every bound pod's entry depends on. check_snapshots compares each such reading with a whole one.
+TEST(KubernetesEmulator, SnapshotReadsAgainOnlyThePodsThatChanged) {
+  SyncedCluster k;
+  ASSERT_TRUE(k.Start());
+  auto stats = [&] { return k.cluster->stats(); };
+  auto nodes_of = [](const ClusterSpec& c) {
+    std::map<std::string, std::string> out;
+    for (const auto& p : c.pods) out[p.Key()] = p.node;
+    return out;
+  };
+  const ClusterSpec first = k.cluster->SnapshotSpec(0);
+  EXPECT_EQ(stats().snapshots_whole, 1);
+  EXPECT_EQ(stats().snapshot_pods_read, 6);  // the cache's pods, other-pending too
+  const ClusterSpec again = k.cluster->SnapshotSpec(0);
+  EXPECT_EQ(stats().snapshot_pods_read, 0);
+  EXPECT_EQ(nodes_of(again), nodes_of(first));
+
+  // An assumed bind: p1 read again, on n1 at once.
+  k.cluster->Apply(BindOne("ns/p1", "n1"));
+  ClusterSpec bound = k.cluster->SnapshotSpec(0);
+  EXPECT_EQ(stats().snapshot_pods_read, 1);
+  auto expected = nodes_of(first);
+  expected["ns/p1"] = "n1";
+  EXPECT_EQ(nodes_of(bound), expected);
+  ASSERT_TRUE(k.cluster->WaitForWrites(10s));
+
+  // A pod created, then deleted: it comes and goes between the pods kept.
+  ASSERT_TRUE(k.emu.client()->Post("/api/v1/namespaces/ns/pods", NewPod("late").dump())->ok());
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/late") != nullptr; }));
+  ASSERT_TRUE(k.emu.client()->Delete("/api/v1/namespaces/ns/pods/late")->ok());
+  ASSERT_TRUE(Eventually([&] { return FindPod(k.cluster->SnapshotSpec(0), "ns/late") == nullptr; }));
+  EXPECT_EQ(nodes_of(k.cluster->SnapshotSpec(0)), expected);
+  EXPECT_EQ(stats().snapshots_whole, 1);
+
+  // A pod bound to a node the cache lacks is not in the snapshot; once the node is added it is,
+  // on that node, although the pod itself did not change.
+  json early = NewPod("early");
+  early["spec"]["nodeName"] = "n3";
+  ASSERT_TRUE(k.emu.client()->Post("/api/v1/namespaces/ns/pods", early.dump())->ok());
+  ASSERT_TRUE(Eventually([&] { return k.cluster->stats().pods == 7; }));
+  EXPECT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/early"), nullptr);
+  json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n3"}}},
+               {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
+  ASSERT_TRUE(k.emu.client()->Post("/api/v1/nodes", node.dump())->ok());
+  ASSERT_TRUE(Eventually([&] {
+    const PodSpec* p = FindPod(k.cluster->SnapshotSpec(0), "ns/early");
+    return p != nullptr && p->node == "n3";
+  }));
+  EXPECT_GE(stats().snapshots_whole, 2);
   EXPECT_EQ(k.cluster->stats().relists["pods"], 0);
 }
 
@@ -766,6 +825,8 @@ TEST(KubernetesEmulator, SnapshotAppliesInterleavedClaimsEachToItsOwnPod) {
   s.bind_order = {"ns/p1", "ns/p3"};
   s.evictions = {"ns/r1"};
   s.nominated["ns/p2"] = "n2";
+  // A snapshot first, so that the next one reads the claimed pods as changes to this one.
+  ASSERT_EQ(FindPod(k.cluster->SnapshotSpec(0), "ns/p1")->node, "");
   k.cluster->Apply(s);
   ClusterSpec c = k.cluster->SnapshotSpec(0);
   ASSERT_NE(FindPod(c, "ns/p1"), nullptr);
