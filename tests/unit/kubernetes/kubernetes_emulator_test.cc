@@ -463,7 +463,8 @@ TEST(KubernetesEmulator, SnapshotReadsAgainOnlyThePodsThatChanged) {
                {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
   ASSERT_TRUE(k.emu.client()->Post("/api/v1/nodes", node.dump())->ok());
   ASSERT_TRUE(Eventually([&] {
-    const PodSpec* p = FindPod(k.cluster->SnapshotSpec(0), "ns/early");
+    const ClusterSpec c = k.cluster->SnapshotSpec(0);
+    const PodSpec* p = FindPod(c, "ns/early");
     return p != nullptr && p->node == "n3";
   }));
   EXPECT_GE(stats().snapshots_whole, 2);
