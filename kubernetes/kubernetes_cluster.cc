@@ -558,6 +558,10 @@ struct KubernetesCluster::PodMirror {
   uint64_t node_keys = 0;  // st.nodes.key_changes likewise: a pod's entry depends on its node existing
   std::vector<std::string> keys;
   std::vector<PodSpec> pods;
+
+  // Puts the pods read again in their places: in place when no pod comes or goes, else in one
+  // merge of the two key orders.
+  void Apply(PodChanges&& changes);
 };
 
 // Pods read again, in ascending key order without repeats; null for one the session does not
@@ -566,6 +570,41 @@ struct KubernetesCluster::PodChanges {
   std::vector<std::string> keys;
   std::vector<std::optional<PodSpec>> pods;
 };
+
+void KubernetesCluster::PodMirror::Apply(PodChanges&& changes) {
+  std::vector<size_t> at(changes.keys.size(), SIZE_MAX);
+  bool reshaped = false;
+  for (size_t i = 0; i < changes.keys.size(); ++i) {
+    auto it = std::lower_bound(keys.begin(), keys.end(), changes.keys[i]);
+    const bool found = it != keys.end() && *it == changes.keys[i];
+    if (found) at[i] = static_cast<size_t>(it - keys.begin());
+    reshaped |= found != changes.pods[i].has_value();
+  }
+  if (!reshaped) {
+    for (size_t i = 0; i < changes.keys.size(); ++i)
+      if (at[i] != SIZE_MAX) pods[at[i]] = std::move(*changes.pods[i]);
+    return;
+  }
+  std::vector<std::string> merged_keys;
+  std::vector<PodSpec> merged_pods;
+  merged_keys.reserve(keys.size() + changes.keys.size());
+  merged_pods.reserve(keys.size() + changes.keys.size());
+  auto keep = [&](size_t i) {
+    merged_keys.push_back(std::move(keys[i]));
+    merged_pods.push_back(std::move(pods[i]));
+  };
+  size_t i = 0;
+  for (size_t j = 0; j < changes.keys.size(); ++j) {
+    for (; i < keys.size() && keys[i] < changes.keys[j]; ++i) keep(i);
+    if (i < keys.size() && keys[i] == changes.keys[j]) ++i;  // replaced or gone
+    if (!changes.pods[j]) continue;
+    merged_keys.push_back(std::move(changes.keys[j]));
+    merged_pods.push_back(std::move(*changes.pods[j]));
+  }
+  for (; i < keys.size(); ++i) keep(i);
+  keys = std::move(merged_keys);
+  pods = std::move(merged_pods);
+}
 
 namespace {
 
@@ -633,10 +672,9 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
   PodChanges changes;
   std::unique_ptr<PodMirror> whole;  // check_snapshots: every pod read beside the changes
   PodMirror replaced;                // freed after the lock
-  Clock::time_point locked, unlocked;
   {
     std::lock_guard lock(st.mu);
-    locked = Clock::now();
+    const Clock::time_point locked = Clock::now();
     CopyObjectsLocked(st, c);
     if (!m.valid || m.pod_lists != st.pods.lists || m.node_keys != st.nodes.key_changes ||
         st.changed_pods_overflow) {
@@ -654,48 +692,11 @@ ClusterSpec KubernetesCluster::SnapshotSpec(TimeNs now) {
     }
     st.changed_pods.clear();
     st.changed_pods_overflow = false;
-    unlocked = Clock::now();
-    st.stats.snapshot_lock_ms = std::chrono::duration<double, std::milli>(unlocked - locked).count();
+    st.stats.snapshot_lock_ms = std::chrono::duration<double, std::milli>(Clock::now() - locked).count();
   }
   // The changes go into the mirror outside the lock: the watch and the writers wait for nothing
   // but the reading.
-  if (!changes.keys.empty()) {
-    // Changed in place when no pod comes or goes; else one merge of the two key orders.
-    std::vector<size_t> at(changes.keys.size(), SIZE_MAX);
-    bool reshaped = false;
-    for (size_t i = 0; i < changes.keys.size(); ++i) {
-      auto it = std::lower_bound(m.keys.begin(), m.keys.end(), changes.keys[i]);
-      const bool found = it != m.keys.end() && *it == changes.keys[i];
-      if (found) at[i] = static_cast<size_t>(it - m.keys.begin());
-      reshaped |= found != changes.pods[i].has_value();
-    }
-    if (!reshaped) {
-      for (size_t i = 0; i < changes.keys.size(); ++i)
-        if (at[i] != SIZE_MAX) m.pods[at[i]] = std::move(*changes.pods[i]);
-    } else {
-      std::vector<std::string> keys;
-      std::vector<PodSpec> pods;
-      keys.reserve(m.keys.size() + changes.keys.size());
-      pods.reserve(m.keys.size() + changes.keys.size());
-      size_t i = 0;
-      for (size_t j = 0; j < changes.keys.size(); ++j) {
-        for (; i < m.keys.size() && m.keys[i] < changes.keys[j]; ++i) {
-          keys.push_back(std::move(m.keys[i]));
-          pods.push_back(std::move(m.pods[i]));
-        }
-        if (i < m.keys.size() && m.keys[i] == changes.keys[j]) ++i;  // replaced or gone
-        if (!changes.pods[j]) continue;
-        keys.push_back(std::move(changes.keys[j]));
-        pods.push_back(std::move(*changes.pods[j]));
-      }
-      for (; i < m.keys.size(); ++i) {
-        keys.push_back(std::move(m.keys[i]));
-        pods.push_back(std::move(m.pods[i]));
-      }
-      m.keys = std::move(keys);
-      m.pods = std::move(pods);
-    }
-  }
+  m.Apply(std::move(changes));
   if (whole) {
     std::string difference;
     if (whole->keys != m.keys) {
